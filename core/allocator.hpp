@@ -1,0 +1,44 @@
+// Raw memory for tensors, per device, with counters of bytes in use and the
+// peak. CPU memory is 64-byte aligned (one cache line, room for AVX-512); CUDA
+// memory comes from a caching allocator so ops never call cudaMalloc/cudaFree
+// on the hot path.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include <ddl/core/device.hpp>
+
+namespace ddl {
+
+struct MemoryStats {
+  std::size_t bytes_in_use = 0;  // held by live tensors
+  std::size_t peak_bytes = 0;    // highest bytes_in_use since the last reset
+  std::size_t allocations = 0;   // number of live allocations
+  std::size_t bytes_cached = 0;  // CUDA only: freed blocks kept for reuse
+};
+
+MemoryStats memory_stats(const Device& device);
+void reset_peak_memory_stats(const Device& device);
+// Returns cached CUDA blocks to the driver (no-op on CPU).
+void empty_cache();
+
+// A block of device memory owned by one or more tensors (views share it).
+class Storage {
+ public:
+  Storage(const Device& device, std::size_t bytes);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+  const Device& device() const { return device_; }
+
+ private:
+  Device device_;
+  std::size_t bytes_;
+  void* data_ = nullptr;
+};
+
+}  // namespace ddl

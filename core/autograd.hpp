@@ -1,0 +1,89 @@
+// The dynamic tape. Every differentiable op that sees an input requiring
+// grad records a Node holding what its backward needs and edges to the nodes
+// of its inputs. backward() visits the nodes reachable from the output in
+// reverse topological order, each once, and leaf tensors accumulate into .grad.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ddl/core/tensor.hpp>
+
+namespace ddl {
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  // Gradients with respect to each input, given the gradient of the output.
+  // An undefined tensor means "no gradient flows to this input".
+  virtual std::vector<Tensor> backward(const Tensor& grad_output) = 0;
+  virtual std::string name() const = 0;
+  // Drops saved tensors once backward has used them (unless retain_graph).
+  virtual void release_saved() {}
+
+  // Where each input's gradient goes (null for inputs that need none).
+  std::vector<std::shared_ptr<Node>> next;
+  bool released = false;
+};
+
+// Leaf node: adds the incoming gradient to the tensor's .grad, then runs its
+// hooks. Holds the tensor weakly so the graph does not keep parameters alive.
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : leaf_(leaf) {}
+  std::vector<Tensor> backward(const Tensor& grad_output) override;
+  std::string name() const override { return "AccumulateGrad"; }
+
+ private:
+  std::weak_ptr<TensorImpl> leaf_;
+};
+
+// Whether ops record the tape on this thread. Off inside NoGradGuard.
+bool grad_enabled();
+
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+namespace autograd {
+
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+
+// A node whose backward is a closure over the tensors it saved. Most ops use
+// it: their backward reads in a few lines next to their forward.
+class FunctionNode final : public Node {
+ public:
+  FunctionNode(std::string name, BackwardFn backward) : name_(std::move(name)), backward_(std::move(backward)) {}
+  std::vector<Tensor> backward(const Tensor& grad_output) override { return backward_(grad_output); }
+  std::string name() const override { return name_; }
+  void release_saved() override { backward_ = nullptr; }
+
+ private:
+  std::string name_;
+  BackwardFn backward_;
+};
+
+// True when grad mode is on and any input requires grad.
+bool needs_grad(const std::vector<const Tensor*>& inputs);
+
+// The node an input's gradient flows to: its grad_fn, its accumulator if it
+// is a leaf requiring grad, or null.
+std::shared_ptr<Node> edge_to(const Tensor& input);
+
+// Connects `node` to its inputs and makes it the grad_fn of `output`.
+void record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs, Tensor& output);
+
+// Runs backward from `root` with initial gradient `grad_root`.
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
+
+}  // namespace autograd
+}  // namespace ddl

@@ -1,0 +1,63 @@
+// The operations every backend provides, and the one place that picks the
+// backend from a tensor's device. Ops are written once against this layer:
+// elementwise work goes through launch() with a kernel from kernels.hpp;
+// GEMM, full reductions and copies go to a library per backend (Eigen on
+// CPU; cuBLAS, CUB and the CUDA runtime on GPU).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <ddl/build_config.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/cpu/parallel_for.hpp>
+#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/device.hpp>
+
+namespace ddl::backend {
+
+template <class Kernel>
+void launch(const Device& device, std::int64_t n, const Kernel& kernel) {
+  if (n <= 0) return;
+  if (device.is_cpu()) {
+    cpu_backend::parallel_for(n, kernel);
+  } else if constexpr (build::kWithCuda) {
+    cuda_backend::launch(device.index(), n, kernel);
+  } else {
+    detail::fail("{}: this build of ddl has no CUDA support", device);
+  }
+}
+
+// Row-major C = alpha * op(A) @ op(B) + beta * C for `batch` matrices at the
+// given element strides; op transposes when trans_* is set. A is m x k after
+// op, B is k x n after op, C is m x n.
+struct GemmArgs {
+  bool trans_a = false;
+  bool trans_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const float* a = nullptr;
+  const float* b = nullptr;
+  float* c = nullptr;
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+void gemm(const Device& device, const GemmArgs& args);
+
+// out[0] = sum of x[0..n), out on the same device; deterministic on CPU.
+void sum_all(const Device& device, const float* x, std::int64_t n, float* out);
+
+void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, std::size_t bytes);
+void fill_zero(const Device& device, void* data, std::size_t bytes);
+
+}  // namespace ddl::backend
+
+namespace ddl::cpu_backend {
+void gemm(const backend::GemmArgs& args);
+void sum_all(const float* x, std::int64_t n, float* out);
+}  // namespace ddl::cpu_backend
+
+namespace ddl::cuda_backend {
+void gemm(int device, const backend::GemmArgs& args);
+void sum_all(int device, const float* x, std::int64_t n, float* out);
+}  // namespace ddl::cuda_backend

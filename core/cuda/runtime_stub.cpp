@@ -1,0 +1,25 @@
+// The CUDA backend of a build without CUDA: no devices, and every call that
+// would need one is an error (device checks stop ops long before these).
+#include <ddl/core/check.hpp>
+#include <ddl/core/backend.hpp>
+#include <ddl/core/cuda/runtime.hpp>
+
+namespace ddl::cuda_backend {
+namespace {
+[[noreturn]] void no_cuda(const char* call) { detail::fail("{}: this build of ddl has no CUDA support", call); }
+}  // namespace
+
+int device_count() { return 0; }
+std::string unavailable_reason() { return "ddl was built with DDL_CUDA=OFF"; }
+void* allocate(int, std::size_t) { no_cuda("cuda_backend::allocate"); }
+void deallocate(int, void*) { no_cuda("cuda_backend::deallocate"); }
+MemoryStats memory_stats(int) { no_cuda("cuda_backend::memory_stats"); }
+void reset_peak_memory_stats(int) { no_cuda("cuda_backend::reset_peak_memory_stats"); }
+void empty_cache(int) {}
+void copy(void*, int, const void*, int, std::size_t, CopyKind) { no_cuda("cuda_backend::copy"); }
+void fill_zero(int, void*, std::size_t) { no_cuda("cuda_backend::fill_zero"); }
+void synchronize(int) { no_cuda("cuda_backend::synchronize"); }
+void gemm(int, const backend::GemmArgs&) { no_cuda("cuda_backend::gemm"); }
+void sum_all(int, const float*, std::int64_t, float*) { no_cuda("cuda_backend::sum_all"); }
+
+}  // namespace ddl::cuda_backend

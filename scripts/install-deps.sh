@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every build, test and run dependency of ddl from Debian's packages.
+# Idempotent: packages already present are skipped, so a second run is fast.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libeigen3-dev        # CPU linear algebra (GEMM)
+  doctest-dev          # unit tests
+  mpich libmpich-dev   # processes and collectives transport
+  zlib1g-dev           # gzip'd IDX data sets
+  libfmt-dev           # formatting
+  libcli11-dev         # command-line options
+  nlohmann-json3-dev   # JSON traces and logs
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
