@@ -13,6 +13,7 @@
 #include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/device.hpp>
+#include <ddl/core/gemm_args.hpp>
 
 namespace ddl::backend {
 
@@ -28,20 +29,6 @@ void launch(const Device& device, std::int64_t n, const Kernel& kernel) {
   }
 }
 
-// Row-major C = alpha * op(A) @ op(B) + beta * C for `batch` matrices at the
-// given element strides; op transposes when trans_* is set. A is m x k after
-// op, B is k x n after op, C is m x n.
-struct GemmArgs {
-  bool trans_a = false;
-  bool trans_b = false;
-  std::int64_t m = 0, n = 0, k = 0;
-  float alpha = 1.0f, beta = 0.0f;
-  const float* a = nullptr;
-  const float* b = nullptr;
-  float* c = nullptr;
-  std::int64_t batch = 1;
-  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-};
 void gemm(const Device& device, const GemmArgs& args);
 
 // out[0] = sum of x[0..n), out on the same device; deterministic on CPU.
@@ -56,8 +43,3 @@ namespace ddl::cpu_backend {
 void gemm(const backend::GemmArgs& args);
 void sum_all(const float* x, std::int64_t n, float* out);
 }  // namespace ddl::cpu_backend
-
-namespace ddl::cuda_backend {
-void gemm(int device, const backend::GemmArgs& args);
-void sum_all(int device, const float* x, std::int64_t n, float* out);
-}  // namespace ddl::cuda_backend

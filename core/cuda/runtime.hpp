@@ -9,6 +9,7 @@
 #include <string>
 
 #include <ddl/core/allocator.hpp>
+#include <ddl/core/gemm_args.hpp>
 
 namespace ddl::cuda_backend {
 
@@ -29,6 +30,9 @@ enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 void copy(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes, CopyKind kind);
 void fill_zero(int device, void* data, std::size_t bytes);
 void synchronize(int device);
+
+void gemm(int device, const backend::GemmArgs& args);         // cuBLAS
+void sum_all(int device, const float* x, std::int64_t n, float* out);  // CUB
 
 // Runs kernel(i) for i in [0, n) in a grid-stride kernel on the device's
 // stream. Instantiated for every entry of DDL_CORE_KERNELS.

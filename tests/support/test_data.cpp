@@ -1,0 +1,112 @@
+// Random shapes and values for the core tests, and the float comparison
+// whose report names the worst element.
+#include "test_data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <sstream>
+
+namespace ddl::test {
+
+std::int64_t awkward_size(std::mt19937& rng) {
+  std::uniform_int_distribution<std::size_t> pick(0, kAwkwardSizes.size() - 1);
+  return kAwkwardSizes[pick(rng)];
+}
+
+Shape random_shape(std::mt19937& rng, int rank, std::int64_t max_numel) {
+  for (;;) {
+    std::vector<std::int64_t> dims;
+    for (int d = 0; d < rank; ++d) dims.push_back(awkward_size(rng));
+    const Shape shape(dims);
+    if (shape.numel() <= max_numel) return shape;
+  }
+}
+
+Tensor uniform_tensor(const Shape& shape, Generator& generator, float low, float high, const Device& device) {
+  return uniform(shape, low, high, TensorOptions{}.with_device(device), &generator);
+}
+
+Tensor positive_tensor(const Shape& shape, Generator& generator, const Device& device) {
+  return uniform_tensor(shape, generator, 0.5f, 2.0f, device);
+}
+
+Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Device& device) {
+  std::vector<float> magnitude = uniform(shape, 0.2f, 1.5f, {}, &generator).to_vector<float>();
+  const std::vector<float> sign = uniform(shape, 0.0f, 1.0f, {}, &generator).to_vector<float>();
+  for (std::size_t i = 0; i < magnitude.size(); ++i) {
+    if (sign[i] < 0.5f) magnitude[i] = -magnitude[i];
+  }
+  return from_vector(magnitude, shape, TensorOptions{}.with_device(device));
+}
+
+Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device) {
+  const auto n = static_cast<std::size_t>(shape.numel());
+  std::vector<float> values(n);
+  // Centred on 0 with spacing 0.1: [-0.05 n, 0.05 n).
+  for (std::size_t i = 0; i < n; ++i) values[i] = 0.1f * (static_cast<float>(i) - 0.5f * static_cast<float>(n));
+  std::shuffle(values.begin(), values.end(), rng);
+  return from_vector(values, shape, TensorOptions{}.with_device(device));
+}
+
+std::ostream& operator<<(std::ostream& os, const Comparison& comparison) {
+  return os << (comparison.ok ? "ok" : comparison.report);
+}
+
+Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol,
+                     double rtol) {
+  if (actual.size() != expected.size()) {
+    return {false, "sizes differ: actual has " + std::to_string(actual.size()) + " elements, expected " +
+                       std::to_string(expected.size())};
+  }
+  std::size_t worst = 0, failures = 0;
+  double worst_excess = -1.0;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], e = expected[i];
+    const double allowed = atol + rtol * std::abs(e);
+    const double error = std::abs(a - e);
+    // NaN anywhere counts as the worst possible error.
+    const double excess = std::isnan(error) ? INFINITY : error - allowed;
+    if (!(error <= allowed)) ++failures;
+    if (excess > worst_excess || i == 0) {
+      worst_excess = excess;
+      worst = i;
+    }
+  }
+  if (failures == 0) return {};
+  std::ostringstream report;
+  report.precision(9);
+  report << failures << " of " << actual.size() << " elements differ; worst at flat index " << worst << ": actual "
+         << actual[worst] << ", expected " << expected[worst] << " (|diff| "
+         << std::abs(static_cast<double>(actual[worst]) - expected[worst]) << ", allowed "
+         << atol + rtol * std::abs(static_cast<double>(expected[worst])) << ")";
+  return {false, report.str()};
+}
+
+Comparison all_close(const Tensor& actual, const std::vector<float>& expected, double atol, double rtol) {
+  return all_close(actual.to_vector<float>(), expected, atol, rtol);
+}
+
+Comparison all_close(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+  if (actual.shape() != expected.shape()) {
+    return {false, "shapes differ: actual " + actual.shape().str() + ", expected " + expected.shape().str()};
+  }
+  return all_close(actual.to_vector<float>(), expected.to_vector<float>(), atol, rtol);
+}
+
+namespace detail {
+
+Comparison check_message(bool thrown, const std::string& message, const std::vector<std::string>& parts) {
+  if (!thrown) return {false, "no ddl::Error was thrown"};
+  std::vector<std::string> missing;
+  for (const std::string& part : parts) {
+    if (message.find(part) == std::string::npos) missing.push_back(part);
+  }
+  if (missing.empty()) return {};
+  std::string report = "the message \"" + message + "\" does not mention";
+  for (const std::string& part : missing) report += " \"" + part + "\"";
+  return {false, report};
+}
+
+}  // namespace detail
+}  // namespace ddl::test

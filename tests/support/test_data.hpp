@@ -1,0 +1,80 @@
+// Test data for the core suite: random shapes with awkward extents, random
+// tensors with the value ranges an op needs (positive, away from zero,
+// distinct), and an element-wise comparison that names the worst element.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ddl/ddl.hpp>
+
+namespace ddl::test {
+
+// Extents random shapes are drawn from: 1 (broadcast-like), primes that
+// divide nothing, so no kernel gets a size it handles by luck.
+inline const std::vector<std::int64_t> kAwkwardSizes{1, 2, 3, 5, 7, 13};
+
+// One of kAwkwardSizes.
+std::int64_t awkward_size(std::mt19937& rng);
+
+// A shape of the given rank from kAwkwardSizes with at most max_numel
+// elements (redrawn until it fits), so gradchecks stay cheap.
+Shape random_shape(std::mt19937& rng, int rank, std::int64_t max_numel = 200);
+
+// Uniform values in [low, high) from `generator`, on `device`.
+Tensor uniform_tensor(const Shape& shape, Generator& generator, float low = -1.0f, float high = 1.0f,
+                      const Device& device = cpu());
+
+// Values in [0.5, 2): safe for log, sqrt, pow and as divisors.
+Tensor positive_tensor(const Shape& shape, Generator& generator, const Device& device = cpu());
+
+// |value| in [0.2, 1.5) with a random sign: relu's kink and div's pole stay
+// far from every value, farther than any finite-difference step.
+Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Device& device = cpu());
+
+// All values distinct, at least 0.1 apart (a shuffled grid), so max has no
+// ties and a finite-difference step cannot change the arg max.
+Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device = cpu());
+
+// The result of comparing two float arrays: ok, or a report naming the worst
+// element. `CHECK(all_close(...))` prints the report when it fails.
+struct Comparison {
+  bool ok = true;
+  std::string report;
+  explicit operator bool() const { return ok; }
+};
+std::ostream& operator<<(std::ostream& os, const Comparison& comparison);
+
+// |actual - expected| <= atol + rtol * |expected| for every element, and the
+// same length. NaN never compares close.
+Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol = 1e-5,
+                     double rtol = 1e-5);
+Comparison all_close(const Tensor& actual, const std::vector<float>& expected, double atol = 1e-5,
+                     double rtol = 1e-5);
+Comparison all_close(const Tensor& actual, const Tensor& expected, double atol = 1e-5, double rtol = 1e-5);
+
+// Whether `call` throws a ddl::Error whose message contains every one of
+// `parts` (the op's name, the shapes or devices involved). The report quotes
+// the message and the missing parts. Other exception types propagate, which
+// fails the test case.
+template <class Call>
+Comparison throws_error_mentioning(Call&& call, const std::vector<std::string>& parts);
+
+namespace detail {
+Comparison check_message(bool thrown, const std::string& message, const std::vector<std::string>& parts);
+}
+
+template <class Call>
+Comparison throws_error_mentioning(Call&& call, const std::vector<std::string>& parts) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return detail::check_message(true, error.what(), parts);
+  }
+  return detail::check_message(false, "", parts);
+}
+
+}  // namespace ddl::test
