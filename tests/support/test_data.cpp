@@ -32,7 +32,7 @@ Tensor positive_tensor(const Shape& shape, Generator& generator, const Device& d
 }
 
 Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Device& device) {
-  std::vector<float> magnitude = uniform(shape, 0.2f, 1.5f, {}, &generator).to_vector<float>();
+  std::vector<float> magnitude = uniform(shape, 0.5f, 1.5f, {}, &generator).to_vector<float>();
   const std::vector<float> sign = uniform(shape, 0.0f, 1.0f, {}, &generator).to_vector<float>();
   for (std::size_t i = 0; i < magnitude.size(); ++i) {
     if (sign[i] < 0.5f) magnitude[i] = -magnitude[i];

@@ -31,7 +31,7 @@ Tensor uniform_tensor(const Shape& shape, Generator& generator, float low = -1.0
 // Values in [0.5, 2): safe for log, sqrt, pow and as divisors.
 Tensor positive_tensor(const Shape& shape, Generator& generator, const Device& device = cpu());
 
-// |value| in [0.2, 1.5) with a random sign: relu's kink and div's pole stay
+// |value| in [0.5, 1.5) with a random sign: relu's kink and div's pole stay
 // far from every value, farther than any finite-difference step.
 Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Device& device = cpu());
 
