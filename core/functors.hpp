@@ -15,6 +15,7 @@ struct Exp { DDL_HOST_DEVICE float operator()(float x) const { return expf(x); }
 struct Log { DDL_HOST_DEVICE float operator()(float x) const { return logf(x); } };
 struct Sqrt { DDL_HOST_DEVICE float operator()(float x) const { return sqrtf(x); } };
 struct Relu { DDL_HOST_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; } };
+struct Abs { DDL_HOST_DEVICE float operator()(float x) const { return fabsf(x); } };
 struct Tanh { DDL_HOST_DEVICE float operator()(float x) const { return tanhf(x); } };
 // Split by sign so expf never overflows: for x < 0, e^x / (1 + e^x).
 struct Sigmoid {
@@ -50,6 +51,9 @@ struct Div { DDL_HOST_DEVICE float operator()(float a, float b) const { return a
 // Backward ops: (saved value, upstream gradient) -> input gradient.
 struct ReluGrad {  // saved: input x
   DDL_HOST_DEVICE float operator()(float x, float g) const { return x > 0.0f ? g : 0.0f; }
+};
+struct AbsGrad {  // saved: input x; the subgradient 0 at x = 0, as PyTorch
+  DDL_HOST_DEVICE float operator()(float x, float g) const { return x > 0.0f ? g : (x < 0.0f ? -g : 0.0f); }
 };
 struct SigmoidGrad {  // saved: output y
   DDL_HOST_DEVICE float operator()(float y, float g) const { return g * y * (1.0f - y); }

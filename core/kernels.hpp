@@ -220,11 +220,11 @@ struct NormalFill {
 // Every kernel the core launches. The CUDA backend instantiates its launcher
 // for each entry (cuda/kernels_cuda.cu); a kernel missing here fails to link.
 #define DDL_CORE_KERNELS(X)                                                                             \
-  X(Map1<fn::Neg>) X(Map1<fn::Exp>) X(Map1<fn::Log>) X(Map1<fn::Sqrt>) X(Map1<fn::Relu>)                \
+  X(Map1<fn::Neg>) X(Map1<fn::Exp>) X(Map1<fn::Log>) X(Map1<fn::Sqrt>) X(Map1<fn::Relu>) X(Map1<fn::Abs>) \
   X(Map1<fn::Tanh>) X(Map1<fn::Sigmoid>) X(Map1<fn::AddScalar>) X(Map1<fn::MulScalar>)                  \
   X(Map1<fn::PowScalar>) X(Map2<fn::Add>) X(Map2<fn::Sub>) X(Map2<fn::Mul>) X(Map2<fn::Div>)            \
-  X(Map2<fn::ReluGrad>) X(Map2<fn::SigmoidGrad>) X(Map2<fn::TanhGrad>) X(Map2<fn::SqrtGrad>)            \
-  X(Map2<fn::PowGrad>) X(BroadcastCopy) X(FillValue<float>) X(FillValue<std::int32_t>)                  \
-  X(FillValue<std::int64_t>) X(Arange<float>) X(Arange<std::int32_t>) X(Arange<std::int64_t>)           \
-  X(SumLanes) X(MaxLanes) X(ScatterLanes) X(SoftmaxLanes) X(SoftmaxGradLanes) X(TransposeLast2)         \
-  X(UniformFill) X(NormalFill)
+  X(Map2<fn::ReluGrad>) X(Map2<fn::AbsGrad>) X(Map2<fn::SigmoidGrad>) X(Map2<fn::TanhGrad>)             \
+  X(Map2<fn::SqrtGrad>) X(Map2<fn::PowGrad>) X(BroadcastCopy) X(FillValue<float>)                       \
+  X(FillValue<std::int32_t>) X(FillValue<std::int64_t>) X(Arange<float>) X(Arange<std::int32_t>)        \
+  X(Arange<std::int64_t>) X(SumLanes) X(MaxLanes) X(ScatterLanes) X(SoftmaxLanes) X(SoftmaxGradLanes)   \
+  X(TransposeLast2) X(UniformFill) X(NormalFill)

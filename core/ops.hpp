@@ -20,6 +20,8 @@ Tensor ones_like(const Tensor& like);
 // 0, 1, ..., n-1 as a 1-D tensor (float32 unless options say otherwise).
 Tensor arange(std::int64_t n, const TensorOptions& options = {});
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, const TensorOptions& options = {});
+// from_vector({1.0f, 2.0f}, {2}): a braced list of floats picks float32.
+Tensor from_vector(std::initializer_list<float> values, const Shape& shape, const TensorOptions& options = {});
 Tensor from_vector(const std::vector<std::int32_t>& values, const Shape& shape, const TensorOptions& options = {});
 Tensor from_vector(const std::vector<std::int64_t>& values, const Shape& shape, const TensorOptions& options = {});
 // Random float32 tensors from a Philox stream: `generator`, or the default one.
@@ -41,6 +43,7 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor pow(const Tensor& x, float exponent);
 Tensor relu(const Tensor& x);
+Tensor abs(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 

@@ -85,6 +85,9 @@ Tensor arange(std::int64_t n, const TensorOptions& options) {
 Tensor from_vector(const std::vector<float>& values, const Shape& shape, const TensorOptions& options) {
   return from_host(values, shape, options);
 }
+Tensor from_vector(std::initializer_list<float> values, const Shape& shape, const TensorOptions& options) {
+  return from_host(std::vector<float>(values), shape, options);
+}
 Tensor from_vector(const std::vector<std::int32_t>& values, const Shape& shape, const TensorOptions& options) {
   return from_host(values, shape, options);
 }

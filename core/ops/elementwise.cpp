@@ -152,6 +152,13 @@ Tensor relu(const Tensor& x) {
   return y;
 }
 
+Tensor abs(const Tensor& x) {
+  require_float(x, "abs");
+  Tensor y = map1(x, fn::Abs{});
+  record_unary("AbsBackward", x, y, x, fn::AbsGrad{});
+  return y;
+}
+
 Tensor sigmoid(const Tensor& x) {
   require_float(x, "sigmoid");
   Tensor y = map1(x, fn::Sigmoid{});

@@ -60,10 +60,12 @@ struct LaneView {
   std::int64_t count;  // outer * inner
 };
 inline LaneView lanes_around(const Shape& shape, int dim) {
-  std::int64_t inner = 1;
+  std::int64_t outer = 1, inner = 1;
+  for (int d = 0; d < dim; ++d) outer *= shape[d];
   for (int d = dim + 1; d < shape.rank(); ++d) inner *= shape[d];
-  const std::int64_t n = shape[dim];
-  return {{n, inner}, n == 0 ? 0 : shape.numel() / n};
+  // Counted directly, not as numel / n: an empty dim still has lanes (a sum
+  // over it writes zeros).
+  return {{shape[dim], inner}, outer * inner};
 }
 
 // `shape` with `dim` removed (or set to 1 when keepdim).

@@ -13,8 +13,10 @@ Tensor softmax_along(const Tensor& x, int dim, bool take_log, const char* name, 
   const int d = x.shape().normalize_dim(dim, name);
   const LaneView view = lanes_around(x.shape(), d);
   Tensor y = empty_float(x.shape(), x.device());
-  backend::launch(x.device(), view.count,
-                  kernels::SoftmaxLanes{x.data<float>(), y.data<float>(), view.lanes, take_log});
+  if (x.numel() > 0) {  // an empty lane has no max to read
+    backend::launch(x.device(), view.count,
+                    kernels::SoftmaxLanes{x.data<float>(), y.data<float>(), view.lanes, take_log});
+  }
   if (autograd::needs_grad({&x})) {
     record(backward_name, {&x}, y, [y = y.detach(), view, take_log](const Tensor& g) {
       Tensor grad_in = empty_float(y.shape(), y.device());

@@ -33,8 +33,7 @@ std::ostream& operator<<(std::ostream& os, const GradcheckResult& result) {
   return os << (result.ok ? "gradcheck passed" : result.report);
 }
 
-GradcheckResult gradcheck(const TensorFunction& f, const std::vector<Tensor>& inputs,
-                          const GradcheckOptions& options) {
+GradcheckResult gradcheck(const TensorFunction& f, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
   std::ostringstream shapes;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].dtype() != DType::Float32) {
@@ -49,8 +48,8 @@ GradcheckResult gradcheck(const TensorFunction& f, const std::vector<Tensor>& in
   const Tensor output = f(leaves);
   if (output.dtype() != DType::Float32) return {false, "gradcheck: f returned a non-float32 tensor"};
   Generator weight_generator(options.weight_seed);
-  const Tensor weights = uniform(output.shape(), -1.0f, 1.0f, TensorOptions{}.with_device(output.device()),
-                                 &weight_generator);
+  const Tensor weights =
+      uniform(output.shape(), -1.0f, 1.0f, TensorOptions{}.with_device(output.device()), &weight_generator);
   const std::vector<float> host_weights = weights.to_vector<float>();
   if (output.requires_grad()) sum(mul(output, weights)).backward();
 
@@ -93,10 +92,9 @@ GradcheckResult gradcheck(const TensorFunction& f, const std::vector<Tensor>& in
         worst_excess = excess;
         std::ostringstream text;
         text.precision(7);
-        text << "input " << i << " (shape " << inputs[i].shape() << ") element " << index_of(inputs[i].shape(),
-                                                                                              static_cast<std::int64_t>(k))
-             << " = " << original[k] << ": analytic " << analytic[k] << ", numeric " << numeric << ", |diff| "
-             << error << " vs allowed " << allowed;
+        text << "input " << i << " (shape " << inputs[i].shape() << ") element "
+             << index_of(inputs[i].shape(), static_cast<std::int64_t>(k)) << " = " << original[k] << ": analytic "
+             << analytic[k] << ", numeric " << numeric << ", |diff| " << error << " vs allowed " << allowed;
         worst = text.str();
       }
     }

@@ -53,8 +53,7 @@ std::ostream& operator<<(std::ostream& os, const Comparison& comparison) {
   return os << (comparison.ok ? "ok" : comparison.report);
 }
 
-Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol,
-                     double rtol) {
+Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol, double rtol) {
   if (actual.size() != expected.size()) {
     return {false, "sizes differ: actual has " + std::to_string(actual.size()) + " elements, expected " +
                        std::to_string(expected.size())};

@@ -39,6 +39,34 @@ Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Dev
 // ties and a finite-difference step cannot change the arg max.
 Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device = cpu());
 
+// Reference NumPy broadcasting by index arithmetic, independent of the
+// library's kernels: y[i] = op(a[ia], b[ib]) where ia and ib come from
+// unravelling i in the result shape and zeroing the index of every dim in
+// which the operand has extent 1 (or which it lacks).
+template <class Op>
+std::vector<float> reference_broadcast(const std::vector<float>& a, const Shape& a_shape, const std::vector<float>& b,
+                                       const Shape& b_shape, const Shape& out_shape, Op op) {
+  const int rank = out_shape.rank();
+  const auto offset_in = [&](const std::vector<std::int64_t>& index, const Shape& shape) {
+    std::int64_t offset = 0;
+    const int skip = rank - shape.rank();
+    for (int d = 0; d < shape.rank(); ++d)
+      offset = offset * shape[d] + (shape[d] == 1 ? 0 : index[static_cast<std::size_t>(d + skip)]);
+    return static_cast<std::size_t>(offset);
+  };
+  std::vector<float> out(static_cast<std::size_t>(out_shape.numel()));
+  std::vector<std::int64_t> index(static_cast<std::size_t>(rank));
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    auto rest = static_cast<std::int64_t>(i);
+    for (int d = rank - 1; d >= 0; --d) {
+      index[static_cast<std::size_t>(d)] = rest % out_shape[d];
+      rest /= out_shape[d];
+    }
+    out[i] = op(a[offset_in(index, a_shape)], b[offset_in(index, b_shape)]);
+  }
+  return out;
+}
+
 // The result of comparing two float arrays: ok, or a report naming the worst
 // element. `CHECK(all_close(...))` prints the report when it fails.
 struct Comparison {
@@ -52,8 +80,7 @@ std::ostream& operator<<(std::ostream& os, const Comparison& comparison);
 // same length. NaN never compares close.
 Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol = 1e-5,
                      double rtol = 1e-5);
-Comparison all_close(const Tensor& actual, const std::vector<float>& expected, double atol = 1e-5,
-                     double rtol = 1e-5);
+Comparison all_close(const Tensor& actual, const std::vector<float>& expected, double atol = 1e-5, double rtol = 1e-5);
 Comparison all_close(const Tensor& actual, const Tensor& expected, double atol = 1e-5, double rtol = 1e-5);
 
 // Whether `call` throws a ddl::Error whose message contains every one of

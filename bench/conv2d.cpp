@@ -1,0 +1,118 @@
+// Times Conv2d on the CPU at the Keras MNIST CNN's real shapes (batch 128:
+// conv 1->32 on 28x28, conv 32->64 on 26x26, 3x3 kernels), forward and
+// forward + backward, for each thread count, and prints the achieved
+// GFLOP/s beside a square 1024 GEMM's (Eigen, through ddl::matmul) timed in
+// the same run, so the numbers say how close the convolution gets to the
+// machine's GEMM.
+//
+//   bench/ddl_bench_conv2d [--threads 1,2] [--reps 20] [--batch 128]
+#include <ddl/ddl.hpp>
+#include <ddl/layers/conv2d.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace ddl;
+
+namespace {
+
+struct Timing {
+  double median_ms, best_ms;
+};
+
+// Runs `step` once to warm up (scratch buffers, page faults), then `reps`
+// times; the median is the number to quote, the best shows the noise floor.
+Timing time_it(const std::function<void()>& step, int reps) {
+  step();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return {ms[ms.size() / 2], ms.front()};
+}
+
+struct ConvShape {
+  std::string name;
+  std::int64_t in_channels, out_channels, size;  // square images
+  bool input_needs_grad;  // false for a network's first layer: no backward-data
+};
+
+// 2 N K C kh kw OH OW per pass.
+double forward_flops(const ConvShape& s, std::int64_t batch) {
+  const std::int64_t out = s.size - 2;
+  return 2.0 * static_cast<double>(batch) * s.out_channels * s.in_channels * 9 * out * out;
+}
+
+void print_row(const std::string& what, int threads, const Timing& t, double flops, double gemm_gflops) {
+  const double gflops = flops / (t.median_ms * 1e-3) * 1e-9;
+  fmt::print("{:<34} {:>7} {:>10.2f} {:>10.2f} {:>9.1f} {:>9.0f}%\n", what, threads, t.median_ms, t.best_ms, gflops,
+             100.0 * gflops / gemm_gflops);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Conv2d CPU benchmark at the Keras MNIST CNN's shapes"};
+  std::vector<int> thread_counts{1, 2};
+  int reps = 20;
+  std::int64_t batch = 128;
+  app.add_option("--threads", thread_counts, "thread counts to run")->delimiter(',');
+  app.add_option("--reps", reps, "timed repetitions per case (median reported)")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<ConvShape> shapes{{"conv 1->32, 28x28", 1, 32, 28, false}, {"conv 32->64, 26x26", 32, 64, 26, true}};
+  Generator generator(7);
+  fmt::print("batch {}, 3x3 kernels, stride 1, no padding; ms = median (best) of {} runs\n", batch, reps);
+  fmt::print("fwd+bwd FLOPs = forward x (1 + 1 for backward-filter + 1 for backward-data where the input needs "
+             "its gradient)\n\n");
+  fmt::print("{:<34} {:>7} {:>10} {:>10} {:>9} {:>10}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
+
+  for (const int threads : thread_counts) {
+    set_num_threads(threads);
+    const Tensor a = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
+    const Tensor b = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
+    const Timing gemm = time_it([&] { matmul(a, b); }, reps);
+    const double gemm_gflops = 2.0 * 1024 * 1024 * 1024 / (gemm.median_ms * 1e-3) * 1e-9;
+    fmt::print("{:<34} {:>7} {:>10.2f} {:>10.2f} {:>9.1f} {:>10}\n", "Eigen GEMM 1024^3", threads, gemm.median_ms,
+               gemm.best_ms, gemm_gflops, "100%");
+
+    double total_ms = 0.0;
+    for (const ConvShape& s : shapes) {
+      layers::Conv2d conv(s.in_channels, s.out_channels, {}, &generator);
+      Tensor x = uniform({batch, s.in_channels, s.size, s.size}, -1.0f, 1.0f, {}, &generator);
+      if (s.input_needs_grad) x.set_requires_grad();
+      const Tensor grad = uniform({batch, s.out_channels, s.size - 2, s.size - 2}, -1.0f, 1.0f, {}, &generator);
+      const double flops = forward_flops(s, batch);
+
+      const Timing forward = time_it(
+          [&] {
+            const NoGradGuard no_grad;
+            conv(x);
+          },
+          reps);
+      print_row(s.name + " forward", threads, forward, flops, gemm_gflops);
+
+      const Timing both = time_it(
+          [&] {
+            conv.zero_grad();
+            x.zero_grad();
+            conv(x).backward(grad);
+          },
+          reps);
+      print_row(s.name + " forward+backward", threads, both, flops * (s.input_needs_grad ? 3 : 2), gemm_gflops);
+      total_ms += both.median_ms;
+    }
+    fmt::print("{:<34} {:>7} {:>10.2f}\n\n", "both convs forward+backward", threads, total_ms);
+  }
+  return 0;
+}

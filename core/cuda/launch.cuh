@@ -1,0 +1,42 @@
+// The CUDA side of "one kernel body, two backends": a grid-stride loop that
+// calls the same index kernel the CPU runs. A .cu file includes this and
+// instantiates launch<K> for each kernel it provides (core: kernels_cuda.cu
+// for DDL_CORE_KERNELS; layers: their own list).
+#pragma once
+
+#include <ddl/core/cuda/errors.hpp>
+#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/cuda/stream.hpp>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace ddl::cuda_backend {
+
+template <class Kernel>
+__global__ void grid_stride_loop(std::int64_t n, Kernel kernel) {
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * gridDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    kernel(i);
+  }
+}
+
+// Enough blocks to fill every SM several times over; more only adds
+// scheduling overhead since each thread loops.
+int max_grid_blocks(int device);
+
+template <class Kernel>
+void launch(int device, std::int64_t n, const Kernel& kernel) {
+  constexpr int kThreads = 256;
+  const DeviceGuard guard(device);
+  const std::int64_t needed = (n + kThreads - 1) / kThreads;
+  const int blocks = static_cast<int>(std::min<std::int64_t>(needed, max_grid_blocks(device)));
+  grid_stride_loop<<<blocks, kThreads, 0, stream(device)>>>(n, kernel);
+  DDL_CUDA_CHECK(device, cudaGetLastError());
+}
+
+}  // namespace ddl::cuda_backend
+
+// Use inside namespace ddl, so kernel names resolve as they do in headers.
+#define DDL_INSTANTIATE_CUDA_LAUNCH(Kernel) \
+  template void cuda_backend::launch<Kernel>(int, std::int64_t, const Kernel&);

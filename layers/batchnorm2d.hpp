@@ -1,0 +1,103 @@
+// Batch normalisation over NCHW inputs, per channel (Ioffe & Szegedy 2015):
+// y = (x - mean) / sqrt(var + eps) * gamma + beta. The CPU kernels are loops
+// in batchnorm2d_cpu.cpp, the CUDA ones cuDNN's CUDNN_BATCHNORM_SPATIAL calls
+// in batchnorm2d_cuda.cpp; batchnorm2d.cpp checks, dispatches and records.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <ddl/layers/module.hpp>
+
+namespace ddl::layers {
+
+// input [N, C, H, W]; weight (gamma), bias (beta), running_mean and
+// running_var [C], all float32 on the input's device.
+//
+// training: normalises with the batch's mean and biased variance over N, H,
+//   W, and updates the running statistics in place, PyTorch's convention:
+//   running = (1 - momentum) * running + momentum * batch statistic, where
+//   the variance that enters running_var is the unbiased one (M / (M - 1)
+//   times the biased, M = N*H*W values per channel). Needs M > 1.
+// eval: normalises with running_mean and running_var; they are not changed.
+//
+// Differentiable with respect to input, weight and bias; in training the
+// input's gradient flows through the batch statistics as well.
+Tensor batch_norm2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                    const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+
+class BatchNorm2d : public Module {
+ public:
+  // weight = 1, bias = 0 (parameters); running_mean = 0, running_var = 1
+  // (buffers); all [num_features] on cpu:0 until to() moves them.
+  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "BatchNorm2d"; }
+  std::string describe() const override;
+
+  std::int64_t num_features() const { return num_features_; }
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
+  const Tensor& running_mean() const { return running_mean_; }
+  const Tensor& running_var() const { return running_var_; }
+
+ private:
+  std::int64_t num_features_;
+  double eps_, momentum_;
+  Tensor weight_, bias_, running_mean_, running_var_;
+};
+
+}  // namespace ddl::layers
+
+// Internal: the backend kernels behind batch_norm2d, one signature for both
+// backends (shaped after cuDNN's). Buffers are contiguous, on the input's
+// device; callers have checked every shape. `save_invstd` is
+// 1 / sqrt(biased batch variance + eps) (cuDNN's "saved inverse variance").
+namespace ddl::layers::batchnorm2d_detail {
+
+struct Geometry {
+  std::int64_t batch, channels, height, width;
+  std::int64_t per_channel() const { return batch * height * width; }  // M
+};
+
+// x, y: [N, C, H, W]; every other buffer [C].
+struct ForwardTraining {
+  const float* x;
+  const float* gamma;
+  const float* beta;
+  float* y;
+  float* running_mean;  // updated in place
+  float* running_var;   // updated in place
+  float* save_mean;
+  float* save_invstd;
+};
+struct ForwardInference {
+  const float* x;
+  const float* gamma;
+  const float* beta;
+  const float* running_mean;
+  const float* running_var;
+  float* y;
+};
+// The training-mode backward, through the batch statistics.
+struct BackwardTraining {
+  const float* x;
+  const float* dy;
+  const float* gamma;
+  const float* save_mean;
+  const float* save_invstd;
+  float* dx;
+  float* dgamma;
+  float* dbeta;
+};
+
+void forward_training_cpu(const Geometry& g, const ForwardTraining& b, double momentum, double eps);
+void forward_inference_cpu(const Geometry& g, const ForwardInference& b, double eps);
+void backward_training_cpu(const Geometry& g, const BackwardTraining& b);
+
+void forward_training_cuda(int device, const Geometry& g, const ForwardTraining& b, double momentum, double eps);
+void forward_inference_cuda(int device, const Geometry& g, const ForwardInference& b, double eps);
+void backward_training_cuda(int device, const Geometry& g, const BackwardTraining& b, double eps);
+
+}  // namespace ddl::layers::batchnorm2d_detail

@@ -1,0 +1,185 @@
+// The conv2d op and the Conv2d layer: shape checks, the dispatch of each
+// pass to the CPU (conv2d_cpu.cpp) or cuDNN (conv2d_cuda.cpp) kernels, and
+// the autograd node. Backward calls the backward-data, backward-filter and
+// backward-bias kernels directly, and only those whose gradient is needed.
+#include <ddl/build_config.hpp>
+#include <ddl/core/ops/helpers.hpp>
+#include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/init.hpp>
+
+#include <fmt/format.h>
+
+namespace ddl::layers {
+namespace {
+
+using ops_detail::empty_float;
+
+// Checks every input and works out the output's extents. Messages name
+// conv2d and the shapes involved.
+Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           const Conv2dOptions& options) {
+  ops_detail::require_float(input, "conv2d");
+  ops_detail::require_float(weight, "conv2d");
+  DDL_CHECK(input.dim() == 4, "conv2d: expected a 4-D NCHW input, got shape {}", input.shape());
+  DDL_CHECK(weight.dim() == 4, "conv2d: expected a 4-D weight [out, in, kh, kw], got shape {}", weight.shape());
+  DDL_CHECK(weight.numel() > 0, "conv2d: weight of shape {} is empty (kernel and channel counts must be positive)",
+            weight.shape());
+  DDL_CHECK(input.size(1) == weight.size(1),
+            "conv2d: input of shape {} has {} channels but the weight of shape {} expects {}", input.shape(),
+            input.size(1), weight.shape(), weight.size(1));
+  DDL_CHECK(options.stride > 0, "conv2d: stride must be positive, got {} (input {}, weight {})", options.stride,
+            input.shape(), weight.shape());
+  DDL_CHECK(options.dilation > 0, "conv2d: dilation must be positive, got {} (input {}, weight {})",
+            options.dilation, input.shape(), weight.shape());
+  DDL_CHECK(options.padding >= 0, "conv2d: padding must not be negative, got {} (input {}, weight {})",
+            options.padding, input.shape(), weight.shape());
+  ops_detail::require_same_device(input, weight, "conv2d");
+  if (bias.defined()) {
+    ops_detail::require_float(bias, "conv2d");
+    DDL_CHECK(bias.shape() == Shape{weight.size(0)}, "conv2d: bias of shape {} does not match weight of shape {}",
+              bias.shape(), weight.shape());
+    ops_detail::require_same_device(input, bias, "conv2d");
+  }
+
+  Conv2dGeometry g;
+  g.batch = input.size(0);
+  g.channels = input.size(1);
+  g.height = input.size(2);
+  g.width = input.size(3);
+  g.filters = weight.size(0);
+  g.kernel_h = weight.size(2);
+  g.kernel_w = weight.size(3);
+  g.stride = options.stride;
+  g.padding = options.padding;
+  g.dilation = options.dilation;
+  const std::int64_t span_h = g.dilation * (g.kernel_h - 1) + 1;  // the dilated kernel's extent
+  const std::int64_t span_w = g.dilation * (g.kernel_w - 1) + 1;
+  const std::int64_t padded_h = g.height + 2 * g.padding, padded_w = g.width + 2 * g.padding;
+  DDL_CHECK(padded_h >= span_h && padded_w >= span_w,
+            "conv2d: input of shape {} padded by {} ({}x{}) is smaller than the kernel of weight {} dilated by {} "
+            "({}x{})",
+            input.shape(), g.padding, padded_h, padded_w, weight.shape(), g.dilation, span_h, span_w);
+  g.out_height = (padded_h - span_h) / g.stride + 1;
+  g.out_width = (padded_w - span_w) / g.stride + 1;
+  return g;
+}
+
+[[noreturn]] void no_cuda(const Device& device) {
+  detail::fail("conv2d: tensors are on {} but this build of ddl has no CUDA support", device);
+}
+
+// The four passes, each sent to the backend of `device`.
+void run_forward(const Device& device, const Conv2dGeometry& g, const float* input, const float* weight,
+                 const float* bias, float* output) {
+  if (device.is_cpu()) {
+    cpu_backend::conv2d_forward(g, input, weight, bias, output);
+  } else if constexpr (build::kWithCuda) {
+    cuda_backend::conv2d_forward(device.index(), g, input, weight, bias, output);
+  } else {
+    no_cuda(device);
+  }
+}
+
+void run_backward_data(const Device& device, const Conv2dGeometry& g, const float* grad_output, const float* weight,
+                       float* grad_input) {
+  if (device.is_cpu()) {
+    cpu_backend::conv2d_backward_data(g, grad_output, weight, grad_input);
+  } else if constexpr (build::kWithCuda) {
+    cuda_backend::conv2d_backward_data(device.index(), g, grad_output, weight, grad_input);
+  } else {
+    no_cuda(device);
+  }
+}
+
+void run_backward_filter(const Device& device, const Conv2dGeometry& g, const float* input, const float* grad_output,
+                         float* grad_weight) {
+  if (device.is_cpu()) {
+    cpu_backend::conv2d_backward_filter(g, input, grad_output, grad_weight);
+  } else if constexpr (build::kWithCuda) {
+    cuda_backend::conv2d_backward_filter(device.index(), g, input, grad_output, grad_weight);
+  } else {
+    no_cuda(device);
+  }
+}
+
+void run_backward_bias(const Device& device, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
+  if (device.is_cpu()) {
+    cpu_backend::conv2d_backward_bias(g, grad_output, grad_bias);
+  } else if constexpr (build::kWithCuda) {
+    cuda_backend::conv2d_backward_bias(device.index(), g, grad_output, grad_bias);
+  } else {
+    no_cuda(device);
+  }
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+  const Conv2dGeometry g = geometry_of(input, weight, bias, options);
+  const Device& device = input.device();
+  Tensor output = empty_float({g.batch, g.filters, g.out_height, g.out_width}, device);
+  if (output.numel() > 0) {
+    run_forward(device, g, input.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
+                output.data<float>());
+  }
+
+  if (autograd::needs_grad({&input, &weight, &bias})) {
+    const bool need_input = input.requires_grad(), need_weight = weight.requires_grad();
+    const bool need_bias = bias.defined() && bias.requires_grad();
+    // The input is kept only for the weight's gradient, the weight only for
+    // the input's.
+    ops_detail::record(
+        "Conv2dBackward", {&input, &weight, &bias}, output,
+        [g, device, input = need_weight ? input.detach() : Tensor(), weight = need_input ? weight.detach() : Tensor(),
+         need_input, need_weight, need_bias](const Tensor& grad) {
+          // The incoming gradient is contiguous and on `device` (every op makes
+          // a new tensor), shaped like the output.
+          Tensor grad_input, grad_weight, grad_bias;
+          if (g.batch == 0) {  // an empty batch: nothing to run, zero gradients
+            return std::vector{need_input ? zeros({0, g.channels, g.height, g.width}, {DType::Float32, device}) : Tensor(),
+                               need_weight ? zeros({g.filters, g.channels, g.kernel_h, g.kernel_w},
+                                                   {DType::Float32, device})
+                                           : Tensor(),
+                               need_bias ? zeros({g.filters}, {DType::Float32, device}) : Tensor()};
+          }
+          if (need_input) {
+            grad_input = empty_float({g.batch, g.channels, g.height, g.width}, device);
+            run_backward_data(device, g, grad.data<float>(), weight.data<float>(), grad_input.data<float>());
+          }
+          if (need_weight) {
+            grad_weight = empty_float({g.filters, g.channels, g.kernel_h, g.kernel_w}, device);
+            run_backward_filter(device, g, input.data<float>(), grad.data<float>(), grad_weight.data<float>());
+          }
+          if (need_bias) {
+            grad_bias = empty_float({g.filters}, device);
+            run_backward_bias(device, g, grad.data<float>(), grad_bias.data<float>());
+          }
+          return std::vector{grad_input, grad_weight, grad_bias};
+        });
+  }
+  return output;
+}
+
+Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Conv2dOptions options, Generator* generator)
+    : in_channels_(in_channels), out_channels_(out_channels), options_(options) {
+  DDL_CHECK(in_channels > 0 && out_channels > 0, "Conv2d: channel counts must be positive, got in={} out={}",
+            in_channels, out_channels);
+  DDL_CHECK(options.kernel_size > 0, "Conv2d: kernel_size must be positive, got {}", options.kernel_size);
+  DDL_CHECK(options.stride > 0, "Conv2d: stride must be positive, got {}", options.stride);
+  DDL_CHECK(options.dilation > 0, "Conv2d: dilation must be positive, got {}", options.dilation);
+  DDL_CHECK(options.padding >= 0, "Conv2d: padding must not be negative, got {}", options.padding);
+  const std::int64_t k = options.kernel_size;
+  weight_ = register_parameter(
+      "weight", initial_weights({out_channels, in_channels, k, k}, Init::GlorotUniform, cpu(), generator));
+  if (options.bias) bias_ = register_parameter("bias", zeros({out_channels}));
+}
+
+Tensor Conv2d::forward(const Tensor& input) { return conv2d(input, weight_, bias_, options_); }
+
+std::string Conv2d::describe() const {
+  return fmt::format("Conv2d({}, {}, kernel_size={}, stride={}, padding={}, dilation={}{})", in_channels_,
+                     out_channels_, options_.kernel_size, options_.stride, options_.padding, options_.dilation,
+                     bias_.defined() ? "" : ", bias=false");
+}
+
+}  // namespace ddl::layers

@@ -1,0 +1,42 @@
+#include <ddl/core/ops/helpers.hpp>
+#include <ddl/layers/dropout.hpp>
+#include <ddl/layers/layer_kernels.hpp>
+
+#include <fmt/format.h>
+
+namespace ddl::layers {
+
+namespace {
+void check_rate(float p, const char* who) {
+  DDL_CHECK(p >= 0.0f && p < 1.0f, "{}: rate p must be in [0, 1), got {}", who, p);
+}
+}  // namespace
+
+Tensor dropout(const Tensor& input, float p, bool training, Generator* generator) {
+  check_rate(p, "dropout");
+  ops_detail::require_float(input, "dropout");
+  if (!training || p == 0.0f) return input;
+  Generator& g = generator != nullptr ? *generator : default_generator();
+  const std::uint64_t seed = g.seed();
+  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(input.numel()));
+  Tensor output = ops_detail::empty_float(input.shape(), input.device());
+  backend::launch(input.device(), input.numel(),
+                  kernels::DropoutApply{input.data<float>(), output.data<float>(), seed, offset, p});
+  if (autograd::needs_grad({&input})) {
+    ops_detail::record("DropoutBackward", {&input}, output, [seed, offset, p](const Tensor& grad) {
+      Tensor grad_in = ops_detail::empty_float(grad.shape(), grad.device());
+      backend::launch(grad.device(), grad.numel(),
+                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), seed, offset, p});
+      return std::vector{grad_in};
+    });
+  }
+  return output;
+}
+
+Dropout::Dropout(float p, Generator* generator) : p_(p), generator_(generator) { check_rate(p, "Dropout"); }
+
+Tensor Dropout::forward(const Tensor& input) { return dropout(input, p_, is_training(), generator_); }
+
+std::string Dropout::describe() const { return fmt::format("Dropout({})", p_); }
+
+}  // namespace ddl::layers

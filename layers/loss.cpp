@@ -1,0 +1,89 @@
+#include <ddl/core/ops/helpers.hpp>
+#include <ddl/layers/layer_kernels.hpp>
+#include <ddl/layers/loss.hpp>
+
+#include <algorithm>
+
+namespace ddl::layers {
+
+using namespace ops_detail;
+
+namespace {
+
+// Labels must name a class; checked on the host (a copy of N integers) so a
+// bad label is an error naming it, never an out-of-bounds read on a device.
+template <class Label>
+void check_labels(const Tensor& labels, std::int64_t classes) {
+  const std::vector<Label> values = labels.to_vector<Label>();
+  const auto bad = std::find_if(values.begin(), values.end(),
+                                [classes](Label v) { return v < 0 || static_cast<std::int64_t>(v) >= classes; });
+  DDL_CHECK(bad == values.end(), "cross_entropy: label {} at index {} is out of range for {} classes", *bad,
+            bad - values.begin(), classes);
+}
+
+template <class Label>
+Tensor cross_entropy_with_labels(const Tensor& logits, const Tensor& labels) {
+  const std::int64_t rows = logits.size(0), classes = logits.size(1);
+  check_labels<Label>(labels, classes);
+  Tensor losses = empty_float({rows}, logits.device());
+  backend::launch(logits.device(), rows,
+                  kernels::CrossEntropyRows<Label>{logits.data<float>(), labels.data<Label>(), losses.data<float>(),
+                                                   classes});
+  Tensor loss;
+  {
+    const NoGradGuard no_grad;  // the fused node below is the whole backward
+    loss = mean(losses);
+  }
+  if (autograd::needs_grad({&logits})) {
+    record("CrossEntropyBackward", {&logits}, loss,
+           [logits = logits.detach(), labels, rows, classes](const Tensor& g) {
+             Tensor grad = empty_float(logits.shape(), logits.device());
+             backend::launch(logits.device(), rows,
+                             kernels::CrossEntropyGradRows<Label>{logits.data<float>(), labels.data<Label>(),
+                                                                  g.data<float>(), grad.data<float>(), classes,
+                                                                  1.0f / static_cast<float>(rows)});
+             return std::vector{grad};
+           });
+  }
+  return loss;
+}
+
+void check_same_shape(const Tensor& prediction, const Tensor& target, const char* name) {
+  require_float(prediction, name);
+  require_float(target, name);
+  DDL_CHECK(prediction.shape() == target.shape(), "{}: prediction of shape {} and target of shape {} differ", name,
+            prediction.shape(), target.shape());
+}
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  require_float(logits, "cross_entropy");
+  DDL_CHECK(logits.dim() == 2 && logits.size(1) > 0 && logits.size(0) > 0,
+            "cross_entropy: expected logits [N, C] with N, C > 0, got {}", logits.shape());
+  DDL_CHECK(targets.defined(), "cross_entropy: targets are undefined");
+  require_same_device(logits, targets, "cross_entropy");
+  if (targets.dtype() == DType::Float32) {
+    DDL_CHECK(targets.shape() == logits.shape(),
+              "cross_entropy: one-hot targets of shape {} do not match logits of shape {}", targets.shape(),
+              logits.shape());
+    return neg(mean(sum(mul(targets, log_softmax(logits, 1)), 1)));
+  }
+  DDL_CHECK(targets.shape() == Shape{logits.size(0)},
+            "cross_entropy: labels of shape {} do not match logits of shape {} (expected [{}])", targets.shape(),
+            logits.shape(), logits.size(0));
+  return targets.dtype() == DType::Int32 ? cross_entropy_with_labels<std::int32_t>(logits, targets)
+                                         : cross_entropy_with_labels<std::int64_t>(logits, targets);
+}
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  check_same_shape(prediction, target, "mse_loss");
+  return mean(pow(sub(prediction, target), 2.0f));
+}
+
+Tensor mae_loss(const Tensor& prediction, const Tensor& target) {
+  check_same_shape(prediction, target, "mae_loss");
+  return mean(abs(sub(prediction, target)));
+}
+
+}  // namespace ddl::layers

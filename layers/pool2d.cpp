@@ -1,0 +1,152 @@
+// max_pool2d / avg_pool2d: argument checks, the output geometry, dispatch to
+// the CPU loops or cuDNN, and the autograd records.
+#include <ddl/build_config.hpp>
+#include <ddl/core/ops/helpers.hpp>
+#include <ddl/layers/pool2d.hpp>
+
+#include <fmt/format.h>
+
+#include <span>
+#include <type_traits>
+
+namespace ddl::layers {
+
+using pool2d_detail::Geometry;
+using pool2d_detail::Mode;
+
+namespace {
+
+std::int64_t effective_stride(const Pool2dOptions& options) {
+  return options.stride == 0 ? options.kernel_size : options.stride;
+}
+
+// The checks that need no input, shared by the functional ops and the modules.
+void check_options(const Pool2dOptions& options, const char* who) {
+  DDL_CHECK(options.kernel_size > 0, "{}: kernel_size must be positive, got {}", who, options.kernel_size);
+  DDL_CHECK(options.stride >= 0, "{}: stride must be positive (or 0 for stride = kernel_size), got {}", who,
+            options.stride);
+  DDL_CHECK(options.padding >= 0, "{}: padding must be non-negative, got {}", who, options.padding);
+  // Wider padding would give windows that lie wholly in the padding.
+  DDL_CHECK(options.padding <= options.kernel_size / 2,
+            "{}: padding {} is more than half the kernel size {} (at most {})", who, options.padding,
+            options.kernel_size, options.kernel_size / 2);
+}
+
+Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const char* who) {
+  check_options(options, who);
+  ops_detail::require_float(input, who);
+  DDL_CHECK(input.dim() == 4, "{}: expected a 4-D NCHW input, got shape {}", who, input.shape());
+  const std::int64_t k = options.kernel_size, p = options.padding;
+  const std::int64_t padded_h = input.size(2) + 2 * p, padded_w = input.size(3) + 2 * p;
+  DDL_CHECK(k <= padded_h && k <= padded_w,
+            "{}: kernel {}x{} is larger than the input of shape {} with padding {} ({}x{})", who, k, k, input.shape(),
+            p, padded_h, padded_w);
+  const std::int64_t s = effective_stride(options);
+  Geometry g{};
+  g.batch = input.size(0);
+  g.channels = input.size(1);
+  g.height = input.size(2);
+  g.width = input.size(3);
+  g.out_height = (padded_h - k) / s + 1;
+  g.out_width = (padded_w - k) / s + 1;
+  g.kernel = k;
+  g.stride = s;
+  g.padding = p;
+  return g;
+}
+
+// The elements of a CPU tensor as a span.
+template <class T>
+std::span<T> elements(const Tensor& t) {
+  return {t.data<std::remove_const_t<T>>(), static_cast<std::size_t>(t.numel())};
+}
+
+void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool record) {
+  // The winners' positions are what backward needs, so they are kept (8
+  // bytes per output) rather than the input.
+  Tensor argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
+  pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output),
+                                 elements<std::int64_t>(argmax));
+  if (!record) return;
+  ops_detail::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
+    Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
+    pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
+                                    elements<float>(grad_in));
+    return std::vector{grad_in};
+  });
+}
+
+void avg_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool record) {
+  pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
+  if (!record) return;
+  ops_detail::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
+    Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
+    pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
+    return std::vector{grad_in};
+  });
+}
+
+// The cuDNN calls exist only in a CUDA build: elsewhere this branch is
+// discarded, so the CUDA-off library links without pool2d_cuda.cpp.
+void pool2d_cuda(const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool record) {
+  if constexpr (!build::kWithCuda) {
+    ::ddl::detail::fail("{}: input on {} but this build of ddl has no CUDA support",
+                        mode == Mode::Max ? "max_pool2d" : "avg_pool2d", input.device());
+  } else {
+    // Output is empty exactly when input is (N or C is 0); cuDNN rejects
+    // empty tensors, and there is nothing to compute.
+    const bool empty = output.numel() == 0;
+    const int device = input.device().index();
+    if (!empty) pool2d_detail::forward_cuda(device, mode, g, input.data<float>(), output.data<float>());
+    if (!record) return;
+    // cuDNN's backward reads x and y; y is saved detached so the node does
+    // not own the tensor that owns it.
+    ops_detail::record(mode == Mode::Max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
+                       [g, mode, device, empty, x = input.detach(), y = output.detach()](const Tensor& grad) {
+                         Tensor grad_in = ops_detail::empty_float(x.shape(), grad.device());
+                         if (empty) return std::vector{grad_in};
+                         pool2d_detail::backward_cuda(device, mode, g, x.data<float>(), y.data<float>(),
+                                                      grad.data<float>(), grad_in.data<float>());
+                         return std::vector{grad_in};
+                       });
+  }
+}
+
+Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
+  const char* who = mode == Mode::Max ? "max_pool2d" : "avg_pool2d";
+  const Geometry g = geometry_of(input, options, who);
+  const Device& device = input.device();
+  Tensor output = ops_detail::empty_float({g.batch, g.channels, g.out_height, g.out_width}, device);
+  const bool record = autograd::needs_grad({&input});
+  if (device.is_cpu()) {
+    if (mode == Mode::Max) {
+      max_pool2d_cpu(input, output, g, record);
+    } else {
+      avg_pool2d_cpu(input, output, g, record);
+    }
+  } else {
+    pool2d_cuda(input, output, g, mode, record);
+  }
+  return output;
+}
+
+std::string describe_pool(const char* type, const Pool2dOptions& options) {
+  return fmt::format("{}(kernel_size={}, stride={}, padding={})", type, options.kernel_size, effective_stride(options),
+                     options.padding);
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) { return pool2d(input, options, Mode::Max); }
+
+Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) { return pool2d(input, options, Mode::Average); }
+
+MaxPool2d::MaxPool2d(const Pool2dOptions& options) : options_(options) { check_options(options, "MaxPool2d"); }
+Tensor MaxPool2d::forward(const Tensor& input) { return max_pool2d(input, options_); }
+std::string MaxPool2d::describe() const { return describe_pool("MaxPool2d", options_); }
+
+AvgPool2d::AvgPool2d(const Pool2dOptions& options) : options_(options) { check_options(options, "AvgPool2d"); }
+Tensor AvgPool2d::forward(const Tensor& input) { return avg_pool2d(input, options_); }
+std::string AvgPool2d::describe() const { return describe_pool("AvgPool2d", options_); }
+
+}  // namespace ddl::layers

@@ -1,0 +1,90 @@
+// 2-D max and average pooling over NCHW float32 tensors (square windows),
+// their functional ops and modules. The CPU kernels are loops in
+// pool2d_cpu.cpp, the CUDA ones cuDNN pooling in pool2d_cuda.cpp; pool2d.cpp
+// checks the arguments, picks the backend and records the backward.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include <ddl/layers/module.hpp>
+
+namespace ddl::layers {
+
+struct Pool2dOptions {
+  std::int64_t kernel_size = 2;
+  std::int64_t stride = 0;   // 0 means stride = kernel_size, as Keras and PyTorch
+  std::int64_t padding = 0;  // on each side, at most kernel_size / 2
+};
+
+// Output extent: floor((in + 2 padding - kernel) / stride) + 1 (no ceil mode).
+//
+// max_pool2d: padded positions never win (they act as -infinity); a NaN in a
+// window wins, so NaNs propagate. Backward sends each output's gradient to
+// the position of its window's maximum (the first one in row-major order on
+// ties on the CPU; cuDNN picks its own), summing where windows overlap.
+Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options = {});
+// avg_pool2d: the window sum divided by kernel_size^2 always, padded zeros
+// included (PyTorch's count_include_pad=True, cuDNN's
+// CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING), so outputs at the border are
+// pulled towards 0.
+Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options = {});
+
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(const Pool2dOptions& options = {});
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "MaxPool2d"; }
+  std::string describe() const override;
+  const Pool2dOptions& options() const { return options_; }
+
+ private:
+  Pool2dOptions options_;
+};
+
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(const Pool2dOptions& options = {});
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "AvgPool2d"; }
+  std::string describe() const override;
+  const Pool2dOptions& options() const { return options_; }
+
+ private:
+  Pool2dOptions options_;
+};
+
+}  // namespace ddl::layers
+
+// Internal: the backend kernels behind max_pool2d / avg_pool2d, with the same
+// signature on both backends. Buffers are contiguous NCHW on the tensor's
+// device; callers have checked every shape.
+namespace ddl::layers::pool2d_detail {
+
+enum class Mode { Max, Average };
+
+struct Geometry {
+  std::int64_t batch, channels, height, width;
+  std::int64_t out_height, out_width;
+  std::int64_t kernel, stride, padding;
+  std::int64_t planes() const { return batch * channels; }
+};
+
+// CPU (pool2d_cpu.cpp). `argmax` receives, per output, the flat index
+// (row * width + column) of the winner inside its input plane. The backward
+// kernels add into dx, which the caller has zero-filled.
+void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax);
+void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<const std::int64_t> argmax,
+                      std::span<float> dx);
+void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y);
+void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<float> dx);
+
+// CUDA (pool2d_cuda.cpp, cuDNN). Backward needs the forward's x and y for
+// both modes: cuDNN's interface takes them (max pooling finds the winner by
+// comparing x with y).
+void forward_cuda(int device, Mode mode, const Geometry& g, const float* x, float* y);
+void backward_cuda(int device, Mode mode, const Geometry& g, const float* x, const float* y, const float* dy,
+                   float* dx);
+
+}  // namespace ddl::layers::pool2d_detail

@@ -1,0 +1,118 @@
+// Pooling on the CPU: direct loops over each window, one N*C plane per
+// OpenMP iteration. Planes are independent, so backward's scatter-adds
+// (overlapping windows when stride < kernel) never race, and the result is
+// the same for every thread count.
+#include <ddl/core/cpu/parallel_for.hpp>
+#include <ddl/layers/pool2d.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace ddl::layers::pool2d_detail {
+namespace {
+
+// The window of output (oh, ow) clipped to the input: rows [row_begin,
+// row_end), columns [col_begin, col_end). Never empty, since padding is at
+// most half the kernel.
+struct Window {
+  std::int64_t row_begin, row_end, col_begin, col_end;
+};
+
+Window window_of(const Geometry& g, std::int64_t oh, std::int64_t ow) {
+  const std::int64_t top = oh * g.stride - g.padding, left = ow * g.stride - g.padding;
+  return {std::max<std::int64_t>(top, 0), std::min(top + g.kernel, g.height), std::max<std::int64_t>(left, 0),
+          std::min(left + g.kernel, g.width)};
+}
+
+// Runs body(plane) for every N*C plane, on OpenMP threads when the work is
+// large enough to pay for waking them.
+template <class Body>
+void for_each_plane(const Geometry& g, const Body& body) {
+  const std::int64_t planes = g.planes();
+  const std::int64_t work = planes * g.out_height * g.out_width * g.kernel * g.kernel;
+#pragma omp parallel for schedule(static) if (work >= cpu_backend::kParallelGrain)
+  for (std::int64_t plane = 0; plane < planes; ++plane) body(plane);
+}
+
+}  // namespace
+
+void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax) {
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  for_each_plane(g, [&](std::int64_t plane) {
+    const float* in = x.data() + plane * in_plane;
+    float* out = y.data() + plane * out_plane;
+    std::int64_t* winner = argmax.data() + plane * out_plane;
+    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+        const Window w = window_of(g, oh, ow);
+        float best = -std::numeric_limits<float>::infinity();
+        std::int64_t best_index = w.row_begin * g.width + w.col_begin;
+        for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+          for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
+            const float v = in[r * g.width + c];
+            // Strictly greater keeps the first maximum; the first NaN wins
+            // and nothing compares greater than it afterwards.
+            if (v > best || (std::isnan(v) && !std::isnan(best))) {
+              best = v;
+              best_index = r * g.width + c;
+            }
+          }
+        }
+        out[oh * g.out_width + ow] = best;
+        winner[oh * g.out_width + ow] = best_index;
+      }
+    }
+  });
+}
+
+void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<const std::int64_t> argmax,
+                      std::span<float> dx) {
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  for_each_plane(g, [&](std::int64_t plane) {
+    const float* grad_out = dy.data() + plane * out_plane;
+    const std::int64_t* winner = argmax.data() + plane * out_plane;
+    float* grad_in = dx.data() + plane * in_plane;
+    for (std::int64_t o = 0; o < out_plane; ++o) grad_in[winner[o]] += grad_out[o];
+  });
+}
+
+void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y) {
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  // count_include_pad: always the full window.
+  const float scale = 1.0f / static_cast<float>(g.kernel * g.kernel);
+  for_each_plane(g, [&](std::int64_t plane) {
+    const float* in = x.data() + plane * in_plane;
+    float* out = y.data() + plane * out_plane;
+    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+        const Window w = window_of(g, oh, ow);
+        float total = 0.0f;
+        for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+          for (std::int64_t c = w.col_begin; c < w.col_end; ++c) total += in[r * g.width + c];
+        }
+        out[oh * g.out_width + ow] = total * scale;
+      }
+    }
+  });
+}
+
+void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<float> dx) {
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  const float scale = 1.0f / static_cast<float>(g.kernel * g.kernel);
+  for_each_plane(g, [&](std::int64_t plane) {
+    const float* grad_out = dy.data() + plane * out_plane;
+    float* grad_in = dx.data() + plane * in_plane;
+    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+        const Window w = window_of(g, oh, ow);
+        const float share = grad_out[oh * g.out_width + ow] * scale;
+        for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+          for (std::int64_t c = w.col_begin; c < w.col_end; ++c) grad_in[r * g.width + c] += share;
+        }
+      }
+    }
+  });
+}
+
+}  // namespace ddl::layers::pool2d_detail

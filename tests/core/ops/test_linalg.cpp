@@ -1,0 +1,234 @@
+// Matrix products and transpose (core/ops/linalg.cpp): every operand
+// layout matmul accepts against a triple loop, their gradients, and the
+// errors for operands that do not fit.
+#include <doctest/doctest.h>
+
+#include <ddl/ddl.hpp>
+
+#include <random>
+
+#include "support/gradcheck.hpp"
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using ddl::test::all_close;
+using ddl::test::gradcheck;
+using ddl::test::throws_error_mentioning;
+
+namespace {
+
+// C[b] = A[b or shared] @ B[b or shared] by the triple loop, in double.
+// A 2-D operand (batch 1 here) is shared across the other's batch.
+std::vector<float> reference_matmul(const std::vector<float>& a, const std::vector<float>& b, std::int64_t batch,
+                                    bool a_batched, bool b_batched, std::int64_t m, std::int64_t k, std::int64_t n) {
+  std::vector<float> c(static_cast<std::size_t>(batch * m * n));
+  for (std::int64_t p = 0; p < batch; ++p) {
+    const std::int64_t a0 = a_batched ? p * m * k : 0, b0 = b_batched ? p * k * n : 0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double total = 0.0;
+        for (std::int64_t q = 0; q < k; ++q) {
+          total += static_cast<double>(a[static_cast<std::size_t>(a0 + i * k + q)]) *
+                   b[static_cast<std::size_t>(b0 + q * n + j)];
+        }
+        c[static_cast<std::size_t>((p * m + i) * n + j)] = static_cast<float>(total);
+      }
+    }
+  }
+  return c;
+}
+
+// Float32 GEMM against the double loop: k products of values in [-1, 1)
+// each rounded, plus k roundings of the running sum: <= 2 k u per term,
+// about 1e-5 absolute for k <= 64.
+constexpr double kGemmTolerance = 1e-5;
+
+struct MatmulCase {
+  Shape batch;  // of the result
+  bool a_batched, b_batched;
+};
+
+Shape with_matrix(const Shape& batch, bool batched, std::int64_t rows, std::int64_t cols) {
+  std::vector<std::int64_t> dims = batched ? batch.to_vector() : std::vector<std::int64_t>{};
+  dims.push_back(rows);
+  dims.push_back(cols);
+  return Shape(dims);
+}
+
+void check_matmul_values(const MatmulCase& layout, std::int64_t m, std::int64_t k, std::int64_t n,
+                         Generator& generator) {
+  const Shape a_shape = with_matrix(layout.batch, layout.a_batched, m, k);
+  const Shape b_shape = with_matrix(layout.batch, layout.b_batched, k, n);
+  CAPTURE(a_shape);
+  CAPTURE(b_shape);
+  const Tensor a = test::uniform_tensor(a_shape, generator);
+  const Tensor b = test::uniform_tensor(b_shape, generator);
+  const Tensor c = matmul(a, b);
+  CHECK(c.shape() == with_matrix(layout.batch, layout.a_batched || layout.b_batched, m, n));
+  const std::int64_t batch = layout.a_batched || layout.b_batched ? layout.batch.numel() : 1;
+  CHECK(all_close(
+      c,
+      reference_matmul(a.to_vector<float>(), b.to_vector<float>(), batch, layout.a_batched, layout.b_batched, m, k, n),
+      kGemmTolerance, kGemmTolerance));
+}
+
+void check_matmul_gradients(const MatmulCase& layout, std::mt19937& rng, Generator& generator) {
+  const std::int64_t m = test::awkward_size(rng), k = test::awkward_size(rng), n = test::awkward_size(rng);
+  const Tensor a = test::uniform_tensor(with_matrix(layout.batch, layout.a_batched, m, k), generator);
+  const Tensor b = test::uniform_tensor(with_matrix(layout.batch, layout.b_batched, k, n), generator);
+  CAPTURE(a.shape());
+  CAPTURE(b.shape());
+  CHECK(gradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }, {a, b}));
+}
+
+}  // namespace
+
+TEST_CASE("matmul: 2-D matches the triple loop, including sizes past GEMM blocking") {
+  std::mt19937 rng(401);
+  Generator generator(401);
+  for (int trial = 0; trial < 4; ++trial) {
+    check_matmul_values({{}, false, false}, test::awkward_size(rng), test::awkward_size(rng), test::awkward_size(rng),
+                        generator);
+  }
+  check_matmul_values({{}, false, false}, 67, 61, 29, generator);
+}
+
+TEST_CASE("matmul: batched [B, m, k] @ [B, k, n] matches the triple loop per matrix") {
+  std::mt19937 rng(402);
+  Generator generator(402);
+  for (int trial = 0; trial < 3; ++trial) {
+    check_matmul_values({{test::awkward_size(rng)}, true, true}, test::awkward_size(rng), test::awkward_size(rng),
+                        test::awkward_size(rng), generator);
+  }
+  check_matmul_values({{2, 3}, true, true}, 5, 7, 3, generator);
+}
+
+TEST_CASE("matmul: batched @ 2-D shares the right matrix across the batch") {
+  std::mt19937 rng(403);
+  Generator generator(403);
+  for (int trial = 0; trial < 3; ++trial) {
+    check_matmul_values({{test::awkward_size(rng)}, true, false}, test::awkward_size(rng), test::awkward_size(rng),
+                        test::awkward_size(rng), generator);
+  }
+  check_matmul_values({{3, 2}, true, false}, 7, 5, 13, generator);
+}
+
+TEST_CASE("matmul: 2-D @ batched shares the left matrix across the batch") {
+  std::mt19937 rng(404);
+  Generator generator(404);
+  for (int trial = 0; trial < 3; ++trial) {
+    check_matmul_values({{test::awkward_size(rng)}, false, true}, test::awkward_size(rng), test::awkward_size(rng),
+                        test::awkward_size(rng), generator);
+  }
+  check_matmul_values({{2, 3}, false, true}, 3, 13, 7, generator);
+}
+
+TEST_CASE("matmul: an empty inner dim gives zeros, an empty outer dim an empty result") {
+  const Tensor c = matmul(zeros({3, 0}), zeros({0, 4}));
+  CHECK(c.shape() == Shape{3, 4});
+  CHECK(c.to_vector<float>() == std::vector<float>(12, 0.0f));
+  CHECK(matmul(zeros({0, 5}), ones({5, 2})).shape() == Shape{0, 2});
+  CHECK(matmul(ones({2, 0, 3}), ones({3, 4})).shape() == Shape{2, 0, 4});
+}
+
+TEST_CASE("matmul: 2-D gradients match finite differences") {
+  std::mt19937 rng(405);
+  Generator generator(405);
+  for (int trial = 0; trial < 3; ++trial) check_matmul_gradients({{}, false, false}, rng, generator);
+}
+
+TEST_CASE("matmul: batched gradients match finite differences") {
+  std::mt19937 rng(406);
+  Generator generator(406);
+  check_matmul_gradients({{3}, true, true}, rng, generator);
+  check_matmul_gradients({{2, 2}, true, true}, rng, generator);
+}
+
+TEST_CASE("matmul: batched @ 2-D gradients sum the shared matrix's gradient over the batch") {
+  std::mt19937 rng(407);
+  Generator generator(407);
+  check_matmul_gradients({{3}, true, false}, rng, generator);
+  check_matmul_gradients({{2, 2}, true, false}, rng, generator);
+}
+
+TEST_CASE("matmul: 2-D @ batched gradients sum the shared matrix's gradient over the batch") {
+  std::mt19937 rng(408);
+  Generator generator(408);
+  check_matmul_gradients({{3}, false, true}, rng, generator);
+  check_matmul_gradients({{2, 2}, false, true}, rng, generator);
+}
+
+TEST_CASE("transpose: swaps the last two dims, per matrix of a batch") {
+  std::mt19937 rng(409);
+  Generator generator(409);
+  for (int rank = 2; rank <= 4; ++rank) {
+    const Shape shape = test::random_shape(rng, rank, 1000);
+    CAPTURE(shape);
+    const Tensor x = test::uniform_tensor(shape, generator);
+    const Tensor y = transpose(x);
+    const std::int64_t rows = shape[rank - 2], cols = shape[rank - 1], batch = shape.numel() / (rows * cols);
+    std::vector<std::int64_t> dims = shape.to_vector();
+    std::swap(dims[static_cast<std::size_t>(rank - 2)], dims[static_cast<std::size_t>(rank - 1)]);
+    CHECK(y.shape() == Shape(dims));
+    const std::vector<float> in = x.to_vector<float>(), out = y.to_vector<float>();
+    bool all_equal = true;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          all_equal &= out[static_cast<std::size_t>((b * cols + c) * rows + r)] ==
+                       in[static_cast<std::size_t>((b * rows + r) * cols + c)];
+        }
+      }
+    }
+    CHECK(all_equal);
+  }
+}
+
+TEST_CASE("transpose: gradients match finite differences") {
+  std::mt19937 rng(410);
+  Generator generator(410);
+  for (int rank = 2; rank <= 3; ++rank) {
+    const Shape shape = test::random_shape(rng, rank, 150);
+    CAPTURE(shape);
+    // Multiplied by a fixed tensor so the check sees where each element went.
+    const Tensor scale = test::uniform_tensor(transpose(zeros(shape)).shape(), generator);
+    CHECK(gradcheck([&](const std::vector<Tensor>& in) { return transpose(in[0]) * scale; },
+                    {test::uniform_tensor(shape, generator)}));
+  }
+}
+
+TEST_CASE("matmul: mismatched inner dims throw naming the op and both shapes") {
+  CHECK(throws_error_mentioning([] { matmul(zeros({2, 3}), zeros({4, 5})); }, {"matmul", "[2, 3]", "[4, 5]"}));
+  CHECK(throws_error_mentioning([] { matmul(zeros({7, 2, 3}), zeros({2, 5})); }, {"matmul", "[7, 2, 3]", "[2, 5]"}));
+}
+
+TEST_CASE("matmul: different batch dims throw naming both shapes") {
+  CHECK(throws_error_mentioning(
+      [] {
+        matmul(zeros({2, 3, 4}), zeros({3, 4, 5}));
+      },
+      {"matmul", "batch", "[2, 3, 4]", "[3, 4, 5]"}));
+}
+
+TEST_CASE("matmul: an operand with fewer than 2 dims throws naming the shapes") {
+  CHECK(throws_error_mentioning([] { matmul(zeros({3}), zeros({3, 2})); }, {"matmul", "[3]", "[3, 2]"}));
+}
+
+TEST_CASE("matmul: operands on two devices throw naming both devices") {
+  REQUIRE_MESSAGE(device_count(DeviceType::CPU) >= 2, "run with DDL_CPU_DEVICES=2 (ctest sets it)");
+  CHECK(throws_error_mentioning(
+      [] {
+        matmul(zeros({2, 3}), zeros({3, 4}, TensorOptions{}.with_device(cpu(1))));
+      },
+      {"matmul", "cpu:0", "cpu:1", "[2, 3]", "[3, 4]"}));
+}
+
+TEST_CASE("matmul and transpose: integer tensors throw naming the op and dtype") {
+  const Tensor i = zeros({2, 2}, TensorOptions{}.with_dtype(DType::Int32));
+  CHECK(throws_error_mentioning([&] { matmul(i, ones({2, 2})); }, {"matmul", "int32", "[2, 2]"}));
+  CHECK(throws_error_mentioning([&] { transpose(i); }, {"transpose", "int32", "[2, 2]"}));
+}
+
+TEST_CASE("transpose: a tensor with fewer than 2 dims throws naming its shape") {
+  CHECK(throws_error_mentioning([] { transpose(zeros({5})); }, {"transpose", "[5]"}));
+}

@@ -1,0 +1,44 @@
+// Tunables (core/config.hpp): the logical CPU device count read from
+// DDL_CPU_DEVICES, and the CPU thread count, which must not change results.
+#include <doctest/doctest.h>
+
+#include <ddl/ddl.hpp>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using ddl::test::throws_error_mentioning;
+
+TEST_CASE("config: cpu_device_count follows DDL_CPU_DEVICES") {
+  const char* value = std::getenv("DDL_CPU_DEVICES");
+  const int expected = value == nullptr || *value == '\0' ? 1 : std::atoi(value);
+  CHECK(config::cpu_device_count() == expected);
+  CHECK(device_count(DeviceType::CPU) == expected);
+}
+
+TEST_CASE("config: set_num_threads rejects a non-positive count") {
+  CHECK(throws_error_mentioning([] { set_num_threads(0); }, {"set_num_threads", "0"}));
+}
+
+TEST_CASE("config: results are bitwise the same with one thread and with two") {
+  // Large enough for the parallel paths (elementwise loops split above 2^15
+  // elements, full sums in 2^14-element chunks).
+  Generator generator(11);
+  const Tensor x = uniform({1 << 17}, -1.0f, 1.0f, {}, &generator);
+  const int threads = config::num_threads();
+  set_num_threads(1);
+  const float sum_one = sum(x).item();
+  const std::vector<float> tanh_one = tanh(x).to_vector<float>();
+  const std::vector<float> row_sums_one = sum(x.reshape({1 << 16, 2}), 1).to_vector<float>();
+  set_num_threads(2);
+  const float sum_two = sum(x).item();
+  const std::vector<float> tanh_two = tanh(x).to_vector<float>();
+  const std::vector<float> row_sums_two = sum(x.reshape({1 << 16, 2}), 1).to_vector<float>();
+  set_num_threads(threads);
+  CHECK(std::memcmp(&sum_one, &sum_two, sizeof(float)) == 0);
+  CHECK(tanh_one == tanh_two);
+  CHECK(row_sums_one == row_sums_two);
+}

@@ -1,0 +1,291 @@
+// Device conformance: every op of core/ops.hpp, forward and gradient, run on
+// each device against cpu:0 on the same inputs (DESIGN.md: "the same
+// conformance tests run every op on every available device against the CPU
+// result"; ggml's test-backend-ops). The ops are two tables below: adding
+// an op is adding one line.
+//
+// Built twice from this file:
+// * into ddl_tests, covering the logical CPU devices cpu:1.. (ctest sets
+//   DDL_CPU_DEVICES=2). They run the same code as cpu:0, so results must be
+//   bitwise equal; this proves ops honour the device they are given.
+// * as ddl_cuda_conformance (DDL_CONFORMANCE_CUDA), covering cuda:0.., with
+//   its own main that prints "SKIPPED: no CUDA device (<reason>)" and exits
+//   77 (ctest's SKIP_RETURN_CODE) when there is no GPU.
+#ifdef DDL_CONFORMANCE_CUDA
+#define DOCTEST_CONFIG_IMPLEMENT
+#endif
+#include <doctest/doctest.h>
+
+#include <ddl/ddl.hpp>
+
+#include <functional>
+#include <iostream>
+#include <string>
+
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using ddl::test::all_close;
+
+namespace {
+
+using Inputs = const std::vector<Tensor>&;
+
+// What values an op's inputs need for it to be smooth (see test_data.hpp).
+enum class Values { kAny, kPositive, kAwayFromZero, kDistinct };
+
+struct OpCase {
+  const char* name;
+  std::vector<Shape> shapes;  // one per input, all float32
+  Values values;
+  std::function<Tensor(Inputs)> op;
+};
+
+// Every op and tensor method of the public API that takes tensors, with
+// each layout its kernels treat differently (broadcast modes, batched GEMM
+// paths, the multi-threaded sizes).
+const std::vector<OpCase>& op_cases() {
+  using V = Values;
+  // One line per op.
+  // clang-format off
+  static const std::vector<OpCase> cases{
+      {"add", {{3, 7}, {3, 7}}, V::kAny, [](Inputs x) { return add(x[0], x[1]); }},
+      {"add [N, C] + [C]", {{5, 7}, {7}}, V::kAny, [](Inputs x) { return add(x[0], x[1]); }},
+      {"add [N, C, H, W] + [C, 1, 1]", {{2, 3, 5, 7}, {3, 1, 1}}, V::kAny, [](Inputs x) { return x[0] + x[1]; }},
+      {"add scalar operand", {{3, 7}, {}}, V::kAny, [](Inputs x) { return add(x[0], x[1]); }},
+      {"add both broadcast", {{5, 1}, {1, 7}}, V::kAny, [](Inputs x) { return add(x[0], x[1]); }},
+      {"sub", {{5, 7}, {7}}, V::kAny, [](Inputs x) { return sub(x[0], x[1]); }},
+      {"mul", {{5, 7}, {5, 1}}, V::kAny, [](Inputs x) { return mul(x[0], x[1]); }},
+      {"div", {{5, 7}, {7}}, V::kAwayFromZero, [](Inputs x) { return div(x[0], x[1]); }},
+      {"add float", {{13}}, V::kAny, [](Inputs x) { return add(x[0], 1.5f); }},
+      {"mul float", {{13}}, V::kAny, [](Inputs x) { return mul(x[0], -2.5f); }},
+      {"operators with floats", {{13}}, V::kAny, [](Inputs x) { return (2.0f * x[0] - 1.0f) / 3.0f + (-x[0]); }},
+      {"neg", {{3, 5}}, V::kAny, [](Inputs x) { return neg(x[0]); }},
+      {"exp", {{3, 5}}, V::kAny, [](Inputs x) { return exp(x[0]); }},
+      {"log", {{3, 5}}, V::kPositive, [](Inputs x) { return log(x[0]); }},
+      {"sqrt", {{3, 5}}, V::kPositive, [](Inputs x) { return sqrt(x[0]); }},
+      {"pow", {{3, 5}}, V::kPositive, [](Inputs x) { return pow(x[0], -1.5f); }},
+      {"relu", {{3, 5}}, V::kAwayFromZero, [](Inputs x) { return relu(x[0]); }},
+      {"abs", {{3, 5}}, V::kAwayFromZero, [](Inputs x) { return abs(x[0]); }},
+      {"sigmoid", {{3, 5}}, V::kAny, [](Inputs x) { return sigmoid(x[0]); }},
+      {"tanh", {{3, 5}}, V::kAny, [](Inputs x) { return tanh(x[0]); }},
+      {"exp, multi-threaded size", {{1 << 16}}, V::kAny, [](Inputs x) { return exp(x[0]); }},
+      {"sum", {{7, 13}}, V::kAny, [](Inputs x) { return sum(x[0]); }},
+      {"sum, chunked size", {{1 << 17}}, V::kAny, [](Inputs x) { return sum(x[0]); }},
+      {"sum dim 0", {{7, 13, 3}}, V::kAny, [](Inputs x) { return sum(x[0], 0); }},
+      {"sum dim -1 keepdim", {{7, 13, 3}}, V::kAny, [](Inputs x) { return sum(x[0], -1, true); }},
+      {"mean", {{7, 13}}, V::kAny, [](Inputs x) { return mean(x[0]); }},
+      {"mean dim 1", {{7, 13, 3}}, V::kAny, [](Inputs x) { return mean(x[0], 1); }},
+      {"max dim 1 values", {{7, 13, 3}}, V::kDistinct, [](Inputs x) { return max(x[0], 1).values; }},
+      {"max dim 0 keepdim indices", {{7, 13}}, V::kDistinct, [](Inputs x) { return max(x[0], 0, true).indices; }},
+      {"argmax", {{7, 13}}, V::kDistinct, [](Inputs x) { return argmax(x[0], -1); }},
+      {"sum_to", {{5, 3, 7}}, V::kAny, [](Inputs x) { return sum_to(x[0], {3, 1}); }},
+      {"expand", {{3, 1}}, V::kAny, [](Inputs x) { return expand(x[0], {5, 3, 7}); }},
+      {"matmul 2-D", {{7, 13}, {13, 5}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul 2-D, blocked size", {{67, 61}, {61, 29}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul batched", {{3, 7, 5}, {3, 5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul batched @ 2-D", {{3, 7, 5}, {5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul 2-D @ batched", {{7, 5}, {3, 5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"transpose", {{3, 7, 5}}, V::kAny, [](Inputs x) { return transpose(x[0]); }},
+      {"softmax dim -1", {{7, 13}}, V::kAny, [](Inputs x) { return softmax(x[0], -1); }},
+      {"softmax dim 0", {{7, 13}}, V::kAny, [](Inputs x) { return softmax(x[0], 0); }},
+      {"log_softmax dim 1", {{3, 7, 5}}, V::kAny, [](Inputs x) { return log_softmax(x[0], 1); }},
+      {"concat", {{2, 5}, {3, 5}, {1, 5}}, V::kAny, [](Inputs x) { return concat({x[0], x[1], x[2]}); }},
+      {"slice", {{7, 5}}, V::kAny, [](Inputs x) { return slice(x[0], 2, 6); }},
+      {"reshape", {{3, 7, 5}}, V::kAny, [](Inputs x) { return x[0].reshape({7, 15}) * x[0].reshape({7, 15}); }},
+      {"flatten", {{3, 7, 5}}, V::kAny, [](Inputs x) { return tanh(x[0].flatten(1)); }},
+      {"clone", {{3, 7}}, V::kAny, [](Inputs x) { return exp(x[0].clone()); }},
+      {"detach", {{3, 7}}, V::kAny, [](Inputs x) { return x[0].detach() * x[0]; }},
+  };
+  // clang-format on
+  return cases;
+}
+
+struct CreationCase {
+  const char* name;
+  std::function<Tensor(const Device&)> make;
+};
+
+TensorOptions on(const Device& device, DType dtype = DType::Float32) { return {dtype, device, false}; }
+
+// Creation ops, including the random ones: the same seed must give the
+// same numbers on every device.
+const std::vector<CreationCase>& creation_cases() {
+  // One line per op.
+  // clang-format off
+  static const std::vector<CreationCase> cases{
+      {"zeros", [](const Device& d) { return zeros({3, 5}, on(d)); }},
+      {"ones int32", [](const Device& d) { return ones({7}, on(d, DType::Int32)); }},
+      {"full int64", [](const Device& d) { return full({2, 3}, -4.0, on(d, DType::Int64)); }},
+      {"full float32", [](const Device& d) { return full({1 << 16}, 0.25, on(d)); }},
+      {"arange float32", [](const Device& d) { return arange(13, on(d)); }},
+      {"arange int64", [](const Device& d) { return arange(13, on(d, DType::Int64)); }},
+      {"from_vector int32", [](const Device& d) { return from_vector(std::vector<std::int32_t>{1, -2, 3}, {3}, on(d)); }},
+      {"uniform", [](const Device& d) { Generator g(7); return uniform({1 << 16}, -2.0f, 3.0f, on(d), &g); }},
+      {"normal", [](const Device& d) { Generator g(8); return normal({1 << 16}, 1.0f, 2.0f, on(d), &g); }},
+  };
+  // clang-format on
+  return cases;
+}
+
+// Logical CPU devices run cpu:0's code and must agree bitwise; a GPU has its
+// own GEMM, reduction order and libm, so it gets float32 headroom.
+struct Tolerance {
+  double atol, rtol;
+};
+Tolerance tolerance_for(const Device& device) { return device.is_cpu() ? Tolerance{0.0, 0.0} : Tolerance{1e-5, 1e-4}; }
+
+Tensor make_input(const Shape& shape, Values values, std::uint64_t seed) {
+  Generator generator(seed);
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
+  switch (values) {
+    case Values::kPositive:
+      return test::positive_tensor(shape, generator);
+    case Values::kAwayFromZero:
+      return test::away_from_zero_tensor(shape, generator);
+    case Values::kDistinct:
+      return test::distinct_tensor(shape, rng);
+    case Values::kAny:
+      break;
+  }
+  return test::uniform_tensor(shape, generator);
+}
+
+struct Run {
+  Tensor output;
+  std::vector<Tensor> grads;  // undefined where no gradient flowed
+};
+
+// Runs the op on copies of `inputs` moved to `device`, then backward of
+// sum(output * w) with the same weights w for every device.
+Run run_on(const Device& device, const OpCase& op_case, const std::vector<Tensor>& inputs, std::uint64_t seed) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& input : inputs) leaves.push_back(input.to(device).detach().clone().set_requires_grad());
+  Run run{op_case.op(leaves), {}};
+  if (run.output.dtype() == DType::Float32 && run.output.requires_grad()) {
+    Generator generator(seed);
+    const Tensor weights = uniform(run.output.shape(), -1.0f, 1.0f, {}, &generator).to(device);
+    sum(run.output * weights).backward();
+  }
+  for (const Tensor& leaf : leaves) run.grads.push_back(leaf.grad());
+  return run;
+}
+
+// Compares two results of the same dtype copied to the host.
+test::Comparison compare(const Tensor& actual, const Tensor& expected, Tolerance tolerance) {
+  if (actual.defined() != expected.defined()) {
+    return {false, std::string("one result is undefined: actual ") + (actual.defined() ? "defined" : "undefined")};
+  }
+  if (!actual.defined()) return {};
+  if (actual.shape() != expected.shape() || actual.dtype() != expected.dtype()) {
+    return {false, "actual " + actual.shape().str() + " " + std::string(dtype_name(actual.dtype())) + ", expected " +
+                       expected.shape().str() + " " + std::string(dtype_name(expected.dtype()))};
+  }
+  switch (expected.dtype()) {
+    case DType::Float32:
+      return all_close(actual, expected, tolerance.atol, tolerance.rtol);
+    case DType::Int32:
+      return {actual.to_vector<std::int32_t>() == expected.to_vector<std::int32_t>(), "int32 values differ"};
+    case DType::Int64:
+      return {actual.to_vector<std::int64_t>() == expected.to_vector<std::int64_t>(), "int64 values differ"};
+  }
+  return {false, "unknown dtype"};
+}
+
+void check_op_case(const OpCase& op_case, const Device& device, std::uint64_t seed) {
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < op_case.shapes.size(); ++i) {
+    inputs.push_back(make_input(op_case.shapes[i], op_case.values, seed + i));
+  }
+  const Run expected = run_on(cpu(0), op_case, inputs, seed);
+  const Run actual = run_on(device, op_case, inputs, seed);
+  const Tolerance tolerance = tolerance_for(device);
+  CHECK(actual.output.device() == device);
+  CHECK_MESSAGE(compare(actual.output, expected.output, tolerance), "output");
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    CAPTURE(i);
+    if (actual.grads[i].defined()) CHECK(actual.grads[i].device() == device);
+    CHECK_MESSAGE(compare(actual.grads[i], expected.grads[i], tolerance), "gradient of input ", i);
+  }
+}
+
+std::vector<Device> devices_under_test() {
+  std::vector<Device> devices;
+  for (const Device& device : available_devices()) {
+#ifdef DDL_CONFORMANCE_CUDA
+    if (device.is_cuda()) devices.push_back(device);
+#else
+    if (device.is_cpu() && device.index() != 0) devices.push_back(device);
+#endif
+  }
+  return devices;
+}
+
+#ifdef DDL_CONFORMANCE_CUDA
+constexpr const char* kKind = "CUDA";
+#else
+constexpr const char* kKind = "logical CPU";
+#endif
+
+void check_all_op_cases() {
+  const std::vector<Device> devices = devices_under_test();
+  REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
+  for (const Device& device : devices) {
+    std::uint64_t seed = 1000;
+    for (const OpCase& op_case : op_cases()) {
+      INFO("op \"", op_case.name, "\" on ", device.str(), " vs cpu:0");
+      try {
+        check_op_case(op_case, device, seed);
+      } catch (const std::exception& error) {
+        FAIL_CHECK("threw: ", error.what());
+      }
+      seed += 10;
+    }
+  }
+}
+
+void check_all_creation_cases() {
+  const std::vector<Device> devices = devices_under_test();
+  REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
+  for (const Device& device : devices) {
+    for (const CreationCase& creation : creation_cases()) {
+      INFO("creation \"", creation.name, "\" on ", device.str(), " vs cpu:0");
+      try {
+        const Tensor actual = creation.make(device);
+        CHECK(actual.device() == device);
+        CHECK(compare(actual, creation.make(cpu(0)), tolerance_for(device)));
+      } catch (const std::exception& error) {
+        FAIL_CHECK("threw: ", error.what());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+#ifdef DDL_CONFORMANCE_CUDA
+
+TEST_CASE("conformance: every op and its gradient on each CUDA device match cpu:0") { check_all_op_cases(); }
+TEST_CASE("conformance: creation ops on each CUDA device match cpu:0") { check_all_creation_cases(); }
+
+int main(int argc, char** argv) {
+  if (!cuda_available()) {
+    std::string reason = "unknown reason";
+    try {
+      check_device_exists(cuda(0));
+    } catch (const Error& error) {
+      reason = error.what();
+    }
+    std::cout << "SKIPPED: no CUDA device (" << reason << ")" << std::endl;
+    return 77;  // ctest: SKIP_RETURN_CODE
+  }
+  doctest::Context context(argc, argv);
+  return context.run();
+}
+
+#else
+
+TEST_CASE("conformance: every op and its gradient on each logical CPU device match cpu:0") { check_all_op_cases(); }
+TEST_CASE("conformance: creation ops on each logical CPU device match cpu:0") { check_all_creation_cases(); }
+
+#endif

@@ -1,0 +1,323 @@
+// Conv2d (layers/conv2d.cpp, conv2d_cpu.cpp): values against a direct
+// seven-loop convolution, gradients by finite differences, the same bits for
+// any thread count, the layer's parameters, and the errors for inputs that
+// do not fit.
+#include <doctest/doctest.h>
+
+#include <ddl/ddl.hpp>
+#include <ddl/layers/conv2d.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/gradcheck.hpp"
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using ddl::test::all_close;
+using ddl::test::gradcheck;
+using ddl::test::throws_error_mentioning;
+
+namespace {
+
+struct ConvCase {
+  std::int64_t n, c, h, w, k, kh, kw;
+  layers::Conv2dOptions options;
+};
+
+// The convolution by definition, in double, one output element at a time:
+// y[n, k, oh, ow] = b[k] + sum over c, i, j of
+//   w[k, c, i, j] * x[n, c, oh s - p + i d, ow s - p + j d]   (0 outside x).
+std::vector<float> reference_conv2d(const ConvCase& t, const std::vector<float>& x, const std::vector<float>& w,
+                                    const std::vector<float>& b) {
+  const std::int64_t s = t.options.stride, p = t.options.padding, d = t.options.dilation;
+  const std::int64_t oh_count = (t.h + 2 * p - d * (t.kh - 1) - 1) / s + 1;
+  const std::int64_t ow_count = (t.w + 2 * p - d * (t.kw - 1) - 1) / s + 1;
+  std::vector<float> y(static_cast<std::size_t>(t.n * t.k * oh_count * ow_count));
+  const auto at = [](const std::vector<float>& v, std::int64_t i) { return static_cast<double>(v[static_cast<std::size_t>(i)]); };
+  std::size_t out = 0;
+  for (std::int64_t n = 0; n < t.n; ++n) {
+    for (std::int64_t k = 0; k < t.k; ++k) {
+      for (std::int64_t oh = 0; oh < oh_count; ++oh) {
+        for (std::int64_t ow = 0; ow < ow_count; ++ow) {
+          double total = b.empty() ? 0.0 : at(b, k);
+          for (std::int64_t c = 0; c < t.c; ++c) {
+            for (std::int64_t i = 0; i < t.kh; ++i) {
+              for (std::int64_t j = 0; j < t.kw; ++j) {
+                const std::int64_t ih = oh * s - p + i * d, iw = ow * s - p + j * d;
+                if (ih < 0 || ih >= t.h || iw < 0 || iw >= t.w) continue;
+                total += at(w, ((k * t.c + c) * t.kh + i) * t.kw + j) * at(x, ((n * t.c + c) * t.h + ih) * t.w + iw);
+              }
+            }
+          }
+          y[out++] = static_cast<float>(total);
+        }
+      }
+    }
+  }
+  return y;
+}
+
+layers::Conv2dOptions options(std::int64_t stride, std::int64_t padding, std::int64_t dilation) {
+  layers::Conv2dOptions o;
+  o.stride = stride;
+  o.padding = padding;
+  o.dilation = dilation;
+  return o;
+}
+
+// Float32 dot products of up to C kh kw = 125 terms in [-1, 1) against the
+// double loop: rounding errors of random sign add like a random walk,
+// sqrt(125) * 2^-24 * |terms| ~ 1e-5 at the very worst of these cases.
+constexpr double kConvTolerance = 3e-5;
+
+}  // namespace
+
+TEST_CASE("conv2d matches a direct seven-loop convolution on awkward shapes") {
+  const std::vector<ConvCase> cases{
+      {1, 3, 7, 5, 4, 3, 3, options(1, 0, 1)},     // batch 1, non-square input
+      {7, 5, 9, 11, 3, 3, 3, options(2, 1, 1)},    // batch 7, stride 2, padding 1
+      {2, 3, 10, 8, 5, 3, 3, options(1, 1, 2)},    // dilation 2
+      {3, 1, 13, 13, 6, 5, 5, options(2, 2, 1)},   // one input channel, 5x5 kernel
+      {2, 4, 6, 7, 3, 1, 1, options(1, 0, 1)},     // 1x1 kernel: col is the input itself
+      {2, 4, 7, 6, 3, 1, 1, options(2, 0, 1)},     // 1x1 kernel with stride
+      {1, 2, 5, 9, 3, 2, 4, options(3, 2, 2)},     // non-square kernel, stride 3
+      {2, 5, 3, 3, 2, 3, 3, options(1, 0, 1)},     // a 1x1 output
+      {1, 2, 4, 4, 3, 3, 3, options(1, 3, 1)},     // padding wider than the kernel
+      {2, 32, 6, 5, 7, 3, 3, options(1, 1, 1)},    // a deeper GEMM (288 terms)
+  };
+  Generator generator(21);
+  for (const ConvCase& t : cases) {
+    for (const bool with_bias : {true, false}) {
+      CAPTURE(t.n);
+      CAPTURE(t.c);
+      CAPTURE(t.h);
+      CAPTURE(t.w);
+      CAPTURE(t.k);
+      CAPTURE(t.kh);
+      CAPTURE(t.kw);
+      CAPTURE(t.options.stride);
+      CAPTURE(t.options.padding);
+      CAPTURE(t.options.dilation);
+      CAPTURE(with_bias);
+      const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+      const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
+      const Tensor b = with_bias ? test::uniform_tensor({t.k}, generator) : Tensor();
+      const Tensor y = layers::conv2d(x, w, b, t.options);
+      const std::vector<float> expected = reference_conv2d(
+          t, x.to_vector<float>(), w.to_vector<float>(), with_bias ? b.to_vector<float>() : std::vector<float>{});
+      const double tolerance = t.c * t.kh * t.kw > 125 ? 2 * kConvTolerance : kConvTolerance;
+      CHECK(all_close(y, expected, tolerance, tolerance));
+      const std::int64_t s = t.options.stride, p = t.options.padding, d = t.options.dilation;
+      CHECK(y.shape() ==
+            Shape{t.n, t.k, (t.h + 2 * p - d * (t.kh - 1) - 1) / s + 1, (t.w + 2 * p - d * (t.kw - 1) - 1) / s + 1});
+    }
+  }
+}
+
+TEST_CASE("conv2d gradients of input, weight and bias match finite differences") {
+  std::mt19937 rng(31);
+  Generator generator(31);
+  const auto pick = [&](std::vector<std::int64_t> choices) {
+    return choices[std::uniform_int_distribution<std::size_t>(0, choices.size() - 1)(rng)];
+  };
+  int checked = 0;
+  while (checked < 8) {
+    ConvCase t{pick({1, 2, 3}), pick({1, 2, 3}), pick({3, 4, 5, 7}), pick({3, 5, 6}), pick({1, 2, 3}),
+               pick({1, 2, 3}), pick({1, 3}),    options(pick({1, 2}), pick({0, 1}), pick({1, 2}))};
+    const std::int64_t d = t.options.dilation, p = t.options.padding;
+    if (t.h + 2 * p < d * (t.kh - 1) + 1 || t.w + 2 * p < d * (t.kw - 1) + 1) continue;  // kernel does not fit
+    ++checked;
+    CAPTURE(t.n);
+    CAPTURE(t.c);
+    CAPTURE(t.h);
+    CAPTURE(t.w);
+    CAPTURE(t.k);
+    CAPTURE(t.kh);
+    CAPTURE(t.kw);
+    CAPTURE(t.options.stride);
+    CAPTURE(t.options.padding);
+    CAPTURE(t.options.dilation);
+    const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+    const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
+    const Tensor b = test::uniform_tensor({t.k}, generator);
+    const layers::Conv2dOptions o = t.options;
+    CHECK(gradcheck([o](const std::vector<Tensor>& v) { return layers::conv2d(v[0], v[1], v[2], o); }, {x, w, b}));
+    CHECK(gradcheck([o](const std::vector<Tensor>& v) { return layers::conv2d(v[0], v[1], Tensor(), o); }, {x, w}));
+  }
+}
+
+TEST_CASE("conv2d backward computes only the gradients that are needed, and the same ones") {
+  Generator generator(41);
+  const layers::Conv2dOptions o = options(2, 1, 1);
+  const Tensor x = test::uniform_tensor({3, 2, 7, 6}, generator);
+  const Tensor w = test::uniform_tensor({4, 2, 3, 3}, generator);
+  const Tensor b = test::uniform_tensor({4}, generator);
+  const Tensor g = test::uniform_tensor({3, 4, 4, 3}, generator);
+
+  const Tensor x_all = x.clone().set_requires_grad(), w_all = w.clone().set_requires_grad();
+  const Tensor b_all = b.clone().set_requires_grad();
+  layers::conv2d(x_all, w_all, b_all, o).backward(g);
+
+  const Tensor x_only = x.clone().set_requires_grad();
+  layers::conv2d(x_only, w, b, o).backward(g);
+  CHECK(all_close(x_only.grad(), x_all.grad(), 0, 0));
+
+  const Tensor w_only = w.clone().set_requires_grad();
+  layers::conv2d(x, w_only, b, o).backward(g);
+  CHECK(all_close(w_only.grad(), w_all.grad(), 0, 0));
+
+  const Tensor b_only = b.clone().set_requires_grad();
+  const Tensor y = layers::conv2d(x, w, b_only, o);
+  y.backward(g);
+  CHECK(all_close(b_only.grad(), b_all.grad(), 0, 0));
+  CHECK(!w.grad().defined());
+
+  NoGradGuard no_grad;
+  CHECK(!layers::conv2d(x_all, w_all, b_all, o).requires_grad());
+}
+
+TEST_CASE("conv2d gives the same bits with one thread and with two") {
+  Generator generator(51);
+  const layers::Conv2dOptions o = options(1, 1, 1);
+  // 19 images: 16 weight-gradient chunks of uneven size, split 8/8 between
+  // two threads; the bias gradient is large enough to run on both threads.
+  const Tensor x = test::uniform_tensor({19, 3, 16, 15}, generator);
+  const Tensor w = test::uniform_tensor({8, 3, 3, 3}, generator);
+  const Tensor b = test::uniform_tensor({8}, generator);
+  const Tensor g = test::uniform_tensor({19, 8, 16, 15}, generator);
+  const auto run = [&](int threads) {
+    set_num_threads(threads);
+    const Tensor xs = x.clone().set_requires_grad(), ws = w.clone().set_requires_grad();
+    const Tensor bs = b.clone().set_requires_grad();
+    const Tensor y = layers::conv2d(xs, ws, bs, o);
+    y.backward(g);
+    return std::vector{y, xs.grad(), ws.grad(), bs.grad()};
+  };
+  const int threads_before = config::num_threads();
+  const std::vector<Tensor> one = run(1), two = run(2);
+  set_num_threads(threads_before);
+  for (std::size_t i = 0; i < one.size(); ++i) {
+    CAPTURE(i);
+    CHECK(all_close(two[i], one[i], 0, 0));
+  }
+}
+
+TEST_CASE("conv2d of an empty batch is empty and its weight gradient zero") {
+  const Tensor x = zeros({0, 2, 5, 5});
+  const Tensor w = ones({3, 2, 3, 3}).set_requires_grad();
+  const Tensor b = ones({3}).set_requires_grad();
+  const Tensor y = layers::conv2d(x, w, b, options(1, 1, 1));
+  CHECK(y.shape() == Shape{0, 3, 5, 5});
+  sum(y).backward();
+  CHECK(all_close(w.grad(), zeros({3, 2, 3, 3}), 0, 0));
+  CHECK(all_close(b.grad(), zeros({3}), 0, 0));
+}
+
+TEST_CASE("conv2d layer (Conv2d) has out*in*k*k + out parameters") {
+  CHECK(layers::Conv2d(1, 32).parameter_count() == 320);
+  CHECK(layers::Conv2d(32, 64).parameter_count() == 18496);
+  layers::Conv2dOptions no_bias;
+  no_bias.bias = false;
+  no_bias.kernel_size = 5;
+  const layers::Conv2d conv(3, 6, no_bias);
+  CHECK(conv.parameter_count() == 6 * 3 * 5 * 5);
+  CHECK(!conv.bias().defined());
+  CHECK(conv.weight().shape() == Shape{6, 3, 5, 5});
+}
+
+TEST_CASE("conv2d layer (Conv2d) starts from Glorot-uniform weights and zero bias") {
+  Generator generator(61);
+  const layers::Conv2d conv(32, 64, {}, &generator);
+  const float limit = std::sqrt(6.0f / (32.0f * 9.0f + 64.0f * 9.0f));
+  const auto w = conv.weight().to_vector<float>();
+  const auto [lo, hi] = std::minmax_element(w.begin(), w.end());
+  CHECK(*lo >= -limit);
+  CHECK(*hi <= limit);
+  CHECK(*hi > 0.99f * limit);  // 18k draws reach the edge of the range
+  CHECK(*lo < -0.99f * limit);
+  CHECK(all_close(conv.bias(), zeros({64}), 0, 0));
+}
+
+TEST_CASE("conv2d layer (Conv2d) forward is conv2d with its parameters and options, and describes them") {
+  Generator generator(71);
+  layers::Conv2dOptions o = options(2, 1, 1);
+  layers::Conv2d conv(3, 4, o, &generator);
+  const Tensor x = test::uniform_tensor({2, 3, 9, 8}, generator);
+  CHECK(all_close(conv(x), layers::conv2d(x, conv.weight(), conv.bias(), o), 0, 0));
+  CHECK(conv.type_name() == "Conv2d");
+  CHECK(conv.describe() == "Conv2d(3, 4, kernel_size=3, stride=2, padding=1, dilation=1)");
+  o.bias = false;
+  CHECK(layers::Conv2d(3, 4, o).describe() == "Conv2d(3, 4, kernel_size=3, stride=2, padding=1, dilation=1, bias=false)");
+}
+
+TEST_CASE("conv2d rejects an input that is not 4-D") {
+  const Tensor w = zeros({4, 3, 3, 3});
+  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({3, 8, 8}), w, Tensor()); }, {"conv2d", "[3, 8, 8]"}));
+  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({1, 1, 3, 8, 8}), w, Tensor()); },
+                                {"conv2d", "[1, 1, 3, 8, 8]"}));
+}
+
+TEST_CASE("conv2d rejects an input whose channel count differs from the weight's") {
+  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 5, 8, 8}), zeros({4, 3, 3, 3}), Tensor()); },
+                                {"conv2d", "[2, 5, 8, 8]", "[4, 3, 3, 3]"}));
+}
+
+TEST_CASE("conv2d rejects an input smaller than the dilated kernel after padding") {
+  const Tensor w = zeros({4, 3, 3, 3});
+  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 3, 2, 8}), w, Tensor()); },
+                                {"conv2d", "[2, 3, 2, 8]", "[4, 3, 3, 3]"}));
+  // 4x4 fits a 3x3 kernel, but not one dilated by 2 (5x5); padding 1 makes it fit.
+  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({1, 3, 4, 4}), w, Tensor(), options(1, 0, 2)); },
+                                {"conv2d", "[1, 3, 4, 4]", "[4, 3, 3, 3]", "5x5"}));
+  CHECK(layers::conv2d(zeros({1, 3, 4, 4}), w, Tensor(), options(1, 1, 2)).shape() == Shape{1, 4, 2, 2});
+}
+
+TEST_CASE("conv2d rejects a non-positive stride or dilation and a negative padding") {
+  const Tensor x = zeros({2, 3, 8, 8}), w = zeros({4, 3, 3, 3});
+  for (const std::int64_t bad : {0, -1}) {
+    CHECK(throws_error_mentioning([&] { layers::conv2d(x, w, Tensor(), options(bad, 0, 1)); },
+                                  {"conv2d", "stride", "[2, 3, 8, 8]", "[4, 3, 3, 3]"}));
+    CHECK(throws_error_mentioning([&] { layers::conv2d(x, w, Tensor(), options(1, 0, bad)); },
+                                  {"conv2d", "dilation", "[2, 3, 8, 8]", "[4, 3, 3, 3]"}));
+  }
+  CHECK(throws_error_mentioning([&] { layers::conv2d(x, w, Tensor(), options(1, -1, 1)); },
+                                {"conv2d", "padding", "[2, 3, 8, 8]", "[4, 3, 3, 3]"}));
+}
+
+TEST_CASE("conv2d rejects an empty kernel and a bias that does not match the weight") {
+  const Tensor x = zeros({2, 3, 8, 8});
+  CHECK(throws_error_mentioning([&] { layers::conv2d(x, zeros({4, 3, 0, 3}), Tensor()); }, {"conv2d", "[4, 3, 0, 3]"}));
+  CHECK(throws_error_mentioning([&] { layers::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); },
+                                {"conv2d", "[5]", "[4, 3, 3, 3]"}));
+}
+
+TEST_CASE("conv2d layer (Conv2d) rejects a non-positive kernel size, stride, dilation or channel count") {
+  for (const std::int64_t bad : {0, -2}) {
+    layers::Conv2dOptions o;
+    o.kernel_size = bad;
+    CHECK(throws_error_mentioning([&] { layers::Conv2d(3, 4, o); }, {"Conv2d", "kernel_size", std::to_string(bad)}));
+    o = {};
+    o.stride = bad;
+    CHECK(throws_error_mentioning([&] { layers::Conv2d(3, 4, o); }, {"Conv2d", "stride", std::to_string(bad)}));
+    o = {};
+    o.dilation = bad;
+    CHECK(throws_error_mentioning([&] { layers::Conv2d(3, 4, o); }, {"Conv2d", "dilation", std::to_string(bad)}));
+    CHECK(throws_error_mentioning([&] { layers::Conv2d(bad, 4); }, {"Conv2d", "channel"}));
+  }
+  layers::Conv2dOptions o;
+  o.padding = -1;
+  CHECK(throws_error_mentioning([&] { layers::Conv2d(3, 4, o); }, {"Conv2d", "padding", "-1"}));
+}
+
+TEST_CASE("conv2d rejects an input and weight on different devices") {
+  const Tensor x = zeros({2, 3, 8, 8}, {DType::Float32, cpu(1)});
+  const Tensor w = zeros({4, 3, 3, 3});
+  CHECK(throws_error_mentioning([&] { layers::conv2d(x, w, Tensor()); },
+                                {"conv2d", "cpu:1", "cpu:0", "[2, 3, 8, 8]", "[4, 3, 3, 3]"}));
+  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 3, 8, 8}), w, zeros({4}, {DType::Float32, cpu(1)})); },
+                                {"conv2d", "cpu:1", "[4]"}));
+}

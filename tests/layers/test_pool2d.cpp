@@ -1,0 +1,286 @@
+// MaxPool2d and AvgPool2d (layers/pool2d.cpp): values against a naive
+// reference loop, padding semantics, gradients by finite differences, the
+// modules, bad arguments, and (where a GPU exists) cuDNN against the CPU.
+#include <doctest/doctest.h>
+
+#include <ddl/ddl.hpp>
+#include <ddl/layers/pool2d.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <tuple>
+
+#include "support/gradcheck.hpp"
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using ddl::layers::Pool2dOptions;
+using ddl::test::all_close;
+using ddl::test::gradcheck;
+using ddl::test::throws_error_mentioning;
+
+namespace {
+
+// The definition, written independently of the library: every kernel
+// position of every window, skipping those that fall in the padding; max
+// over the real ones, or their sum over the full kernel area.
+std::vector<float> reference_pool(const Tensor& input, const Pool2dOptions& o, bool is_max) {
+  const auto x = input.to_vector<float>();
+  const std::int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+  const std::int64_t s = o.stride == 0 ? o.kernel_size : o.stride, k = o.kernel_size, p = o.padding;
+  const std::int64_t oh_count = (h + 2 * p - k) / s + 1, ow_count = (w + 2 * p - k) / s + 1;
+  std::vector<float> y;
+  for (std::int64_t plane = 0; plane < n * c; ++plane) {
+    for (std::int64_t oh = 0; oh < oh_count; ++oh) {
+      for (std::int64_t ow = 0; ow < ow_count; ++ow) {
+        double best = -INFINITY, total = 0.0;
+        for (std::int64_t kh = 0; kh < k; ++kh) {
+          for (std::int64_t kw = 0; kw < k; ++kw) {
+            const std::int64_t r = oh * s - p + kh, col = ow * s - p + kw;
+            if (r < 0 || r >= h || col < 0 || col >= w) continue;
+            const double v = x[static_cast<std::size_t>((plane * h + r) * w + col)];
+            best = std::max(best, v);
+            total += v;
+          }
+        }
+        y.push_back(static_cast<float>(is_max ? best : total / static_cast<double>(k * k)));
+      }
+    }
+  }
+  return y;
+}
+
+// Backward by the definition: each output's gradient goes to the first
+// maximum of its window (max), or in equal shares to every real position of
+// it, 1 / kernel^2 each (average).
+std::vector<float> reference_pool_backward(const Tensor& input, const Tensor& grad_output, const Pool2dOptions& o,
+                                           bool is_max) {
+  const auto x = input.to_vector<float>(), dy = grad_output.to_vector<float>();
+  const std::int64_t n = input.size(0), c = input.size(1), h = input.size(2), w = input.size(3);
+  const std::int64_t s = o.stride == 0 ? o.kernel_size : o.stride, k = o.kernel_size, p = o.padding;
+  const std::int64_t oh_count = grad_output.size(2), ow_count = grad_output.size(3);
+  std::vector<double> dx(x.size(), 0.0);
+  std::size_t out = 0;
+  for (std::int64_t plane = 0; plane < n * c; ++plane) {
+    for (std::int64_t oh = 0; oh < oh_count; ++oh) {
+      for (std::int64_t ow = 0; ow < ow_count; ++ow, ++out) {
+        std::size_t best = 0;
+        bool found = false;
+        for (std::int64_t kh = 0; kh < k; ++kh) {
+          for (std::int64_t kw = 0; kw < k; ++kw) {
+            const std::int64_t r = oh * s - p + kh, col = ow * s - p + kw;
+            if (r < 0 || r >= h || col < 0 || col >= w) continue;
+            const auto at = static_cast<std::size_t>((plane * h + r) * w + col);
+            if (!is_max) dx[at] += dy[out] / static_cast<double>(k * k);
+            if (is_max && (!found || x[at] > x[best])) best = at, found = true;
+          }
+        }
+        if (is_max) dx[best] += dy[out];
+      }
+    }
+  }
+  return {dx.begin(), dx.end()};
+}
+
+// Odd sizes, stride 1 and 2, padding 0 and 1, batch 1 and 7, 3 channels.
+const std::vector<std::tuple<Shape, Pool2dOptions>> kForwardCases{
+    {{1, 3, 7, 9}, {3, 1, 1}}, {{7, 3, 7, 9}, {3, 2, 1}}, {{7, 3, 5, 5}, {2, 0, 0}},    {{1, 3, 9, 7}, {3, 2, 0}},
+    {{7, 3, 5, 7}, {2, 1, 1}}, {{1, 3, 3, 3}, {3, 1, 1}}, {{8, 16, 33, 31}, {3, 2, 1}},  // enough work for the CPU
+                                                                                         // loops to run threaded
+};
+
+std::string describe_case(const Shape& shape, const Pool2dOptions& o) {
+  std::ostringstream out;
+  out << "input " << shape << " kernel " << o.kernel_size << " stride " << o.stride << " padding " << o.padding;
+  return out.str();
+}
+
+}  // namespace
+
+TEST_CASE("max_pool2d matches a naive loop on random data") {
+  Generator generator(21);
+  for (const auto& [shape, options] : kForwardCases) {
+    CAPTURE(describe_case(shape, options));
+    const Tensor x = test::uniform_tensor(shape, generator);
+    const Tensor y = layers::max_pool2d(x, options);
+    const std::vector<float> expected = reference_pool(x, options, true);
+    REQUIRE(y.numel() == static_cast<std::int64_t>(expected.size()));
+    CHECK(all_close(y, expected, 0, 0));
+  }
+}
+
+TEST_CASE("avg_pool2d matches a naive loop that divides by the full kernel area") {
+  Generator generator(22);
+  for (const auto& [shape, options] : kForwardCases) {
+    CAPTURE(describe_case(shape, options));
+    const Tensor x = test::uniform_tensor(shape, generator);
+    const Tensor y = layers::avg_pool2d(x, options);
+    const std::vector<float> expected = reference_pool(x, options, false);
+    REQUIRE(y.numel() == static_cast<std::int64_t>(expected.size()));
+    CHECK(all_close(y, expected, 1e-6, 1e-5));
+  }
+}
+
+TEST_CASE("pooling output shape is floor((in + 2 padding - kernel) / stride) + 1, stride 0 meaning kernel") {
+  const Tensor x = zeros({2, 3, 7, 10});
+  CHECK(layers::max_pool2d(x, {2, 0, 0}).shape() == Shape{2, 3, 3, 5});
+  CHECK(layers::max_pool2d(x, {3, 2, 1}).shape() == Shape{2, 3, 4, 5});
+  CHECK(layers::avg_pool2d(x, {3, 1, 1}).shape() == Shape{2, 3, 7, 10});
+  CHECK(layers::avg_pool2d(x, {7, 3, 0}).shape() == Shape{2, 3, 1, 2});
+}
+
+TEST_CASE("max_pool2d never picks a padded position, even when every value is negative") {
+  const Tensor x = full({1, 1, 3, 3}, -5.0);
+  CHECK(all_close(layers::max_pool2d(x, {3, 1, 1}), std::vector<float>(9, -5.0f), 0, 0));
+}
+
+TEST_CASE("avg_pool2d counts padded positions as zeros in the divisor") {
+  // A 3x3 window at a corner of a padded 3x3 input of ones covers 4 ones.
+  const Tensor y = layers::avg_pool2d(ones({1, 1, 3, 3}), {3, 1, 1});
+  CHECK(all_close(y, {4 / 9.f, 6 / 9.f, 4 / 9.f, 6 / 9.f, 1.f, 6 / 9.f, 4 / 9.f, 6 / 9.f, 4 / 9.f}, 1e-6, 1e-6));
+}
+
+TEST_CASE("max_pool2d propagates NaN from its window") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor x = from_vector({1.f, nan, 3.f, 4.f, 5.f, 6.f, 7.f, 8.f}, {1, 1, 2, 4});
+  const auto y = layers::max_pool2d(x, {2, 2, 0}).to_vector<float>();
+  REQUIRE(y.size() == 2);
+  CHECK(std::isnan(y[0]));
+  CHECK(y[1] == 8.f);
+}
+
+TEST_CASE("max_pool2d backward sums the gradients of overlapping windows at their shared maximum") {
+  // The centre is the maximum of all four 2x2 windows of a 3x3 plane.
+  const Tensor x = from_vector({1.f, 2.f, 3.f, 4.f, 9.f, 5.f, 6.f, 7.f, 8.f}, {1, 1, 3, 3}).set_requires_grad();
+  layers::max_pool2d(x, {2, 1, 0}).backward(from_vector({1.f, 2.f, 3.f, 4.f}, {1, 1, 2, 2}));
+  CHECK(all_close(x.grad(), {0, 0, 0, 0, 10, 0, 0, 0, 0}, 0, 0));
+}
+
+TEST_CASE("pooling backward matches a naive scatter loop") {
+  std::mt19937 rng(27);
+  for (const auto& [shape, options] : kForwardCases) {
+    CAPTURE(describe_case(shape, options));
+    const Tensor x = test::distinct_tensor(shape, rng);  // no ties for max
+    for (const bool is_max : {true, false}) {
+      CAPTURE(is_max);
+      const Tensor leaf = x.clone().set_requires_grad();
+      const Tensor y = is_max ? layers::max_pool2d(leaf, options) : layers::avg_pool2d(leaf, options);
+      const Tensor upstream = test::distinct_tensor(y.shape(), rng);
+      y.backward(upstream);
+      CHECK(all_close(leaf.grad(), reference_pool_backward(x, upstream, options, is_max), 1e-4, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("max_pool2d gradients match finite differences on random shapes") {
+  std::mt19937 rng(23);
+  const std::vector<Pool2dOptions> options{{2, 0, 0}, {3, 1, 1}, {3, 2, 1}, {2, 1, 1}};
+  for (int trial = 0; trial < 6; ++trial) {
+    const Pool2dOptions o = options[static_cast<std::size_t>(trial) % options.size()];
+    const Shape shape{1 + trial % 3, 1 + (trial + 1) % 3, 3 + 2 * (trial % 2) + trial % 3, 4 + trial % 3};
+    CAPTURE(describe_case(shape, o));
+    // Distinct values 0.1 apart: the step of 1e-2 cannot change any argmax.
+    const Tensor x = test::distinct_tensor(shape, rng);
+    CHECK(gradcheck([o](const std::vector<Tensor>& t) { return layers::max_pool2d(t[0], o); }, {x}));
+  }
+}
+
+TEST_CASE("avg_pool2d gradients match finite differences on random shapes") {
+  Generator generator(24);
+  std::mt19937 rng(24);
+  const std::vector<Pool2dOptions> options{{2, 0, 0}, {3, 1, 1}, {3, 2, 1}, {2, 1, 1}};
+  for (int trial = 0; trial < 6; ++trial) {
+    const Pool2dOptions o = options[static_cast<std::size_t>(trial) % options.size()];
+    const Shape shape{test::awkward_size(rng) % 4 + 1, 1 + trial % 3, 3 + 2 * (trial % 2) + trial % 3, 4 + trial % 3};
+    CAPTURE(describe_case(shape, o));
+    const Tensor x = test::uniform_tensor(shape, generator);
+    CHECK(gradcheck([o](const std::vector<Tensor>& t) { return layers::avg_pool2d(t[0], o); }, {x}));
+  }
+}
+
+TEST_CASE("pooling modules apply their options and describe them") {
+  Generator generator(25);
+  const Tensor x = test::uniform_tensor({2, 3, 7, 7}, generator);
+  layers::MaxPool2d max_layer({3, 2, 1});
+  layers::AvgPool2d avg_layer({2});
+  CHECK(max_layer.type_name() == "MaxPool2d");
+  CHECK(max_layer.describe() == "MaxPool2d(kernel_size=3, stride=2, padding=1)");
+  CHECK(avg_layer.type_name() == "AvgPool2d");
+  CHECK(avg_layer.describe() == "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+  CHECK(max_layer.parameter_count() == 0);
+  CHECK(all_close(max_layer(x), layers::max_pool2d(x, {3, 2, 1}), 0, 0));
+  CHECK(all_close(avg_layer(x), layers::avg_pool2d(x, {2, 2, 0}), 0, 0));
+}
+
+TEST_CASE("pooling rejects an input that is not 4-D") {
+  CHECK(throws_error_mentioning([] { layers::max_pool2d(zeros({3, 8, 8})); }, {"max_pool2d", "4-D", "[3, 8, 8]"}));
+  CHECK(throws_error_mentioning([] { layers::avg_pool2d(zeros({8})); }, {"avg_pool2d", "4-D", "[8]"}));
+}
+
+TEST_CASE("pooling rejects a kernel larger than the padded input") {
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::max_pool2d(zeros({1, 2, 3, 8}), {5, 1, 0});
+      },
+      {"max_pool2d", "kernel 5x5", "[1, 2, 3, 8]", "padding 0"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::avg_pool2d(zeros({1, 2, 8, 2}), {5, 1, 1});
+      },
+      {"avg_pool2d", "kernel 5x5", "[1, 2, 8, 2]", "padding 1", "(10x4)"}));
+}
+
+TEST_CASE("pooling rejects a non-positive kernel or a negative stride") {
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::max_pool2d(zeros({1, 1, 4, 4}), {0, 1, 0});
+      },
+      {"max_pool2d", "kernel_size", "0"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::avg_pool2d(zeros({1, 1, 4, 4}), {2, -1, 0});
+      },
+      {"avg_pool2d", "stride", "-1"}));
+  CHECK(throws_error_mentioning([] { layers::MaxPool2d({-2}); }, {"MaxPool2d", "kernel_size", "-2"}));
+  CHECK(throws_error_mentioning([] { layers::AvgPool2d({2, -2}); }, {"AvgPool2d", "stride", "-2"}));
+}
+
+TEST_CASE("pooling rejects padding of more than half the kernel") {
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::max_pool2d(zeros({1, 1, 8, 8}), {3, 1, 2});
+      },
+      {"max_pool2d", "padding 2", "kernel size 3"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::avg_pool2d(zeros({1, 1, 8, 8}), {2, 2, -1});
+      },
+      {"avg_pool2d", "padding", "-1"}));
+  CHECK(throws_error_mentioning([] { layers::AvgPool2d({2, 2, 2}); }, {"AvgPool2d", "padding 2", "kernel size 2"}));
+}
+
+TEST_CASE("pooling on every CUDA device matches the CPU, forward and backward") {
+  if (!cuda_available()) {
+    MESSAGE("skipped: no CUDA device");
+    return;
+  }
+  std::mt19937 rng(26);
+  for (const auto& [shape, options] : kForwardCases) {
+    CAPTURE(describe_case(shape, options));
+    const Tensor x = test::distinct_tensor(shape, rng);
+    const Tensor upstream = test::distinct_tensor(layers::max_pool2d(x, options).shape(), rng);
+    for (const auto pool : {&layers::max_pool2d, &layers::avg_pool2d}) {
+      const Tensor x_cpu = x.clone().set_requires_grad();
+      pool(x_cpu, options).backward(upstream);
+      for (int index = 0; index < device_count(DeviceType::CUDA); ++index) {
+        const Tensor x_gpu = x.to(cuda(index)).set_requires_grad();
+        const Tensor y_gpu = pool(x_gpu, options);
+        y_gpu.backward(upstream.to(cuda(index)));
+        CHECK(all_close(y_gpu.to(cpu()), pool(x, options), 1e-5, 1e-5));
+        CHECK(all_close(x_gpu.grad().to(cpu()), x_cpu.grad(), 1e-4, 1e-5));
+      }
+    }
+  }
+}
