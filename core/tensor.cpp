@@ -105,6 +105,14 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
+void Tensor::copy_from(const Tensor& source) const {
+  DDL_CHECK(source.defined(), "copy_from: the source tensor is undefined");
+  DDL_CHECK(source.shape() == shape() && source.dtype() == dtype(),
+            "copy_from: source {} {} does not match destination {} {}", source.dtype(), source.shape(), dtype(),
+            shape());
+  backend::copy_bytes(device(), raw_data(), source.device(), source.raw_data(), nbytes());
+}
+
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   DDL_CHECK(dtype() == dtype_of<T>(), "to_vector<{}>(): the tensor holds {}", dtype_name(dtype_of<T>()), dtype());
@@ -128,6 +136,7 @@ template std::int64_t Tensor::item<std::int64_t>() const;
 float Tensor::item() const { return item<float>(); }
 
 float Tensor::at(std::initializer_list<std::int64_t> index) const {
+  DDL_CHECK(dtype() == DType::Float32, "at(): the tensor of shape {} holds {}, not float32", shape(), dtype());
   const Shape& s = shape();
   DDL_CHECK(static_cast<int>(index.size()) == s.rank(), "at(): {} indices given for shape {}", index.size(), s);
   const auto strides = s.strides();

@@ -63,6 +63,9 @@ class Tensor {
   Tensor to(const Device& device) const;  // differentiable; a real copy unless same device
   Tensor clone() const;                   // differentiable
   Tensor detach() const;                  // shares data, cut from the graph
+  // Overwrites this tensor's values with `source`'s (same shape and dtype,
+  // any device), in place and outside autograd: how parameters are updated.
+  void copy_from(const Tensor& source) const;
 
   // Host access, for tests and printing (copies from the device if needed).
   template <class T>

@@ -321,3 +321,54 @@ TEST_CASE("conv2d rejects an input and weight on different devices") {
   CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 3, 8, 8}), w, zeros({4}, {DType::Float32, cpu(1)})); },
                                 {"conv2d", "cpu:1", "[4]"}));
 }
+
+TEST_CASE("conv2d on every CUDA device matches the CPU, forward and backward") {
+  if (!cuda_available()) {
+    MESSAGE("skipped: no CUDA device");
+    return;
+  }
+  const std::vector<ConvCase> cases{
+      {7, 5, 9, 11, 3, 3, 3, options(2, 1, 1)},
+      {2, 3, 10, 8, 5, 3, 3, options(1, 1, 2)},
+      {4, 32, 12, 12, 16, 3, 3, options(1, 0, 1)},
+      {2, 4, 6, 7, 3, 1, 1, options(1, 0, 1)},
+      {3, 1, 13, 13, 6, 5, 5, options(2, 2, 1)},
+  };
+  // cuDNN may pick FFT or Winograd algorithms, whose transforms round
+  // differently from a direct sum: 1e-3 absolute on values of size ~10 is far
+  // below what a wrong layout or missing term would give.
+  constexpr double kAtol = 1e-3, kRtol = 1e-4;
+  Generator generator(81);
+  for (const ConvCase& t : cases) {
+    for (const bool with_bias : {true, false}) {
+      CAPTURE(t.n);
+      CAPTURE(t.c);
+      CAPTURE(t.h);
+      CAPTURE(t.k);
+      CAPTURE(t.kh);
+      CAPTURE(t.options.stride);
+      CAPTURE(t.options.padding);
+      CAPTURE(t.options.dilation);
+      CAPTURE(with_bias);
+      const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+      const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
+      const Tensor b = with_bias ? test::uniform_tensor({t.k}, generator) : Tensor();
+      const Tensor x_cpu = x.clone().set_requires_grad(), w_cpu = w.clone().set_requires_grad();
+      const Tensor b_cpu = with_bias ? b.clone().set_requires_grad() : Tensor();
+      const Tensor y_cpu = layers::conv2d(x_cpu, w_cpu, b_cpu, t.options);
+      const Tensor upstream = test::uniform_tensor(y_cpu.shape(), generator);
+      y_cpu.backward(upstream);
+      for (int index = 0; index < device_count(DeviceType::CUDA); ++index) {
+        CAPTURE(index);
+        const Tensor x_gpu = x.to(cuda(index)).set_requires_grad(), w_gpu = w.to(cuda(index)).set_requires_grad();
+        const Tensor b_gpu = with_bias ? b.to(cuda(index)).set_requires_grad() : Tensor();
+        const Tensor y_gpu = layers::conv2d(x_gpu, w_gpu, b_gpu, t.options);
+        y_gpu.backward(upstream.to(cuda(index)));
+        CHECK(all_close(y_gpu.to(cpu()), y_cpu, kAtol, kRtol));
+        CHECK(all_close(x_gpu.grad().to(cpu()), x_cpu.grad(), kAtol, kRtol));
+        CHECK(all_close(w_gpu.grad().to(cpu()), w_cpu.grad(), kAtol, kRtol));
+        if (with_bias) CHECK(all_close(b_gpu.grad().to(cpu()), b_cpu.grad(), kAtol, kRtol));
+      }
+    }
+  }
+}

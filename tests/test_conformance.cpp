@@ -1,4 +1,5 @@
-// Device conformance: every op of core/ops.hpp, forward and gradient, run on
+// Device conformance: every op of core/ops.hpp and every layer's functional
+// op, forward and gradient, run on
 // each device against cpu:0 on the same inputs (DESIGN.md: "the same
 // conformance tests run every op on every available device against the CPU
 // result"; ggml's test-backend-ops). The ops are two tables below: adding
@@ -17,6 +18,12 @@
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
+#include <ddl/layers/batchnorm2d.hpp>
+#include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/dense.hpp>
+#include <ddl/layers/dropout.hpp>
+#include <ddl/layers/loss.hpp>
+#include <ddl/layers/pool2d.hpp>
 
 #include <functional>
 #include <iostream>
@@ -40,6 +47,15 @@ struct OpCase {
   Values values;
   std::function<Tensor(Inputs)> op;
 };
+
+// Batch norm with running statistics made on the input's device, so the
+// case is self-contained: [N, C, H, W], gamma [C], beta [C].
+Tensor batch_norm_case(Inputs x, bool training) {
+  const std::int64_t channels = x[0].size(1);
+  const TensorOptions options{DType::Float32, x[0].device(), false};
+  const Tensor running_mean = full({channels}, 0.1, options), running_var = full({channels}, 2.0, options);
+  return layers::batch_norm2d(x[0], x[1], x[2], running_mean, running_var, training, 0.1, 1e-5);
+}
 
 // Every op and tensor method of the public API that takes tensors, with
 // each layout its kernels treat differently (broadcast modes, batched GEMM
@@ -96,6 +112,36 @@ const std::vector<OpCase>& op_cases() {
       {"flatten", {{3, 7, 5}}, V::kAny, [](Inputs x) { return tanh(x[0].flatten(1)); }},
       {"clone", {{3, 7}}, V::kAny, [](Inputs x) { return exp(x[0].clone()); }},
       {"detach", {{3, 7}}, V::kAny, [](Inputs x) { return x[0].detach() * x[0]; }},
+      {"abs", {{3, 5}}, V::kAwayFromZero, [](Inputs x) { return abs(x[0]); }},
+      // Layers (layers/): each kernel family and its awkward configurations.
+      {"dense", {{7, 13}, {13, 5}, {5}}, V::kAny, [](Inputs x) { return layers::dense(x[0], x[1], x[2]); }},
+      {"conv2d 3x3", {{2, 3, 9, 7}, {5, 3, 3, 3}, {5}}, V::kAny,
+       [](Inputs x) { return layers::conv2d(x[0], x[1], x[2]); }},
+      {"conv2d stride 2 padding 1", {{3, 2, 8, 9}, {4, 2, 3, 3}, {4}}, V::kAny,
+       [](Inputs x) { return layers::conv2d(x[0], x[1], x[2], {.stride = 2, .padding = 1}); }},
+      {"conv2d dilation 2, no bias", {{1, 3, 11, 10}, {2, 3, 3, 3}}, V::kAny,
+       [](Inputs x) { return layers::conv2d(x[0], x[1], Tensor(), {.dilation = 2}); }},
+      {"conv2d 1 channel 5x5", {{7, 1, 12, 12}, {6, 1, 5, 5}, {6}}, V::kAny,
+       [](Inputs x) { return layers::conv2d(x[0], x[1], x[2]); }},
+      {"max_pool2d 2", {{2, 3, 8, 6}}, V::kDistinct, [](Inputs x) { return layers::max_pool2d(x[0], {}); }},
+      {"max_pool2d 3 stride 2 padding 1", {{1, 2, 7, 9}}, V::kDistinct,
+       [](Inputs x) { return layers::max_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1}); }},
+      {"avg_pool2d 2", {{2, 3, 8, 6}}, V::kAny, [](Inputs x) { return layers::avg_pool2d(x[0], {}); }},
+      {"avg_pool2d 3 padding 1", {{1, 2, 7, 9}}, V::kAny,
+       [](Inputs x) { return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 1, .padding = 1}); }},
+      {"batch_norm2d training", {{4, 3, 5, 7}, {3}, {3}}, V::kAny,
+       [](Inputs x) { return batch_norm_case(x, true); }},
+      {"batch_norm2d eval", {{4, 3, 5, 7}, {3}, {3}}, V::kAny, [](Inputs x) { return batch_norm_case(x, false); }},
+      {"dropout (same seed, same mask)", {{7, 13}}, V::kAny,
+       [](Inputs x) { Generator g(5); return layers::dropout(x[0], 0.4f, true, &g); }},
+      {"cross_entropy int64 labels", {{7, 5}}, V::kAny, [](Inputs x) {
+         return layers::cross_entropy(x[0], from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 3, 3, 0}, {7},
+                                                        {DType::Int64, x[0].device(), false}));
+       }},
+      {"cross_entropy one-hot", {{2, 3}, {2, 3}}, V::kAny,
+       [](Inputs x) { return layers::cross_entropy(x[0], softmax(x[1], 1)); }},
+      {"mse_loss", {{7, 3}, {7, 3}}, V::kAny, [](Inputs x) { return layers::mse_loss(x[0], x[1]); }},
+      {"mae_loss", {{7, 3}, {7, 3}}, V::kAwayFromZero, [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f); }},
   };
   // clang-format on
   return cases;
