@@ -134,20 +134,21 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
          need_input, need_weight, need_bias](const Tensor& grad) {
           // The incoming gradient is contiguous and on `device` (every op makes
           // a new tensor), shaped like the output.
-          Tensor grad_input, grad_weight, grad_bias;
-          if (g.batch == 0) {  // an empty batch: nothing to run, zero gradients
-            return std::vector{need_input ? zeros({0, g.channels, g.height, g.width}, {DType::Float32, device}) : Tensor(),
-                               need_weight ? zeros({g.filters, g.channels, g.kernel_h, g.kernel_w},
-                                                   {DType::Float32, device})
-                                           : Tensor(),
-                               need_bias ? zeros({g.filters}, {DType::Float32, device}) : Tensor()};
+          const Shape input_shape{g.batch, g.channels, g.height, g.width};
+          const Shape weight_shape{g.filters, g.channels, g.kernel_h, g.kernel_w};
+          if (g.batch == 0) {  // an empty batch: no kernel to run, and empty sums
+            const TensorOptions on_device{DType::Float32, device, false};
+            return std::vector{need_input ? zeros(input_shape, on_device) : Tensor(),
+                               need_weight ? zeros(weight_shape, on_device) : Tensor(),
+                               need_bias ? zeros({g.filters}, on_device) : Tensor()};
           }
+          Tensor grad_input, grad_weight, grad_bias;
           if (need_input) {
-            grad_input = empty_float({g.batch, g.channels, g.height, g.width}, device);
+            grad_input = empty_float(input_shape, device);
             run_backward_data(device, g, grad.data<float>(), weight.data<float>(), grad_input.data<float>());
           }
           if (need_weight) {
-            grad_weight = empty_float({g.filters, g.channels, g.kernel_h, g.kernel_w}, device);
+            grad_weight = empty_float(weight_shape, device);
             run_backward_filter(device, g, input.data<float>(), grad.data<float>(), grad_weight.data<float>());
           }
           if (need_bias) {

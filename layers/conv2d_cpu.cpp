@@ -12,13 +12,16 @@
 // Per-image products stay in the cache: single-threaded Eigen runs the
 // 32->64-channel layer's [64 x 288] x [288 x 576] at ~100 GFLOP/s here,
 // against ~40-85 for one product over the whole batch or a square 1024 one.
-// The images are spread over an OpenMP team; each thread has its own col
-// buffer and runs Eigen single-threaded (Eigen does not spawn threads inside
-// an active parallel region).
+// The images are spread over an OpenMP team, dynamically, so that on a busy
+// machine a thread the OS has descheduled does not hold its share of the
+// batch back; each thread has its own col buffer and runs Eigen
+// single-threaded (Eigen does not spawn threads inside an active parallel
+// region).
 //
 // Determinism: forward and backward-data compute each image alone, and the
 // weight gradient is summed per fixed chunk of images, then over the chunks
-// in order, so every result is bitwise the same for any thread count.
+// in order, so no result depends on which thread did what: every result is
+// bitwise the same for any thread count.
 
 // GCC 12 reports false -Wmaybe-uninitialized positives inside its own
 // AVX-512 intrinsics when Eigen's GEMM is instantiated with -march=native
@@ -165,7 +168,7 @@ const float* patches_of(const Conv2dGeometry& g, const float* input, std::int64_
 void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
                     float* output) {
   const ConstMatrixMap w(weight, g.filters, g.patch_size());
-#pragma omp parallel for schedule(static) num_threads(team_size(g))
+#pragma omp parallel for schedule(dynamic) num_threads(team_size(g))
   for (std::int64_t n = 0; n < g.batch; ++n) {
     const ConstMatrixMap col(patches_of(g, input, n), g.patch_size(), g.out_pixels());
     MatrixMap y(output + n * g.output_image_size(), g.filters, g.out_pixels());
@@ -183,7 +186,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* we
 void conv2d_backward_data(const Conv2dGeometry& g, const float* grad_output, const float* weight,
                           float* grad_input) {
   const ConstMatrixMap w(weight, g.filters, g.patch_size());
-#pragma omp parallel for schedule(static) num_threads(team_size(g))
+#pragma omp parallel for schedule(dynamic) num_threads(team_size(g))
   for (std::int64_t n = 0; n < g.batch; ++n) {
     const ConstMatrixMap dy(grad_output + n * g.output_image_size(), g.filters, g.out_pixels());
     float* dx = grad_input + n * g.input_image_size();
@@ -210,7 +213,7 @@ void conv2d_backward_filter(const Conv2dGeometry& g, const float* input, const f
   thread_local std::vector<float> partials;
   partials.resize(static_cast<std::size_t>((chunks - 1) * size));
   float* const partial_sums = partials.data();  // the calling thread's, shared with the team
-#pragma omp parallel for schedule(static) num_threads(team_size(g))
+#pragma omp parallel for schedule(dynamic) num_threads(team_size(g))
   for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
     MatrixMap sum(chunk == 0 ? grad_weight : partial_sums + (chunk - 1) * size, g.filters, g.patch_size());
     const std::int64_t first = chunk * g.batch / chunks, last = (chunk + 1) * g.batch / chunks;
