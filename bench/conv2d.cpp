@@ -9,12 +9,11 @@
 #include <ddl/ddl.hpp>
 #include <ddl/layers/conv2d.hpp>
 
+#include "timing.hpp"
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,23 +21,8 @@ using namespace ddl;
 
 namespace {
 
-struct Timing {
-  double median_ms, best_ms;
-};
-
-// Runs `step` once to warm up (scratch buffers, page faults), then `reps`
-// times; the median is the number to quote, the best shows the noise floor.
-Timing time_it(const std::function<void()>& step, int reps) {
-  step();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    step();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
-}
+using bench::Timing;
+using bench::time_it;
 
 struct ConvShape {
   std::string name;

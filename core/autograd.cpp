@@ -30,7 +30,7 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
     // In place, so buffers that alias .grad (e.g. gradient buckets) see it.
     float* grad = static_cast<float*>(leaf->grad->storage->data());
     backend::launch(tensor.device(), grad_output.numel(),
-                    kernels::Map2<fn::Add>{grad, grad_output.data<float>(), grad, {}, {}, {}});
+                    kernels::Zip2<fn::Add>{grad, grad_output.data<float>(), grad, {}});
   }
   for (GradHook& hook : leaf->grad_hooks) hook(tensor);
   return {};

@@ -56,6 +56,17 @@ struct Map2 {
   DDL_HOST_DEVICE void operator()(Index i) const { y[i] = op(a[index_a(i)], b[index_b(i)]); }
 };
 
+// Map2 for operands of the result's own shape: no index arithmetic, so the
+// CPU loop vectorises. The common case (every backward of an activation).
+template <class Op>
+struct Zip2 {
+  const float* a;
+  const float* b;
+  float* y;
+  Op op;
+  DDL_HOST_DEVICE void operator()(Index i) const { y[i] = op(a[i], b[i]); }
+};
+
 // y = x broadcast to y's shape.
 struct BroadcastCopy {
   const float* x;
@@ -217,14 +228,18 @@ struct NormalFill {
 
 }  // namespace ddl::kernels
 
-// Every kernel the core launches. The CUDA backend instantiates its launcher
+// The functors applied to two operands; each is launched as Map2<Op> and
+// Zip2<Op>, and the CUDA backend instantiates both.
+#define DDL_BINARY_FUNCTORS(X)                                                                   \
+  X(fn::Add) X(fn::Sub) X(fn::Mul) X(fn::Div) X(fn::ReluGrad) X(fn::AbsGrad) X(fn::SigmoidGrad) \
+  X(fn::TanhGrad) X(fn::SqrtGrad) X(fn::PowGrad)
+
+// Every other kernel the core launches. The CUDA backend instantiates its launcher
 // for each entry (cuda/kernels_cuda.cu); a kernel missing here fails to link.
 #define DDL_CORE_KERNELS(X)                                                                             \
   X(Map1<fn::Neg>) X(Map1<fn::Exp>) X(Map1<fn::Log>) X(Map1<fn::Sqrt>) X(Map1<fn::Relu>) X(Map1<fn::Abs>) \
   X(Map1<fn::Tanh>) X(Map1<fn::Sigmoid>) X(Map1<fn::AddScalar>) X(Map1<fn::MulScalar>)                  \
-  X(Map1<fn::PowScalar>) X(Map2<fn::Add>) X(Map2<fn::Sub>) X(Map2<fn::Mul>) X(Map2<fn::Div>)            \
-  X(Map2<fn::ReluGrad>) X(Map2<fn::AbsGrad>) X(Map2<fn::SigmoidGrad>) X(Map2<fn::TanhGrad>)             \
-  X(Map2<fn::SqrtGrad>) X(Map2<fn::PowGrad>) X(BroadcastCopy) X(FillValue<float>)                       \
+  X(Map1<fn::PowScalar>) X(BroadcastCopy) X(FillValue<float>)                                           \
   X(FillValue<std::int32_t>) X(FillValue<std::int64_t>) X(Arange<float>) X(Arange<std::int32_t>)        \
   X(Arange<std::int64_t>) X(SumLanes) X(MaxLanes) X(ScatterLanes) X(SoftmaxLanes) X(SoftmaxGradLanes)   \
   X(TransposeLast2) X(UniformFill) X(NormalFill)

@@ -18,15 +18,16 @@ Tensor dropout(const Tensor& input, float p, bool training, Generator* generator
   if (!training || p == 0.0f) return input;
   Generator& g = generator != nullptr ? *generator : default_generator();
   const std::uint64_t seed = g.seed();
-  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(input.numel()));
+  const std::int64_t n = input.numel(), calls = kernels::DropoutApply::calls(n);
+  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
   Tensor output = ops_detail::empty_float(input.shape(), input.device());
-  backend::launch(input.device(), input.numel(),
-                  kernels::DropoutApply{input.data<float>(), output.data<float>(), seed, offset, p});
+  backend::launch(input.device(), calls,
+                  kernels::DropoutApply{input.data<float>(), output.data<float>(), n, seed, offset, p});
   if (autograd::needs_grad({&input})) {
-    ops_detail::record("DropoutBackward", {&input}, output, [seed, offset, p](const Tensor& grad) {
+    ops_detail::record("DropoutBackward", {&input}, output, [n, calls, seed, offset, p](const Tensor& grad) {
       Tensor grad_in = ops_detail::empty_float(grad.shape(), grad.device());
-      backend::launch(grad.device(), grad.numel(),
-                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), seed, offset, p});
+      backend::launch(grad.device(), calls,
+                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), n, seed, offset, p});
       return std::vector{grad_in};
     });
   }

@@ -1,8 +1,8 @@
 // Dropout: inverted dropout (Srivastava et al. 2014) — in training each
 // element is zeroed with probability p and the survivors scaled by 1/(1-p);
 // in evaluation it is the identity. The keep/drop decision of element i is
-// Philox(seed, offset + i), so a seed gives the same mask on CPU and GPU and
-// backward recomputes the mask instead of storing it.
+// word i % 4 of Philox(seed, offset + i / 4), so a seed gives the same mask on
+// CPU and GPU and backward recomputes the mask instead of storing it.
 #pragma once
 
 #include <cstdint>
@@ -33,17 +33,25 @@ class Dropout : public Module {
 namespace ddl::kernels {
 
 // out[i] = keep(i) ? in[i] / (1 - p) : 0, the same for the forward pass (on
-// x) and the backward pass (on the upstream gradient).
+// x) and the backward pass (on the upstream gradient). One Philox call gives
+// four 32-bit words, so index j handles elements 4j .. 4j+3 with counter
+// offset + j: a quarter of the Philox work of one call per element.
 struct DropoutApply {
   const float* in;
   float* out;
+  std::int64_t n;
   std::uint64_t seed;
   std::uint64_t offset;
   float p;
-  DDL_HOST_DEVICE void operator()(std::int64_t i) const {
-    const Philox4x32 bits(offset + static_cast<std::uint64_t>(i), seed);
-    const bool keep = uint_to_unit_float(bits.out[0]) > p;
-    out[i] = keep ? in[i] / (1.0f - p) : 0.0f;
+  static constexpr std::int64_t kPerCall = 4;
+  static std::int64_t calls(std::int64_t n) { return (n + kPerCall - 1) / kPerCall; }
+  DDL_HOST_DEVICE void operator()(std::int64_t j) const {
+    const Philox4x32 bits(offset + static_cast<std::uint64_t>(j), seed);
+    const float scale = 1.0f / (1.0f - p);
+    for (std::int64_t lane = 0; lane < kPerCall; ++lane) {
+      const std::int64_t i = j * kPerCall + lane;
+      if (i < n) out[i] = uint_to_unit_float(bits.out[lane]) > p ? in[i] * scale : 0.0f;
+    }
   }
 };
 

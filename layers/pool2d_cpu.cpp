@@ -35,11 +35,26 @@ void for_each_plane(const Geometry& g, const Body& body) {
   for (std::int64_t plane = 0; plane < planes; ++plane) body(plane);
 }
 
+// Makes the first NaN of the window the winner, if there is one.
+void first_nan(const float* in, std::int64_t width, const Window& w, float& best, std::int64_t& best_index) {
+  for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+    for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
+      if (std::isnan(in[r * width + c])) {
+        best = in[r * width + c];
+        best_index = r * width + c;
+        return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
-void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax) {
+void max_forward_cpu(const Geometry& geometry, std::span<const float> x, std::span<float> y,
+                     std::span<std::int64_t> argmax) {
+  const Geometry g = geometry;  // a local copy: the loops' bounds stay in registers
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
-  for_each_plane(g, [&](std::int64_t plane) {
+  for_each_plane(g, [=](std::int64_t plane) {
     const float* in = x.data() + plane * in_plane;
     float* out = y.data() + plane * out_plane;
     std::int64_t* winner = argmax.data() + plane * out_plane;
@@ -48,17 +63,21 @@ void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<floa
         const Window w = window_of(g, oh, ow);
         float best = -std::numeric_limits<float>::infinity();
         std::int64_t best_index = w.row_begin * g.width + w.col_begin;
+        // The hot loop compares and selects without branches; `probe`
+        // (the window's sum) becomes NaN if any value is NaN, which sends
+        // the rare window to the exact rule below: the first NaN wins, so
+        // NaNs propagate. (inf - inf also lands there, harmlessly.)
+        float probe = 0.0f;
         for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
           for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
             const float v = in[r * g.width + c];
-            // Strictly greater keeps the first maximum; the first NaN wins
-            // and nothing compares greater than it afterwards.
-            if (v > best || (std::isnan(v) && !std::isnan(best))) {
-              best = v;
-              best_index = r * g.width + c;
-            }
+            probe += v;
+            const bool better = v > best;  // strictly: the first maximum stays
+            best = better ? v : best;
+            best_index = better ? r * g.width + c : best_index;
           }
         }
+        if (std::isnan(probe)) first_nan(in, g.width, w, best, best_index);
         out[oh * g.out_width + ow] = best;
         winner[oh * g.out_width + ow] = best_index;
       }

@@ -1,4 +1,5 @@
-// Instantiates the CUDA launcher for every core kernel (DDL_CORE_KERNELS).
+// Instantiates the CUDA launcher for every core kernel (DDL_CORE_KERNELS,
+// and Map2 / Zip2 over DDL_BINARY_FUNCTORS).
 #include <ddl/core/cuda/launch.cuh>
 #include <ddl/core/kernels.hpp>
 
@@ -21,6 +22,10 @@ int max_grid_blocks(int device) {
 
 namespace ddl {
 #define DDL_INSTANTIATE_CORE(Kernel) DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Kernel)
+#define DDL_INSTANTIATE_BINARY(Op) \
+  DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Map2<Op>) DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Zip2<Op>)
 DDL_CORE_KERNELS(DDL_INSTANTIATE_CORE)
+DDL_BINARY_FUNCTORS(DDL_INSTANTIATE_BINARY)
+#undef DDL_INSTANTIATE_BINARY
 #undef DDL_INSTANTIATE_CORE
 }  // namespace ddl

@@ -47,10 +47,14 @@ Tensor map2(const Tensor& a, const Tensor& b, Op op, const char* name) {
   require_same_device(a, b, name);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor y = empty_float(shape, a.device());
-  backend::launch(a.device(), y.numel(),
-                  kernels::Map2<Op>{a.data<float>(), b.data<float>(), y.data<float>(),
-                                    kernels::BroadcastIndex::make(a.shape(), shape),
-                                    kernels::BroadcastIndex::make(b.shape(), shape), op});
+  if (a.shape() == shape && b.shape() == shape) {
+    backend::launch(a.device(), y.numel(), kernels::Zip2<Op>{a.data<float>(), b.data<float>(), y.data<float>(), op});
+  } else {
+    backend::launch(a.device(), y.numel(),
+                    kernels::Map2<Op>{a.data<float>(), b.data<float>(), y.data<float>(),
+                                      kernels::BroadcastIndex::make(a.shape(), shape),
+                                      kernels::BroadcastIndex::make(b.shape(), shape), op});
+  }
   return y;
 }
 

@@ -1,0 +1,130 @@
+// Times every layer of the Keras MNIST CNN at its real shapes (batch 128),
+// forward and forward + backward, and the whole training step (forward,
+// backward, SGD update), for each thread count. GEMM-based layers show their
+// GFLOP/s beside a square 1024 GEMM timed in the same run. The PyTorch peer
+// is bench/torch_cnn_step.py; bench/compare_cnn_step.sh runs both side by side.
+//
+//   bench/ddl_bench_layers [--threads 1,2] [--reps 10] [--batch 128]
+#include <ddl/ddl.hpp>
+#include <ddl/layers/activation.hpp>
+#include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/dense.hpp>
+#include <ddl/layers/dropout.hpp>
+#include <ddl/layers/loss.hpp>
+#include <ddl/layers/pool2d.hpp>
+#include <ddl/models/zoo.hpp>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "timing.hpp"
+
+using namespace ddl;
+using bench::Timing;
+using bench::time_it;
+
+namespace {
+
+struct LayerCase {
+  std::string name;
+  std::shared_ptr<layers::Module> layer;
+  Shape input;
+  double forward_flops;  // 0 for layers that are not GEMM-bound
+  bool input_needs_grad;
+};
+
+void print_row(const std::string& what, int threads, const Timing& t, double flops, double gemm_gflops) {
+  fmt::print("{:<30} {:>7} {:>9.2f} {:>9.2f}", what, threads, t.median_ms, t.best_ms);
+  if (flops > 0.0) {
+    const double gflops = flops / (t.median_ms * 1e-3) * 1e-9;
+    fmt::print(" {:>9.1f} {:>8.0f}%", gflops, 100.0 * gflops / gemm_gflops);
+  }
+  fmt::print("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Per-layer and whole-step CPU timings of the Keras MNIST CNN"};
+  std::vector<int> thread_counts{1, 2};
+  int reps = 10;
+  std::int64_t batch = 128;
+  app.add_option("--threads", thread_counts, "thread counts to run")->delimiter(',');
+  app.add_option("--reps", reps, "timed repetitions per case (median reported)")->check(CLI::PositiveNumber);
+  app.add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  Generator generator(3);
+  const double n = static_cast<double>(batch);
+  const std::vector<LayerCase> cases{
+      {"conv 1->32 28x28", std::make_shared<layers::Conv2d>(1, 32, layers::Conv2dOptions{}, &generator),
+       {batch, 1, 28, 28}, 2.0 * n * 32 * 9 * 26 * 26, false},
+      {"relu 32x26x26", std::make_shared<layers::ReLU>(), {batch, 32, 26, 26}, 0.0, true},
+      {"conv 32->64 26x26", std::make_shared<layers::Conv2d>(32, 64, layers::Conv2dOptions{}, &generator),
+       {batch, 32, 26, 26}, 2.0 * n * 64 * 32 * 9 * 24 * 24, true},
+      {"maxpool 2 64x24x24", std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{}), {batch, 64, 24, 24}, 0.0,
+       true},
+      {"dropout 0.25 64x12x12", std::make_shared<layers::Dropout>(0.25f, &generator), {batch, 64, 12, 12}, 0.0, true},
+      {"dense 9216->128", std::make_shared<layers::Dense>(9216, 128, true, &generator), {batch, 9216},
+       2.0 * n * 9216 * 128, true},
+      {"dense 128->10", std::make_shared<layers::Dense>(128, 10, true, &generator), {batch, 128}, 2.0 * n * 128 * 10,
+       true},
+  };
+
+  fmt::print("ddl {} CPU, batch {}; ms = median (best) of {} runs; fwd+bwd GFLOP/s count backward as 2x forward\n\n",
+             build::kVersion, batch, reps);
+  fmt::print("{:<30} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
+  for (const int threads : thread_counts) {
+    set_num_threads(threads);
+    const Tensor a = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
+    const Tensor b = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
+    const Timing gemm = time_it([&] { matmul(a, b); }, reps);
+    const double gemm_gflops = 2.0 * 1024 * 1024 * 1024 / (gemm.median_ms * 1e-3) * 1e-9;
+    print_row("Eigen GEMM 1024^3", threads, gemm, 2.0 * 1024 * 1024 * 1024, gemm_gflops);
+
+    for (const LayerCase& c : cases) {
+      Tensor x = uniform(c.input, -1.0f, 1.0f, {}, &generator);
+      if (c.input_needs_grad) x.set_requires_grad();
+      const Timing forward = time_it(
+          [&] {
+            const NoGradGuard no_grad;
+            (*c.layer)(x);
+          },
+          reps);
+      print_row(c.name + " forward", threads, forward, c.forward_flops, gemm_gflops);
+      const Tensor probe = (*c.layer)(x);
+      const Tensor upstream = uniform(probe.shape(), -1.0f, 1.0f, {}, &generator);
+      const Timing both = time_it(
+          [&] {
+            c.layer->zero_grad();
+            x.zero_grad();
+            (*c.layer)(x).backward(upstream);
+          },
+          reps);
+      print_row(c.name + " fwd+bwd", threads, both, c.forward_flops * (c.input_needs_grad ? 3 : 2), gemm_gflops);
+    }
+
+    // The whole step as a training loop runs it: dropout on, cross-entropy,
+    // SGD (lr 0.01) applied to every parameter in place.
+    const auto model = models::mnist_cnn(&generator);
+    const Tensor images = uniform({batch, 1, 28, 28}, 0.0f, 1.0f, {}, &generator);
+    std::vector<std::int64_t> label_values(static_cast<std::size_t>(batch));
+    for (std::size_t i = 0; i < label_values.size(); ++i) label_values[i] = static_cast<std::int64_t>(i % 10);
+    const Tensor labels = from_vector(label_values, {batch});
+    const Timing step = time_it(
+        [&] {
+          model->zero_grad();
+          layers::cross_entropy((*model)(images), labels).backward();
+          const NoGradGuard no_grad;
+          for (const Tensor& p : model->parameters()) p.copy_from(p - p.grad() * 0.01f);
+        },
+        reps);
+    print_row("training step", threads, step, 0.0, gemm_gflops);
+    fmt::print("{:<30} {:>7} {:>9.0f} samples/s\n\n", "", threads, 1e3 * n / step.median_ms);
+  }
+  return 0;
+}
