@@ -1,7 +1,7 @@
 // Raw memory for tensors, per device, with counters of bytes in use and the
-// peak. CPU memory is 64-byte aligned (one cache line, room for AVX-512); CUDA
-// memory comes from a caching allocator so ops never call cudaMalloc/cudaFree
-// on the hot path.
+// peak. Both backends allocate through a caching pool (caching_pool.hpp), so
+// steady-state training neither calls cudaMalloc/cudaFree nor page-faults
+// fresh CPU memory. CPU memory is 64-byte aligned (a cache line; AVX-512).
 #pragma once
 
 #include <cstddef>
@@ -15,12 +15,12 @@ struct MemoryStats {
   std::size_t bytes_in_use = 0;  // held by live tensors
   std::size_t peak_bytes = 0;    // highest bytes_in_use since the last reset
   std::size_t allocations = 0;   // number of live allocations
-  std::size_t bytes_cached = 0;  // CUDA only: freed blocks kept for reuse
+  std::size_t bytes_cached = 0;  // freed blocks kept for reuse (empty_cache() returns them)
 };
 
 MemoryStats memory_stats(const Device& device);
 void reset_peak_memory_stats(const Device& device);
-// Returns cached CUDA blocks to the driver (no-op on CPU).
+// Returns every device's cached blocks to the system / driver.
 void empty_cache();
 
 // A block of device memory owned by one or more tensors (views share it).

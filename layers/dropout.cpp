@@ -18,16 +18,19 @@ Tensor dropout(const Tensor& input, float p, bool training, Generator* generator
   if (!training || p == 0.0f) return input;
   Generator& g = generator != nullptr ? *generator : default_generator();
   const std::uint64_t seed = g.seed();
-  const std::int64_t n = input.numel(), calls = kernels::DropoutApply::calls(n);
+  const std::int64_t n = input.numel(), calls = kernels::DropoutForward::calls(n);
   const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
   Tensor output = ops_detail::empty_float(input.shape(), input.device());
+  Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
   backend::launch(input.device(), calls,
-                  kernels::DropoutApply{input.data<float>(), output.data<float>(), n, seed, offset, p});
+                  kernels::DropoutForward{input.data<float>(), output.data<float>(), mask.data<std::int32_t>(), n,
+                                          seed, offset, p});
   if (autograd::needs_grad({&input})) {
-    ops_detail::record("DropoutBackward", {&input}, output, [n, calls, seed, offset, p](const Tensor& grad) {
+    ops_detail::record("DropoutBackward", {&input}, output, [mask, n, calls, p](const Tensor& grad) {
       Tensor grad_in = ops_detail::empty_float(grad.shape(), grad.device());
       backend::launch(grad.device(), calls,
-                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), n, seed, offset, p});
+                      kernels::DropoutBackward{grad.data<float>(), grad_in.data<float>(),
+                                               mask.data<std::int32_t>(), n, p});
       return std::vector{grad_in};
     });
   }

@@ -7,5 +7,5 @@
 #include <ddl/layers/loss.hpp>
 
 #define DDL_LAYER_KERNELS(X)                                                                      \
-  X(DropoutApply) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>)              \
+  X(DropoutForward) X(DropoutBackward) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>)              \
   X(CrossEntropyGradRows<std::int32_t>) X(CrossEntropyGradRows<std::int64_t>)
