@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "support/gradcheck.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -69,4 +70,16 @@ TEST_CASE("dropout masks are reproducible from the seed and differ between draws
 TEST_CASE("dropout rejects a rate below 0 or at least 1") {
   CHECK(throws_error_mentioning([] { layers::Dropout(-0.1f); }, {"Dropout", "-0.1"}));
   CHECK(throws_error_mentioning([] { layers::dropout(ones({2}), 1.0f, true); }, {"dropout", "1"}));
+}
+
+TEST_CASE("dropout gradient matches finite differences for a fixed mask") {
+  Generator data(6);
+  const Tensor x = test::uniform_tensor({7, 13}, data);
+  // A fresh generator with the same seed in every evaluation: the same mask.
+  CHECK(test::gradcheck(
+      [](const std::vector<Tensor>& t) {
+        Generator mask(9);
+        return layers::dropout(t[0], 0.3f, true, &mask);
+      },
+      {x}));
 }

@@ -10,6 +10,7 @@
 #include <ddl/layers/sequential.hpp>
 #include <ddl/layers/summary.hpp>
 
+#include "support/gradcheck.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -76,4 +77,16 @@ TEST_CASE("summary lists each layer's output shape and parameters, and the total
   CHECK(text.find("Total params: 66") != std::string::npos);
   CHECK(text.find("Trainable params: 66") != std::string::npos);
   CHECK(model->is_training());  // summary restores the mode it found
+}
+
+TEST_CASE("activation and Flatten modules apply their ops, with gradients") {
+  Generator generator(4);
+  const Tensor x = test::away_from_zero_tensor({3, 2, 5, 7}, generator);
+  CHECK(all_close(layers::ReLU()(x), relu(x), 0, 0));
+  CHECK(all_close(layers::Tanh()(x), tanh(x), 0, 0));
+  CHECK(all_close(layers::Sigmoid()(x), sigmoid(x), 0, 0));
+  CHECK(all_close(layers::Softmax(1)(x), softmax(x, 1), 0, 0));
+  const Tensor flat = layers::Flatten()(x);
+  CHECK(flat.shape() == Shape{3, 70});
+  CHECK(test::gradcheck([](const std::vector<Tensor>& t) { return layers::Flatten()(t[0]) * 2.0f; }, {x}));
 }
