@@ -11,7 +11,6 @@
 
 #include "timing.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <string>
@@ -46,13 +45,12 @@ void print_row(const std::string& what, int threads, const Timing& t, double flo
 
 int main(int argc, char** argv) {
   CLI::App app{"Conv2d CPU benchmark at the Keras MNIST CNN's shapes"};
-  std::vector<int> thread_counts{1, 2};
-  int reps = 20;
-  std::int64_t batch = 128;
-  app.add_option("--threads", thread_counts, "thread counts to run")->delimiter(',');
-  app.add_option("--reps", reps, "timed repetitions per case (median reported)")->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
+  bench::Options options;
+  options.reps = 20;
+  bench::add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  const int reps = options.reps;
+  const std::int64_t batch = options.batch;
 
   const std::vector<ConvShape> shapes{{"conv 1->32, 28x28", 1, 32, 28, false}, {"conv 32->64, 26x26", 32, 64, 26, true}};
   Generator generator(7);
@@ -61,14 +59,12 @@ int main(int argc, char** argv) {
              "its gradient)\n\n");
   fmt::print("{:<34} {:>7} {:>10} {:>10} {:>9} {:>10}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
 
-  for (const int threads : thread_counts) {
+  for (const int threads : options.thread_counts) {
     set_num_threads(threads);
-    const Tensor a = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
-    const Tensor b = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
-    const Timing gemm = time_it([&] { matmul(a, b); }, reps);
-    const double gemm_gflops = 2.0 * 1024 * 1024 * 1024 / (gemm.median_ms * 1e-3) * 1e-9;
-    fmt::print("{:<34} {:>7} {:>10.2f} {:>10.2f} {:>9.1f} {:>10}\n", "Eigen GEMM 1024^3", threads, gemm.median_ms,
-               gemm.best_ms, gemm_gflops, "100%");
+    const bench::GemmRate gemm = bench::measure_gemm(reps, generator);
+    const double gemm_gflops = gemm.gflops;
+    fmt::print("{:<34} {:>7} {:>10.2f} {:>10.2f} {:>9.1f} {:>10}\n", "Eigen GEMM 1024^3", threads,
+               gemm.timing.median_ms, gemm.timing.best_ms, gemm_gflops, "100%");
 
     double total_ms = 0.0;
     for (const ConvShape& s : shapes) {

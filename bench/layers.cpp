@@ -14,7 +14,6 @@
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/models/zoo.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <memory>
@@ -50,13 +49,11 @@ void print_row(const std::string& what, int threads, const Timing& t, double flo
 
 int main(int argc, char** argv) {
   CLI::App app{"Per-layer and whole-step CPU timings of the Keras MNIST CNN"};
-  std::vector<int> thread_counts{1, 2};
-  int reps = 10;
-  std::int64_t batch = 128;
-  app.add_option("--threads", thread_counts, "thread counts to run")->delimiter(',');
-  app.add_option("--reps", reps, "timed repetitions per case (median reported)")->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "batch size")->check(CLI::PositiveNumber);
+  bench::Options options;
+  bench::add_options(app, options);
   CLI11_PARSE(app, argc, argv);
+  const int reps = options.reps;
+  const std::int64_t batch = options.batch;
 
   Generator generator(3);
   const double n = static_cast<double>(batch);
@@ -78,13 +75,11 @@ int main(int argc, char** argv) {
   fmt::print("ddl {} CPU, batch {}; ms = median (best) of {} runs; fwd+bwd GFLOP/s count backward as 2x forward\n\n",
              build::kVersion, batch, reps);
   fmt::print("{:<30} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
-  for (const int threads : thread_counts) {
+  for (const int threads : options.thread_counts) {
     set_num_threads(threads);
-    const Tensor a = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
-    const Tensor b = uniform({1024, 1024}, -1.0f, 1.0f, {}, &generator);
-    const Timing gemm = time_it([&] { matmul(a, b); }, reps);
-    const double gemm_gflops = 2.0 * 1024 * 1024 * 1024 / (gemm.median_ms * 1e-3) * 1e-9;
-    print_row("Eigen GEMM 1024^3", threads, gemm, 2.0 * 1024 * 1024 * 1024, gemm_gflops);
+    const bench::GemmRate gemm = bench::measure_gemm(reps, generator);
+    const double gemm_gflops = gemm.gflops;
+    print_row("Eigen GEMM 1024^3", threads, gemm.timing, 2.0 * 1024 * 1024 * 1024, gemm_gflops);
 
     for (const LayerCase& c : cases) {
       Tensor x = uniform(c.input, -1.0f, 1.0f, {}, &generator);

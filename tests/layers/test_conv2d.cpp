@@ -3,6 +3,7 @@
 // any thread count, the layer's parameters, and the errors for inputs that
 // do not fit.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/conv2d.hpp>
@@ -27,6 +28,12 @@ struct ConvCase {
   std::int64_t n, c, h, w, k, kh, kw;
   layers::Conv2dOptions options;
 };
+
+// "x [2, 3, 7, 7], w [5, 3, 3, 3], stride 1, padding 0, dilation 1", for CAPTURE.
+std::string describe(const ConvCase& t) {
+  return fmt::format("x [{}, {}, {}, {}], w [{}, {}, {}, {}], stride {}, padding {}, dilation {}", t.n, t.c, t.h, t.w,
+                     t.k, t.c, t.kh, t.kw, t.options.stride, t.options.padding, t.options.dilation);
+}
 
 // The convolution by definition, in double, one output element at a time:
 // y[n, k, oh, ow] = b[k] + sum over c, i, j of
@@ -92,16 +99,8 @@ TEST_CASE("conv2d matches a direct seven-loop convolution on awkward shapes") {
   Generator generator(21);
   for (const ConvCase& t : cases) {
     for (const bool with_bias : {true, false}) {
-      CAPTURE(t.n);
-      CAPTURE(t.c);
-      CAPTURE(t.h);
-      CAPTURE(t.w);
-      CAPTURE(t.k);
-      CAPTURE(t.kh);
-      CAPTURE(t.kw);
-      CAPTURE(t.options.stride);
-      CAPTURE(t.options.padding);
-      CAPTURE(t.options.dilation);
+      const std::string conv_case = describe(t);
+      CAPTURE(conv_case);
       CAPTURE(with_bias);
       const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
       const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
@@ -131,16 +130,8 @@ TEST_CASE("conv2d gradients of input, weight and bias match finite differences")
     const std::int64_t d = t.options.dilation, p = t.options.padding;
     if (t.h + 2 * p < d * (t.kh - 1) + 1 || t.w + 2 * p < d * (t.kw - 1) + 1) continue;  // kernel does not fit
     ++checked;
-    CAPTURE(t.n);
-    CAPTURE(t.c);
-    CAPTURE(t.h);
-    CAPTURE(t.w);
-    CAPTURE(t.k);
-    CAPTURE(t.kh);
-    CAPTURE(t.kw);
-    CAPTURE(t.options.stride);
-    CAPTURE(t.options.padding);
-    CAPTURE(t.options.dilation);
+    const std::string conv_case = describe(t);
+    CAPTURE(conv_case);
     const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
     const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
     const Tensor b = test::uniform_tensor({t.k}, generator);
@@ -341,14 +332,8 @@ TEST_CASE("conv2d on every CUDA device matches the CPU, forward and backward") {
   Generator generator(81);
   for (const ConvCase& t : cases) {
     for (const bool with_bias : {true, false}) {
-      CAPTURE(t.n);
-      CAPTURE(t.c);
-      CAPTURE(t.h);
-      CAPTURE(t.k);
-      CAPTURE(t.kh);
-      CAPTURE(t.options.stride);
-      CAPTURE(t.options.padding);
-      CAPTURE(t.options.dilation);
+      const std::string conv_case = describe(t);
+      CAPTURE(conv_case);
       CAPTURE(with_bias);
       const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
       const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);

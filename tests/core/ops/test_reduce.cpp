@@ -75,6 +75,27 @@ Shape reduced(const Shape& shape, int dim, bool keepdim) {
   return Shape(dims);
 }
 
+// Runs check(x, values, shape, dim, keepdim) over random tensors of rank 1
+// to 4 (awkward extents), every dim, with and without keepdim.
+template <class Check>
+void for_each_reduction(std::uint64_t seed, const Check& check) {
+  std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
+  Generator generator(seed);
+  for (int rank = 1; rank <= 4; ++rank) {
+    const Shape shape = test::random_shape(rng, rank, 1000);
+    const Tensor x = test::uniform_tensor(shape, generator);
+    const std::vector<float> values = x.to_vector<float>();
+    for (int dim = 0; dim < rank; ++dim) {
+      for (const bool keepdim : {false, true}) {
+        CAPTURE(shape);
+        CAPTURE(dim);
+        CAPTURE(keepdim);
+        check(x, values, shape, dim, keepdim);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("sum: over all elements equals a double-precision loop and is 0-d") {
@@ -96,29 +117,18 @@ TEST_CASE("mean: over all elements is the sum divided by the count") {
 }
 
 TEST_CASE("sum and mean: along each dim, with and without keepdim, match reference loops") {
-  std::mt19937 rng(303);
-  Generator generator(303);
-  for (int rank = 1; rank <= 4; ++rank) {
-    const Shape shape = test::random_shape(rng, rank, 1000);
-    const Tensor x = test::uniform_tensor(shape, generator);
-    const std::vector<float> values = x.to_vector<float>();
-    for (int dim = 0; dim < rank; ++dim) {
-      for (const bool keepdim : {false, true}) {
-        CAPTURE(shape);
-        CAPTURE(dim);
-        CAPTURE(keepdim);
-        const std::vector<float> expected = reference_sum(values, shape, dim);
-        const Tensor s = sum(x, dim, keepdim);
-        CHECK(s.shape() == reduced(shape, dim, keepdim));
-        CHECK(all_close(s, expected, 0.0, 0.0));
-        std::vector<float> expected_mean;
-        for (const float v : expected) expected_mean.push_back(v / static_cast<float>(shape[dim]));
-        const Tensor m = mean(x, dim - rank, keepdim);  // negative dims count from the end
-        CHECK(m.shape() == reduced(shape, dim, keepdim));
-        CHECK(all_close(m, expected_mean, 1e-7, 1e-6));
-      }
-    }
-  }
+  for_each_reduction(303, [](const Tensor& x, const std::vector<float>& values, const Shape& shape, int dim,
+                             bool keepdim) {
+    const std::vector<float> expected = reference_sum(values, shape, dim);
+    const Tensor s = sum(x, dim, keepdim);
+    CHECK(s.shape() == reduced(shape, dim, keepdim));
+    CHECK(all_close(s, expected, 0.0, 0.0));
+    std::vector<float> expected_mean;
+    for (const float v : expected) expected_mean.push_back(v / static_cast<float>(shape[dim]));
+    const Tensor m = mean(x, dim - shape.rank(), keepdim);  // negative dims count from the end
+    CHECK(m.shape() == reduced(shape, dim, keepdim));
+    CHECK(all_close(m, expected_mean, 1e-7, 1e-6));
+  });
 }
 
 TEST_CASE("sum: over an empty dim gives zeros") {
@@ -142,28 +152,17 @@ TEST_CASE("mean: of an empty tensor or along an empty dim throws naming the shap
 }
 
 TEST_CASE("max and argmax: along each dim, with and without keepdim, match reference loops") {
-  std::mt19937 rng(304);
-  Generator generator(304);
-  for (int rank = 1; rank <= 4; ++rank) {
-    const Shape shape = test::random_shape(rng, rank, 1000);
-    const Tensor x = test::uniform_tensor(shape, generator);
-    const std::vector<float> values = x.to_vector<float>();
-    for (int dim = 0; dim < rank; ++dim) {
-      for (const bool keepdim : {false, true}) {
-        CAPTURE(shape);
-        CAPTURE(dim);
-        CAPTURE(keepdim);
-        const ReferenceMax expected = reference_max(values, shape, dim);
-        const MaxResult result = max(x, dim, keepdim);
-        CHECK(result.values.shape() == reduced(shape, dim, keepdim));
-        CHECK(result.indices.shape() == reduced(shape, dim, keepdim));
-        CHECK(result.indices.dtype() == DType::Int64);
-        CHECK(result.values.to_vector<float>() == expected.values);
-        CHECK(result.indices.to_vector<std::int64_t>() == expected.indices);
-        CHECK(argmax(x, dim, keepdim).to_vector<std::int64_t>() == expected.indices);
-      }
-    }
-  }
+  for_each_reduction(304, [](const Tensor& x, const std::vector<float>& values, const Shape& shape, int dim,
+                             bool keepdim) {
+    const ReferenceMax expected = reference_max(values, shape, dim);
+    const MaxResult result = max(x, dim, keepdim);
+    CHECK(result.values.shape() == reduced(shape, dim, keepdim));
+    CHECK(result.indices.shape() == reduced(shape, dim, keepdim));
+    CHECK(result.indices.dtype() == DType::Int64);
+    CHECK(result.values.to_vector<float>() == expected.values);
+    CHECK(result.indices.to_vector<std::int64_t>() == expected.indices);
+    CHECK(argmax(x, dim, keepdim).to_vector<std::int64_t>() == expected.indices);
+  });
 }
 
 TEST_CASE("max: ties resolve to the first position, as in NumPy") {
