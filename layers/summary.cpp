@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace ddl::layers {
@@ -60,10 +61,23 @@ std::string summary(Module& model, const Shape& sample_shape) {
   std::int64_t fixed = 0;
   for (const auto& [name, b] : model.named_buffers()) fixed += b.numel();
 
-  const std::string rule(78, '=');
-  std::string out = fmt::format("Model: {}\n{}\n{:<44}{:<22}{:>12}\n{}\n", model.type_name(), rule, "Layer (type)",
-                                "Output Shape", "Param #", rule);
-  for (const Row& row : rows) out += fmt::format("{:<44}{:<22}{:>12}\n", row.name, row.shape, grouped(row.params));
+  // Columns as wide as their longest entry, so long layer descriptions
+  // never run into the shapes.
+  std::size_t name_width = 12, shape_width = 12;
+  for (const Row& row : rows) {
+    name_width = std::max(name_width, row.name.size());
+    shape_width = std::max(shape_width, row.shape.size());
+  }
+  name_width += 2;
+  shape_width += 2;
+  constexpr std::size_t kParamWidth = 12;
+  const std::string rule(name_width + shape_width + kParamWidth, '=');
+  std::string out = fmt::format("Model: {}\n{}\n{:<{}}{:<{}}{:>{}}\n{}\n", model.type_name(), rule, "Layer (type)",
+                                name_width, "Output Shape", shape_width, "Param #", kParamWidth, rule);
+  for (const Row& row : rows) {
+    out += fmt::format("{:<{}}{:<{}}{:>{}}\n", row.name, name_width, row.shape, shape_width, grouped(row.params),
+                       kParamWidth);
+  }
   out += fmt::format("{}\nTotal params: {}\nTrainable params: {}\nNon-trainable params: {}\n", rule,
                      grouped(trainable + fixed), grouped(trainable), grouped(fixed));
   return out;
