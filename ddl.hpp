@@ -2,6 +2,8 @@
 #pragma once
 
 #include <ddl/build_config.hpp>
+
+// core/: tensors, devices, autograd, ops
 #include <ddl/core/allocator.hpp>
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/config.hpp>
@@ -12,3 +14,32 @@
 #include <ddl/core/random.hpp>
 #include <ddl/core/shape.hpp>
 #include <ddl/core/tensor.hpp>
+
+// layers/: modules, layers, losses, initialisers
+#include <ddl/layers/activation.hpp>
+#include <ddl/layers/batchnorm2d.hpp>
+#include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/dense.hpp>
+#include <ddl/layers/dropout.hpp>
+#include <ddl/layers/init.hpp>
+#include <ddl/layers/loss.hpp>
+#include <ddl/layers/module.hpp>
+#include <ddl/layers/pool2d.hpp>
+#include <ddl/layers/sequential.hpp>
+#include <ddl/layers/summary.hpp>
+
+// optim/: optimizers and learning-rate schedules
+#include <ddl/optim/adadelta.hpp>
+#include <ddl/optim/adagrad.hpp>
+#include <ddl/optim/adam.hpp>
+#include <ddl/optim/optimizer.hpp>
+#include <ddl/optim/schedule.hpp>
+#include <ddl/optim/sgd.hpp>
+
+// models/: bundled architectures and data sets
+#include <ddl/models/csv.hpp>
+#include <ddl/models/dataset.hpp>
+#include <ddl/models/fashion_mnist.hpp>
+#include <ddl/models/idx.hpp>
+#include <ddl/models/stress_strain.hpp>
+#include <ddl/models/zoo.hpp>

@@ -8,7 +8,7 @@ install(TARGETS ddl EXPORT ddlTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl)
-foreach(module core layers models)
+foreach(module core layers optim models)
   install(DIRECTORY ${module}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl/${module}
           FILES_MATCHING PATTERN "*.hpp")
 endforeach()

@@ -1,0 +1,84 @@
+// Optimizer: the base of SGD, Adadelta, Adagrad and Adam (DESIGN.md, "one
+// training engine"). It holds parameter groups (each with its own learning
+// rate), per-parameter state buffers on the parameter's device, and a step
+// counter; state() / load_state() expose them by name for checkpoints, so a
+// resumed run continues exactly as an uninterrupted one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ddl/core/tensor.hpp>
+
+namespace ddl::optim {
+
+using NamedTensor = std::pair<std::string, Tensor>;
+
+struct ParamGroup {
+  std::vector<Tensor> params;
+  double lr = 0.0;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Updates every parameter that has a .grad, in place (handles held by the
+  // model share the data), then counts the step. Parameters without a
+  // gradient are skipped and their state is left untouched.
+  virtual void step();
+  // Drops every parameter's .grad (the next backward() writes a fresh one).
+  void zero_grad();
+
+  // The first group's learning rate; set_lr sets every group's (schedules).
+  double lr() const;
+  void set_lr(double lr);
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  // Adds a group with its own learning rate; its parameters get fresh state.
+  void add_param_group(std::vector<Tensor> params, double lr);
+  std::int64_t step_count() const { return step_count_; }
+  const std::string& name() const { return name_; }
+
+  // "step" (an int64 [1] tensor), then "<k>.<buffer>" for the k-th parameter
+  // over all groups in order, e.g. "3.momentum". The buffers share the
+  // optimizer's memory (clone them to keep a snapshot); "step" is a copy.
+  std::vector<NamedTensor> state() const;
+  // Copies values from `state` (as state() names them; any device). Throws
+  // ddl::Error naming the entry if one is missing, unknown, or of the wrong
+  // shape or dtype, and then changes nothing.
+  void load_state(const std::vector<NamedTensor>& state);
+
+ protected:
+  // `name` appears in error messages; `buffers` names the per-parameter state
+  // each update needs, allocated like the parameter and filled with `initial`.
+  Optimizer(std::string name, std::vector<Tensor> params, double lr, std::vector<std::string> buffers,
+            double initial = 0.0);
+
+  // One parameter's update: one kernel over its elements. `state` holds the
+  // buffers in the order named at construction; step_count() is the number
+  // of steps before this one.
+  virtual void update(const Tensor& param, const Tensor& grad, const std::vector<Tensor>& state, double lr) = 0;
+
+ private:
+  void add_state_for(const std::vector<Tensor>& params);
+
+  std::string name_;
+  std::vector<ParamGroup> groups_;
+  std::vector<std::string> buffer_names_;
+  double initial_ = 0.0;
+  std::vector<std::vector<Tensor>> state_;  // [parameter over all groups][buffer]
+  std::int64_t step_count_ = 0;
+};
+
+// Hyper-parameter checks shared by the optimizers: throw ddl::Error naming
+// the optimizer, the hyper-parameter and its value.
+namespace detail {
+void check_hyper_parameter(bool ok, const std::string& optimizer, const char* what, double value,
+                           const char* requirement);
+}
+
+}  // namespace ddl::optim
