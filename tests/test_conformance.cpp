@@ -1,6 +1,6 @@
-// Device conformance: every op of core/ops.hpp and every layer's functional
-// op, forward and gradient, run on
-// each device against cpu:0 on the same inputs (DESIGN.md: "the same
+// Device conformance: every op of core/ops.hpp, every layer's functional op
+// and every optimizer update, forward and gradient, run on each device
+// against cpu:0 on the same inputs (DESIGN.md: "the same
 // conformance tests run every op on every available device against the CPU
 // result"; ggml's test-backend-ops). The ops are two tables below: adding
 // an op is adding one line.
@@ -55,6 +55,18 @@ Tensor batch_norm_case(Inputs x, bool training) {
   const TensorOptions options{DType::Float32, x[0].device(), false};
   const Tensor running_mean = full({channels}, 0.1, options), running_var = full({channels}, 2.0, options);
   return layers::batch_norm2d(x[0], x[1], x[2], running_mean, running_var, training, 0.1, 1e-5);
+}
+
+// Three steps of an optimizer on a parameter made from x[0] with the fixed
+// gradient x[1]: the update kernels (optim/update_kernels.hpp) on the device.
+template <class Optimizer, class Options>
+Tensor optimizer_steps(Inputs x, const Options& options) {
+  const NoGradGuard no_grad;
+  Tensor param = x[0].detach().clone().set_requires_grad();
+  param.set_grad(x[1].detach().clone());
+  Optimizer optimizer({param}, options);
+  for (int step = 0; step < 3; ++step) optimizer.step();
+  return param.detach();
 }
 
 // Every op and tensor method of the public API that takes tensors, with
@@ -142,6 +154,14 @@ const std::vector<OpCase>& op_cases() {
        [](Inputs x) { return layers::cross_entropy(x[0], softmax(x[1], 1)); }},
       {"mse_loss", {{7, 3}, {7, 3}}, V::kAny, [](Inputs x) { return layers::mse_loss(x[0], x[1]); }},
       {"mae_loss", {{7, 3}, {7, 3}}, V::kAwayFromZero, [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f); }},
+      // Optimizer updates (optim/).
+      {"SGD nesterov, weight decay", {{5, 7}, {5, 7}}, V::kAny, [](Inputs x) {
+         return optimizer_steps<optim::SGD>(x, optim::SgdOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true,
+                                                                 .weight_decay = 0.01});
+       }},
+      {"Adadelta", {{13}, {13}}, V::kAny, [](Inputs x) { return optimizer_steps<optim::Adadelta>(x, optim::AdadeltaOptions{}); }},
+      {"Adagrad", {{13}, {13}}, V::kAny, [](Inputs x) { return optimizer_steps<optim::Adagrad>(x, optim::AdagradOptions{}); }},
+      {"Adam", {{3, 5}, {3, 5}}, V::kAny, [](Inputs x) { return optimizer_steps<optim::Adam>(x, optim::AdamOptions{}); }},
   };
   // clang-format on
   return cases;
