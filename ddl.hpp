@@ -32,6 +32,7 @@
 #include <ddl/optim/adadelta.hpp>
 #include <ddl/optim/adagrad.hpp>
 #include <ddl/optim/adam.hpp>
+#include <ddl/optim/checkpoint.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
