@@ -43,7 +43,7 @@ class CachingPool {
       data = raw(device, size);
     }
     if (data == nullptr) return nullptr;
-    live_[data] = {block_sizes_.at(data), bytes};
+    live_[data] = bytes;
     stats_.bytes_in_use += bytes;
     stats_.allocations += 1;
     stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
@@ -54,9 +54,10 @@ class CachingPool {
     const std::lock_guard lock(mutex_);
     const auto it = live_.find(data);
     if (it == live_.end()) return;  // not ours: never happens through Storage
-    cached_.emplace(it->second.block, data);
-    stats_.bytes_in_use -= it->second.requested;
-    stats_.bytes_cached += it->second.block;
+    const std::size_t block = block_sizes_.at(data);
+    cached_.emplace(block, data);
+    stats_.bytes_in_use -= it->second;
+    stats_.bytes_cached += block;
     stats_.allocations -= 1;
     live_.erase(it);
   }
@@ -77,11 +78,6 @@ class CachingPool {
   }
 
  private:
-  struct Live {
-    std::size_t block;      // the block's real size
-    std::size_t requested;  // what the tensor asked for (what stats count)
-  };
-
   void* take_cached(std::size_t size) {
     const auto it = cached_.lower_bound(size);
     if (it == cached_.end() || it->first > 2 * size) return nullptr;
@@ -109,9 +105,9 @@ class CachingPool {
   }
 
   std::mutex mutex_;
-  std::multimap<std::size_t, void*> cached_;   // free blocks by size
-  std::unordered_map<void*, Live> live_;       // blocks held by tensors
-  std::unordered_map<void*, std::size_t> block_sizes_;  // every block we own
+  std::multimap<std::size_t, void*> cached_;            // free blocks by size
+  std::unordered_map<void*, std::size_t> live_;         // held blocks -> bytes requested (what stats count)
+  std::unordered_map<void*, std::size_t> block_sizes_;  // every block we own -> its real size
   MemoryStats stats_;
 };
 

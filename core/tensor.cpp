@@ -2,6 +2,7 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/core/ops/helpers.hpp>
 #include <ddl/core/tensor.hpp>
 
 #include <sstream>
@@ -51,9 +52,8 @@ Tensor Tensor::reshape(const Shape& new_shape) const {
   Tensor result(std::move(impl));
   if (autograd::needs_grad({this})) {
     const Shape old_shape = shape();
-    autograd::record(std::make_shared<autograd::FunctionNode>(
-                         "ReshapeBackward", [old_shape](const Tensor& g) { return std::vector{g.reshape(old_shape)}; }),
-                     {this}, result);
+    ops_detail::record("ReshapeBackward", {this}, result,
+                       [old_shape](const Tensor& g) { return std::vector{g.reshape(old_shape)}; });
   }
   return result;
 }
@@ -79,9 +79,8 @@ Tensor Tensor::to(const Device& target) const {
   backend::copy_bytes(target, result.raw_data(), device(), raw_data(), nbytes());
   if (autograd::needs_grad({this})) {
     const Device source = device();
-    autograd::record(std::make_shared<autograd::FunctionNode>(
-                         "ToDeviceBackward", [source](const Tensor& g) { return std::vector{g.to(source)}; }),
-                     {this}, result);
+    ops_detail::record("ToDeviceBackward", {this}, result,
+                       [source](const Tensor& g) { return std::vector{g.to(source)}; });
   }
   return result;
 }
@@ -90,9 +89,7 @@ Tensor Tensor::clone() const {
   Tensor result = Tensor::empty(shape(), {dtype(), device(), false});
   backend::copy_bytes(device(), result.raw_data(), device(), raw_data(), nbytes());
   if (autograd::needs_grad({this})) {
-    autograd::record(std::make_shared<autograd::FunctionNode>(
-                         "CloneBackward", [](const Tensor& g) { return std::vector{g}; }),
-                     {this}, result);
+    ops_detail::record("CloneBackward", {this}, result, [](const Tensor& g) { return std::vector{g}; });
   }
   return result;
 }

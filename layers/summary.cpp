@@ -31,7 +31,8 @@ std::string grouped(std::int64_t n) {
 std::string summary(Module& model, const Shape& sample_shape) {
   std::vector<std::int64_t> dims{1};
   for (const std::int64_t d : sample_shape.to_vector()) dims.push_back(d);
-  const Device device = model.parameters().empty() ? cpu() : model.parameters().front().device();
+  const std::vector<Tensor> parameters = model.parameters();
+  const Device device = parameters.empty() ? cpu() : parameters.front().device();
 
   struct Row {
     std::string name, shape;
@@ -57,7 +58,7 @@ std::string summary(Module& model, const Shape& sample_shape) {
   model.train(was_training);
 
   std::int64_t trainable = 0;
-  for (const auto& [name, p] : model.named_parameters()) trainable += p.numel();
+  for (const Tensor& p : parameters) trainable += p.numel();
   std::int64_t fixed = 0;
   for (const auto& [name, b] : model.named_buffers()) fixed += b.numel();
 

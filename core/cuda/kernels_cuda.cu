@@ -3,12 +3,16 @@
 #include <ddl/core/cuda/launch.cuh>
 #include <ddl/core/kernels.hpp>
 
+#include <mutex>
 #include <vector>
 
 namespace ddl::cuda_backend {
 
 int max_grid_blocks(int device) {
+  // Launches may come from several threads (e.g. a communication thread).
+  static std::mutex mutex;
   static std::vector<int> cached(static_cast<std::size_t>(device_count()), 0);
+  const std::lock_guard lock(mutex);
   int& blocks = cached.at(static_cast<std::size_t>(device));
   if (blocks == 0) {
     int sms = 0;
