@@ -25,22 +25,35 @@
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/module.hpp>
 #include <ddl/layers/pool2d.hpp>
+#include <ddl/layers/residual.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/layers/summary.hpp>
 
-// optim/: optimizers and learning-rate schedules
+// optim/: optimizers, learning-rate schedules and the training engine
 #include <ddl/optim/adadelta.hpp>
 #include <ddl/optim/adagrad.hpp>
 #include <ddl/optim/adam.hpp>
+#include <ddl/optim/batch_source.hpp>
+#include <ddl/optim/callback.hpp>
+#include <ddl/optim/callbacks.hpp>
 #include <ddl/optim/checkpoint.hpp>
+#include <ddl/optim/loggers.hpp>
+#include <ddl/optim/logs.hpp>
+#include <ddl/optim/metrics.hpp>
 #include <ddl/optim/optimizer.hpp>
+#include <ddl/optim/progress.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
+#include <ddl/optim/strategy.hpp>
+#include <ddl/optim/trainer.hpp>
 
-// models/: bundled architectures and data sets
+// models/: bundled architectures, data sets and the DataLoader
 #include <ddl/models/csv.hpp>
+#include <ddl/models/data_loader.hpp>
 #include <ddl/models/dataset.hpp>
 #include <ddl/models/fashion_mnist.hpp>
 #include <ddl/models/idx.hpp>
+#include <ddl/models/normalization.hpp>
+#include <ddl/models/sampler.hpp>
 #include <ddl/models/stress_strain.hpp>
 #include <ddl/models/zoo.hpp>

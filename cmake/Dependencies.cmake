@@ -6,6 +6,7 @@ find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(fmt REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
 
 # Resolves an AUTO|ON|OFF option: sets ${out} to ON when `found`, fails when
 # the user asked for ON and it was not found.

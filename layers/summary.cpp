@@ -1,5 +1,6 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/layers/sequential.hpp>
 #include <ddl/layers/summary.hpp>
 
 #include <fmt/format.h>
@@ -44,7 +45,9 @@ std::string summary(Module& model, const Shape& sample_shape) {
   {
     const NoGradGuard no_grad;
     Tensor x = zeros(Shape(dims), {DType::Float32, device, false});
-    if (model.children().empty()) {
+    // Only a Sequential feeds each child the previous child's output; any
+    // other module (a Residual, say) is one row, run as a whole.
+    if (dynamic_cast<const Sequential*>(&model) == nullptr) {
       x = model.forward(x);
       rows.push_back({model.describe(), shape_text(x.shape()), model.parameter_count()});
     } else {

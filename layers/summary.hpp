@@ -11,6 +11,8 @@ namespace ddl::layers {
 // `sample_shape` is one sample's shape without the batch dim, e.g. {1, 28, 28}.
 // Output shapes are found by running one zero sample through the model in
 // eval mode without recording gradients; the model's mode is restored.
+// A Sequential gets one row per child (a Residual child is one row, its
+// describe() naming what it holds); any other model is a single row.
 std::string summary(Module& model, const Shape& sample_shape);
 
 }  // namespace ddl::layers

@@ -1,8 +1,11 @@
 // Bundled model architectures, each a function returning a Sequential built
-// from ddl layers, with its parameter count in the comment (tested).
+// from ddl layers, with its parameter count in the comment (tested), and
+// make_model() to build one by name.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <ddl/core/random.hpp>
 #include <ddl/layers/sequential.hpp>
@@ -18,5 +21,25 @@ std::shared_ptr<layers::Sequential> mnist_cnn(Generator* generator = nullptr);
 // first convolution: Conv 6 5x5, tanh, AvgPool 2, Conv 16 5x5, tanh,
 // AvgPool 2, Dense 120, tanh, Dense 84, tanh, Dense 10. 61,706 parameters.
 std::shared_ptr<layers::Sequential> lenet5(Generator* generator = nullptr);
+
+// The materials-science MLP for the stress–strain task (stress_strain.hpp:
+// [N, 200, 3] curves -> [N, 2] material parameters): Flatten, Dense 600->200,
+// ReLU, Dense 200->128, ReLU, Dense 128->64, ReLU, Dense 64->2.
+// 154,314 parameters. The study it comes from trained it with Adam, learning
+// rate 4.7331e-4, batch 75.
+std::shared_ptr<layers::Sequential> materials_mlp(Generator* generator = nullptr);
+
+// A small ResNet (He et al. 2016) for 1x28x28 images, 10 classes: conv 3x3
+// 1->16 (padding 1, no bias), BatchNorm2d, ReLU, then basic blocks 16->16
+// (28x28), 16->32 stride 2 (14x14), 32->64 stride 2 (7x7), the last two with
+// projection shortcuts; global average pooling (AvgPool 7), Flatten, Dense
+// 64->10. 77,754 parameters, plus 672 batch-norm running statistics.
+std::shared_ptr<layers::Sequential> resnet_small(Generator* generator = nullptr);
+
+// The bundled models by name: the names above ("mnist_cnn", "lenet5",
+// "materials_mlp", "resnet_small"), so a command line or a config file can
+// pick one. An unknown name is an error listing the known ones.
+std::shared_ptr<layers::Sequential> make_model(const std::string& name, Generator* generator = nullptr);
+std::vector<std::string> model_names();
 
 }  // namespace ddl::models

@@ -13,26 +13,14 @@
 #include <ddl/models/fashion_mnist.hpp>
 #include <ddl/models/idx.hpp>
 
+#include "support/temp_dir.hpp"
+
 using namespace ddl;
 using namespace ddl::models;
 
-namespace {
+using ddl::test::TempDir;
 
-// A fresh directory under the system temp dir, removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
-           ("ddl_test_idx_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
+namespace {
 
 void write_bytes(const std::string& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -65,7 +53,7 @@ IdxArray counting_array(std::vector<std::int64_t> dims) {
 }  // namespace
 
 TEST_CASE("read_idx reads a raw IDX file's dims and bytes") {
-  TempDir dir;
+  TempDir dir("idx");
   write_bytes(dir.file("small"), small_idx_bytes());
   const IdxArray array = read_idx(dir.file("small"));
   CHECK(array.dims == std::vector<std::int64_t>{2, 3});
@@ -73,7 +61,7 @@ TEST_CASE("read_idx reads a raw IDX file's dims and bytes") {
 }
 
 TEST_CASE("write_idx then read_idx round-trips raw and gzip files") {
-  TempDir dir;
+  TempDir dir("idx");
   const IdxArray original = counting_array({5, 4, 3});
   for (const bool gzip : {false, true}) {
     const std::string path = dir.file(gzip ? "a.gz" : "a");
@@ -104,12 +92,12 @@ TEST_CASE("idx_to_float scales and idx_to_int64 keeps the values, both with the 
 }
 
 TEST_CASE("read_idx names a missing file") {
-  TempDir dir;
+  TempDir dir("idx");
   check_read_fails(dir.file("absent-idx1-ubyte"), "no such file");
 }
 
 TEST_CASE("read_idx rejects a bad magic number") {
-  TempDir dir;
+  TempDir dir("idx");
   auto bytes = small_idx_bytes();
   bytes[0] = 0x12;
   write_bytes(dir.file("bad_magic"), bytes);
@@ -117,7 +105,7 @@ TEST_CASE("read_idx rejects a bad magic number") {
 }
 
 TEST_CASE("read_idx rejects a type code other than unsigned byte") {
-  TempDir dir;
+  TempDir dir("idx");
   auto bytes = small_idx_bytes();
   bytes[2] = 0x0D;  // float32
   write_bytes(dir.file("floats"), bytes);
@@ -125,7 +113,7 @@ TEST_CASE("read_idx rejects a type code other than unsigned byte") {
 }
 
 TEST_CASE("read_idx rejects zero dims and more dims than a Shape holds") {
-  TempDir dir;
+  TempDir dir("idx");
   write_bytes(dir.file("rank0"), {0, 0, 0x08, 0, 1, 2});
   check_read_fails(dir.file("rank0"), "0 dimensions");
   write_bytes(dir.file("rank7"), {0, 0, 0x08, 7});
@@ -133,7 +121,7 @@ TEST_CASE("read_idx rejects zero dims and more dims than a Shape holds") {
 }
 
 TEST_CASE("read_idx rejects truncated raw and gzip files") {
-  TempDir dir;
+  TempDir dir("idx");
   auto bytes = small_idx_bytes();
   bytes.pop_back();
   write_bytes(dir.file("short"), bytes);
@@ -151,7 +139,7 @@ TEST_CASE("read_idx rejects truncated raw and gzip files") {
 }
 
 TEST_CASE("read_idx rejects bytes after the promised values") {
-  TempDir dir;
+  TempDir dir("idx");
   auto bytes = small_idx_bytes();
   bytes.push_back(99);
   write_bytes(dir.file("long"), bytes);
@@ -159,7 +147,7 @@ TEST_CASE("read_idx rejects bytes after the promised values") {
 }
 
 TEST_CASE("load_idx_classification rejects images and labels of different counts") {
-  TempDir dir;
+  TempDir dir("idx");
   write_idx(dir.file("images"), counting_array({3, 4, 4}));
   write_idx(dir.file("labels"), IdxArray{{2}, {1, 2}});
   CHECK_THROWS_WITH_AS(load_idx_classification(dir.file("images"), dir.file("labels")),
@@ -167,7 +155,7 @@ TEST_CASE("load_idx_classification rejects images and labels of different counts
 }
 
 TEST_CASE("load_idx_classification rejects labels outside 0..9") {
-  TempDir dir;
+  TempDir dir("idx");
   write_idx(dir.file("images"), counting_array({2, 4, 4}));
   write_idx(dir.file("labels"), IdxArray{{2}, {1, 10}});
   CHECK_THROWS_WITH_AS(load_idx_classification(dir.file("images"), dir.file("labels")),

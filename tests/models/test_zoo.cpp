@@ -1,11 +1,16 @@
 // The bundled architectures (models/zoo.cpp) have exactly the parameter
-// counts their papers and Keras report, and run end to end.
+// counts their papers and Keras report, run end to end, and are found by name.
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/summary.hpp>
 #include <ddl/models/zoo.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+#include "support/test_data.hpp"
 
 using namespace ddl;
 using namespace ddl::layers;
@@ -46,4 +51,57 @@ TEST_CASE("the Keras MNIST CNN trains: a few SGD steps on one batch lower its lo
     for (const Tensor& p : model.parameters()) p.copy_from(p - p.grad() * 0.05f);
   }
   CHECK(last < first);
+}
+
+TEST_CASE("the materials MLP has 154,314 parameters and maps curves to two material parameters") {
+  Generator generator(9);
+  const auto model = models::materials_mlp(&generator);
+  CHECK(model->parameter_count() == 154314);
+  const Tensor curves = uniform({7, 200, 3}, -1.0f, 1.0f, {}, &generator);
+  CHECK((*model)(curves).shape() == Shape{7, 2});
+}
+
+TEST_CASE("the small ResNet has 77,754 parameters and 672 batch-norm statistics") {
+  const auto model = models::resnet_small();
+  CHECK(model->parameter_count() == 77754);
+  std::int64_t statistics = 0;
+  for (const auto& [name, buffer] : model->named_buffers()) statistics += buffer.numel();
+  CHECK(statistics == 672);
+  const std::string text = summary(*model, {1, 28, 28});
+  CHECK(text.find("(None, 16, 28, 28)") != std::string::npos);
+  CHECK(text.find("(None, 32, 14, 14)") != std::string::npos);
+  CHECK(text.find("(None, 64, 7, 7)") != std::string::npos);
+  CHECK(text.find("(None, 64, 1, 1)") != std::string::npos);
+  CHECK(text.find("Trainable params: 77,754") != std::string::npos);
+}
+
+TEST_CASE("the small ResNet maps a batch of images to 10 logits and trains every parameter") {
+  Generator generator(10);
+  const auto model = models::resnet_small(&generator);
+  const Tensor images = uniform({3, 1, 28, 28}, 0.0f, 1.0f, {}, &generator);
+  const Tensor logits = (*model)(images);
+  CHECK(logits.shape() == Shape{3, 10});
+  const Tensor labels = from_vector(std::vector<std::int64_t>{2, 7, 9}, {3});
+  model->zero_grad();
+  cross_entropy(logits, labels).backward();
+  for (const auto& named : model->named_parameters()) {
+    const std::string& name = named.first;
+    CAPTURE(name);
+    const Tensor grad = named.second.grad();
+    REQUIRE(grad.defined());
+    CHECK(grad.shape() == named.second.shape());
+    float largest = 0.0f;
+    for (const float g : grad.to_vector<float>()) largest = std::max(largest, std::abs(g));
+    CHECK(largest > 0.0f);
+  }
+}
+
+TEST_CASE("make_model builds every bundled model by name and lists the names for an unknown one") {
+  CHECK(models::model_names() == std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small"});
+  CHECK(models::make_model("lenet5")->parameter_count() == 61706);
+  CHECK(models::make_model("materials_mlp")->parameter_count() == 154314);
+  CHECK(models::make_model("resnet_small")->parameter_count() == 77754);
+  CHECK(models::make_model("mnist_cnn")->parameter_count() == 1199882);
+  CHECK(test::throws_error_mentioning([] { models::make_model("resnet50"); },
+                                      {"resnet50", "mnist_cnn", "lenet5", "materials_mlp", "resnet_small"}));
 }

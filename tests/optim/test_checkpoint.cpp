@@ -4,6 +4,7 @@
 // by hand from the documented byte table, and every kind of damaged file
 // ending in an error that names the file and the problem.
 #include "optim_harness.hpp"
+#include "support/temp_dir.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>
@@ -26,30 +27,9 @@ using ddl::optim::Checkpoint;
 using ddl::test::throws_error_mentioning;
 namespace fs = std::filesystem;
 
-namespace {
+using ddl::test::TempDir;
 
-// A fresh directory under the system temp directory, removed with its contents.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("ddl_checkpoint_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code error;
-    fs::remove_all(path, error);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(path)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
+namespace {
 
 std::vector<char> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -177,7 +157,7 @@ struct HandPayload {
 
 TEST_CASE(
     "checkpoint: float32, int32 and int64 tensors of awkward shapes round-trip bitwise with integers and strings") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   const Checkpoint saved = random_checkpoint(7);
   ddl::optim::save_checkpoint(path, saved);
@@ -200,7 +180,7 @@ TEST_CASE("checkpoint: tensors on another device are saved and loaded onto the r
     MESSAGE("skipped: needs DDL_CPU_DEVICES >= 2");
     return;
   }
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   Checkpoint saved = random_checkpoint(11);
   for (auto& entry : saved.tensors) entry.second = entry.second.to(cpu(1));
@@ -211,7 +191,7 @@ TEST_CASE("checkpoint: tensors on another device are saved and loaded onto the r
 }
 
 TEST_CASE("checkpoint: a file written by hand from the documented byte table loads") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("hand.ckpt");
   write_bytes(path, file_from_payload(HandPayload{}.build()));
   const Checkpoint loaded = ddl::optim::load_checkpoint(path);
@@ -232,7 +212,7 @@ TEST_CASE("checkpoint: a file written by hand from the documented byte table loa
 }
 
 TEST_CASE("checkpoint: restoring a model's parameters gives bitwise-equal values") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("model.ckpt");
   const auto original = small_model(1);
   const auto other = small_model(2);
@@ -270,7 +250,7 @@ TEST_CASE("checkpoint: an optimizer resumed from a checkpoint continues as an un
     uninterrupted->step();
   }
 
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("resume.ckpt");
   {
     std::vector<Tensor> first = make_params();
@@ -308,7 +288,7 @@ TEST_CASE("checkpoint: an optimizer resumed from a checkpoint continues as an un
 }
 
 TEST_CASE("checkpoint: saving over an existing checkpoint replaces it and leaves no temp file") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   ddl::optim::save_checkpoint(path, random_checkpoint(1));
   const Checkpoint second = random_checkpoint(2);
@@ -318,7 +298,7 @@ TEST_CASE("checkpoint: saving over an existing checkpoint replaces it and leaves
 }
 
 TEST_CASE("checkpoint: a save that fails mid-write throws and leaves the previous file intact") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   const Checkpoint previous = random_checkpoint(3);
   ddl::optim::save_checkpoint(path, previous);
@@ -345,7 +325,7 @@ TEST_CASE("checkpoint: a save that fails mid-write throws and leaves the previou
 }
 
 TEST_CASE("checkpoint: saving to a directory or into a missing directory throws naming the path and the reason") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string folder = dir.file("a_directory");
   fs::create_directory(folder);
   CHECK(throws_error_mentioning([&] { ddl::optim::save_checkpoint(folder, random_checkpoint(4)); },
@@ -359,7 +339,7 @@ TEST_CASE("checkpoint: saving to a directory or into a missing directory throws 
 }
 
 TEST_CASE("checkpoint: invalid contents are refused before anything is written") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   Checkpoint twice;
   twice.tensors.emplace_back("w", zeros({2}));
@@ -375,14 +355,14 @@ TEST_CASE("checkpoint: invalid contents are refused before anything is written")
 }
 
 TEST_CASE("checkpoint: a missing file or a directory is an error naming it") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("nothing.ckpt");
   CHECK(throws_error_mentioning([&] { ddl::optim::load_checkpoint(path); }, {path, "no such file"}));
   CHECK(throws_error_mentioning([&] { ddl::optim::load_checkpoint(dir.path.string()); }, {"is a directory"}));
 }
 
 TEST_CASE("checkpoint: a file truncated at any point is reported as truncated") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   ddl::optim::save_checkpoint(path, random_checkpoint(5));
   const std::vector<char> whole = read_bytes(path);
@@ -396,7 +376,7 @@ TEST_CASE("checkpoint: a file truncated at any point is reported as truncated") 
 }
 
 TEST_CASE("checkpoint: a flipped byte anywhere in the payload or the stored CRC is a checksum mismatch") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   ddl::optim::save_checkpoint(path, random_checkpoint(6));
   const std::vector<char> whole = read_bytes(path);
@@ -411,7 +391,7 @@ TEST_CASE("checkpoint: a flipped byte anywhere in the payload or the stored CRC 
 }
 
 TEST_CASE("checkpoint: bad magic, another version, unknown flags and trailing garbage are named") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   ddl::optim::save_checkpoint(path, random_checkpoint(8));
   const std::vector<char> whole = read_bytes(path);
@@ -439,7 +419,7 @@ TEST_CASE("checkpoint: bad magic, another version, unknown flags and trailing ga
 }
 
 TEST_CASE("checkpoint: implausible fields behind a valid checksum are refused without huge allocations") {
-  TempDir dir;
+  TempDir dir("checkpoint");
   const std::string bad = dir.file("crafted.ckpt");
   const auto check_refused = [&](const HandPayload& payload, const std::string& problem) {
     CAPTURE(problem);
