@@ -25,11 +25,11 @@ std::shared_ptr<Sequential> mnist_cnn(Generator* generator) {
       .emplace<Conv2d>(32, 64, Conv2dOptions{.kernel_size = 3}, generator)
       .emplace<ReLU>()
       .emplace<MaxPool2d>(Pool2dOptions{.kernel_size = 2})
-      .emplace<Dropout>(0.25f, generator)
+      .emplace<Dropout>(0.25f)
       .emplace<Flatten>()
       .emplace<Dense>(9216, 128, true, generator)
       .emplace<ReLU>()
-      .emplace<Dropout>(0.5f, generator)
+      .emplace<Dropout>(0.5f)
       .emplace<Dense>(128, 10, true, generator);
   return model;
 }

@@ -1,6 +1,9 @@
 // Bundled model architectures, each a function returning a Sequential built
 // from ddl layers, with its parameter count in the comment (tested), and
-// make_model() to build one by name.
+// make_model() to build one by name. `generator` is used only while building,
+// to initialise the weights (nullptr: ddl::default_generator()); dropout
+// layers draw from ddl::default_generator(), whose state Trainer checkpoints
+// keep, so the model holds no pointer to the caller's generator.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,190 @@
+// ddl-train: trains a bundled model from the command line (Keras' model.fit
+// as a program). Run `ddl-train --help` for every option and its default.
+// Exit codes: 0 done, 1 a failure while training, 2 a bad command line or
+// unreadable data (one line on stderr, no stack trace).
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include <ddl/core/config.hpp>
+#include <ddl/core/device.hpp>
+#include <ddl/core/error.hpp>
+#include <ddl/layers/summary.hpp>
+#include <ddl/models/data_loader.hpp>
+#include <ddl/models/zoo.hpp>
+#include <ddl/optim/adadelta.hpp>
+#include <ddl/optim/adagrad.hpp>
+#include <ddl/optim/adam.hpp>
+#include <ddl/optim/callbacks.hpp>
+#include <ddl/optim/loggers.hpp>
+#include <ddl/optim/sgd.hpp>
+#include <ddl/optim/trainer.hpp>
+
+#include "options.hpp"
+#include "task.hpp"
+
+namespace ddl::apps {
+namespace {
+
+Device parse_device(const std::string& text) {
+  Device device = cpu();
+  try {
+    device = Device::parse(text);
+  } catch (const Error& error) {
+    throw UsageError(fmt::format("--device: {}", error.what()));
+  }
+  const int count = device_count(device.type());
+  if (device.index() >= count) {
+    throw UsageError(fmt::format("--device {}: this machine has {} such device(s){}", text, count,
+                                 device.is_cuda() ? "" : " (set DDL_CPU_DEVICES for more logical CPU devices)"));
+  }
+  return device;
+}
+
+std::shared_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o, std::vector<Tensor> params) {
+  if (o.optimizer == "sgd") {
+    return std::make_shared<optim::SGD>(
+        std::move(params),
+        optim::SgdOptions{.lr = *o.lr, .momentum = o.momentum, .nesterov = o.nesterov, .weight_decay = o.weight_decay});
+  }
+  if (o.optimizer == "adam") {
+    optim::AdamOptions options;
+    options.lr = *o.lr;
+    options.weight_decay = o.weight_decay;
+    return std::make_shared<optim::Adam>(std::move(params), options);
+  }
+  if (o.optimizer == "adagrad") {
+    optim::AdagradOptions options;
+    options.lr = *o.lr;
+    return std::make_shared<optim::Adagrad>(std::move(params), options);
+  }
+  optim::AdadeltaOptions options;
+  options.lr = *o.lr;
+  return std::make_shared<optim::Adadelta>(std::move(params), options);
+}
+
+// The --lr-schedule and --warmup-epochs as one per-step schedule (null when
+// the rate stays constant).
+std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, std::int64_t steps_per_epoch) {
+  std::shared_ptr<const optim::LrSchedule> schedule;
+  if (o.lr_schedule == "step") {
+    schedule = std::make_shared<optim::StepLr>(*o.lr, o.lr_step_epochs * steps_per_epoch);
+  } else if (o.lr_schedule == "cosine") {
+    schedule = std::make_shared<optim::CosineLr>(*o.lr, o.epochs * steps_per_epoch);
+  }
+  if (o.warmup_epochs > 0.0) {
+    if (!schedule) schedule = std::make_shared<optim::ConstantLr>(*o.lr);
+    const auto warmup_steps = static_cast<std::int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch));
+    schedule = std::make_shared<optim::LinearWarmup>(schedule, std::max<std::int64_t>(warmup_steps, 1));
+  }
+  return schedule;
+}
+
+int run(TrainOptions& o) {
+  resolve_defaults(o);
+  const Device device = parse_device(o.device);
+  if (o.threads > 0) set_num_threads(o.threads);
+  const Task task = make_task(o);
+
+  Generator weights(o.seed);
+  manual_seed(o.seed ^ 0x9E3779B97F4A7C15ull);  // dropout's stream, apart from the weights'
+  const auto model = models::make_model(o.model, &weights);
+  model->to(device);
+  const auto optimizer = make_optimizer(o, model->parameters());
+
+  models::DataLoaderOptions train_options;
+  train_options.batch_size = o.batch_size;
+  train_options.shuffle = true;
+  train_options.seed = o.seed;
+  train_options.prefetch = o.prefetch;
+  train_options.device = device;
+  train_options.normalization = task.normalization;
+  models::DataLoader train(task.train, train_options);
+  models::DataLoaderOptions test_options = train_options;
+  test_options.shuffle = false;
+  test_options.batch_size = std::max<std::int64_t>(o.batch_size, 500);  // evaluation holds no graph
+  models::DataLoader test(task.test, test_options);
+
+  optim::TrainerOptions trainer_options;
+  trainer_options.metrics = task.metrics;
+  trainer_options.verbosity = o.quiet ? optim::Verbosity::quiet : optim::Verbosity::progress;
+  optim::Trainer trainer(model, task.loss, optimizer, trainer_options);
+
+  optim::FitOptions fit;
+  fit.epochs = o.epochs;
+  fit.validation = o.validate ? &test : nullptr;
+  const std::string monitor = o.validate ? task.monitor : "loss";
+  if (const auto schedule = make_schedule(o, train.batches_per_epoch())) {
+    fit.callbacks.push_back(std::make_shared<optim::LrScheduler>(schedule, optim::LrScheduler::Unit::step));
+  }
+  if (o.early_stopping > 0) {
+    fit.callbacks.push_back(std::make_shared<optim::EarlyStopping>(
+        optim::EarlyStoppingOptions{.monitor = monitor, .patience = o.early_stopping}));
+  }
+  if (!o.checkpoint_dir.empty()) {
+    fit.callbacks.push_back(std::make_shared<optim::ModelCheckpoint>(
+        optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor}));
+  }
+  if (!o.log_csv.empty()) fit.callbacks.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
+  if (!o.log_jsonl.empty()) fit.callbacks.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
+
+  if (!o.quiet) {
+    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), batch {}, {}, {} thread(s), seed {}\n\n", o.model,
+                             task.description, optimizer->name(), *o.lr, o.batch_size, device.str(),
+                             config::num_threads(), o.seed);
+    const auto dims = task.train.inputs.shape().to_vector();
+    std::cout << layers::summary(*model, Shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()))) << '\n';
+  }
+  const auto last = std::filesystem::path(o.checkpoint_dir) / "last.ckpt";
+  if (o.resume) {
+    if (std::filesystem::exists(last)) {
+      trainer.load_checkpoint(last.string());
+      trainer.print(fmt::format("Resumed from {} after epoch {} (step {})", last.string(), trainer.epoch(),
+                                trainer.step()));
+    } else {
+      trainer.print(fmt::format("No checkpoint at {}: starting from scratch", last.string()));
+    }
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  const optim::History history = trainer.fit(train, fit);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // Training throughput over the epochs of this run, validation excluded.
+  double samples = 0.0, training_seconds = 0.0;
+  for (const optim::Logs& logs : history.epochs) {
+    const auto epoch_samples = static_cast<double>(train.samples_per_epoch());
+    samples += epoch_samples;
+    training_seconds += epoch_samples / logs.at("samples_per_s");
+  }
+  std::cout << fmt::format("{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s\n", task.report(trainer, test),
+                           history.epochs.size(), wall, training_seconds > 0.0 ? samples / training_seconds : 0.0);
+  return 0;
+}
+
+}  // namespace
+}  // namespace ddl::apps
+
+int main(int argc, char** argv) {
+  CLI::App app{"", "ddl-train"};
+  ddl::apps::TrainOptions options;
+  ddl::apps::add_options(app, options);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help
+    std::cerr << "ddl-train: error: " << error.what() << " (see --help)\n";
+    return 2;
+  }
+  try {
+    return ddl::apps::run(options);
+  } catch (const ddl::apps::UsageError& error) {
+    std::cerr << "ddl-train: error: " << error.what() << " (see --help)\n";
+    return 2;
+  } catch (const std::exception& error) {
+    std::cerr << "ddl-train: error: " << error.what() << '\n';
+    return 1;
+  }
+}

@@ -1,0 +1,111 @@
+// ddl-train's options (see options.hpp).
+#include "options.hpp"
+
+#include <fmt/format.h>
+
+#include <ddl/models/fashion_mnist.hpp>
+#include <ddl/models/zoo.hpp>
+
+namespace ddl::apps {
+namespace {
+
+const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
+const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
+
+bool is_materials(const std::string& model) { return model == "materials_mlp"; }
+
+}  // namespace
+
+double default_lr(const std::string& model, const std::string& optimizer) {
+  if (optimizer == "adadelta") return 1.0;  // Keras' Adadelta default, as the Keras MNIST example
+  if (optimizer == "adam") return is_materials(model) ? 4.7331e-4 : 1e-3;  // the materials study's rate
+  return 0.01;                              // SGD, Adagrad
+}
+
+void add_options(CLI::App& app, TrainOptions& o) {
+  app.description(
+      "Trains a bundled ddl model and reports its test accuracy (or error).\n"
+      "Image models read Fashion-MNIST (or MNIST) IDX files; materials_mlp trains on synthetic\n"
+      "stress-strain curves. Threads: --threads or DDL_NUM_THREADS.");
+  app.get_formatter()->column_width(34);
+
+  app.add_option("--model", o.model, "Model to train")->check(CLI::IsMember(models::model_names()))->capture_default_str();
+  app.add_option("--data", o.data_dir, "Directory of the MNIST-layout IDX files (.gz or raw)")
+      ->default_str(models::kFashionMnistDir);
+  app.add_option("--epochs", o.epochs, "Total epochs to train (a resumed run counts the ones done)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}))
+      ->capture_default_str();
+  app.add_option("--batch-size", o.batch_size, "Samples per batch")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->default_str("128; 75 for materials_mlp");
+  app.add_option("--optimizer", o.optimizer, "adadelta, sgd, adam or adagrad")
+      ->check(CLI::IsMember(kOptimizers))
+      ->default_str("adadelta; adam for materials_mlp");
+  app.add_option("--lr", o.lr, "Learning rate")
+      ->check(CLI::PositiveNumber)
+      ->default_str("adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp), sgd and adagrad 0.01");
+  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  app.add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum (needs --momentum > 0)");
+  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay (SGD, Adam)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--lr-schedule", o.lr_schedule, "constant, step (x0.1 every --lr-step epochs) or cosine")
+      ->check(CLI::IsMember(kSchedules))
+      ->capture_default_str();
+  app.add_option("--lr-step", o.lr_step_epochs, "Epochs between the step schedule's drops")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup-epochs", o.warmup_epochs, "Linear learning-rate warm-up from 0 over this many epochs")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--device", o.device, "cpu, cpu:N or cuda:N")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
+  app.add_option("--threads", o.threads, "CPU threads")
+      ->check(CLI::NonNegativeNumber)
+      ->default_str("DDL_NUM_THREADS, else every core");
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "Save last.ckpt every epoch and best.ckpt at the best validation score here");
+  app.add_flag("--resume", o.resume, "Continue from <checkpoint-dir>/last.ckpt if it exists");
+  app.add_option("--log-csv", o.log_csv, "Append each epoch's metrics to this CSV file");
+  app.add_option("--log-jsonl", o.log_jsonl, "Append each epoch's metrics to this JSON-lines file");
+  app.add_option("--early-stopping", o.early_stopping,
+                 "Stop after this many epochs without a better validation score (0: never)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--train-limit", o.train_limit, "Use only the first N training samples (-1: all)")
+      ->capture_default_str();
+  app.add_option("--test-limit", o.test_limit, "Use only the first N test samples (-1: all)")->capture_default_str();
+  app.add_option("--samples", o.samples, "materials_mlp: synthetic training curves (test: a fifth as many)")
+      ->check(CLI::Range(std::int64_t{10}, std::int64_t{100000000}))
+      ->capture_default_str();
+  app.add_option("--noise", o.noise, "materials_mlp: Gaussian stress noise in MPa")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("!--no-validation", o.validate, "Skip evaluating the test set after every epoch");
+  app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader's thread (0: none)")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", o.quiet, "Print only the final result line");
+}
+
+void resolve_defaults(TrainOptions& o) {
+  const bool materials = is_materials(o.model);
+  if (o.data_dir.empty()) o.data_dir = models::kFashionMnistDir;
+  if (o.batch_size == 0) o.batch_size = materials ? 75 : 128;
+  if (o.optimizer.empty()) o.optimizer = materials ? "adam" : "adadelta";
+  if (!o.lr) o.lr = default_lr(o.model, o.optimizer);
+  if (o.nesterov && (o.optimizer != "sgd" || o.momentum <= 0.0)) {
+    throw UsageError("--nesterov needs --optimizer sgd and --momentum > 0");
+  }
+  if (o.momentum > 0.0 && o.optimizer != "sgd") throw UsageError("--momentum applies to --optimizer sgd only");
+  if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
+  if (o.early_stopping > 0 && !o.validate) throw UsageError("--early-stopping needs validation (drop --no-validation)");
+  if (o.train_limit == 0 || o.train_limit < -1) {
+    throw UsageError(fmt::format("--train-limit must be -1 or positive, got {}", o.train_limit));
+  }
+  if (o.test_limit == 0 || o.test_limit < -1) {
+    throw UsageError(fmt::format("--test-limit must be -1 or positive, got {}", o.test_limit));
+  }
+}
+
+}  // namespace ddl::apps

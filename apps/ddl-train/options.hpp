@@ -1,0 +1,61 @@
+// ddl-train's command line: every option with its default, parsed by CLI11,
+// plus the defaults that depend on the model or the optimizer (resolved
+// after parsing, so --help can state them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace ddl::apps {
+
+// A command line that parses but makes no sense (an unknown device, a
+// missing data directory): reported in one line with exit code 2, like
+// CLI11's own parse errors.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct TrainOptions {
+  std::string model = "mnist_cnn";
+  std::string data_dir;             // default: Debian's Fashion-MNIST directory
+  std::int64_t epochs = 12;
+  std::int64_t batch_size = 0;      // 0: the model's default
+  std::string optimizer;            // empty: the model's default
+  std::optional<double> lr;         // unset: the optimizer's default
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  std::string lr_schedule = "constant";
+  std::int64_t lr_step_epochs = 10;
+  double warmup_epochs = 0.0;
+  std::string device = "cpu";
+  std::uint64_t seed = 1;
+  int threads = 0;                  // 0: DDL_NUM_THREADS or every core
+  std::string checkpoint_dir;
+  bool resume = false;
+  std::string log_csv;
+  std::string log_jsonl;
+  std::int64_t early_stopping = 0;  // patience in epochs; 0: off
+  std::int64_t train_limit = -1;
+  std::int64_t test_limit = -1;
+  std::int64_t samples = 20000;     // materials_mlp: synthetic training curves
+  double noise = 2.0;               // materials_mlp: stress noise in MPa
+  bool validate = true;
+  int prefetch = 2;
+  bool quiet = false;
+};
+
+// Declares every option on `app`, writing into `options`.
+void add_options(CLI::App& app, TrainOptions& options);
+
+// Fills the model- and optimizer-dependent defaults and checks combinations
+// CLI11 cannot (throws UsageError naming the option).
+void resolve_defaults(TrainOptions& options);
+
+// The learning rate an optimizer gets when --lr is not given.
+double default_lr(const std::string& model, const std::string& optimizer);
+
+}  // namespace ddl::apps

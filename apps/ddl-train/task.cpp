@@ -1,0 +1,96 @@
+// The tasks of the bundled models (see task.hpp).
+#include "task.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include <ddl/core/error.hpp>
+#include <ddl/core/ops.hpp>
+#include <ddl/layers/loss.hpp>
+#include <ddl/models/fashion_mnist.hpp>
+#include <ddl/models/stress_strain.hpp>
+
+namespace ddl::apps {
+namespace {
+
+Task image_classification(const TrainOptions& options) {
+  if (!std::filesystem::is_directory(options.data_dir)) {
+    throw UsageError(fmt::format("--data: no such directory '{}' (Debian ships Fashion-MNIST in {} with the package "
+                                 "dataset-fashion-mnist)",
+                                 options.data_dir, models::kFashionMnistDir));
+  }
+  Task task;
+  try {
+    task.train = models::load_fashion_mnist(options.data_dir, true, options.train_limit);
+    task.test = models::load_fashion_mnist(options.data_dir, false, options.test_limit);
+  } catch (const ddl::Error& error) {
+    throw UsageError(fmt::format("--data {}: {}", options.data_dir, error.what()));
+  }
+  task.description = fmt::format("{}: {} training and {} test images", options.data_dir, task.train.size(),
+                                 task.test.size());
+  task.loss = layers::cross_entropy;
+  task.metrics = {optim::Metric::accuracy};
+  task.monitor = "val_accuracy";
+  task.report = [](optim::Trainer& trainer, optim::BatchSource& test) {
+    const optim::Logs logs = trainer.evaluate(test);
+    return fmt::format("test accuracy {:.2f}%, test loss {:.4f}", 100.0 * logs.at("accuracy"), logs.at("loss"));
+  };
+  return task;
+}
+
+// The per-column mean |prediction - target| of two [N, k] host tensors.
+std::vector<double> column_mae(const Tensor& prediction, const Tensor& target) {
+  const auto p = prediction.to(cpu()).to_vector<float>();
+  const auto t = target.to(cpu()).to_vector<float>();
+  const auto columns = static_cast<std::size_t>(target.size(1));
+  std::vector<double> sums(columns, 0.0);
+  for (std::size_t i = 0; i < t.size(); ++i) sums[i % columns] += std::abs(static_cast<double>(p[i]) - t[i]);
+  for (double& sum : sums) sum /= static_cast<double>(target.size(0));
+  return sums;
+}
+
+Task materials(const TrainOptions& options) {
+  Task task;
+  models::StressStrainOptions curves;
+  curves.samples = options.samples;
+  curves.seed = options.seed;
+  curves.stress_noise_mpa = static_cast<float>(options.noise);
+  const models::Dataset train = models::make_stress_strain(curves);
+  curves.samples = std::max<std::int64_t>(options.samples / 5, 1);
+  curves.seed = options.seed + 1;  // a different set of materials
+  const models::Dataset test = models::make_stress_strain(curves);
+
+  // Targets span 50..250 GPa and 100..1000 MPa: the network learns them
+  // standardised with the training set's statistics, and the report undoes it.
+  const models::Normalization targets = models::feature_normalization(train.targets, 1);
+  const auto standardise = [&](const Tensor& t) { return (t - targets.mean) / targets.stddev; };
+  task.train = {train.inputs, standardise(train.targets)};
+  task.test = {test.inputs, standardise(test.targets)};
+  task.normalization = models::feature_normalization(train.inputs, 2);
+  task.description = fmt::format("synthetic stress-strain curves: {} training and {} test samples, noise {} MPa",
+                                 train.size(), test.size(), options.noise);
+  task.loss = layers::mse_loss;
+  task.metrics = {optim::Metric::mae};
+  task.monitor = "val_loss";
+  task.report = [targets, test_targets = test.targets, train_targets = train.targets](optim::Trainer& trainer,
+                                                                                      optim::BatchSource& data) {
+    const Tensor predicted = trainer.predict(data).to(cpu()) * targets.stddev + targets.mean;
+    const auto mae = column_mae(predicted, test_targets);
+    // The baseline: always predicting the training set's mean.
+    const Tensor mean = ddl::mean(train_targets, 0, true) + ddl::zeros(test_targets.shape());
+    const auto baseline = column_mae(mean, test_targets);
+    return fmt::format("test MAE: Young's modulus {:.2f} GPa, yield stress {:.2f} MPa (predicting the mean: "
+                       "{:.2f} GPa, {:.2f} MPa)",
+                       mae[0], mae[1], baseline[0], baseline[1]);
+  };
+  return task;
+}
+
+}  // namespace
+
+Task make_task(const TrainOptions& options) {
+  return options.model == "materials_mlp" ? materials(options) : image_classification(options);
+}
+
+}  // namespace ddl::apps

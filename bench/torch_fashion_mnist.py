@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""PyTorch peer of `ddl-train --model mnist_cnn`: the Keras MNIST CNN trained
+on Fashion-MNIST with the same recipe (Glorot-uniform weights, zero biases,
+Adadelta lr 1.0 rho 0.95 eps 1e-7, batch 128, a fresh shuffle every epoch),
+printing per epoch the training time, samples/s and test accuracy, and the
+cumulative training time (evaluation excluded) to a target accuracy.
+
+Run it as DESIGN.md requires, or the comparison is unfair to PyTorch:
+  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread \
+      python3 bench/torch_fashion_mnist.py --threads 2
+"""
+import argparse
+import gzip
+import struct
+import time
+
+import torch
+import torch.nn as nn
+
+from torch_cnn_step import keras_mnist_cnn
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        data = f.read()
+    _, _, kind, rank = struct.unpack(">BBBB", data[:4])
+    dims = struct.unpack(">" + "I" * rank, data[4:4 + 4 * rank])
+    assert kind == 0x08, f"{path}: not unsigned bytes"
+    return torch.frombuffer(bytearray(data[4 + 4 * rank:]), dtype=torch.uint8).reshape(dims)
+
+
+def load(directory, split):
+    images = read_idx(f"{directory}/{split}-images-idx3-ubyte.gz").float().div_(255.0).unsqueeze(1)
+    labels = read_idx(f"{directory}/{split}-labels-idx1-ubyte.gz").long()
+    return images, labels
+
+
+def glorot(model):
+    for layer in model.modules():
+        if isinstance(layer, (nn.Conv2d, nn.Linear)):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+
+
+def evaluate(model, images, labels, batch=500):
+    model.eval()
+    correct, loss = 0, 0.0
+    with torch.no_grad():
+        for start in range(0, len(labels), batch):
+            logits = model(images[start:start + batch])
+            target = labels[start:start + batch]
+            loss += nn.functional.cross_entropy(logits, target, reduction="sum").item()
+            correct += (logits.argmax(1) == target).sum().item()
+    model.train()
+    return correct / len(labels), loss / len(labels)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--target", type=float, default=0.91)
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+
+    train_x, train_y = load(args.data, "train")
+    test_x, test_y = load(args.data, "t10k")
+    model = keras_mnist_cnn()
+    glorot(model)
+    optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
+    loss_fn = nn.CrossEntropyLoss()
+    print(f"pytorch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch_size}, "
+          f"{len(train_y)} training and {len(test_y)} test images")
+    print(f"{'epoch':>5} {'train_s':>8} {'samples/s':>10} {'loss':>8} {'test_acc':>9} {'cum_train_s':>12}")
+    cumulative, reached = 0.0, None
+    for epoch in range(1, args.epochs + 1):
+        order = torch.randperm(len(train_y))
+        start, total_loss = time.perf_counter(), 0.0
+        for first in range(0, len(order), args.batch_size):
+            index = order[first:first + args.batch_size]
+            optimizer.zero_grad()
+            loss = loss_fn(model(train_x[index]), train_y[index])
+            loss.backward()
+            optimizer.step()
+            total_loss += loss.item() * len(index)
+        seconds = time.perf_counter() - start
+        cumulative += seconds
+        accuracy, _ = evaluate(model, test_x, test_y)
+        if reached is None and accuracy >= args.target:
+            reached = (epoch, cumulative)
+        print(f"{epoch:>5} {seconds:>8.1f} {len(train_y) / seconds:>10.0f} {total_loss / len(train_y):>8.4f} "
+              f"{accuracy:>9.4f} {cumulative:>12.1f}", flush=True)
+    if reached:
+        print(f"time to {100 * args.target:.1f}%: {reached[1]:.1f} s of training (epoch {reached[0]})")
+    else:
+        print(f"time to {100 * args.target:.1f}%: not reached in {args.epochs} epochs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# ddl-train's command line, one case per ctest test:
+#   ddl_train_cli.sh <path to ddl-train> <case>
+# Each case prints what it checked and exits non-zero with the reason when a
+# check fails.
+set -uo pipefail
+train=$1
+case_name=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Runs ddl-train with the remaining arguments; expects exit code $1, one
+# line on stderr containing $2, and nothing on stdout.
+expect_usage_error() {
+  local code=$1 text=$2
+  shift 2
+  "$train" "$@" > "$work/out" 2> "$work/err"
+  local rc=$?
+  [[ $rc -eq $code ]] || fail "ddl-train $* exited $rc, expected $code; stderr: $(cat "$work/err")"
+  [[ $(wc -l < "$work/err") -eq 1 ]] || fail "ddl-train $*: expected one line on stderr, got: $(cat "$work/err")"
+  grep -qF -- "$text" "$work/err" || fail "ddl-train $*: stderr lacks '$text': $(cat "$work/err")"
+  [[ ! -s "$work/out" ]] || fail "ddl-train $*: unexpected stdout: $(cat "$work/out")"
+  echo "ok: ddl-train $* -> exit $code, '$(cat "$work/err")'"
+}
+
+case $case_name in
+  help)
+    "$train" --help > "$work/out" || fail "--help exited $?"
+    for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
+      --log-csv --log-jsonl --threads --quiet; do
+      grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
+    done
+    grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
+    echo "ok: --help documents every option with its default"
+    ;;
+  bad-options)
+    expect_usage_error 2 "--epochs" --epochs 0
+    expect_usage_error 2 "--bogus" --bogus
+    expect_usage_error 2 "--model" --model no_such_model
+    expect_usage_error 2 "--optimizer" --optimizer rmsprop
+    expect_usage_error 2 "--device" --device gpu:0
+    expect_usage_error 2 "--device cuda:3" --device cuda:3
+    expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
+    expect_usage_error 2 "--nesterov" --nesterov
+    ;;
+  missing-data)
+    expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
+    mkdir "$work/empty"
+    expect_usage_error 2 "train-images-idx3-ubyte" --data "$work/empty"
+    ;;
+  resume)
+    args=(--train-limit 512 --test-limit 256 --batch-size 64 --checkpoint-dir "$work/ckpt" --log-csv "$work/log.csv")
+    "$train" "${args[@]}" --epochs 1 > "$work/first" 2>&1 || fail "first run exited $?: $(cat "$work/first")"
+    [[ -f "$work/ckpt/last.ckpt" && -f "$work/ckpt/best.ckpt" ]] || fail "no last.ckpt and best.ckpt after epoch 1"
+    "$train" "${args[@]}" --epochs 2 --resume > "$work/second" 2>&1 || fail "resumed run exited $?: $(cat "$work/second")"
+    grep -q "Resumed from .*last.ckpt after epoch 1" "$work/second" || fail "no resume message: $(cat "$work/second")"
+    grep -q "^Epoch 2/2" "$work/second" || fail "the resumed run did not train epoch 2: $(cat "$work/second")"
+    grep -q "^Epoch 1/2" "$work/second" && fail "the resumed run trained epoch 1 again"
+    grep -q "^test accuracy .*; 1 epoch(s) in" "$work/second" || fail "no final line: $(tail -n 1 "$work/second")"
+    [[ $(head -n 1 "$work/log.csv" | cut -d, -f1) == epoch ]] || fail "the CSV log has no header"
+    [[ $(wc -l < "$work/log.csv") -eq 3 ]] || fail "the CSV log should hold a header and 2 epochs: $(cat "$work/log.csv")"
+    echo "ok: resumed at epoch 2 from last.ckpt, the CSV log continued"
+    ;;
+  *)
+    fail "unknown case $case_name"
+    ;;
+esac
