@@ -39,7 +39,7 @@ class Monitor {
 };
 
 struct ModelCheckpointOptions {
-  std::string directory;              // created if missing
+  std::string directory{};            // created if missing
   bool save_last = true;              // <directory>/last.ckpt after every epoch
   bool save_best = true;              // <directory>/best.ckpt when `monitor` improves
   std::string monitor = "val_loss";   // the metric "best" refers to

@@ -28,14 +28,14 @@
 namespace ddl::optim {
 
 struct TrainerOptions {
-  std::vector<Metric> metrics;  // reported besides the loss
+  std::vector<Metric> metrics{};  // reported besides the loss
   Verbosity verbosity = Verbosity::progress;
   // Where progress goes (rank 0 only); nullptr: std::cout.
   std::ostream* out = nullptr;
   // Whether `out` is a terminal; unset: detected for std::cout, false otherwise.
-  std::optional<bool> terminal;
+  std::optional<bool> terminal{};
   // How training is spread over devices and ranks; nullptr: this process alone.
-  std::shared_ptr<Strategy> strategy;
+  std::shared_ptr<Strategy> strategy{};
   // The random stream the model draws from (dropout masks), whose state
   // checkpoints keep; nullptr: ddl::default_generator().
   Generator* generator = nullptr;
