@@ -47,6 +47,16 @@
 #include <ddl/optim/strategy.hpp>
 #include <ddl/optim/trainer.hpp>
 
+// parallel/: communicators, collectives and the data-parallel strategy
+// (built with MPI only)
+#if DDL_WITH_MPI_BUILD
+#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/data_parallel.hpp>
+#include <ddl/parallel/gradient_buckets.hpp>
+#endif
+
 // models/: bundled architectures, data sets and the DataLoader
 #include <ddl/models/csv.hpp>
 #include <ddl/models/data_loader.hpp>

@@ -12,6 +12,13 @@ foreach(module core layers optim models)
   install(DIRECTORY ${module}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl/${module}
           FILES_MATCHING PATTERN "*.hpp")
 endforeach()
+if(DDL_WITH_MPI)
+  # mpi_internal.hpp and the collectives' helpers include mpi.h or are
+  # internal: the installed API exposes no MPI types.
+  install(DIRECTORY parallel/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl/parallel
+          FILES_MATCHING PATTERN "*.hpp" PATTERN "mpi_internal.hpp" EXCLUDE PATTERN "local_reduce.hpp" EXCLUDE
+          PATTERN "segments.hpp" EXCLUDE)
+endif()
 
 set(ddl_config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/ddl)
 install(EXPORT ddlTargets NAMESPACE ddl:: DESTINATION ${ddl_config_dir})

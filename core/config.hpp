@@ -3,6 +3,8 @@
 // lists the same variables.
 #pragma once
 
+#include <cstdint>
+
 namespace ddl::config {
 
 // DDL_CPU_DEVICES (default 1): number of logical CPU devices cpu:0..N-1.
@@ -14,6 +16,17 @@ int num_threads();
 
 // Overrides DDL_NUM_THREADS for the rest of the process.
 void set_num_threads(int threads);
+
+// DDL_STALL_TIMEOUT (seconds, default 60, as Horovod's stall warning): how
+// long a rank waits for a message or collective before it reports which
+// ranks are missing and aborts the job.
+double stall_timeout_seconds();
+// DDL_FUSION_THRESHOLD (bytes, default 25 MiB, as PyTorch DDP's bucket_cap_mb):
+// the size of the gradient buckets data parallelism reduces at once.
+std::int64_t fusion_threshold_bytes();
+// DDL_RING_SEGMENT (bytes, default 1 MiB): the pieces a ring collective cuts
+// each chunk into, so the reduction of one overlaps the transfer of the next.
+std::int64_t ring_segment_bytes();
 
 }  // namespace ddl::config
 

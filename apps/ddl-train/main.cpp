@@ -23,6 +23,11 @@
 #include <ddl/optim/sgd.hpp>
 #include <ddl/optim/trainer.hpp>
 
+#include <ddl/build_config.hpp>
+#if DDL_WITH_MPI_BUILD
+#include <ddl/parallel/data_parallel.hpp>
+#endif
+
 #include "options.hpp"
 #include "task.hpp"
 
@@ -83,8 +88,37 @@ std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, st
   return schedule;
 }
 
+// The strategy for --parallel (null: this process alone).
+std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
+#if DDL_WITH_MPI_BUILD
+  if (o.parallel == "none") {
+    if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
+      throw UsageError(fmt::format("started as {} MPI ranks without --parallel: pass --parallel data, or every rank "
+                                   "trains alone",
+                                   parallel::Communicator::world().size()));
+    }
+    return nullptr;
+  }
+  parallel::DataParallelOptions options;
+  options.algorithm = parallel::parse_allreduce(o.allreduce);
+  options.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0);
+  options.overlap = o.overlap;
+  return std::make_shared<parallel::DataParallel>(parallel::Communicator::world(), options);
+#else
+  if (o.parallel == "none") return nullptr;
+  throw UsageError("--parallel " + o.parallel + ": this ddl was built without MPI (DDL_MPI=OFF)");
+#endif
+}
+
 int run(TrainOptions& o) {
   resolve_defaults(o);
+  const auto strategy = make_strategy(o);
+  const int world = strategy ? strategy->world_size() : 1;
+  const bool root = !strategy || strategy->is_root();
+  if (o.batch_size % world != 0) {
+    throw UsageError(fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks",
+                                 o.batch_size, world));
+  }
   const Device device = parse_device(o.device);
   if (o.threads > 0) set_num_threads(o.threads);
   const Task task = make_task(o);
@@ -96,7 +130,7 @@ int run(TrainOptions& o) {
   const auto optimizer = make_optimizer(o, model->parameters());
 
   models::DataLoaderOptions train_options;
-  train_options.batch_size = o.batch_size;
+  train_options.batch_size = o.batch_size / world;
   train_options.shuffle = true;
   train_options.seed = o.seed;
   train_options.prefetch = o.prefetch;
@@ -105,12 +139,13 @@ int run(TrainOptions& o) {
   models::DataLoader train(task.train, train_options);
   models::DataLoaderOptions test_options = train_options;
   test_options.shuffle = false;
-  test_options.batch_size = std::max<std::int64_t>(o.batch_size, 500);  // evaluation holds no graph
+  test_options.batch_size = std::max<std::int64_t>(o.batch_size / world, 500);  // evaluation holds no graph
   models::DataLoader test(task.test, test_options);
 
   optim::TrainerOptions trainer_options;
   trainer_options.metrics = task.metrics;
   trainer_options.verbosity = o.quiet ? optim::Verbosity::quiet : optim::Verbosity::progress;
+  trainer_options.strategy = strategy;
   optim::Trainer trainer(model, task.loss, optimizer, trainer_options);
 
   optim::FitOptions fit;
@@ -131,9 +166,13 @@ int run(TrainOptions& o) {
   if (!o.log_csv.empty()) fit.callbacks.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
   if (!o.log_jsonl.empty()) fit.callbacks.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
 
-  if (!o.quiet) {
-    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), batch {}, {}, {} thread(s), seed {}\n\n", o.model,
-                             task.description, optimizer->name(), *o.lr, o.batch_size, device.str(),
+  if (!o.quiet && root) {
+    const std::string ranks =
+        world > 1 ? fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank), ", world, o.allreduce,
+                                o.batch_size / world)
+                  : std::string();
+    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), batch {}, {}{}, {} thread(s), seed {}\n\n", o.model,
+                             task.description, optimizer->name(), *o.lr, o.batch_size, ranks, device.str(),
                              config::num_threads(), o.seed);
     const auto dims = task.train.inputs.shape().to_vector();
     std::cout << layers::summary(*model, Shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()))) << '\n';
@@ -159,8 +198,21 @@ int run(TrainOptions& o) {
     samples += epoch_samples;
     training_seconds += epoch_samples / logs.at("samples_per_s");
   }
-  std::cout << fmt::format("{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s\n", task.report(trainer, test),
-                           history.epochs.size(), wall, training_seconds > 0.0 ? samples / training_seconds : 0.0);
+  const std::string report = task.report(trainer, test);  // collective: every rank evaluates its shard
+  if (root) {
+    std::cout << fmt::format("{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s{}\n", report, history.epochs.size(), wall,
+                             training_seconds > 0.0 ? samples / training_seconds : 0.0,
+                             world > 1 ? fmt::format(" over {} ranks", world) : std::string());
+  }
+#if DDL_WITH_MPI_BUILD
+  if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy); data_parallel && root &&
+                                                                                             !o.quiet) {
+    const parallel::SyncStatistics stats = data_parallel->statistics();
+    std::cout << fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} buckets, overlap {})\n",
+                             100.0 * stats.fraction_waiting(), data_parallel->bucket_count(),
+                             o.overlap ? "on" : "off");
+  }
+#endif
   return 0;
 }
 

@@ -11,6 +11,8 @@ namespace {
 
 const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
+const std::vector<std::string> kParallelModes{"none", "data"};
+const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "builtin"};
 
 bool is_materials(const std::string& model) { return model == "materials_mlp"; }
 
@@ -86,6 +88,18 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print only the final result line");
+  app.add_option("--parallel", o.parallel,
+                 "none, or data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
+                 "--batch-size is then the global batch, each rank taking batch/N")
+      ->check(CLI::IsMember(kParallelModes))
+      ->capture_default_str();
+  app.add_option("--allreduce", o.allreduce, "Gradient allreduce: ring, rhd, tree, naive or builtin (MPI_Allreduce)")
+      ->check(CLI::IsMember(kAllreduceNames))
+      ->capture_default_str();
+  app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("!--no-overlap", o.overlap, "Reduce gradients after backward instead of during it");
 }
 
 void resolve_defaults(TrainOptions& o) {

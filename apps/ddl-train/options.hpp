@@ -46,6 +46,10 @@ struct TrainOptions {
   bool validate = true;
   int prefetch = 2;
   bool quiet = false;
+  std::string parallel = "none";    // none | data
+  std::string allreduce = "ring";   // ring | rhd | tree | naive | builtin
+  double bucket_mb = 25.0;
+  bool overlap = true;
 };
 
 // Declares every option on `app`, writing into `options`.

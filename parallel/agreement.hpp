@@ -1,0 +1,44 @@
+// Checks that keep data parallelism from hanging or silently mixing
+// different tensors (Horovod's controller and stall inspector, DESIGN.md
+// "what users of Horovod and DDP trip over"):
+//   agree_on_layout: before the first allreduce of a bucket layout, the
+//     ranks compare it entry by entry; a difference aborts every rank with
+//     the entry and what each rank has there.
+//   StallInspector: at a fixed point of every step each rank reports to
+//     rank 0; a rank that does not arrive within the stall timeout is named
+//     by rank 0, and the job aborts instead of hanging.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ddl/parallel/communicator.hpp>
+
+namespace ddl::parallel {
+
+// `lines` describe this rank's layout, one entry each (name, shape, dtype).
+// Returns when every rank has the same lines; otherwise every rank prints
+// "<what>: ranks disagree on entry k: rank 0 has ..., rank 1 has ..." and
+// the job aborts.
+void agree_on_layout(const Communicator& comm, const std::vector<std::string>& lines, const std::string& what);
+
+// The text of that disagreement, or empty when every rank's lines agree
+// (separate from the abort, so it can be tested).
+std::string layout_disagreement(const Communicator& comm, const std::vector<std::string>& lines,
+                                const std::string& what);
+
+class StallInspector {
+ public:
+  explicit StallInspector(Communicator comm) : comm_(std::move(comm)) {}
+  // Every rank calls this at the same point of step `step`; it returns once
+  // all have. Past DDL_STALL_TIMEOUT seconds, rank 0 prints which ranks
+  // have not arrived at `what` and aborts the job; a rank at another step
+  // is named the same way.
+  void arrive(std::int64_t step, const std::string& what);
+
+ private:
+  Communicator comm_;
+};
+
+}  // namespace ddl::parallel

@@ -1,0 +1,50 @@
+// Allreduce by name (see collectives.hpp): the dispatch, and the Tensor
+// entry point that stages CUDA tensors through the host.
+#include <ddl/parallel/collectives/collectives.hpp>
+
+#include <ddl/core/check.hpp>
+
+namespace ddl::parallel {
+
+std::string algorithm_name(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::ring: return "ring";
+    case AllreduceAlgorithm::rhd: return "rhd";
+    case AllreduceAlgorithm::tree: return "tree";
+    case AllreduceAlgorithm::naive: return "naive";
+    case AllreduceAlgorithm::builtin: return "builtin";
+  }
+  return "unknown";
+}
+
+std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
+  return {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree, AllreduceAlgorithm::naive,
+          AllreduceAlgorithm::builtin};
+}
+
+AllreduceAlgorithm parse_allreduce(const std::string& name) {
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+    if (algorithm_name(algorithm) == name) return algorithm;
+  }
+  throw Error(fmt::format("unknown allreduce algorithm '{}'; known: ring, rhd, tree, naive, builtin", name));
+}
+
+void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::ring: return ring_allreduce(comm, data);
+    case AllreduceAlgorithm::rhd: return halving_doubling_allreduce(comm, data);
+    case AllreduceAlgorithm::tree: return tree_allreduce(comm, data);
+    case AllreduceAlgorithm::naive: return naive_allreduce(comm, data);
+    case AllreduceAlgorithm::builtin: return builtin_allreduce(comm, data);
+  }
+}
+
+void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm) {
+  DDL_CHECK(tensor.dtype() == DType::Float32, "allreduce: needs a float32 tensor, got {} {}", tensor.dtype(),
+            tensor.shape());
+  const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
+  allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), algorithm);
+  if (!tensor.device().is_cpu()) tensor.copy_from(host);
+}
+
+}  // namespace ddl::parallel

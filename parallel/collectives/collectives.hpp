@@ -1,0 +1,65 @@
+// Collectives written on the Communicator's point-to-point messages, one
+// readable file per algorithm (DESIGN.md item 4), beside MPI's own. Every
+// rank calls the same collective with the same element count; buffers are
+// float32 in host memory (a CUDA tensor is staged through the host by the
+// Tensor overload). The sums use the elementwise Add functor every backend
+// shares.
+//
+//   algorithm  file                 messages per rank   bytes sent per rank
+//   ring       ring.cpp             2(p-1)              2 n (p-1)/p
+//   rhd        halving_doubling.cpp 2 log2 p            2 n (p-1)/p (+n if p is not a power of two)
+//   tree       tree.cpp             2 log2 p            up to 2 n log2 p
+//   naive      naive.cpp            2 (root: 2(p-1))    n (root: 2 n (p-1))
+//   builtin    MPI_Allreduce        (MPICH's choice)
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <ddl/core/tensor.hpp>
+#include <ddl/parallel/communicator.hpp>
+
+namespace ddl::parallel {
+
+enum class AllreduceAlgorithm { ring, rhd, tree, naive, builtin };
+
+// "ring", "rhd", "tree", "naive", "builtin".
+std::string algorithm_name(AllreduceAlgorithm algorithm);
+// The inverse; throws ddl::Error listing the names for an unknown one.
+AllreduceAlgorithm parse_allreduce(const std::string& name);
+std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
+
+// Sums `data` over the ranks of `comm`, in place.
+void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
+// The same on a contiguous float32 tensor (CUDA: through a host copy).
+void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm);
+
+// The algorithms one by one (allreduce() dispatches to them).
+void ring_allreduce(const Communicator& comm, std::span<float> data);
+void halving_doubling_allreduce(const Communicator& comm, std::span<float> data);
+void tree_allreduce(const Communicator& comm, std::span<float> data);
+void naive_allreduce(const Communicator& comm, std::span<float> data);
+void builtin_allreduce(const Communicator& comm, std::span<float> data);
+
+// The ring's halves, also useful alone. The buffer of n elements is cut into
+// p chunks of n/p (the first n mod p one longer), chunk_range() below.
+// reduce-scatter: afterwards rank r's chunk r holds the sum over ranks (the
+// other chunks hold partial sums). allgather: rank r's chunk r is copied
+// into chunk r of every rank.
+void ring_reduce_scatter(const Communicator& comm, std::span<float> data);
+void ring_allgather(const Communicator& comm, std::span<float> data);
+
+// Root's `data` copied to every rank, down a binomial tree (log2 p rounds).
+void tree_broadcast(const Communicator& comm, std::span<float> data, int root);
+
+// [begin, end) of chunk `index` when n elements are cut into `parts` chunks.
+struct ChunkRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const { return end - begin; }
+};
+ChunkRange chunk_range(std::int64_t n, int parts, int index);
+
+}  // namespace ddl::parallel

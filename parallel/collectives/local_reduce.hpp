@@ -1,0 +1,19 @@
+// Internal to the collectives: the local step of every reduction, dst += src
+// on host memory with the Add functor all backends share. A plain loop on
+// the calling thread (often the communication thread), not an OpenMP team:
+// the compute threads are busy with the backward pass meanwhile.
+#pragma once
+
+#include <cstdint>
+
+#include <ddl/core/functors.hpp>
+#include <ddl/core/kernels.hpp>
+
+namespace ddl::parallel::detail {
+
+inline void add_into(float* dst, const float* src, std::int64_t n) {
+  const kernels::Zip2<fn::Add> add{dst, src, dst, {}};
+  for (std::int64_t i = 0; i < n; ++i) add(i);
+}
+
+}  // namespace ddl::parallel::detail

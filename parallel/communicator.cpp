@@ -1,0 +1,324 @@
+// Communicator and Request over MPI (see communicator.hpp). Every wait goes
+// through wait_bounded(), which polls the request and, past the stall
+// timeout, names the stuck operation and peer and aborts the job.
+#include <ddl/parallel/communicator.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
+#include <ddl/parallel/mpi_internal.hpp>
+
+namespace ddl::parallel {
+namespace detail {
+
+void throw_mpi_error(int code, const char* call, const char* file, int line) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  int rank = -1, initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  throw Error(fmt::format("{} failed on rank {}: {} ({}:{})", call, rank, std::string(text, length), file, line));
+}
+
+CommunicatorState::~CommunicatorState() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owned && !finalized) MPI_Comm_free(&comm);
+}
+
+[[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code) {
+  std::fprintf(stderr, "ddl: rank %d: %s\n", rank, message.c_str());
+  std::fflush(stderr);
+  // MPI_Abort makes the launcher kill every process at once, and it may
+  // stop forwarding output before it has read this message: give it time.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  MPI_Abort(comm, code);
+  std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
+}
+
+constexpr std::int64_t kSpinPolls = 5000;
+constexpr std::chrono::microseconds kBackoff{10};
+
+void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const std::string& what, int peer,
+                  MPI_Status* status) {
+  const double timeout = config::stall_timeout_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  for (std::int64_t polls = 0;; ++polls) {
+    int done = 0;
+    const int code = MPI_Test(&request, &done, status);
+    if (code != MPI_SUCCESS) {
+      char text[MPI_MAX_ERROR_STRING];
+      int length = 0;
+      MPI_Error_string(code, text, &length);
+      const std::string whom = peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks");
+      throw Error(fmt::format("rank {}: {} with {} failed: {}", comm.rank, what, whom, std::string(text, length)));
+    }
+    if (done) return;
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited > timeout) {
+      const std::string whom = peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks");
+      abort_job(comm.comm, comm.rank,
+                fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
+                            "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
+                            what, whom, waited, whom, timeout),
+                1);
+    }
+    // Spin briefly (messages between ranks of a node arrive in microseconds),
+    // then back off, so a communication thread waiting on a slow peer does
+    // not take the core from the backward pass it is meant to overlap.
+    if (polls < kSpinPolls) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(kBackoff);
+    }
+  }
+}
+
+struct RequestState {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::shared_ptr<CommunicatorState> comm;
+  std::string what;  // "receive of 4096 bytes"
+  int peer = -1;
+  std::int64_t expected_bytes = -1;  // for receives: the count to check
+};
+
+}  // namespace detail
+
+namespace {
+
+using detail::abort_job;
+using detail::CommunicatorState;
+using detail::RequestState;
+using detail::wait_bounded;
+
+// Finalizes MPI at exit if ddl initialised it.
+struct MpiLifetime {
+  bool initialized_here = false;
+  ~MpiLifetime() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (initialized_here && !finalized) MPI_Finalize();
+  }
+};
+
+void ensure_mpi() {
+  static MpiLifetime lifetime = [] {
+    MpiLifetime result;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      DDL_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+      result.initialized_here = true;
+      DDL_CHECK(provided == MPI_THREAD_MULTIPLE,
+                "MPI provides thread level {} but ddl's communication threads need MPI_THREAD_MULTIPLE ({})",
+                provided, MPI_THREAD_MULTIPLE);
+    }
+    // Errors come back as codes that DDL_MPI_CHECK turns into ddl::Error
+    // naming the call, instead of MPI killing the job without context.
+    DDL_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    return result;
+  }();
+}
+
+std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
+  auto state = std::make_shared<CommunicatorState>();
+  state->comm = comm;
+  state->owned = owned;
+  DDL_MPI_CHECK(MPI_Comm_rank(comm, &state->rank));
+  DDL_MPI_CHECK(MPI_Comm_size(comm, &state->size));
+  MPI_Comm node = MPI_COMM_NULL;
+  DDL_MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, state->rank, MPI_INFO_NULL, &node));
+  DDL_MPI_CHECK(MPI_Comm_rank(node, &state->local_rank));
+  DDL_MPI_CHECK(MPI_Comm_size(node, &state->local_size));
+  DDL_MPI_CHECK(MPI_Comm_free(&node));
+  return state;
+}
+
+int checked_count(std::size_t bytes, const char* what) {
+  DDL_CHECK(bytes <= static_cast<std::size_t>(INT_MAX), "{}: {} bytes exceed MPI's int count; send it in pieces",
+            what, bytes);
+  return static_cast<int>(bytes);
+}
+
+void check_peer(const CommunicatorState& comm, int peer, const char* what) {
+  DDL_CHECK(peer >= 0 && peer < comm.size, "{}: peer rank {} is outside this communicator of {} ranks", what, peer,
+            comm.size);
+}
+
+void check_received(const CommunicatorState& comm, const MPI_Status& status, std::int64_t expected, int peer) {
+  int received = 0;
+  DDL_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &received));
+  DDL_CHECK(received == expected, "rank {} expected {} bytes from rank {} but received {}", comm.rank, expected, peer,
+            received);
+}
+
+}  // namespace
+
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    if (state_) {
+      try {
+        wait();
+      } catch (...) {  // a move must not throw; the error already reached the waiter or is lost with the request
+      }
+    }
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (!state_) return;
+  try {
+    wait();
+  } catch (...) {  // destructors must not throw: an unwaited request's error is dropped with it
+  }
+}
+
+void Request::wait() {
+  if (!state_) return;
+  const auto state = std::move(state_);
+  MPI_Status status;
+  wait_bounded(state->request, *state->comm, state->what, state->peer, &status);
+  if (state->expected_bytes >= 0) check_received(*state->comm, status, state->expected_bytes, state->peer);
+}
+
+bool Request::test() {
+  if (!state_) return true;
+  int done = 0;
+  MPI_Status status;
+  DDL_MPI_CHECK(MPI_Test(&state_->request, &done, &status));
+  if (!done) return false;
+  const auto state = std::move(state_);
+  if (state->expected_bytes >= 0) check_received(*state->comm, status, state->expected_bytes, state->peer);
+  return true;
+}
+
+Communicator Communicator::world() {
+  ensure_mpi();
+  static const auto state = make_state(MPI_COMM_WORLD, false);
+  return Communicator(state);
+}
+
+bool Communicator::launched_by_mpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return true;
+  for (const char* name : {"PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+int Communicator::rank() const { return state_->rank; }
+int Communicator::size() const { return state_->size; }
+int Communicator::local_rank() const { return state_->local_rank; }
+int Communicator::local_size() const { return state_->local_size; }
+
+std::string Communicator::describe() const {
+  char host[256] = {};
+  ::gethostname(host, sizeof(host) - 1);
+  return fmt::format("rank {} of {} on {}", state_->rank, state_->size, host);
+}
+
+void Communicator::barrier() const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  DDL_MPI_CHECK(MPI_Ibarrier(state_->comm, &request));
+  wait_bounded(request, *state_, "barrier", -1);
+}
+
+Communicator Communicator::split(int color, int key) const {
+  MPI_Comm comm = MPI_COMM_NULL;
+  DDL_MPI_CHECK(MPI_Comm_split(state_->comm, color, key, &comm));
+  return Communicator(make_state(comm, true));
+}
+
+Request Communicator::isend(std::span<const std::byte> bytes, int peer, int tag) const {
+  check_peer(*state_, peer, "isend");
+  auto state = std::make_shared<RequestState>();
+  state->comm = state_;
+  state->peer = peer;
+  state->what = fmt::format("send of {} bytes (tag {})", bytes.size(), tag);
+  DDL_MPI_CHECK(MPI_Isend(bytes.data(), checked_count(bytes.size(), "isend"), MPI_BYTE, peer, tag, state_->comm,
+                          &state->request));
+  return Request(std::move(state));
+}
+
+Request Communicator::irecv(std::span<std::byte> bytes, int peer, int tag) const {
+  check_peer(*state_, peer, "irecv");
+  auto state = std::make_shared<RequestState>();
+  state->comm = state_;
+  state->peer = peer;
+  state->expected_bytes = static_cast<std::int64_t>(bytes.size());
+  state->what = fmt::format("receive of {} bytes (tag {})", bytes.size(), tag);
+  DDL_MPI_CHECK(MPI_Irecv(bytes.data(), checked_count(bytes.size(), "irecv"), MPI_BYTE, peer, tag, state_->comm,
+                          &state->request));
+  return Request(std::move(state));
+}
+
+void Communicator::send(std::span<const std::byte> bytes, int peer, int tag) const { isend(bytes, peer, tag).wait(); }
+
+void Communicator::recv(std::span<std::byte> bytes, int peer, int tag) const { irecv(bytes, peer, tag).wait(); }
+
+void Communicator::send_recv(std::span<const std::byte> send_bytes, int to, std::span<std::byte> recv_bytes, int from,
+                             int tag) const {
+  Request receive = irecv(recv_bytes, from, tag);
+  Request sending = isend(send_bytes, to, tag);
+  receive.wait();
+  sending.wait();
+}
+
+void Communicator::send(const Tensor& tensor, int peer, int tag) const {
+  const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
+  send(std::span<const std::byte>(static_cast<const std::byte*>(host.raw_data()), host.nbytes()), peer, tag);
+}
+
+void Communicator::recv(const Tensor& tensor, int peer, int tag) const {
+  if (tensor.device().is_cpu()) {
+    recv(std::span<std::byte>(static_cast<std::byte*>(tensor.raw_data()), tensor.nbytes()), peer, tag);
+    return;
+  }
+  const Tensor host = Tensor::empty(tensor.shape(), {tensor.dtype(), cpu(), false});
+  recv(std::span<std::byte>(static_cast<std::byte*>(host.raw_data()), host.nbytes()), peer, tag);
+  tensor.copy_from(host);
+}
+
+void Communicator::sum_doubles(std::span<double> values) const {
+  MPI_Request request = MPI_REQUEST_NULL;
+  DDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), checked_count(values.size(), "sum_doubles"), MPI_DOUBLE,
+                               MPI_SUM, state_->comm, &request));
+  wait_bounded(request, *state_, fmt::format("sum of {} metric values", values.size()), -1);
+}
+
+std::vector<std::byte> Communicator::allgather_bytes(std::span<const std::byte> bytes) const {
+  std::vector<std::byte> all(bytes.size() * static_cast<std::size_t>(state_->size));
+  MPI_Request request = MPI_REQUEST_NULL;
+  const int count = checked_count(bytes.size(), "allgather_bytes");
+  DDL_MPI_CHECK(MPI_Iallgather(bytes.data(), count, MPI_BYTE, all.data(), count, MPI_BYTE, state_->comm, &request));
+  wait_bounded(request, *state_, fmt::format("allgather of {} bytes", bytes.size()), -1);
+  return all;
+}
+
+void Communicator::broadcast_bytes(std::span<std::byte> bytes, int root) const {
+  check_peer(*state_, root, "broadcast_bytes");
+  MPI_Request request = MPI_REQUEST_NULL;
+  DDL_MPI_CHECK(MPI_Ibcast(bytes.data(), checked_count(bytes.size(), "broadcast_bytes"), MPI_BYTE, root, state_->comm,
+                           &request));
+  wait_bounded(request, *state_, fmt::format("broadcast of {} bytes from rank {}", bytes.size(), root), root);
+}
+
+void Communicator::abort(const std::string& message, int code) const {
+  abort_job(state_->comm, state_->rank, message, code);
+}
+
+}  // namespace ddl::parallel

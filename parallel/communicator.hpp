@@ -1,0 +1,110 @@
+// Communicator: a group of processes (ranks) that exchange messages, over MPI
+// (DESIGN.md item 4). Rank, size, the rank on this node (which picks the GPU),
+// barrier, split, and point-to-point messages of tensors or raw host bytes,
+// blocking or not. CUDA tensors are staged through host memory, since MPI
+// may not be CUDA-aware.
+//
+// Waiting is bounded: a blocking call, a Request::wait or a barrier that has
+// not completed after the stall timeout (DDL_STALL_TIMEOUT seconds, default
+// 60, as Horovod's stall warning) prints which rank and which peer are stuck
+// on what, and aborts the whole job instead of hanging forever.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include <ddl/core/tensor.hpp>
+
+namespace ddl::parallel {
+
+namespace detail {
+struct CommunicatorState;
+struct RequestState;
+}  // namespace detail
+
+// A message in flight (MPI_Isend / MPI_Irecv). wait() blocks until it is
+// done; destroying an unfinished request waits for it, so its buffer is never
+// freed under MPI's feet.
+class Request {
+ public:
+  Request() = default;
+  explicit Request(std::shared_ptr<detail::RequestState> state) : state_(std::move(state)) {}
+  Request(Request&&) noexcept = default;
+  Request& operator=(Request&&) noexcept;
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+  ~Request();
+
+  void wait();
+  bool test();  // true once done
+  bool pending() const { return state_ != nullptr; }
+
+ private:
+  std::shared_ptr<detail::RequestState> state_;
+};
+
+class Communicator {
+ public:
+  // Every process of the job (MPI_COMM_WORLD); initialises MPI on first use
+  // (thread level MPI_THREAD_MULTIPLE, needed by communication threads).
+  static Communicator world();
+  // Whether this process was started as one of several ranks: MPI is
+  // initialised, or a launcher's environment (mpiexec, srun) says so.
+  static bool launched_by_mpi();
+
+  int rank() const;
+  int size() const;
+  // The rank among the processes on this node, and how many there are
+  // (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED): one GPU per local rank.
+  int local_rank() const;
+  int local_size() const;
+  // "rank 1 of 4 on node-a"
+  std::string describe() const;
+
+  void barrier() const;
+  // Ranks with the same color form a new communicator, ordered by key then
+  // by rank in this one (MPI_Comm_split).
+  Communicator split(int color, int key) const;
+
+  // Raw host bytes to / from rank `peer`.
+  void send(std::span<const std::byte> bytes, int peer, int tag = 0) const;
+  void recv(std::span<std::byte> bytes, int peer, int tag = 0) const;
+  Request isend(std::span<const std::byte> bytes, int peer, int tag = 0) const;
+  Request irecv(std::span<std::byte> bytes, int peer, int tag = 0) const;
+  // Sends `send_bytes` to `to` while receiving `recv_bytes` from `from`
+  // (MPI_Sendrecv): the step of every ring.
+  void send_recv(std::span<const std::byte> send_bytes, int to, std::span<std::byte> recv_bytes, int from,
+                 int tag = 0) const;
+
+  // A tensor's elements to / from `peer`. The receiver's tensor must already
+  // have the sender's shape and dtype (the byte counts are checked by MPI:
+  // a longer message is an error naming both ranks). CUDA tensors go through
+  // a host copy.
+  void send(const Tensor& tensor, int peer, int tag = 0) const;
+  void recv(const Tensor& tensor, int peer, int tag = 0) const;
+
+  // The sum of `values` over the ranks, in place (MPI_Allreduce on doubles):
+  // for metrics and small bookkeeping, not for gradients.
+  void sum_doubles(std::span<double> values) const;
+  // `bytes` of every rank, concatenated in rank order (MPI_Allgather);
+  // every rank must pass the same byte count.
+  std::vector<std::byte> allgather_bytes(std::span<const std::byte> bytes) const;
+  // Root's `bytes` copied to every rank (MPI_Bcast); same size on every rank.
+  void broadcast_bytes(std::span<std::byte> bytes, int root) const;
+
+  // Ends the whole job with `message` printed by this rank (MPI_Abort):
+  // what a rank does when it cannot go on and the others would hang.
+  [[noreturn]] void abort(const std::string& message, int code = 1) const;
+
+  // Internal: for the MPI-based collectives.
+  const std::shared_ptr<detail::CommunicatorState>& state() const { return state_; }
+
+ private:
+  explicit Communicator(std::shared_ptr<detail::CommunicatorState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::CommunicatorState> state_;
+};
+
+}  // namespace ddl::parallel

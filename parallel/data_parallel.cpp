@@ -1,0 +1,256 @@
+// The data-parallel strategy (see data_parallel.hpp). The training thread
+// fills buckets from gradient hooks; the communication thread reduces them
+// strictly in bucket order, the same on every rank, so the ranks' collectives
+// always match up.
+#include <ddl/parallel/data_parallel.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include <ddl/core/backend.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
+#include <ddl/core/functors.hpp>
+#include <ddl/core/kernels.hpp>
+#include <ddl/optim/optimizer.hpp>
+#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/gradient_buckets.hpp>
+
+namespace ddl::parallel {
+
+using Clock = std::chrono::steady_clock;
+
+struct DataParallel::State {
+  Communicator comm;
+  DataParallelOptions options;
+  StallInspector stall_inspector;
+  std::vector<GradientBucket> buckets;
+  std::vector<std::pair<int, int>> hooked;  // bucket and entry of each hooked parameter, in hook order
+  bool prepared = false;
+
+  // Shared with the communication thread, under `mutex`.
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool armed = false;                     // a training backward is running
+  std::vector<std::int64_t> ready;        // per bucket: entries copied in this step
+  std::vector<bool> launched;             // per bucket: handed to the communication thread
+  std::size_t reduced = 0;                // buckets reduced in this step, in order
+  std::exception_ptr failure;
+  std::jthread worker;
+
+  SyncStatistics statistics;
+  Clock::time_point step_start;
+  std::int64_t step = 0;
+
+  State(Communicator communicator, DataParallelOptions opts)
+      : comm(std::move(communicator)), options(opts), stall_inspector(comm) {}
+
+  void copy_in(std::size_t b, const BucketEntry& entry) {
+    float* target = buckets[b].buffer.data() + entry.offset;
+    const Tensor grad = entry.parameter.grad();
+    if (grad.defined()) {
+      backend::copy_bytes(cpu(), target, grad.device(), grad.raw_data(), grad.nbytes());
+    } else {
+      std::fill(target, target + entry.parameter.numel(), 0.0f);
+    }
+  }
+
+  void reduce(std::size_t b) {
+    allreduce(comm, std::span<float>(buckets[b].buffer), options.algorithm);
+  }
+
+  // The communication thread: reduces bucket 0, 1, ... of each step as each
+  // is launched.
+  void serve(const std::stop_token& stop) {
+    for (;;) {
+      std::size_t next = 0;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return stop.stop_requested() || (reduced < launched.size() && launched[reduced]); });
+        if (stop.stop_requested()) return;
+        next = reduced;
+      }
+      try {
+        reduce(next);
+      } catch (...) {
+        const std::lock_guard lock(mutex);
+        failure = std::current_exception();
+      }
+      {
+        const std::lock_guard lock(mutex);
+        ++reduced;
+      }
+      changed.notify_all();
+    }
+  }
+
+  // Called by the gradient hook of the parameter at buckets[b].entries[e].
+  void on_gradient(std::size_t b, std::size_t e) {
+    {
+      const std::lock_guard lock(mutex);
+      if (!armed) return;
+      DDL_CHECK(!launched[b], "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
+                "with weights used twice per step, construct DataParallel with overlap = false",
+                buckets[b].entries[e].name);
+    }
+    copy_in(b, buckets[b].entries[e]);
+    bool full = false;
+    {
+      const std::lock_guard lock(mutex);
+      full = ++ready[b] == static_cast<std::int64_t>(buckets[b].entries.size());
+      if (full) launched[b] = true;
+    }
+    if (full) changed.notify_all();
+  }
+};
+
+namespace {
+
+// Rank 0's value of `tensor` on every rank, in place.
+void broadcast_tensor(const Communicator& comm, const Tensor& tensor) {
+  const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
+  if (host.dtype() == DType::Float32) {
+    tree_broadcast(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), 0);
+  } else {
+    comm.broadcast_bytes(std::span<std::byte>(static_cast<std::byte*>(host.raw_data()), host.nbytes()), 0);
+  }
+  if (!tensor.device().is_cpu()) tensor.copy_from(host);
+}
+
+std::vector<std::string> describe(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  std::vector<std::string> lines;
+  for (const auto& [name, tensor] : tensors) lines.push_back(fmt::format("{} {} {}", name, tensor.shape(), tensor.dtype()));
+  return lines;
+}
+
+}  // namespace
+
+DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
+    : state_(std::make_shared<State>(std::move(comm), options)) {
+  if (state_->options.bucket_bytes == 0) state_->options.bucket_bytes = config::fusion_threshold_bytes();
+  DDL_CHECK(state_->options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive, got {}",
+            state_->options.bucket_bytes);
+}
+
+DataParallel::~DataParallel() {
+  if (state_->worker.joinable()) {
+    state_->worker.request_stop();
+    state_->changed.notify_all();
+    state_->worker.join();
+  }
+}
+
+int DataParallel::rank() const { return state_->comm.rank(); }
+int DataParallel::world_size() const { return state_->comm.size(); }
+const Communicator& DataParallel::communicator() const { return state_->comm; }
+const DataParallelOptions& DataParallel::options() const { return state_->options; }
+std::size_t DataParallel::bucket_count() const { return state_->buckets.size(); }
+SyncStatistics DataParallel::statistics() const { return state_->statistics; }
+
+void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
+  State& s = *state_;
+  // Agree first: broadcasting into differently shaped tensors would hang or corrupt.
+  auto tensors = model.named_parameters();
+  for (auto& buffer : model.named_buffers()) tensors.push_back(std::move(buffer));
+  agree_on_layout(s.comm, describe(tensors), "DataParallel: the model's parameters and buffers");
+  for (const auto& [name, tensor] : tensors) broadcast_tensor(s.comm, tensor.detach());
+  if (optimizer != nullptr) {
+    auto optimizer_state = optimizer->state();
+    agree_on_layout(s.comm, describe(optimizer_state), "DataParallel: the optimizer's state");
+    for (const auto& [name, tensor] : optimizer_state) broadcast_tensor(s.comm, tensor);
+    optimizer->load_state(optimizer_state);  // "step" is a copy: write it back
+  }
+  if (s.prepared) return;  // after a checkpoint load: buckets and hooks stand
+
+  s.buckets = make_buckets(model.named_parameters(), s.options.bucket_bytes);
+  agree_on_layout(s.comm, describe_layout(s.buckets), "DataParallel: the gradient buckets");
+  s.ready.assign(s.buckets.size(), 0);
+  s.launched.assign(s.buckets.size(), false);
+  s.reduced = s.buckets.size();
+  const std::weak_ptr<State> weak = state_;
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+    for (std::size_t e = 0; e < s.buckets[b].entries.size(); ++e) {
+      s.buckets[b].entries[e].parameter.register_grad_hook([weak, b, e](Tensor&) {
+        if (const auto state = weak.lock()) state->on_gradient(b, e);
+      });
+    }
+  }
+  if (s.options.overlap) {
+    s.worker = std::jthread([&s](const std::stop_token& stop) { s.serve(stop); });
+  }
+  s.prepared = true;
+}
+
+optim::StepOutput DataParallel::forward_backward(layers::Module& model, const optim::LossFunction& loss,
+                                                 const optim::Batch& batch) {
+  State& s = *state_;
+  DDL_CHECK(s.prepared, "DataParallel: prepare() must run before the first step (the Trainer does it)");
+  s.stall_inspector.arrive(s.step, "the gradient allreduce");
+  s.step_start = Clock::now();
+  {
+    const std::lock_guard lock(s.mutex);
+    std::fill(s.ready.begin(), s.ready.end(), 0);
+    std::fill(s.launched.begin(), s.launched.end(), false);
+    s.reduced = 0;
+    s.armed = s.options.overlap;
+  }
+  return Strategy::forward_backward(model, loss, batch);
+}
+
+void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
+  State& s = *state_;
+  const auto wait_start = Clock::now();
+  if (s.options.overlap) {
+    // Buckets with parameters that got no gradient this step: send them with zeros.
+    {
+      std::unique_lock lock(s.mutex);
+      s.armed = false;
+      for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+        if (s.launched[b]) continue;
+        lock.unlock();
+        for (const BucketEntry& entry : s.buckets[b].entries) {
+          if (!entry.parameter.grad().defined()) s.copy_in(b, entry);
+        }
+        lock.lock();
+        s.launched[b] = true;
+      }
+    }
+    s.changed.notify_all();
+    std::unique_lock lock(s.mutex);
+    s.changed.wait(lock, [&] { return s.reduced == s.buckets.size(); });
+    if (s.failure) std::rethrow_exception(std::exchange(s.failure, nullptr));
+  } else {
+    for (std::size_t b = 0; b < s.buckets.size(); ++b) {
+      for (const BucketEntry& entry : s.buckets[b].entries) s.copy_in(b, entry);
+      s.reduce(b);
+    }
+  }
+  // The average, written back as each parameter's gradient.
+  const float inverse = 1.0f / static_cast<float>(s.comm.size());
+  for (GradientBucket& bucket : s.buckets) {
+    const kernels::Map1<fn::MulScalar> scale{bucket.buffer.data(), bucket.buffer.data(), {inverse}};
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(bucket.buffer.size()); ++i) scale(i);
+    for (const BucketEntry& entry : bucket.entries) {
+      Tensor grad = entry.parameter.grad();
+      if (!grad.defined()) {
+        grad = Tensor::empty(entry.parameter.shape(), {DType::Float32, entry.parameter.device(), false});
+        entry.parameter.set_grad(grad);
+      }
+      backend::copy_bytes(grad.device(), grad.raw_data(), cpu(), bucket.buffer.data() + entry.offset, grad.nbytes());
+    }
+  }
+  const auto end = Clock::now();
+  s.statistics.wait_seconds += std::chrono::duration<double>(end - wait_start).count();
+  s.statistics.step_seconds += std::chrono::duration<double>(end - s.step_start).count();
+  ++s.statistics.steps;
+  ++s.step;
+}
+
+void DataParallel::sum_over_ranks(std::vector<double>& values) { state_->comm.sum_doubles(values); }
+
+}  // namespace ddl::parallel

@@ -1,0 +1,75 @@
+// DataParallel: the data-parallel strategy for the Trainer (DESIGN.md item
+// 4; what Horovod and PyTorch DDP do). Every rank holds the whole model and
+// trains on its own shard of each epoch; after each backward the gradients
+// are averaged over the ranks, so every rank takes the same optimizer step
+// and the ranks stay identical.
+//
+//   prepare: the ranks check they built the same model, then rank 0's
+//     parameters, buffers and optimizer state are broadcast to all (so a
+//     resume from rank 0's checkpoint reaches everyone).
+//   backward: as each gradient is produced, a hook copies it into its
+//     bucket (gradient_buckets.hpp); a full bucket is handed to the
+//     communication thread, whose allreduce overlaps the rest of backward.
+//   synchronize_gradients: waits for every bucket, divides by the rank
+//     count and writes the averages back into the parameters' .grad.
+//   metrics: summed over ranks; only rank 0 prints, logs and checkpoints.
+//
+// Parameters that receive no gradient in a step count as zero gradients
+// (every rank must still send the bucket). Each parameter must be used once
+// per forward pass when overlap is on (its hook fires once); with shared
+// weights turn overlap off.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ddl/optim/strategy.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communicator.hpp>
+
+namespace ddl::parallel {
+
+struct DataParallelOptions {
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
+  // Bucket size; 0: DDL_FUSION_THRESHOLD (default 25 MiB, PyTorch DDP's).
+  std::int64_t bucket_bytes = 0;
+  // Reduce buckets on the communication thread while backward runs; off:
+  // reduce them all after backward, on the training thread.
+  bool overlap = true;
+};
+
+// Where a data-parallel step's time went, summed over the steps so far.
+struct SyncStatistics {
+  std::int64_t steps = 0;
+  double step_seconds = 0.0;  // forward, backward and gradient synchronisation
+  double wait_seconds = 0.0;  // in synchronize_gradients, waiting for buckets
+  double fraction_waiting() const { return step_seconds > 0.0 ? wait_seconds / step_seconds : 0.0; }
+};
+
+class DataParallel : public optim::Strategy {
+ public:
+  explicit DataParallel(Communicator comm, DataParallelOptions options = {});
+  ~DataParallel() override;
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  int rank() const override;
+  int world_size() const override;
+  void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss,
+                                     const optim::Batch& batch) override;
+  void synchronize_gradients(layers::Module& model) override;
+  void sum_over_ranks(std::vector<double>& values) override;
+
+  const Communicator& communicator() const;
+  const DataParallelOptions& options() const;
+  std::size_t bucket_count() const;
+  SyncStatistics statistics() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ddl::parallel

@@ -1,0 +1,40 @@
+// Internal to parallel/: MPI's header, DDL_MPI_CHECK (a failed MPI call
+// becomes a ddl::Error naming the call, MPI's own message and the rank, as
+// llm.c's mpiCheck), the state behind a Communicator and the bounded wait
+// every blocking operation uses. Not installed: public headers expose no MPI
+// types, so programs using ddl need no MPI include path.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+namespace ddl::parallel::detail {
+
+[[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
+
+struct CommunicatorState {
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool owned = false;  // freed with the state (split communicators)
+  int rank = 0, size = 1, local_rank = 0, local_size = 1;
+  ~CommunicatorState();
+};
+
+// Prints "ddl: rank <r>: <message>" and ends the whole job (MPI_Abort).
+[[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code);
+
+// Waits for `request`, polling and yielding (so oversubscribed ranks still
+// progress); past config::stall_timeout_seconds() prints what it waited for
+// and from whom (`peer`, or -1 for a collective) and aborts every rank.
+void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const std::string& what, int peer,
+                  MPI_Status* status = MPI_STATUS_IGNORE);
+
+}  // namespace ddl::parallel::detail
+
+#define DDL_MPI_CHECK(call)                                                              \
+  do {                                                                                   \
+    const int ddl_mpi_code = (call);                                                     \
+    if (ddl_mpi_code != MPI_SUCCESS) {                                                   \
+      ::ddl::parallel::detail::throw_mpi_error(ddl_mpi_code, #call, __FILE__, __LINE__); \
+    }                                                                                    \
+  } while (false)

@@ -1,0 +1,40 @@
+// Programs that must end the whole job with a clear message instead of
+// hanging; ctest runs them under mpiexec and matches the message.
+//   mismatch: rank 1 builds a wider layer than the others; DataParallel's
+//     layout check names the tensor and what each rank has.
+//   stall: rank 1 never reaches its first step; rank 0's stall inspector
+//     names it after DDL_STALL_TIMEOUT seconds.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include <ddl/ddl.hpp>
+#include <ddl/parallel/data_parallel.hpp>
+
+using namespace ddl;
+
+int main(int argc, char** argv) {
+  const std::string which = argc > 1 ? argv[1] : "";
+  const parallel::Communicator world = parallel::Communicator::world();
+  Generator generator(1);
+  auto model = std::make_shared<layers::Sequential>();
+  const std::int64_t hidden = which == "mismatch" && world.rank() == 1 ? 9 : 8;
+  model->emplace<layers::Dense>(4, hidden, true, &generator).emplace<layers::ReLU>().emplace<layers::Dense>(
+      hidden, 3, true, &generator);
+  optim::TrainerOptions options;
+  options.verbosity = optim::Verbosity::quiet;
+  options.strategy = std::make_shared<parallel::DataParallel>(world);
+  optim::Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(model->parameters()), options);
+  models::DataLoader data({ones({16, 4}), zeros({16}, {DType::Int64})}, {.batch_size = 4});
+
+  if (which == "stall" && world.rank() == 1) {
+    // Joins prepare() (collective), then never trains.
+    options.strategy->prepare(*model, &trainer.optimizer());
+    std::this_thread::sleep_for(std::chrono::minutes(5));
+    return 0;
+  }
+  trainer.fit(data, {.epochs = 1});
+  std::printf("rank %d: trained without noticing (%s)\n", world.rank(), which.c_str());
+  return 0;
+}

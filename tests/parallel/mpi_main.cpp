@@ -1,0 +1,21 @@
+// The main of the MPI test programs: every rank runs every test case (they
+// are collective), and the program fails on every rank if any rank failed,
+// so mpiexec's exit code and ctest see one verdict.
+#define DOCTEST_CONFIG_IMPLEMENT
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+
+#include <ddl/parallel/communicator.hpp>
+
+int main(int argc, char** argv) {
+  const ddl::parallel::Communicator world = ddl::parallel::Communicator::world();
+  doctest::Context context(argc, argv);
+  std::printf("%s\n", world.describe().c_str());
+  const int result = context.run();
+  std::array<double, 1> failures{result == 0 ? 0.0 : 1.0};
+  world.sum_doubles(failures);
+  if (world.rank() == 0 && failures[0] > 0) std::printf("%g rank(s) failed\n", failures[0]);
+  return failures[0] > 0 ? 1 : 0;
+}

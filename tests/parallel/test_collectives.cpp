@@ -1,0 +1,153 @@
+// Every allreduce algorithm (parallel/collectives) under mpiexec with 2, 3
+// and 4 ranks, on random data of awkward sizes: 0, 1, fewer elements than
+// ranks, not divisible by the rank count, and several MiB (many ring
+// segments). Each result is checked against a double-precision sum that
+// every rank computes from every rank's seeded data, and against
+// MPI_Allreduce; every rank must end with the same bits.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <ddl/ddl.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
+
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using namespace ddl::parallel;
+
+namespace {
+
+// Rank r's data for a given size: uniform in [-1, 1) from its own seed.
+std::vector<float> rank_data(int rank, std::int64_t n) {
+  Generator generator(1000 + static_cast<std::uint64_t>(rank) * 7919 + static_cast<std::uint64_t>(n));
+  return n == 0 ? std::vector<float>{} : uniform({n}, -1.0f, 1.0f, {}, &generator).to_vector<float>();
+}
+
+std::vector<float> exact_sum(int ranks, std::int64_t n) {
+  std::vector<double> sum(static_cast<std::size_t>(n), 0.0);
+  for (int r = 0; r < ranks; ++r) {
+    const auto data = rank_data(r, n);
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] += data[i];
+  }
+  return {sum.begin(), sum.end()};
+}
+
+std::vector<std::int64_t> awkward_sizes(int ranks) {
+  return {0, 1, ranks - 1, ranks + 1, 7 * ranks + 3, 1000003, (3 << 20) / 4 + 5};  // the last two: ~4 and ~3 MiB
+}
+
+// Whether every rank holds exactly these bytes.
+bool same_on_every_rank(const Communicator& comm, const std::vector<float>& values) {
+  std::uint64_t hash = 1469598103934665603ull;  // FNV-1a over the bytes
+  for (const float value : values) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    hash = (hash ^ bits) * 1099511628211ull;
+  }
+  const auto all = comm.allgather_bytes(std::as_bytes(std::span<const std::uint64_t>(&hash, 1)));
+  for (int r = 0; r < comm.size(); ++r) {
+    if (std::memcmp(all.data() + r * sizeof(hash), &hash, sizeof(hash)) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("Collectives: every allreduce algorithm sums awkward sizes like MPI_Allreduce, the same on every rank") {
+  const Communicator world = Communicator::world();
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+    for (const std::int64_t n : awkward_sizes(world.size())) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(n);
+      std::vector<float> data = rank_data(world.rank(), n);
+      std::vector<float> reference = data;
+      allreduce(world, data, algorithm);
+      builtin_allreduce(world, reference);
+      // p <= 4 terms of size <= 1: float sums in any order are within a few ulps.
+      CHECK(test::all_close(data, exact_sum(world.size(), n), 1e-6, 1e-5));
+      CHECK(test::all_close(data, reference, 1e-6, 1e-5));
+      CHECK(same_on_every_rank(world, data));
+    }
+  }
+}
+
+TEST_CASE("Collectives: allreduce of a tensor sums in place") {
+  const Communicator world = Communicator::world();
+  const Tensor tensor = from_vector(rank_data(world.rank(), 35), {5, 7});
+  allreduce(world, tensor, AllreduceAlgorithm::ring);
+  CHECK(tensor.shape() == Shape{5, 7});
+  CHECK(test::all_close(tensor.to_vector<float>(), exact_sum(world.size(), 35), 1e-6, 1e-5));
+  CHECK(test::throws_error_mentioning([&] { allreduce(world, zeros({3}, {DType::Int32}), AllreduceAlgorithm::ring); },
+                                      {"float32", "int32"}));
+}
+
+TEST_CASE("Collectives: ring reduce-scatter leaves rank r's chunk r summed") {
+  const Communicator world = Communicator::world();
+  for (const std::int64_t n : awkward_sizes(world.size())) {
+    CAPTURE(n);
+    std::vector<float> data = rank_data(world.rank(), n);
+    ring_reduce_scatter(world, data);
+    const ChunkRange mine = chunk_range(n, world.size(), world.rank());
+    const auto sum = exact_sum(world.size(), n);
+    CHECK(test::all_close({data.begin() + mine.begin, data.begin() + mine.end},
+                          {sum.begin() + mine.begin, sum.begin() + mine.end}, 1e-6, 1e-5));
+  }
+}
+
+TEST_CASE("Collectives: ring allgather gives every rank every rank's chunk, bit for bit") {
+  const Communicator world = Communicator::world();
+  for (const std::int64_t n : awkward_sizes(world.size())) {
+    CAPTURE(n);
+    std::vector<float> expected(static_cast<std::size_t>(n));
+    for (int r = 0; r < world.size(); ++r) {
+      const ChunkRange chunk = chunk_range(n, world.size(), r);
+      const auto data = rank_data(r, n);
+      std::copy(data.begin() + chunk.begin, data.begin() + chunk.end, expected.begin() + chunk.begin);
+    }
+    std::vector<float> data(static_cast<std::size_t>(n), -7.0f);
+    const ChunkRange mine = chunk_range(n, world.size(), world.rank());
+    std::copy(expected.begin() + mine.begin, expected.begin() + mine.end, data.begin() + mine.begin);
+    ring_allgather(world, data);
+    CHECK(data == expected);
+  }
+}
+
+TEST_CASE("Collectives: tree broadcast copies the root's buffer to every rank, for every root") {
+  const Communicator world = Communicator::world();
+  for (int root = 0; root < world.size(); ++root) {
+    for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{300001}}) {
+      CAPTURE(root);
+      CAPTURE(n);
+      std::vector<float> data = rank_data(world.rank(), n);
+      tree_broadcast(world, data, root);
+      CHECK(data == rank_data(root, n));
+    }
+  }
+}
+
+TEST_CASE("Collectives: chunk_range cuts n into parts whose sizes differ by at most one") {
+  for (const std::int64_t n : {0, 1, 2, 3, 10, 11, 1000003}) {
+    for (const int parts : {1, 2, 3, 4, 7}) {
+      std::int64_t next = 0, smallest = n, largest = 0;
+      for (int i = 0; i < parts; ++i) {
+        const ChunkRange chunk = chunk_range(n, parts, i);
+        CHECK(chunk.begin == next);
+        next = chunk.end;
+        smallest = std::min(smallest, chunk.size());
+        largest = std::max(largest, chunk.size());
+      }
+      CHECK(next == n);
+      CHECK(largest - smallest <= 1);
+    }
+  }
+}
+
+TEST_CASE("Collectives: algorithms are chosen by name and an unknown name lists the known ones") {
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+    CHECK(parse_allreduce(algorithm_name(algorithm)) == algorithm);
+  }
+  CHECK(test::throws_error_mentioning([] { parse_allreduce("butterfly"); }, {"butterfly", "ring", "rhd", "builtin"}));
+}

@@ -1,0 +1,93 @@
+// The Communicator (parallel/communicator.hpp) under mpiexec with 2, 3 and 4
+// ranks: ranks and node-local ranks, split, messages of tensors and bytes,
+// the sums and gathers used for metrics and negotiation.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <ddl/ddl.hpp>
+#include <ddl/parallel/communicator.hpp>
+
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using ddl::parallel::Communicator;
+
+namespace {
+
+std::vector<int> gather_ints(const Communicator& comm, int value) {
+  const auto bytes = comm.allgather_bytes(std::as_bytes(std::span<const int>(&value, 1)));
+  std::vector<int> values(static_cast<std::size_t>(comm.size()));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("Communicator: ranks are 0..size-1 and, on one machine, node-local ranks equal them") {
+  const Communicator world = Communicator::world();
+  REQUIRE(world.size() >= 2);
+  std::vector<int> expected(static_cast<std::size_t>(world.size()));
+  std::iota(expected.begin(), expected.end(), 0);
+  CHECK(gather_ints(world, world.rank()) == expected);
+  CHECK(world.local_rank() == world.rank());
+  CHECK(world.local_size() == world.size());
+}
+
+TEST_CASE("Communicator: split by parity groups even and odd ranks, ordered by key") {
+  const Communicator world = Communicator::world();
+  const int color = world.rank() % 2;
+  const Communicator half = world.split(color, -world.rank());  // reversed order
+  CHECK(half.size() == (world.size() + 1 - color) / 2);
+  const std::vector<int> members = gather_ints(half, world.rank());
+  for (std::size_t i = 0; i + 1 < members.size(); ++i) CHECK(members[i] > members[i + 1]);
+  for (const int member : members) CHECK(member % 2 == color);
+}
+
+TEST_CASE("Communicator: a tensor sent around the ring arrives intact, shape and values") {
+  const Communicator world = Communicator::world();
+  const int right = (world.rank() + 1) % world.size(), left = (world.rank() + world.size() - 1) % world.size();
+  Generator generator(100 + static_cast<std::uint64_t>(world.rank()));
+  const Tensor mine = uniform({3, 7, 5}, -1.0f, 1.0f, {}, &generator);
+  const Tensor received = zeros({3, 7, 5});
+  if (world.rank() % 2 == 0) {
+    world.send(mine, right, 7);
+    world.recv(received, left, 7);
+  } else {
+    world.recv(received, left, 7);
+    world.send(mine, right, 7);
+  }
+  Generator left_generator(100 + static_cast<std::uint64_t>(left));
+  CHECK(received.to_vector<float>() == uniform({3, 7, 5}, -1.0f, 1.0f, {}, &left_generator).to_vector<float>());
+}
+
+TEST_CASE("Communicator: a message longer than the receive buffer is an error naming both ranks") {
+  const Communicator world = Communicator::world();
+  if (world.rank() > 1) return;
+  if (world.rank() == 0) {
+    world.send(ones({5}), 1, 9);
+  } else {
+    const Tensor small = zeros({4});
+    CHECK(test::throws_error_mentioning([&] { world.recv(small, 0, 9); }, {"rank"}));
+  }
+}
+
+TEST_CASE("Communicator: sum_doubles adds every rank's values") {
+  const Communicator world = Communicator::world();
+  std::vector<double> values{1.0, static_cast<double>(world.rank()), 0.5};
+  world.sum_doubles(values);
+  const double p = world.size();
+  CHECK(values == std::vector<double>{p, p * (p - 1) / 2, 0.5 * p});
+}
+
+TEST_CASE("Communicator: broadcast_bytes copies the root's bytes to every rank") {
+  const Communicator world = Communicator::world();
+  for (int root = 0; root < world.size(); ++root) {
+    std::vector<std::byte> bytes(13, std::byte(world.rank()));
+    world.broadcast_bytes(bytes, root);
+    CHECK(bytes == std::vector<std::byte>(13, std::byte(root)));
+  }
+  world.barrier();
+}
