@@ -63,6 +63,24 @@ case $case_name in
     [[ $(wc -l < "$work/log.csv") -eq 3 ]] || fail "the CSV log should hold a header and 2 epochs: $(cat "$work/log.csv")"
     echo "ok: resumed at epoch 2 from last.ckpt, the CSV log continued"
     ;;
+  data-parallel)
+    args=(--train-limit 512 --test-limit 256 --epochs 1 --threads 1)
+    mpiexec -n 2 "$train" --parallel data "${args[@]}" --batch-size 64 > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
+    grep -q "data-parallel over 2 ranks (ring allreduce, 32 per rank)" "$work/out" || fail "no 2-rank header: $(cat "$work/out")"
+    [[ $(grep -c "^test accuracy .* over 2 ranks$" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
+    [[ $(grep -c "^Epoch 1/1 - " "$work/out") -eq 1 ]] || fail "progress printed by more than rank 0: $(cat "$work/out")"
+    echo "ok: 2 ranks trained, rank 0 alone printed"
+    mpiexec -n 2 "$train" --parallel data "${args[@]}" --batch-size 63 > "$work/out" 2> "$work/err"
+    rc=$?
+    [[ $rc -eq 2 ]] || fail "an indivisible global batch exited $rc, expected 2: $(cat "$work/err")"
+    grep -q "must divide evenly over 2 ranks" "$work/err" || fail "no reason given: $(cat "$work/err")"
+    echo "ok: --batch-size 63 over 2 ranks -> exit 2"
+    mpiexec -n 2 "$train" "${args[@]}" > "$work/out" 2> "$work/err"
+    rc=$?
+    [[ $rc -eq 2 ]] || fail "2 ranks without --parallel exited $rc, expected 2"
+    grep -q "started as 2 MPI ranks without --parallel" "$work/err" || fail "no reason given: $(cat "$work/err")"
+    echo "ok: 2 ranks without --parallel -> exit 2"
+    ;;
   *)
     fail "unknown case $case_name"
     ;;
