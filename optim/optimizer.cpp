@@ -46,6 +46,7 @@ void Optimizer::add_state_for(const std::vector<Tensor>& params) {
 
 void Optimizer::step() {
   std::size_t k = 0;
+  bool updated = false;
   for (const ParamGroup& group : groups_) {
     for (const Tensor& param : group.params) {
       std::vector<Tensor>& buffers = state_[k++];
@@ -59,9 +60,10 @@ void Optimizer::step() {
         if (buffer.device() != param.device()) buffer = buffer.to(param.device());
       }
       update(param, grad, buffers, group.lr);
+      updated = true;
     }
   }
-  ++step_count_;
+  if (updated) ++step_count_;
 }
 
 void Optimizer::zero_grad() {

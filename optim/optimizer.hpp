@@ -29,7 +29,9 @@ class Optimizer {
 
   // Updates every parameter that has a .grad, in place (handles held by the
   // model share the data), then counts the step. Parameters without a
-  // gradient are skipped and their state is left untouched.
+  // gradient are skipped and their state is left untouched; a step that
+  // finds no gradient at all is not counted (Adam's bias correction counts
+  // real updates only).
   virtual void step();
   // Drops every parameter's .grad (the next backward() writes a fresh one).
   void zero_grad();

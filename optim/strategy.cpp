@@ -16,6 +16,8 @@ StepOutput Strategy::forward_backward(layers::Module& model, const LossFunction&
 
 void Strategy::synchronize_gradients(layers::Module& /*model*/) {}
 
+void Strategy::after_optimizer_step(layers::Module& /*model*/) {}
+
 void Strategy::sum_over_ranks(std::vector<double>& /*values*/) {}
 
 }  // namespace ddl::optim

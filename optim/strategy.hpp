@@ -22,8 +22,8 @@ class Optimizer;
 using LossFunction = std::function<Tensor(const Tensor& output, const Tensor& target)>;
 
 struct StepOutput {
-  Tensor output;  // the model's output for the batch (for metrics)
-  Tensor loss;    // the scalar loss, already back-propagated
+  Tensor output;  // the model's output for the batch (for metrics); undefined
+  Tensor loss;    // on ranks that compute none (parameter servers)
 };
 
 class Strategy {
@@ -33,8 +33,12 @@ class Strategy {
   virtual int rank() const { return 0; }
   virtual int world_size() const { return 1; }
   bool is_root() const { return rank() == 0; }
-  // The part of every epoch this rank reads (data sharding).
-  Shard shard() const { return {rank(), world_size()}; }
+  // The part of every epoch this rank reads (data sharding); by default
+  // rank r of world_size() ranks.
+  virtual Shard shard() const { return {rank(), world_size()}; }
+  // Whether this rank runs the model (a parameter server does not): ranks
+  // that do not contribute no samples to evaluation and prediction.
+  virtual bool computes() const { return true; }
 
   // Once before training starts, and after a checkpoint is loaded: make every
   // rank start from the same parameters, buffers and optimizer state (data
@@ -48,6 +52,10 @@ class Strategy {
   // After backward, before the optimizer step: data parallelism waits here
   // for its gradient buckets to be averaged over the ranks.
   virtual void synchronize_gradients(layers::Module& model);
+
+  // After the optimizer step: the parameter server sends the updated
+  // parameters back to the workers here.
+  virtual void after_optimizer_step(layers::Module& model);
 
   // Sums `values` element-wise over the ranks in place, so every rank
   // reports (and early-stops on) the same metrics.

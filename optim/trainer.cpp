@@ -141,11 +141,12 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
     const StepOutput result = strategy_->forward_backward(*model_, loss_, *batch);
     strategy_->synchronize_gradients(*model_);
     optimizer_->step();
+    strategy_->after_optimizer_step(*model_);
     ++step_;
     ++batches;
-    metrics.add(result.output, batch->targets, result.loss);
+    if (result.output.defined()) metrics.add(result.output, batch->targets, result.loss);
     const Logs running = metrics.logs();
-    progress.update(batches, metrics.samples() * strategy_->world_size(), running);
+    progress.update(batches, metrics.samples() * strategy_->shard().world, running);
     for (Callback* callback : callbacks) callback->on_batch_end(*this, step_ - 1, running);
   }
   const double seconds = seconds_since(start);
@@ -166,7 +167,7 @@ Logs Trainer::evaluate(BatchSource& data) {
   const NoGradGuard no_grad;
   data.begin_epoch(0, strategy_->shard());
   MetricAccumulator metrics(options_.metrics);
-  while (const auto batch = data.next()) {
+  while (const auto batch = strategy_->computes() ? data.next() : std::nullopt) {
     const Tensor output = (*model_)(batch->inputs);
     metrics.add(output, batch->targets, loss_(output, batch->targets));
   }
@@ -180,6 +181,7 @@ Tensor Trainer::predict(BatchSource& data) {
   const NoGradGuard no_grad;
   data.begin_epoch(0, strategy_->shard());
   std::vector<Tensor> outputs;
+  if (!strategy_->computes()) return {};
   while (const auto batch = data.next()) outputs.push_back((*model_)(batch->inputs));
   DDL_CHECK(!outputs.empty(), "predict: the data gave no batch");
   return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);

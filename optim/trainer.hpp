@@ -64,7 +64,8 @@ class Trainer {
   // over all ranks' samples.
   Logs evaluate(BatchSource& data);
   // The model's outputs for one pass of `data` (this rank's shard), in order,
-  // concatenated along the first dim, in evaluation mode.
+  // concatenated along the first dim, in evaluation mode (undefined on a
+  // rank whose strategy does not compute, a parameter server).
   Tensor predict(BatchSource& data);
 
   // Checkpoints hold the model's parameters and buffers ("model.<name>"),

@@ -266,6 +266,14 @@ Request Communicator::irecv(std::span<std::byte> bytes, int peer, int tag) const
   return Request(std::move(state));
 }
 
+std::optional<int> Communicator::probe_any(int tag) const {
+  int found = 0;
+  MPI_Status status;
+  DDL_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, tag, state_->comm, &found, &status));
+  if (!found) return std::nullopt;
+  return status.MPI_SOURCE;
+}
+
 void Communicator::send(std::span<const std::byte> bytes, int peer, int tag) const { isend(bytes, peer, tag).wait(); }
 
 void Communicator::recv(std::span<std::byte> bytes, int peer, int tag) const { irecv(bytes, peer, tag).wait(); }

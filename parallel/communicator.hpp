@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -74,6 +75,11 @@ class Communicator {
   void recv(std::span<std::byte> bytes, int peer, int tag = 0) const;
   Request isend(std::span<const std::byte> bytes, int peer, int tag = 0) const;
   Request irecv(std::span<std::byte> bytes, int peer, int tag = 0) const;
+  // The rank that has sent a message with `tag` not yet received, if any
+  // (MPI_Iprobe from any source): how a server finds the next request
+  // without posting receives it may never need.
+  std::optional<int> probe_any(int tag) const;
+
   // Sends `send_bytes` to `to` while receiving `recv_bytes` from `from`
   // (MPI_Sendrecv): the step of every ring.
   void send_recv(std::span<const std::byte> send_bytes, int to, std::span<std::byte> recv_bytes, int from,

@@ -20,6 +20,7 @@
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
+#include <ddl/parallel/initial_state.hpp>
 
 namespace ddl::parallel {
 
@@ -109,27 +110,6 @@ struct DataParallel::State {
   }
 };
 
-namespace {
-
-// Rank 0's value of `tensor` on every rank, in place.
-void broadcast_tensor(const Communicator& comm, const Tensor& tensor) {
-  const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
-  if (host.dtype() == DType::Float32) {
-    tree_broadcast(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), 0);
-  } else {
-    comm.broadcast_bytes(std::span<std::byte>(static_cast<std::byte*>(host.raw_data()), host.nbytes()), 0);
-  }
-  if (!tensor.device().is_cpu()) tensor.copy_from(host);
-}
-
-std::vector<std::string> describe(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  std::vector<std::string> lines;
-  for (const auto& [name, tensor] : tensors) lines.push_back(fmt::format("{} {} {}", name, tensor.shape(), tensor.dtype()));
-  return lines;
-}
-
-}  // namespace
-
 DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
     : state_(std::make_shared<State>(std::move(comm), options)) {
   if (state_->options.bucket_bytes == 0) state_->options.bucket_bytes = config::fusion_threshold_bytes();
@@ -154,17 +134,7 @@ SyncStatistics DataParallel::statistics() const { return state_->statistics; }
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   State& s = *state_;
-  // Agree first: broadcasting into differently shaped tensors would hang or corrupt.
-  auto tensors = model.named_parameters();
-  for (auto& buffer : model.named_buffers()) tensors.push_back(std::move(buffer));
-  agree_on_layout(s.comm, describe(tensors), "DataParallel: the model's parameters and buffers");
-  for (const auto& [name, tensor] : tensors) broadcast_tensor(s.comm, tensor.detach());
-  if (optimizer != nullptr) {
-    auto optimizer_state = optimizer->state();
-    agree_on_layout(s.comm, describe(optimizer_state), "DataParallel: the optimizer's state");
-    for (const auto& [name, tensor] : optimizer_state) broadcast_tensor(s.comm, tensor);
-    optimizer->load_state(optimizer_state);  // "step" is a copy: write it back
-  }
+  broadcast_initial_state(s.comm, model, optimizer, "DataParallel");
   if (s.prepared) return;  // after a checkpoint load: buckets and hooks stand
 
   s.buckets = make_buckets(model.named_parameters(), s.options.bucket_bytes);

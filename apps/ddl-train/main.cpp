@@ -20,12 +20,14 @@
 #include <ddl/optim/adam.hpp>
 #include <ddl/optim/callbacks.hpp>
 #include <ddl/optim/loggers.hpp>
+#include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
 #include <ddl/optim/trainer.hpp>
 
 #include <ddl/build_config.hpp>
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/data_parallel.hpp>
+#include <ddl/parallel/parameter_server.hpp>
 #endif
 
 #include "options.hpp"
@@ -99,6 +101,15 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
     }
     return nullptr;
   }
+  if (o.parallel == "ps") {
+    const parallel::Communicator world = parallel::Communicator::world();
+    if (o.servers >= world.size()) {
+      throw UsageError(fmt::format("--servers {} leaves no worker among {} ranks", o.servers, world.size()));
+    }
+    return std::make_shared<parallel::ParameterServer>(
+        world, parallel::ParameterServerOptions{
+                   .servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness});
+  }
   parallel::DataParallelOptions options;
   options.algorithm = parallel::parse_allreduce(o.allreduce);
   options.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0);
@@ -113,8 +124,11 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 int run(TrainOptions& o) {
   resolve_defaults(o);
   const auto strategy = make_strategy(o);
-  const int world = strategy ? strategy->world_size() : 1;
+  const int world = strategy ? strategy->shard().world : 1;  // the ranks that compute
   const bool root = !strategy || strategy->is_root();
+  if (o.batch_per_rank > 0) o.batch_size = o.batch_per_rank * world;
+  if (o.scale_lr == "linear") o.lr = optim::scale_lr_linear(*o.lr, world);
+  if (o.scale_lr == "sqrt") o.lr = optim::scale_lr_sqrt(*o.lr, world);
   if (o.batch_size % world != 0) {
     throw UsageError(fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks",
                                  o.batch_size, world));
@@ -167,10 +181,14 @@ int run(TrainOptions& o) {
   if (!o.log_jsonl.empty()) fit.callbacks.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
 
   if (!o.quiet && root) {
-    const std::string ranks =
-        world > 1 ? fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank), ", world, o.allreduce,
-                                o.batch_size / world)
-                  : std::string();
+    std::string ranks;
+    if (o.parallel == "data") {
+      ranks = fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank), ", world, o.allreduce,
+                          o.batch_size / world);
+    } else if (o.parallel == "ps") {
+      ranks = fmt::format("{} parameter server: {} worker(s) of {} per step and {} server(s), ",
+                          o.asynchronous ? "asynchronous" : "synchronous", world, o.batch_size / world, o.servers);
+    }
     std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), batch {}, {}{}, {} thread(s), seed {}\n\n", o.model,
                              task.description, optimizer->name(), *o.lr, o.batch_size, ranks, device.str(),
                              config::num_threads(), o.seed);

@@ -11,7 +11,8 @@ namespace {
 
 const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
-const std::vector<std::string> kParallelModes{"none", "data"};
+const std::vector<std::string> kParallelModes{"none", "data", "ps"};
+const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
 const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "builtin"};
 
 bool is_materials(const std::string& model) { return model == "materials_mlp"; }
@@ -89,8 +90,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print only the final result line");
   app.add_option("--parallel", o.parallel,
-                 "none, or data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
-                 "--batch-size is then the global batch, each rank taking batch/N")
+                 "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
+                 "ps: a parameter server on the last --servers ranks. --batch-size is the global batch, split over "
+                 "the ranks that compute")
       ->check(CLI::IsMember(kParallelModes))
       ->capture_default_str();
   app.add_option("--allreduce", o.allreduce, "Gradient allreduce: ring, rhd, tree, naive or builtin (MPI_Allreduce)")
@@ -100,12 +102,28 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("!--no-overlap", o.overlap, "Reduce gradients after backward instead of during it");
+  app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("--async", o.asynchronous, "--parallel ps: apply each worker's gradients as they arrive");
+  app.add_option("--max-staleness", o.max_staleness, "--parallel ps --async: pushes a worker may run ahead")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--batch-per-rank", o.batch_per_rank,
+                 "Samples per rank per step instead of --batch-size (the global batch grows with the ranks)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--scale-lr", o.scale_lr,
+                 "Scale --lr by the rank count: linear (Goyal et al. 2017; pair it with --warmup-epochs 5) or sqrt "
+                 "(Krizhevsky 2014; gentler, often better for adaptive optimizers)")
+      ->check(CLI::IsMember(kScalings))
+      ->capture_default_str();
 }
 
 void resolve_defaults(TrainOptions& o) {
   const bool materials = is_materials(o.model);
   if (o.data_dir.empty()) o.data_dir = models::kFashionMnistDir;
-  if (o.batch_size == 0) o.batch_size = materials ? 75 : 128;
+  if (o.batch_per_rank > 0 && o.batch_size > 0) throw UsageError("give --batch-size or --batch-per-rank, not both");
+  if (o.batch_size == 0 && o.batch_per_rank == 0) o.batch_size = materials ? 75 : 128;
   if (o.optimizer.empty()) o.optimizer = materials ? "adam" : "adadelta";
   if (!o.lr) o.lr = default_lr(o.model, o.optimizer);
   if (o.nesterov && (o.optimizer != "sgd" || o.momentum <= 0.0)) {

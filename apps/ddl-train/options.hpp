@@ -46,10 +46,15 @@ struct TrainOptions {
   bool validate = true;
   int prefetch = 2;
   bool quiet = false;
-  std::string parallel = "none";    // none | data
+  std::string parallel = "none";    // none | data | ps
+  int servers = 1;                  // ps: server ranks
+  bool asynchronous = false;        // ps: asynchronous updates
+  int max_staleness = 4;            // ps --async
   std::string allreduce = "ring";   // ring | rhd | tree | naive | builtin
   double bucket_mb = 25.0;
   bool overlap = true;
+  std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
+  std::string scale_lr = "none";    // none | linear | sqrt, by the rank count
 };
 
 // Declares every option on `app`, writing into `options`.

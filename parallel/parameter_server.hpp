@@ -1,0 +1,63 @@
+// ParameterServer: the strategy data parallelism had before allreduce (Li et
+// al., OSDI 2014; DistBelief), kept to compare with it. The last `servers`
+// ranks are servers; each owns a share of the parameters (balanced by size)
+// and that share's optimizer state. The other ranks are workers: each
+// computes gradients on its shard of the data, pushes each server the
+// gradients of the parameters it owns, and pulls back the updated values.
+//
+//   synchronous: a server waits for every worker's push, averages them,
+//     takes one optimizer step and sends the new values to every worker.
+//     The same arithmetic as data-parallel allreduce (tested equal), but
+//     all traffic funnels through the servers' links.
+//   asynchronous: a server applies each push as it arrives (one optimizer
+//     step per worker gradient, not averaged) and answers that worker at
+//     once, so fast workers do not wait for slow ones. Staleness is bounded
+//     (stale-synchronous parallel, Ho et al. 2013): a worker more than
+//     `max_staleness` pushes ahead of the slowest gets its answer only when
+//     the slowest catches up. Results depend on arrival order, so runs are
+//     not reproducible bit for bit.
+//
+// Checkpoints written by rank 0 (a worker) hold the current parameters but
+// not the servers' optimizer state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ddl/optim/strategy.hpp>
+#include <ddl/parallel/communicator.hpp>
+
+namespace ddl::parallel {
+
+struct ParameterServerOptions {
+  int servers = 1;  // the last `servers` ranks; at least one rank must remain a worker
+  bool asynchronous = false;
+  int max_staleness = 4;  // asynchronous mode only
+};
+
+class ParameterServer : public optim::Strategy {
+ public:
+  explicit ParameterServer(Communicator comm, ParameterServerOptions options = {});
+  ~ParameterServer() override;
+
+  int rank() const override;
+  int world_size() const override;
+  optim::Shard shard() const override;
+  bool computes() const override;
+  void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss,
+                                     const optim::Batch& batch) override;
+  void synchronize_gradients(layers::Module& model) override;
+  void after_optimizer_step(layers::Module& model) override;
+  void sum_over_ranks(std::vector<double>& values) override;
+
+  bool is_server() const;
+  int worker_count() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace ddl::parallel

@@ -1,0 +1,57 @@
+// ParameterServer (parallel/parameter_server.hpp) under mpiexec with 2, 3
+// and 4 ranks: synchronous mode takes exactly the steps of one process with
+// the global batch (and so of allreduce data parallelism); asynchronous
+// mode learns; bad configurations are errors.
+#include <doctest/doctest.h>
+
+#include <ddl/ddl.hpp>
+#include <ddl/parallel/parameter_server.hpp>
+
+#include "optim/engine_fixtures.hpp"
+#include "parallel/training_fixtures.hpp"
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using namespace ddl::parallel;
+
+TEST_CASE("ParameterServer: synchronous, W workers at batch B/W train the weights of 1 process at batch B") {
+  const Communicator world = Communicator::world();
+  const test::MakeOptimizer make = [](std::vector<Tensor> p) {
+    return std::make_shared<optim::SGD>(std::move(p), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
+  };
+  const auto reference = test::train(nullptr, test::kGlobalBatch, make, 5);
+  for (int servers = 1; servers <= std::min(2, world.size() - 1); ++servers) {
+    const int workers = world.size() - servers;
+    if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) continue;
+    CAPTURE(servers);
+    auto strategy = std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = servers});
+    CHECK(strategy->is_server() == (world.rank() >= workers));
+    const auto trained = test::train(strategy, test::kGlobalBatch / workers, make, 5 + 100 * world.rank());
+    if (!strategy->is_server()) CHECK(test::max_relative_difference(trained, reference) <= 1e-5);
+  }
+}
+
+TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separable problem") {
+  const Communicator world = Communicator::world();
+  const auto data = test::make_blobs(120, 4);
+  auto model = test::make_classifier(3, /*dropout=*/false);
+  optim::TrainerOptions options;
+  options.verbosity = optim::Verbosity::quiet;
+  options.metrics = {optim::Metric::accuracy};
+  options.strategy = std::make_shared<ParameterServer>(
+      world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1});
+  optim::Trainer trainer(model, layers::cross_entropy,
+                         std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05}), options);
+  models::DataLoader loader({data.inputs, data.labels}, {.batch_size = 8, .shuffle = true, .seed = 1});
+  const optim::History history = trainer.fit(loader, {.epochs = 8});
+  const auto loss = history.series("loss");
+  CHECK(loss.back() < 0.6 * loss.front());
+  CHECK(history.epochs.back().at("accuracy") > 0.8);
+}
+
+TEST_CASE("ParameterServer: as many servers as ranks is an error naming the counts") {
+  const Communicator world = Communicator::world();
+  CHECK(test::throws_error_mentioning(
+      [&] { ParameterServer(world, ParameterServerOptions{.servers = world.size()}); },
+      {std::to_string(world.size()) + " server(s)", "no worker"}));
+}

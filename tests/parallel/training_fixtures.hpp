@@ -1,0 +1,69 @@
+// What the multi-rank training tests share: a small CNN without dropout,
+// random images whose count divides by 2, 3 and 4 ranks and by the batch,
+// a two-epoch training run under a given strategy, and the comparison of
+// the weights it ends with.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <ddl/ddl.hpp>
+
+namespace ddl::test {
+
+
+inline constexpr std::int64_t kSamples = 48;  // divisible by 2, 3 and 4 ranks, and by the batch
+inline constexpr std::int64_t kGlobalBatch = 12;
+
+// A small CNN without dropout: Conv 1-4 3x3, ReLU, MaxPool 2, Flatten, Dense 100-10.
+inline std::shared_ptr<layers::Sequential> small_cnn(std::uint64_t seed) {
+  Generator generator(seed);
+  auto model = std::make_shared<layers::Sequential>();
+  model->emplace<layers::Conv2d>(1, 4, layers::Conv2dOptions{}, &generator)
+      .emplace<layers::ReLU>()
+      .emplace<layers::MaxPool2d>()
+      .emplace<layers::Flatten>()
+      .emplace<layers::Dense>(100, 10, true, &generator);
+  return model;
+}
+
+inline models::Dataset random_images() {
+  Generator generator(42);
+  const Tensor inputs = uniform({kSamples, 1, 12, 12}, 0.0f, 1.0f, {}, &generator);
+  std::vector<std::int64_t> labels;
+  for (std::int64_t i = 0; i < kSamples; ++i) labels.push_back((i * 7) % 10);
+  return {inputs, from_vector(labels, {kSamples})};
+}
+
+using MakeOptimizer = std::function<std::shared_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+
+// Trains 2 epochs and returns the flattened parameters.
+inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch, const MakeOptimizer& make,
+                         std::uint64_t init_seed) {
+  auto model = small_cnn(init_seed);
+  optim::TrainerOptions options;
+  options.verbosity = optim::Verbosity::quiet;
+  options.strategy = std::move(strategy);
+  optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()), options);
+  models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = 2});
+  std::vector<float> values;
+  for (const auto& [name, tensor] : model->named_parameters()) {
+    const auto part = tensor.to_vector<float>();
+    values.insert(values.end(), part.begin(), part.end());
+  }
+  return values;
+}
+
+inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]) / std::max(1e-3, std::abs(double{b[i]})));
+  }
+  return worst;
+}
+
+}  // namespace ddl::test
