@@ -73,7 +73,7 @@ std::int64_t fusion_threshold_bytes() {
 }
 
 std::int64_t ring_segment_bytes() {
-  static const std::int64_t bytes = read_positive_bytes("DDL_RING_SEGMENT", std::int64_t{1} << 20);
+  static const std::int64_t bytes = read_positive_bytes("DDL_RING_SEGMENT", std::int64_t{256} << 10);
   return bytes;
 }
 

@@ -1,13 +1,18 @@
-// Prints the Keras-style summaries of the bundled architectures:
-// the Keras/Horovod MNIST CNN (1,199,882 parameters) and LeNet-5 (61,706).
+// Prints the Keras-style summary of every bundled architecture
+// (models::model_names()), the text docs/MODELS.md holds.
 #include <ddl/ddl.hpp>
 #include <ddl/layers/summary.hpp>
+#include <ddl/models/stress_strain.hpp>
 #include <ddl/models/zoo.hpp>
 
 #include <cstdio>
 
 int main() {
-  std::printf("mnist_cnn\n%s\n", ddl::layers::summary(*ddl::models::mnist_cnn(), {1, 28, 28}).c_str());
-  std::printf("lenet5\n%s", ddl::layers::summary(*ddl::models::lenet5(), {1, 28, 28}).c_str());
+  for (const std::string& name : ddl::models::model_names()) {
+    // materials_mlp reads stress-strain curves; the others 28x28 grey images.
+    const ddl::Shape sample = name == "materials_mlp" ? ddl::Shape{ddl::models::kStressStrainPoints, 3}
+                                                      : ddl::Shape{1, 28, 28};
+    std::printf("%s\n%s\n", name.c_str(), ddl::layers::summary(*ddl::models::make_model(name), sample).c_str());
+  }
   return 0;
 }
