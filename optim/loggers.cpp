@@ -1,4 +1,4 @@
-// CsvLogger and JsonLinesLogger (see loggers.hpp).
+// FileLogger, CsvLogger and JsonLinesLogger (see loggers.hpp).
 #include <ddl/optim/loggers.hpp>
 
 #include <cerrno>
@@ -14,17 +14,6 @@
 namespace ddl::optim {
 namespace {
 
-std::ofstream open_log(const std::string& path, bool append, const char* who) {
-  std::ofstream file(path, append ? std::ios::app : std::ios::trunc);
-  DDL_CHECK(file.is_open(), "{}: cannot open '{}' for writing: {}", who, path, std::strerror(errno));
-  return file;
-}
-
-void write_line(std::ofstream& file, const std::string& line, const std::string& path, const char* who) {
-  file << line << '\n' << std::flush;
-  DDL_CHECK(file.good(), "{}: writing '{}' failed: {}", who, path, std::strerror(errno));
-}
-
 // The header row of an existing CSV file, empty if there is none.
 std::vector<std::string> existing_columns(const std::string& path) {
   std::ifstream file(path);
@@ -38,35 +27,45 @@ std::vector<std::string> existing_columns(const std::string& path) {
 
 }  // namespace
 
-CsvLogger::CsvLogger(std::string path, bool append) : path_(std::move(path)), append_(append) {
-  DDL_CHECK(!path_.empty(), "CsvLogger: the path is empty");
+FileLogger::FileLogger(std::string path, bool append, const char* who)
+    : path_(std::move(path)), append_(append), who_(who) {
+  DDL_CHECK(!path_.empty(), "{}: the path is empty", who_);
 }
 
-void CsvLogger::on_train_begin(Trainer& /*trainer*/) {
-  columns_ = append_ ? existing_columns(path_) : std::vector<std::string>{};
-  file_ = open_log(path_, append_, "CsvLogger");
+void FileLogger::on_train_begin(Trainer& /*trainer*/) {
+  file_.open(path_, append_ ? std::ios::app : std::ios::trunc);
+  DDL_CHECK(file_.is_open(), "{}: cannot open '{}' for writing: {}", who_, path_, std::strerror(errno));
+}
+
+void FileLogger::on_train_end(Trainer& /*trainer*/) { file_.close(); }
+
+void FileLogger::write_line(const std::string& line) {
+  file_ << line << '\n' << std::flush;
+  DDL_CHECK(file_.good(), "{}: writing '{}' failed: {}", who_, path_, std::strerror(errno));
+}
+
+CsvLogger::CsvLogger(std::string path, bool append) : FileLogger(std::move(path), append, "CsvLogger") {}
+
+void CsvLogger::on_train_begin(Trainer& trainer) {
+  columns_ = append() ? existing_columns(path()) : std::vector<std::string>{};
+  FileLogger::on_train_begin(trainer);
 }
 
 void CsvLogger::on_epoch_end(Trainer& /*trainer*/, std::int64_t /*epoch*/, const Logs& logs) {
   if (columns_.empty()) {
     for (const auto& entry : logs) columns_.push_back(entry.first);
-    write_line(file_, fmt::format("{}", fmt::join(columns_, ",")), path_, "CsvLogger");
+    write_line(fmt::format("{}", fmt::join(columns_, ",")));
   }
   std::vector<std::string> cells;
   for (const auto& column : columns_) {
     const auto value = logs.get(column);
     cells.push_back(value ? fmt::format("{:.9g}", *value) : std::string());
   }
-  write_line(file_, fmt::format("{}", fmt::join(cells, ",")), path_, "CsvLogger");
+  write_line(fmt::format("{}", fmt::join(cells, ",")));
 }
 
-void CsvLogger::on_train_end(Trainer& /*trainer*/) { file_.close(); }
-
-JsonLinesLogger::JsonLinesLogger(std::string path, bool append) : path_(std::move(path)), append_(append) {
-  DDL_CHECK(!path_.empty(), "JsonLinesLogger: the path is empty");
-}
-
-void JsonLinesLogger::on_train_begin(Trainer& /*trainer*/) { file_ = open_log(path_, append_, "JsonLinesLogger"); }
+JsonLinesLogger::JsonLinesLogger(std::string path, bool append)
+    : FileLogger(std::move(path), append, "JsonLinesLogger") {}
 
 void JsonLinesLogger::on_epoch_end(Trainer& /*trainer*/, std::int64_t /*epoch*/, const Logs& logs) {
   nlohmann::ordered_json line;
@@ -77,9 +76,7 @@ void JsonLinesLogger::on_epoch_end(Trainer& /*trainer*/, std::int64_t /*epoch*/,
       line[name] = value;
     }
   }
-  write_line(file_, line.dump(), path_, "JsonLinesLogger");
+  write_line(line.dump());
 }
-
-void JsonLinesLogger::on_train_end(Trainer& /*trainer*/) { file_.close(); }
 
 }  // namespace ddl::optim

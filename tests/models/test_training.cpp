@@ -9,6 +9,7 @@
 #include <ddl/ddl.hpp>
 
 #include "support/temp_dir.hpp"
+#include "support/test_data.hpp"
 
 using namespace ddl;
 
@@ -68,12 +69,7 @@ TEST_CASE("Training: mnist_cnn trained 2 epochs, saved, loaded into a fresh trai
       trainer->load_checkpoint(dir.file("cnn.ckpt"));
     }
     const optim::History history = trainer->fit(train, {.epochs = 4});
-    std::vector<float> values;
-    for (const auto& [name, tensor] : model->named_parameters()) {
-      const auto part = tensor.to_vector<float>();
-      values.insert(values.end(), part.begin(), part.end());
-    }
-    return std::make_pair(values, history.epochs.back().at("loss"));
+    return std::make_pair(test::flat_parameters(*model), history.epochs.back().at("loss"));
   };
   const auto [uninterrupted, uninterrupted_loss] = run(false);
   const auto [resumed, resumed_loss] = run(true);

@@ -40,6 +40,7 @@ using ddl::optim::ModelCheckpoint;
 using ddl::optim::Monitor;
 using ddl::optim::MonitorMode;
 using ddl::optim::Trainer;
+using ddl::test::flat_parameters;
 using ddl::test::TempDir;
 using ddl::test::TensorBatches;
 using ddl::test::throws_error_mentioning;
@@ -118,15 +119,6 @@ class ScriptedLoss : public optim::Callback {
   std::vector<float> offsets_;
   std::int64_t epoch_ = 0;
 };
-
-std::vector<float> flat_parameters(const layers::Module& model) {
-  std::vector<float> values;
-  for (const auto& [name, tensor] : model.named_parameters()) {
-    const auto part = tensor.to_vector<float>();
-    values.insert(values.end(), part.begin(), part.end());
-  }
-  return values;
-}
 
 // The "epoch" a Trainer checkpoint was saved after.
 std::int64_t saved_epoch(const std::string& path) { return optim::load_checkpoint(path).integers.at("epoch"); }

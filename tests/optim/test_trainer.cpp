@@ -19,6 +19,7 @@
 
 using namespace ddl;
 using ddl::optim::Trainer;
+using ddl::test::flat_parameters;
 using ddl::test::TempDir;
 using ddl::test::TensorBatches;
 using ddl::test::throws_error_mentioning;
@@ -30,15 +31,6 @@ optim::TrainerOptions quiet(std::vector<optim::Metric> metrics = {optim::Metric:
   options.metrics = std::move(metrics);
   options.verbosity = optim::Verbosity::quiet;
   return options;
-}
-
-std::vector<float> flat_parameters(const layers::Module& model) {
-  std::vector<float> values;
-  for (const auto& [name, tensor] : model.named_parameters()) {
-    const auto part = tensor.to_vector<float>();
-    values.insert(values.end(), part.begin(), part.end());
-  }
-  return values;
 }
 
 }  // namespace

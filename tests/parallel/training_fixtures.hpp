@@ -12,6 +12,8 @@
 
 #include <ddl/ddl.hpp>
 
+#include "support/test_data.hpp"
+
 namespace ddl::test {
 
 
@@ -50,12 +52,7 @@ inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::
   optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()), options);
   models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3});
   trainer.fit(loader, {.epochs = 2});
-  std::vector<float> values;
-  for (const auto& [name, tensor] : model->named_parameters()) {
-    const auto part = tensor.to_vector<float>();
-    values.insert(values.end(), part.begin(), part.end());
-  }
-  return values;
+  return flat_parameters(*model);
 }
 
 inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {

@@ -104,4 +104,15 @@ Comparison throws_error_mentioning(Call&& call, const std::vector<std::string>& 
   return detail::check_message(false, "", parts);
 }
 
+// Every parameter of `model`, in registration order, flattened: what tests
+// of whole training runs compare.
+inline std::vector<float> flat_parameters(const layers::Module& model) {
+  std::vector<float> values;
+  for (const auto& [name, tensor] : model.named_parameters()) {
+    const auto part = tensor.to_vector<float>();
+    values.insert(values.end(), part.begin(), part.end());
+  }
+  return values;
+}
+
 }  // namespace ddl::test
