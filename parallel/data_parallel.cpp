@@ -62,7 +62,8 @@ struct DataParallel::State {
   }
 
   void reduce(std::size_t b) {
-    allreduce(comm, std::span<float>(buckets[b].buffer), options.algorithm);
+    allreduce(comm, std::span<float>(buckets[b].buffer), options.algorithm,
+              options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
   }
 
   // The communication thread: reduces bucket 0, 1, ... of each step as each
@@ -115,6 +116,9 @@ DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
   if (state_->options.bucket_bytes == 0) state_->options.bucket_bytes = config::fusion_threshold_bytes();
   DDL_CHECK(state_->options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive, got {}",
             state_->options.bucket_bytes);
+  DDL_CHECK(!state_->options.fp16_compression || state_->options.algorithm == AllreduceAlgorithm::ring,
+            "DataParallel: fp16 compression is implemented for the ring allreduce only, not {}",
+            algorithm_name(state_->options.algorithm));
 }
 
 DataParallel::~DataParallel() {

@@ -37,6 +37,10 @@ struct DataParallelOptions {
   // Reduce buckets on the communication thread while backward runs; off:
   // reduce them all after backward, on the training thread.
   bool overlap = true;
+  // Send gradients as float16 (half the bytes; sums still in float32).
+  // Ring allreduce only. Gradients lose precision beyond 3 digits and must
+  // stay below 65504 in magnitude.
+  bool fp16_compression = false;
 };
 
 // Where a data-parallel step's time went, summed over the steps so far.

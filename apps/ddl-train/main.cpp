@@ -114,6 +114,7 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
   options.algorithm = parallel::parse_allreduce(o.allreduce);
   options.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0);
   options.overlap = o.overlap;
+  options.fp16_compression = o.fp16_compression;
   return std::make_shared<parallel::DataParallel>(parallel::Communicator::world(), options);
 #else
   if (o.parallel == "none") return nullptr;

@@ -102,6 +102,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_flag("!--no-overlap", o.overlap, "Reduce gradients after backward instead of during it");
+  app.add_flag("--fp16-compression", o.fp16_compression,
+               "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -130,6 +132,9 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--nesterov needs --optimizer sgd and --momentum > 0");
   }
   if (o.momentum > 0.0 && o.optimizer != "sgd") throw UsageError("--momentum applies to --optimizer sgd only");
+  if (o.fp16_compression && (o.parallel != "data" || o.allreduce != "ring")) {
+    throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
+  }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
   if (o.early_stopping > 0 && !o.validate) throw UsageError("--early-stopping needs validation (drop --no-validation)");
   if (o.train_limit == 0 || o.train_limit < -1) {

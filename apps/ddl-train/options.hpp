@@ -53,6 +53,7 @@ struct TrainOptions {
   std::string allreduce = "ring";   // ring | rhd | tree | naive | builtin
   double bucket_mb = 25.0;
   bool overlap = true;
+  bool fp16_compression = false;
   std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
   std::string scale_lr = "none";    // none | linear | sqrt, by the rank count
 };

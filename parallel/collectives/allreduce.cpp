@@ -29,9 +29,11 @@ AllreduceAlgorithm parse_allreduce(const std::string& name) {
   throw Error(fmt::format("unknown allreduce algorithm '{}'; known: ring, rhd, tree, naive, builtin", name));
 }
 
-void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
+void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, WireFormat wire) {
+  DDL_CHECK(wire == WireFormat::float32 || algorithm == AllreduceAlgorithm::ring,
+            "allreduce: float16 on the wire is implemented for the ring only, not for {}", algorithm_name(algorithm));
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return ring_allreduce(comm, data);
+    case AllreduceAlgorithm::ring: return ring_allreduce(comm, data, wire);
     case AllreduceAlgorithm::rhd: return halving_doubling_allreduce(comm, data);
     case AllreduceAlgorithm::tree: return tree_allreduce(comm, data);
     case AllreduceAlgorithm::naive: return naive_allreduce(comm, data);

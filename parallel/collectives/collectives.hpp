@@ -25,19 +25,28 @@ namespace ddl::parallel {
 
 enum class AllreduceAlgorithm { ring, rhd, tree, naive, builtin };
 
+// How values travel: as float32, or compressed to IEEE float16 (half the
+// bytes; about 3 significant digits, magnitudes up to 65504). Sums are
+// still taken in float32 on arrival. Only the ring offers float16.
+enum class WireFormat { float32, float16 };
+
 // "ring", "rhd", "tree", "naive", "builtin".
 std::string algorithm_name(AllreduceAlgorithm algorithm);
 // The inverse; throws ddl::Error listing the names for an unknown one.
 AllreduceAlgorithm parse_allreduce(const std::string& name);
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
 
-// Sums `data` over the ranks of `comm`, in place.
-void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
+// Sums `data` over the ranks of `comm`, in place. float16 on the wire needs
+// the ring (ddl::Error otherwise).
+void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm,
+               WireFormat wire = WireFormat::float32);
 // The same on a contiguous float32 tensor (CUDA: through a host copy).
 void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm);
 
 // The algorithms one by one (allreduce() dispatches to them).
-void ring_allreduce(const Communicator& comm, std::span<float> data);
+// With float16 on the wire every rank ends with the same values: the owner
+// of each chunk rounds its sum to float16 too before the allgather.
+void ring_allreduce(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32);
 void halving_doubling_allreduce(const Communicator& comm, std::span<float> data);
 void tree_allreduce(const Communicator& comm, std::span<float> data);
 void naive_allreduce(const Communicator& comm, std::span<float> data);
@@ -48,8 +57,8 @@ void builtin_allreduce(const Communicator& comm, std::span<float> data);
 // reduce-scatter: afterwards rank r's chunk r holds the sum over ranks (the
 // other chunks hold partial sums). allgather: rank r's chunk r is copied
 // into chunk r of every rank.
-void ring_reduce_scatter(const Communicator& comm, std::span<float> data);
-void ring_allgather(const Communicator& comm, std::span<float> data);
+void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32);
+void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32);
 
 // Root's `data` copied to every rank, down a binomial tree (log2 p rounds).
 void tree_broadcast(const Communicator& comm, std::span<float> data, int root);

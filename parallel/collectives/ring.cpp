@@ -17,7 +17,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
+#include <ddl/parallel/collectives/half.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/collectives/segments.hpp>
 
@@ -37,7 +39,7 @@ ChunkRange chunk_range(std::int64_t n, int parts, int index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-void ring_reduce_scatter(const Communicator& comm, std::span<float> data) {
+void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const auto n = static_cast<std::int64_t>(data.size());
@@ -49,11 +51,12 @@ void ring_reduce_scatter(const Communicator& comm, std::span<float> data) {
     detail::exchange_segments(comm, data.data() + send.begin, send.size(), right, receive.size(), left,
                               kReduceScatterTag, [&](std::int64_t offset, const float* segment, std::int64_t count) {
                                 detail::add_into(target + offset, segment, count);
-                              });
+                              },
+                              wire);
   }
 }
 
-void ring_allgather(const Communicator& comm, std::span<float> data) {
+void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat wire) {
   const int p = comm.size(), r = comm.rank();
   if (p == 1) return;
   const auto n = static_cast<std::int64_t>(data.size());
@@ -65,13 +68,21 @@ void ring_allgather(const Communicator& comm, std::span<float> data) {
     detail::exchange_segments(comm, data.data() + send.begin, send.size(), right, receive.size(), left, kAllgatherTag,
                               [&](std::int64_t offset, const float* segment, std::int64_t count) {
                                 std::memcpy(target + offset, segment, static_cast<std::size_t>(count) * sizeof(float));
-                              });
+                              },
+                              wire);
   }
 }
 
-void ring_allreduce(const Communicator& comm, std::span<float> data) {
-  ring_reduce_scatter(comm, data);
-  ring_allgather(comm, data);
+void ring_allreduce(const Communicator& comm, std::span<float> data, WireFormat wire) {
+  ring_reduce_scatter(comm, data, wire);
+  if (wire == WireFormat::float16 && comm.size() > 1) {
+    // The others will hold this chunk as float16 arrived: so must its owner.
+    const ChunkRange mine = chunk_range(static_cast<std::int64_t>(data.size()), comm.size(), comm.rank());
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(mine.size()));
+    detail::encode_half(data.data() + mine.begin, bits.data(), mine.size());
+    detail::decode_half(bits.data(), data.data() + mine.begin, mine.size());
+  }
+  ring_allgather(comm, data, wire);
 }
 
 }  // namespace ddl::parallel

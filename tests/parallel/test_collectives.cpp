@@ -151,3 +151,20 @@ TEST_CASE("Collectives: algorithms are chosen by name and an unknown name lists 
   }
   CHECK(test::throws_error_mentioning([] { parse_allreduce("butterfly"); }, {"butterfly", "ring", "rhd", "builtin"}));
 }
+
+TEST_CASE("Collectives: ring allreduce with float16 on the wire is within float16 rounding and the same on every rank") {
+  const Communicator world = Communicator::world();
+  for (const std::int64_t n : awkward_sizes(world.size())) {
+    CAPTURE(n);
+    std::vector<float> data = rank_data(world.rank(), n);
+    allreduce(world, data, AllreduceAlgorithm::ring, WireFormat::float16);
+    // Each of the p-1 hops and the final broadcast rounds a partial sum of
+    // magnitude <= p to 11 significant bits: at most p · p · 2^-11 off.
+    const double bound = static_cast<double>(world.size() * world.size()) / 2048.0;
+    CHECK(test::all_close(data, exact_sum(world.size(), n), bound, 0.0));
+    CHECK(same_on_every_rank(world, data));
+  }
+  std::vector<float> data(5, 1.0f);
+  CHECK(test::throws_error_mentioning(
+      [&] { allreduce(world, data, AllreduceAlgorithm::rhd, WireFormat::float16); }, {"float16", "ring", "rhd"}));
+}

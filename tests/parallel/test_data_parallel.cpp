@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/data_parallel.hpp>
@@ -49,6 +50,37 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
       }
     }
   }
+}
+
+TEST_CASE("DataParallel: with fp16 compression the ranks stay identical and close to full-precision training") {
+  const Communicator world = Communicator::world();
+  const MakeOptimizer make = [](std::vector<Tensor> p) {
+    return std::make_shared<optim::SGD>(std::move(p), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
+  };
+  const auto reference = train(nullptr, kGlobalBatch, make, 5);
+  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .fp16_compression = true});
+  const auto trained = train(strategy, kGlobalBatch / world.size(), make, 5);
+  // Each averaged gradient is off by at most p^2 · 2^-11 of its size (the
+  // ring's roundings, see test_collectives), so the training's movement of
+  // the weights, ||reference - initial||, is off by about that fraction
+  // (twice that, for the effect of one step's error on the next gradients).
+  const auto initial = test::flat_parameters(*test::small_cnn(5));
+  double moved = 0.0, off = 0.0;
+  for (std::size_t i = 0; i < reference.size(); ++i) {
+    moved += std::pow(static_cast<double>(reference[i]) - initial[i], 2);
+    off += std::pow(static_cast<double>(trained[i]) - reference[i], 2);
+  }
+  const double p = world.size();
+  CAPTURE(std::sqrt(off / moved));
+  CHECK(std::sqrt(off) <= 2.0 * p * p / 2048.0 * std::sqrt(moved));
+  CHECK(off > 0.0);  // the wire really was float16
+  const auto all = world.allgather_bytes(std::as_bytes(std::span<const float>(trained)));
+  for (int r = 0; r < world.size(); ++r) {
+    CHECK(std::memcmp(all.data() + r * trained.size() * sizeof(float), trained.data(), trained.size() * sizeof(float)) == 0);
+  }
+  CHECK(test::throws_error_mentioning(
+      [&] { DataParallel(world, DataParallelOptions{.algorithm = AllreduceAlgorithm::tree, .fp16_compression = true}); },
+      {"fp16", "ring", "tree"}));
 }
 
 TEST_CASE("DataParallel: evaluate averages over every rank's shard like one process over all samples") {
