@@ -48,11 +48,9 @@ bool Monitor::improves(double value, std::optional<double> best) const {
 
 double Monitor::value_in(const Logs& logs, const char* who) const {
   if (const auto value = logs.get(metric_)) return *value;
-  std::vector<std::string> names;
-  for (const auto& entry : logs) names.push_back(entry.first);
   throw Error(fmt::format("{}: monitors '{}', which the epoch logs do not hold (they hold: {}); \"val_\" metrics "
                           "need validation data",
-                          who, metric_, fmt::join(names, ", ")));
+                          who, metric_, fmt::join(logs.names(), ", ")));
 }
 
 ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)

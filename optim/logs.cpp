@@ -24,11 +24,15 @@ std::optional<double> Logs::get(const std::string& name) const {
   return std::nullopt;
 }
 
-double Logs::at(const std::string& name) const {
-  if (const auto value = get(name)) return *value;
+std::vector<std::string> Logs::names() const {
   std::vector<std::string> names;
   for (const auto& entry : entries_) names.push_back(entry.first);
-  throw Error(fmt::format("no metric named '{}' in the logs; they hold: {}", name, fmt::join(names, ", ")));
+  return names;
+}
+
+double Logs::at(const std::string& name) const {
+  if (const auto value = get(name)) return *value;
+  throw Error(fmt::format("no metric named '{}' in the logs; they hold: {}", name, fmt::join(names(), ", ")));
 }
 
 std::vector<double> History::series(const std::string& name) const {

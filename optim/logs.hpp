@@ -21,6 +21,8 @@ class Logs {
   // The value of `name`; throws ddl::Error listing the names present if absent.
   double at(const std::string& name) const;
   bool contains(const std::string& name) const { return get(name).has_value(); }
+  // The names, in order (for error messages naming what the logs hold).
+  std::vector<std::string> names() const;
 
   const std::vector<Entry>& entries() const { return entries_; }
   auto begin() const { return entries_.begin(); }

@@ -68,12 +68,15 @@ void Trainer::print(const std::string& line) const {
   if (prints()) out() << line << '\n' << std::flush;
 }
 
+void Trainer::ensure_prepared() {
+  if (prepared_) return;
+  strategy_->prepare(*model_, optimizer_.get());
+  prepared_ = true;
+}
+
 History Trainer::fit(BatchSource& train, const FitOptions& options) {
   DDL_CHECK(options.epochs >= 0, "fit: epochs must be >= 0, got {}", options.epochs);
-  if (!prepared_) {
-    strategy_->prepare(*model_, optimizer_.get());
-    prepared_ = true;
-  }
+  ensure_prepared();
   // Checkpoint writers go last, so what they save includes the other
   // callbacks' state for the epoch; file writers run on the root rank only.
   std::vector<Callback*> callbacks;
@@ -159,10 +162,7 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
 }
 
 Logs Trainer::evaluate(BatchSource& data) {
-  if (!prepared_) {
-    strategy_->prepare(*model_, optimizer_.get());
-    prepared_ = true;
-  }
+  ensure_prepared();
   const EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
   data.begin_epoch(0, strategy_->shard());

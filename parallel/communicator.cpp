@@ -278,14 +278,6 @@ void Communicator::send(std::span<const std::byte> bytes, int peer, int tag) con
 
 void Communicator::recv(std::span<std::byte> bytes, int peer, int tag) const { irecv(bytes, peer, tag).wait(); }
 
-void Communicator::send_recv(std::span<const std::byte> send_bytes, int to, std::span<std::byte> recv_bytes, int from,
-                             int tag) const {
-  Request receive = irecv(recv_bytes, from, tag);
-  Request sending = isend(send_bytes, to, tag);
-  receive.wait();
-  sending.wait();
-}
-
 void Communicator::send(const Tensor& tensor, int peer, int tag) const {
   const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
   send(std::span<const std::byte>(static_cast<const std::byte*>(host.raw_data()), host.nbytes()), peer, tag);

@@ -80,10 +80,6 @@ class Communicator {
   // without posting receives it may never need.
   std::optional<int> probe_any(int tag) const;
 
-  // Sends `send_bytes` to `to` while receiving `recv_bytes` from `from`
-  // (MPI_Sendrecv): the step of every ring.
-  void send_recv(std::span<const std::byte> send_bytes, int to, std::span<std::byte> recv_bytes, int from,
-                 int tag = 0) const;
 
   // A tensor's elements to / from `peer`. The receiver's tensor must already
   // have the sender's shape and dtype (the byte counts are checked by MPI:

@@ -15,10 +15,9 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
-#include <ddl/core/functors.hpp>
-#include <ddl/core/kernels.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
 #include <ddl/parallel/initial_state.hpp>
 
@@ -31,7 +30,6 @@ struct DataParallel::State {
   DataParallelOptions options;
   StallInspector stall_inspector;
   std::vector<GradientBucket> buckets;
-  std::vector<std::pair<int, int>> hooked;  // bucket and entry of each hooked parameter, in hook order
   bool prepared = false;
 
   // Shared with the communication thread, under `mutex`.
@@ -44,9 +42,8 @@ struct DataParallel::State {
   std::exception_ptr failure;
   std::jthread worker;
 
-  SyncStatistics statistics;
+  SyncStatistics statistics;  // statistics.steps: the steps taken so far
   Clock::time_point step_start;
-  std::int64_t step = 0;
 
   State(Communicator communicator, DataParallelOptions opts)
       : comm(std::move(communicator)), options(opts), stall_inspector(comm) {}
@@ -164,7 +161,7 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
                                                  const optim::Batch& batch) {
   State& s = *state_;
   DDL_CHECK(s.prepared, "DataParallel: prepare() must run before the first step (the Trainer does it)");
-  s.stall_inspector.arrive(s.step, "the gradient allreduce");
+  s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");
   s.step_start = Clock::now();
   {
     const std::lock_guard lock(s.mutex);
@@ -207,8 +204,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   // The average, written back as each parameter's gradient.
   const float inverse = 1.0f / static_cast<float>(s.comm.size());
   for (GradientBucket& bucket : s.buckets) {
-    const kernels::Map1<fn::MulScalar> scale{bucket.buffer.data(), bucket.buffer.data(), {inverse}};
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(bucket.buffer.size()); ++i) scale(i);
+    detail::scale(bucket.buffer.data(), static_cast<std::int64_t>(bucket.buffer.size()), inverse);
     for (const BucketEntry& entry : bucket.entries) {
       Tensor grad = entry.parameter.grad();
       if (!grad.defined()) {
@@ -222,7 +218,6 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   s.statistics.wait_seconds += std::chrono::duration<double>(end - wait_start).count();
   s.statistics.step_seconds += std::chrono::duration<double>(end - s.step_start).count();
   ++s.statistics.steps;
-  ++s.step;
 }
 
 void DataParallel::sum_over_ranks(std::vector<double>& values) { state_->comm.sum_doubles(values); }

@@ -12,8 +12,6 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
-#include <ddl/core/functors.hpp>
-#include <ddl/core/kernels.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/initial_state.hpp>
@@ -200,8 +198,7 @@ void ParameterServer::synchronize_gradients(layers::Module& model) {
     s.comm.recv(bytes_of(push), worker, kPushTag);
     detail::add_into(sum.data(), push.data(), static_cast<std::int64_t>(elements));
   }
-  const kernels::Map1<fn::MulScalar> average{sum.data(), sum.data(), {1.0f / static_cast<float>(s.workers)}};
-  for (std::int64_t i = 0; i < static_cast<std::int64_t>(elements); ++i) average(i);
+  detail::scale(sum.data(), static_cast<std::int64_t>(elements), 1.0f / static_cast<float>(s.workers));
   s.set_gradients(s.server_index(), sum);
 }
 

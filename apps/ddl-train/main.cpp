@@ -102,13 +102,14 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
     return nullptr;
   }
   if (o.parallel == "ps") {
-    const parallel::Communicator world = parallel::Communicator::world();
-    if (o.servers >= world.size()) {
-      throw UsageError(fmt::format("--servers {} leaves no worker among {} ranks", o.servers, world.size()));
+    try {
+      return std::make_shared<parallel::ParameterServer>(
+          parallel::Communicator::world(),
+          parallel::ParameterServerOptions{
+              .servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness});
+    } catch (const Error& error) {  // a --servers the rank count cannot hold
+      throw UsageError(fmt::format("--servers: {}", error.what()));
     }
-    return std::make_shared<parallel::ParameterServer>(
-        world, parallel::ParameterServerOptions{
-                   .servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness});
   }
   parallel::DataParallelOptions options;
   options.algorithm = parallel::parse_allreduce(o.allreduce);

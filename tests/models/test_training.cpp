@@ -15,13 +15,6 @@ using namespace ddl;
 
 namespace {
 
-optim::TrainerOptions quiet_with(optim::Metric metric) {
-  optim::TrainerOptions options;
-  options.metrics = {metric};
-  options.verbosity = optim::Verbosity::quiet;
-  return options;
-}
-
 models::Dataset fashion_mnist(bool train, std::int64_t limit) {
   REQUIRE_MESSAGE(std::filesystem::is_directory(models::kFashionMnistDir),
                   "Fashion-MNIST is missing from " << std::string(models::kFashionMnistDir)
@@ -36,7 +29,7 @@ TEST_CASE("Training: mnist_cnn with Adadelta learns Fashion-MNIST far above chan
   manual_seed(2);
   auto model = models::mnist_cnn(&weights);
   auto optimizer = std::make_shared<optim::Adadelta>(model->parameters());
-  optim::Trainer trainer(model, layers::cross_entropy, optimizer, quiet_with(optim::Metric::accuracy));
+  optim::Trainer trainer(model, layers::cross_entropy, optimizer, test::quiet_options({optim::Metric::accuracy}));
   models::DataLoader train(fashion_mnist(true, 3000), {.batch_size = 128, .shuffle = true, .seed = 1});
   models::DataLoader test(fashion_mnist(false, 1000), {.batch_size = 500});
   const optim::History history = trainer.fit(train, {.epochs = 1, .validation = &test});
@@ -55,7 +48,7 @@ TEST_CASE("Training: mnist_cnn trained 2 epochs, saved, loaded into a fresh trai
     auto model = models::mnist_cnn(&weights);
     auto optimizer = std::make_shared<optim::Adadelta>(model->parameters());
     auto trainer = std::make_unique<optim::Trainer>(model, layers::cross_entropy, optimizer,
-                                                    quiet_with(optim::Metric::accuracy));
+                                                    test::quiet_options({optim::Metric::accuracy}));
     models::DataLoader train(data, {.batch_size = 64, .shuffle = true, .seed = 5, .prefetch = 2});
     if (interrupt) {
       trainer->fit(train, {.epochs = 2});
@@ -65,7 +58,7 @@ TEST_CASE("Training: mnist_cnn trained 2 epochs, saved, loaded into a fresh trai
       model = models::mnist_cnn(&other);
       optimizer = std::make_shared<optim::Adadelta>(model->parameters());
       trainer = std::make_unique<optim::Trainer>(model, layers::cross_entropy, optimizer,
-                                                 quiet_with(optim::Metric::accuracy));
+                                                 test::quiet_options({optim::Metric::accuracy}));
       trainer->load_checkpoint(dir.file("cnn.ckpt"));
     }
     const optim::History history = trainer->fit(train, {.epochs = 4});
@@ -95,7 +88,7 @@ TEST_CASE("Training: materials_mlp learns both material parameters far better th
   Generator weights(3);
   auto model = models::materials_mlp(&weights);
   auto optimizer = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 4.7331e-4});
-  optim::Trainer trainer(model, layers::mse_loss, optimizer, quiet_with(optim::Metric::mae));
+  optim::Trainer trainer(model, layers::mse_loss, optimizer, test::quiet_options({optim::Metric::mae}));
   models::DataLoader train_loader({train.inputs, standardise(train.targets)},
                                   {.batch_size = 75, .shuffle = true, .seed = 4, .normalization = inputs});
   models::DataLoader test_loader({test.inputs, standardise(test.targets)}, {.batch_size = 400, .normalization = inputs});

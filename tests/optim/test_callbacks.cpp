@@ -41,22 +41,16 @@ using ddl::optim::Monitor;
 using ddl::optim::MonitorMode;
 using ddl::optim::Trainer;
 using ddl::test::flat_parameters;
+using ddl::test::quiet_options;
 using ddl::test::TempDir;
 using ddl::test::TensorBatches;
 using ddl::test::throws_error_mentioning;
 
 namespace {
 
-optim::TrainerOptions quiet() {
-  optim::TrainerOptions options;
-  options.metrics = {optim::Metric::accuracy};
-  options.verbosity = optim::Verbosity::quiet;
-  return options;
-}
-
 // Epoch lines and callback messages written to `out`.
 optim::TrainerOptions printing_to(std::ostream& out) {
-  optim::TrainerOptions options = quiet();
+  optim::TrainerOptions options = quiet_options();
   options.verbosity = optim::Verbosity::epoch_lines;
   options.out = &out;
   return options;
@@ -181,7 +175,7 @@ void check_rows_match(const std::vector<std::string>& rows, const std::vector<st
 TEST_CASE("Callbacks: hooks run as train begin, epoch begin, batch begin and end per batch, epoch end, train end") {
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   std::vector<std::string> calls;
   auto recorder = std::make_shared<Hooks>();
   recorder->train_begin = [&](Trainer&) { calls.push_back("train_begin"); };
@@ -205,7 +199,7 @@ TEST_CASE("Callbacks: hooks run as train begin, epoch begin, batch begin and end
 TEST_CASE("Callbacks: batch end gets the running loss and metrics, epoch end the logs History records") {
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   std::vector<std::vector<std::string>> batch_names;
   std::vector<Logs> epoch_logs;
   auto recorder = std::make_shared<Hooks>();
@@ -221,7 +215,7 @@ TEST_CASE("Callbacks: batch end gets the running loss and metrics, epoch end the
 TEST_CASE("Callbacks: checkpoint-saving callbacks run after the others at an epoch's end, whatever the list order") {
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   std::vector<std::string> calls;
   auto writer = std::make_shared<Hooks>();
   writer->writes_checkpoints = true;
@@ -245,7 +239,7 @@ TEST_CASE("Callbacks: a checkpoint holds the other callbacks' state of the epoch
   TempDir dir("callbacks");
   auto scripted = std::make_shared<ScriptedLoss>(std::vector<float>{0, 1});
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, scripted->function(), sgd(model, 0.0), quiet());
+  Trainer trainer(model, scripted->function(), sgd(model, 0.0), quiet_options());
   // Listed before EarlyStopping, ModelCheckpoint still saves after it has
   // counted the second epoch as one without improvement.
   auto checkpoint = std::make_shared<ModelCheckpoint>(
@@ -326,7 +320,7 @@ TEST_CASE("Callbacks: monitoring a metric the epoch logs lack is an error listin
   // The default monitor, val_loss, in a fit without validation data.
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   CHECK(throws_error_mentioning(
       [&] { trainer.fit(problem.batches, {.epochs = 1, .callbacks = {std::make_shared<EarlyStopping>()}}); },
       {"EarlyStopping", "'val_loss'", "epoch, loss, accuracy, lr, time_s, samples_per_s", "\"val_\""}));
@@ -341,7 +335,7 @@ TEST_CASE("Callbacks: monitoring a metric the epoch logs lack is an error listin
 TEST_CASE("Callbacks: EarlyStopping stops training after patience epochs without improvement") {
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.0), quiet());  // lr 0: the loss never improves
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.0), quiet_options());  // lr 0: the loss never improves
   auto stopping = std::make_shared<EarlyStopping>(optim::EarlyStoppingOptions{.monitor = "loss", .patience = 2});
   const optim::History history = trainer.fit(problem.batches, {.epochs = 10, .callbacks = {stopping}});
 
@@ -367,7 +361,7 @@ TEST_CASE("Callbacks: EarlyStopping does not stop while the monitored metric kee
   Problem problem;
   auto model = test::make_classifier(7, false);
   Trainer trainer(model, layers::cross_entropy,
-                  std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 0.01}), quiet());
+                  std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 0.01}), quiet_options());
   auto stopping =
       std::make_shared<EarlyStopping>(optim::EarlyStoppingOptions{.monitor = "loss", .min_delta = 0.0, .patience = 1});
   const optim::History history = trainer.fit(problem.batches, {.epochs = 6, .callbacks = {stopping}});
@@ -385,7 +379,7 @@ TEST_CASE("Callbacks: EarlyStopping with min_delta stops when improvements are t
   Problem problem;
   auto scripted = std::make_shared<ScriptedLoss>(std::vector<float>{0, -0.25f, -0.375f, -0.75f, -1, -1.25f});
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, scripted->function(), sgd(model, 0.0), quiet());
+  Trainer trainer(model, scripted->function(), sgd(model, 0.0), quiet_options());
   auto stopping =
       std::make_shared<EarlyStopping>(optim::EarlyStoppingOptions{.monitor = "loss", .min_delta = 0.5, .patience = 2});
   const optim::History history = trainer.fit(problem.batches, {.epochs = 6, .callbacks = {scripted, stopping}});
@@ -398,7 +392,7 @@ TEST_CASE("Callbacks: EarlyStopping with restore_best_weights puts back the weig
   // Epoch 1 is best by far; training goes on changing the weights (lr 0.1).
   auto scripted = std::make_shared<ScriptedLoss>(std::vector<float>{0, -10, 0, 0, 0});
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, scripted->function(), sgd(model, 0.1), quiet());
+  Trainer trainer(model, scripted->function(), sgd(model, 0.1), quiet_options());
   std::vector<std::vector<float>> weights_after_epoch;
   auto snapshots = std::make_shared<Hooks>();
   snapshots->epoch_end = [&](Trainer& t, std::int64_t, const Logs&) {
@@ -418,7 +412,7 @@ TEST_CASE("Callbacks: EarlyStopping without restore_best_weights leaves the last
   Problem problem;
   auto scripted = std::make_shared<ScriptedLoss>(std::vector<float>{0, -10, 0, 0, 0});
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, scripted->function(), sgd(model, 0.1), quiet());
+  Trainer trainer(model, scripted->function(), sgd(model, 0.1), quiet_options());
   std::vector<float> last_weights;
   auto snapshots = std::make_shared<Hooks>();
   snapshots->epoch_end = [&](Trainer& t, std::int64_t, const Logs&) { last_weights = flat_parameters(t.model()); };
@@ -438,7 +432,7 @@ TEST_CASE("Callbacks: ModelCheckpoint writes last.ckpt after every epoch") {
   Problem problem;
   TempDir dir("callbacks");
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   auto checkpoint = std::make_shared<ModelCheckpoint>(
       optim::ModelCheckpointOptions{.directory = dir.path.string(), .monitor = "loss"});
   std::vector<std::int64_t> seen;
@@ -457,7 +451,7 @@ TEST_CASE("Callbacks: ModelCheckpoint rewrites best.ckpt only when the monitored
   TempDir dir("callbacks");
   auto scripted = std::make_shared<ScriptedLoss>(std::vector<float>{0, -1, 1, -2, -0.5f});
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, scripted->function(), sgd(model, 0.0), quiet());
+  Trainer trainer(model, scripted->function(), sgd(model, 0.0), quiet_options());
   auto checkpoint = std::make_shared<ModelCheckpoint>(
       optim::ModelCheckpointOptions{.directory = dir.path.string(), .monitor = "loss"});
   std::vector<std::int64_t> best_epochs;
@@ -495,7 +489,7 @@ TEST_CASE("Callbacks: ModelCheckpoint keeps epoch-<k>.ckpt every keep_every epoc
   Problem problem;
   TempDir dir("callbacks");
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   auto checkpoint = std::make_shared<ModelCheckpoint>(
       optim::ModelCheckpointOptions{.directory = dir.path.string(), .monitor = "loss", .keep_every = 2});
   trainer.fit(problem.batches, {.epochs = 5, .callbacks = {checkpoint}});
@@ -508,7 +502,7 @@ TEST_CASE("Callbacks: ModelCheckpoint writes only the files its options ask for"
   Problem problem;
   TempDir dir("callbacks");
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   // Without save_best the monitor (val_loss, absent here) is never read.
   auto last_only = std::make_shared<ModelCheckpoint>(
       optim::ModelCheckpointOptions{.directory = (dir.path / "last").string(), .save_best = false});
@@ -524,7 +518,7 @@ TEST_CASE("Callbacks: ModelCheckpoint creates its directory and missing parents"
   TempDir dir("callbacks");
   const std::filesystem::path nested = dir.path / "runs" / "a" / "checkpoints";
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   auto checkpoint =
       std::make_shared<ModelCheckpoint>(optim::ModelCheckpointOptions{.directory = nested.string(), .monitor = "loss"});
   trainer.fit(problem.batches, {.epochs = 1, .callbacks = {checkpoint}});
@@ -537,7 +531,7 @@ TEST_CASE("Callbacks: ModelCheckpoint with a directory it cannot create is an er
   std::ofstream(dir.file("plain_file")) << "not a directory";
   const std::string impossible = (dir.path / "plain_file" / "checkpoints").string();
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   auto checkpoint =
       std::make_shared<ModelCheckpoint>(optim::ModelCheckpointOptions{.directory = impossible, .monitor = "loss"});
   CHECK(throws_error_mentioning([&] { trainer.fit(problem.batches, {.epochs = 1, .callbacks = {checkpoint}}); },
@@ -553,7 +547,7 @@ TEST_CASE("Callbacks: ModelCheckpoint and EarlyStopping resume with the best val
   const auto stopping_options = optim::EarlyStoppingOptions{.monitor = "loss", .patience = 2};
 
   auto model = test::make_classifier(7, false);
-  Trainer first(model, scripted->function(), sgd(model, 0.0), quiet());
+  Trainer first(model, scripted->function(), sgd(model, 0.0), quiet_options());
   auto checkpoint = std::make_shared<ModelCheckpoint>(checkpoint_options);
   auto stopping = std::make_shared<EarlyStopping>(stopping_options);
   first.fit(problem.batches, {.epochs = 2, .callbacks = {scripted, checkpoint, stopping}});
@@ -561,7 +555,7 @@ TEST_CASE("Callbacks: ModelCheckpoint and EarlyStopping resume with the best val
   REQUIRE_FALSE(stopping->stopped_epoch().has_value());
 
   auto resumed_model = test::make_classifier(8, false);
-  Trainer resumed(resumed_model, scripted->function(), sgd(resumed_model, 0.0), quiet());
+  Trainer resumed(resumed_model, scripted->function(), sgd(resumed_model, 0.0), quiet_options());
   resumed.load_checkpoint(checkpoint->last_path());
   auto new_checkpoint = std::make_shared<ModelCheckpoint>(checkpoint_options);
   auto new_stopping = std::make_shared<EarlyStopping>(stopping_options);
@@ -585,7 +579,7 @@ TEST_CASE("Callbacks: ModelCheckpoint and EarlyStopping resume with the best val
 TEST_CASE("Callbacks: LrScheduler per epoch sets the schedule's rate before each epoch") {
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.001), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.001), quiet_options());
   auto scheduler = std::make_shared<optim::LrScheduler>(std::make_shared<optim::StepLr>(0.1, 2, 0.5));
   const optim::History history = trainer.fit(problem.batches, {.epochs = 5, .callbacks = {scheduler}});
   const auto lr = history.series("lr");
@@ -597,7 +591,7 @@ TEST_CASE("Callbacks: LrScheduler per epoch sets the schedule's rate before each
 TEST_CASE("Callbacks: LrScheduler per step gives the optimizer the schedule's rate at every global step") {
   Problem problem;
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.001), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.001), quiet_options());
   const auto warmup =
       std::make_shared<optim::LinearWarmup>(std::make_shared<optim::ConstantLr>(0.2), /*warmup_steps=*/4, 0.25);
   auto scheduler = std::make_shared<optim::LrScheduler>(warmup, optim::LrScheduler::Unit::step);
@@ -627,7 +621,7 @@ TEST_CASE("Callbacks: CsvLogger writes a header and one row per epoch holding th
   Problem problem;
   TempDir dir("callbacks");
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   auto logger = std::make_shared<optim::CsvLogger>(dir.file("log.csv"));
   const optim::History history =
       trainer.fit(problem.batches, {.epochs = 3, .validation = &problem.batches, .callbacks = {logger}});
@@ -646,7 +640,7 @@ TEST_CASE("Callbacks: CsvLogger in append mode after a resume keeps the old rows
   TempDir dir("callbacks");
   const std::string path = dir.file("log.csv");
   auto model = test::make_classifier(7, false);
-  Trainer first(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer first(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   const optim::History first_history =
       first.fit(problem.batches, {.epochs = 2, .callbacks = {std::make_shared<optim::CsvLogger>(path, true)}});
   first.save_checkpoint(dir.file("run.ckpt"));
@@ -654,7 +648,7 @@ TEST_CASE("Callbacks: CsvLogger in append mode after a resume keeps the old rows
   REQUIRE(before.size() == 3);
 
   auto resumed_model = test::make_classifier(8, false);
-  Trainer resumed(resumed_model, layers::cross_entropy, sgd(resumed_model, 0.1), quiet());
+  Trainer resumed(resumed_model, layers::cross_entropy, sgd(resumed_model, 0.1), quiet_options());
   resumed.load_checkpoint(dir.file("run.ckpt"));
   const optim::History resumed_history =
       resumed.fit(problem.batches, {.epochs = 4, .callbacks = {std::make_shared<optim::CsvLogger>(path, true)}});
@@ -675,7 +669,7 @@ TEST_CASE("Callbacks: CsvLogger without append replaces an existing file") {
   const std::string path = dir.file("log.csv");
   std::ofstream(path) << "old,header\n1,2\n3,4\n";
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   trainer.fit(problem.batches, {.epochs = 1, .callbacks = {std::make_shared<optim::CsvLogger>(path)}});
   const auto lines = lines_of(path);
   REQUIRE(lines.size() == 2);
@@ -686,7 +680,7 @@ TEST_CASE("Callbacks: JsonLinesLogger writes one JSON object per epoch with the 
   Problem problem;
   TempDir dir("callbacks");
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   auto logger = std::make_shared<optim::JsonLinesLogger>(dir.file("log.jsonl"));
   const optim::History history =
       trainer.fit(problem.batches, {.epochs = 3, .validation = &problem.batches, .callbacks = {logger}});
@@ -714,7 +708,7 @@ TEST_CASE("Callbacks: JsonLinesLogger in append mode keeps the lines already wri
   TempDir dir("callbacks");
   const std::string path = dir.file("log.jsonl");
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   trainer.fit(problem.batches, {.epochs = 2, .callbacks = {std::make_shared<optim::JsonLinesLogger>(path, true)}});
   trainer.fit(problem.batches, {.epochs = 3, .callbacks = {std::make_shared<optim::JsonLinesLogger>(path, true)}});
   const auto lines = lines_of(path);
@@ -730,7 +724,7 @@ TEST_CASE("Callbacks: a logger whose file cannot be opened is an error naming th
   const std::string csv = (dir.path / "missing" / "log.csv").string();
   const std::string jsonl = (dir.path / "missing" / "log.jsonl").string();
   auto model = test::make_classifier(7, false);
-  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet());
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
   CHECK(throws_error_mentioning(
       [&] { trainer.fit(problem.batches, {.epochs = 1, .callbacks = {std::make_shared<optim::CsvLogger>(csv)}}); },
       {"CsvLogger", "'" + csv + "'"}));

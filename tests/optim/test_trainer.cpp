@@ -20,18 +20,12 @@
 using namespace ddl;
 using ddl::optim::Trainer;
 using ddl::test::flat_parameters;
+using ddl::test::quiet_options;
 using ddl::test::TempDir;
 using ddl::test::TensorBatches;
 using ddl::test::throws_error_mentioning;
 
 namespace {
-
-optim::TrainerOptions quiet(std::vector<optim::Metric> metrics = {optim::Metric::accuracy}) {
-  optim::TrainerOptions options;
-  options.metrics = std::move(metrics);
-  options.verbosity = optim::Verbosity::quiet;
-  return options;
-}
 
 }  // namespace
 
@@ -42,7 +36,7 @@ TEST_CASE("Trainer: fit performs exactly the hand-written training loop") {
   auto optimizer = std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.1, .momentum = 0.9});
   optim::SGD reference_optimizer(reference->parameters(), optim::SgdOptions{.lr = 0.1, .momentum = 0.9});
 
-  Trainer trainer(model, layers::cross_entropy, optimizer, quiet());
+  Trainer trainer(model, layers::cross_entropy, optimizer, quiet_options());
   TensorBatches batches(data.inputs, data.labels, 8);
   trainer.fit(batches, {.epochs = 2});
 
@@ -63,7 +57,7 @@ TEST_CASE("Trainer: fit learns a separable problem and records a History") {
   const auto data = test::make_blobs(150, 11);
   auto model = test::make_classifier(2, true);
   auto optimizer = std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 0.01});
-  Trainer trainer(model, layers::cross_entropy, optimizer, quiet());
+  Trainer trainer(model, layers::cross_entropy, optimizer, quiet_options());
   TensorBatches train(data.inputs, data.labels, 16, /*shuffle=*/true);
   const optim::History history = trainer.fit(train, {.epochs = 15, .validation = &train});
 
@@ -83,7 +77,7 @@ TEST_CASE("Trainer: evaluate averages loss and metrics over all samples, not ove
   const auto data = test::make_blobs(23, 4);
   auto model = test::make_classifier(8, false);
   auto optimizer = std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.1});
-  Trainer trainer(model, layers::cross_entropy, optimizer, quiet());
+  Trainer trainer(model, layers::cross_entropy, optimizer, quiet_options());
   TensorBatches batches(data.inputs, data.labels, 7);  // 7, 7, 7, 2
   const optim::Logs logs = trainer.evaluate(batches);
 
@@ -102,7 +96,7 @@ TEST_CASE("Trainer: predict returns the outputs of every sample in order, in eva
   const auto data = test::make_blobs(19, 6);
   auto model = test::make_classifier(9, true);
   auto optimizer = std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.1});
-  Trainer trainer(model, layers::cross_entropy, optimizer, quiet());
+  Trainer trainer(model, layers::cross_entropy, optimizer, quiet_options());
   TensorBatches batches(data.inputs, data.labels, 5);
   const Tensor predicted = trainer.predict(batches);
   model->eval();
@@ -119,7 +113,7 @@ TEST_CASE("Trainer: training resumed from a checkpoint equals uninterrupted trai
     manual_seed(77);
     auto model = test::make_classifier(13, /*dropout=*/true);
     auto optimizer = std::make_shared<optim::Adadelta>(model->parameters(), optim::AdadeltaOptions{});
-    auto trainer = std::make_unique<Trainer>(model, layers::cross_entropy, optimizer, quiet());
+    auto trainer = std::make_unique<Trainer>(model, layers::cross_entropy, optimizer, quiet_options());
     TensorBatches batches(data.inputs, data.labels, 6, /*shuffle=*/true);
     trainer->fit(batches, {.epochs = first_epochs});
     if (resume) {
@@ -127,7 +121,7 @@ TEST_CASE("Trainer: training resumed from a checkpoint equals uninterrupted trai
       manual_seed(12345);  // the checkpoint must bring back the generator, not this
       model = test::make_classifier(99, true);
       optimizer = std::make_shared<optim::Adadelta>(model->parameters(), optim::AdadeltaOptions{});
-      trainer = std::make_unique<Trainer>(model, layers::cross_entropy, optimizer, quiet());
+      trainer = std::make_unique<Trainer>(model, layers::cross_entropy, optimizer, quiet_options());
       trainer->load_checkpoint(dir.file("run.ckpt"));
       CHECK(trainer->epoch() == first_epochs);
     }
@@ -152,7 +146,7 @@ TEST_CASE("Trainer: a checkpoint of another optimizer or model is refused and ch
   TempDir dir("trainer");
   auto model = test::make_classifier(3, false);
   Trainer trainer(model, layers::cross_entropy,
-                  std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{}), quiet());
+                  std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{}), quiet_options());
   TensorBatches batches(data.inputs, data.labels, 4);
   trainer.fit(batches, {.epochs = 1});
   trainer.save_checkpoint(dir.file("adam.ckpt"));
@@ -160,7 +154,7 @@ TEST_CASE("Trainer: a checkpoint of another optimizer or model is refused and ch
   auto other = test::make_classifier(4, false);
   const auto before = flat_parameters(*other);
   Trainer sgd_trainer(other, layers::cross_entropy,
-                      std::make_shared<optim::SGD>(other->parameters(), optim::SgdOptions{.lr = 0.1}), quiet());
+                      std::make_shared<optim::SGD>(other->parameters(), optim::SgdOptions{.lr = 0.1}), quiet_options());
   CHECK(throws_error_mentioning([&] { sgd_trainer.load_checkpoint(dir.file("adam.ckpt")); },
                                 {"adam.ckpt", "Adam", "SGD"}));
 
@@ -169,7 +163,7 @@ TEST_CASE("Trainer: a checkpoint of another optimizer or model is refused and ch
   wider->emplace<layers::Dense>(4, 17, true, &generator).emplace<layers::ReLU>().emplace<layers::Dense>(17, 3, true,
                                                                                                          &generator);
   Trainer wider_trainer(wider, layers::cross_entropy,
-                        std::make_shared<optim::Adam>(wider->parameters(), optim::AdamOptions{}), quiet());
+                        std::make_shared<optim::Adam>(wider->parameters(), optim::AdamOptions{}), quiet_options());
   const auto wider_before = flat_parameters(*wider);
   CHECK(throws_error_mentioning([&] { wider_trainer.load_checkpoint(dir.file("adam.ckpt")); },
                                 {"adam.ckpt", "0.weight"}));
@@ -182,7 +176,7 @@ TEST_CASE("Trainer: a training source that yields no batch is an error naming th
   const auto data = test::make_blobs(3, 1);
   auto model = test::make_classifier(3, false);
   Trainer trainer(model, layers::cross_entropy,
-                  std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.1}), quiet());
+                  std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.1}), quiet_options());
   TensorBatches empty(slice(data.inputs, 0, 0), slice(data.labels, 0, 0), 4);
   CHECK(throws_error_mentioning([&] { trainer.fit(empty, {.epochs = 1}); }, {"no batch", "epoch 1"}));
 }
@@ -194,7 +188,7 @@ TEST_CASE("Trainer: output off a terminal is one plain line per epoch; quiet pri
   TensorBatches batches(data.inputs, data.labels, 8);
 
   std::ostringstream plain;
-  optim::TrainerOptions options = quiet();
+  optim::TrainerOptions options = quiet_options();
   options.verbosity = optim::Verbosity::progress;
   options.out = &plain;
   Trainer(model, layers::cross_entropy, optimizer, options).fit(batches, {.epochs = 2, .validation = &batches});

@@ -86,11 +86,8 @@ TEST_CASE("DataParallel: with fp16 compression the ranks stay identical and clos
 TEST_CASE("DataParallel: evaluate averages over every rank's shard like one process over all samples") {
   const Communicator world = Communicator::world();
   auto model = small_cnn(9);
-  optim::TrainerOptions options;
-  options.verbosity = optim::Verbosity::quiet;
-  options.metrics = {optim::Metric::accuracy};
-  options.strategy = std::make_shared<DataParallel>(world);
-  optim::Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(model->parameters()), options);
+  optim::Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(model->parameters()),
+                         test::quiet_options({optim::Metric::accuracy}, std::make_shared<DataParallel>(world)));
   models::DataLoader loader(random_images(), {.batch_size = 5});
   const optim::Logs logs = trainer.evaluate(loader);
 

@@ -35,11 +35,10 @@ TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separab
   const Communicator world = Communicator::world();
   const auto data = test::make_blobs(120, 4);
   auto model = test::make_classifier(3, /*dropout=*/false);
-  optim::TrainerOptions options;
-  options.verbosity = optim::Verbosity::quiet;
-  options.metrics = {optim::Metric::accuracy};
-  options.strategy = std::make_shared<ParameterServer>(
-      world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1});
+  const auto options = test::quiet_options(
+      {optim::Metric::accuracy},
+      std::make_shared<ParameterServer>(
+          world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1}));
   optim::Trainer trainer(model, layers::cross_entropy,
                          std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05}), options);
   models::DataLoader loader({data.inputs, data.labels}, {.batch_size = 8, .shuffle = true, .seed = 1});

@@ -46,10 +46,8 @@ using MakeOptimizer = std::function<std::shared_ptr<optim::Optimizer>(std::vecto
 inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch, const MakeOptimizer& make,
                          std::uint64_t init_seed) {
   auto model = small_cnn(init_seed);
-  optim::TrainerOptions options;
-  options.verbosity = optim::Verbosity::quiet;
-  options.strategy = std::move(strategy);
-  optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()), options);
+  optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()),
+                         quiet_options({}, std::move(strategy)));
   models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3});
   trainer.fit(loader, {.epochs = 2});
   return flat_parameters(*model);

@@ -115,4 +115,15 @@ inline std::vector<float> flat_parameters(const layers::Module& model) {
   return values;
 }
 
+// Trainer options for tests: nothing printed, `metrics` reported beside the
+// loss, training spread by `strategy` (null: this process alone).
+inline optim::TrainerOptions quiet_options(std::vector<optim::Metric> metrics = {optim::Metric::accuracy},
+                                           std::shared_ptr<optim::Strategy> strategy = nullptr) {
+  optim::TrainerOptions options;
+  options.metrics = std::move(metrics);
+  options.verbosity = optim::Verbosity::quiet;
+  options.strategy = std::move(strategy);
+  return options;
+}
+
 }  // namespace ddl::test
