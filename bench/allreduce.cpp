@@ -1,5 +1,5 @@
 // An nccl-tests-style table for every allreduce algorithm (ring, rhd, tree,
-// naive, builtin = MPI_Allreduce), side by side in one run, for sizes
+// naive, shm, builtin = MPI_Allreduce), side by side in one run, for sizes
 // doubling from --min-bytes to --max-bytes:
 //   mpiexec -n 2 build/bench/ddl_bench_allreduce [--min-bytes 4] [--max-bytes 268435456]
 // time is the median over the iterations of the slowest rank's time; algbw
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
   CLI::App app{"nccl-tests-style allreduce table for ddl's algorithms and MPI_Allreduce", "ddl_bench_allreduce"};
   std::int64_t min_bytes = 4, max_bytes = std::int64_t{256} << 20;
   double budget = 0.3;
-  std::vector<std::string> names{"ring", "rhd", "tree", "naive", "builtin"};
+  std::vector<std::string> names{"ring", "rhd", "tree", "naive", "shm", "builtin"};
   app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-bytes", max_bytes, "largest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--budget", budget, "seconds of timed iterations per size and algorithm")->capture_default_str();

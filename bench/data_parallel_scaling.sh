@@ -1,38 +1,62 @@
 #!/usr/bin/env bash
 # Data-parallel efficiency, side by side in one run: ddl-train's mnist_cnn
-# on Fashion-MNIST, 1 thread per rank, as 1 rank and as 2 ranks (ring
-# allreduce, with and without overlap of communication and backward),
-# alternating `rounds` times so all see the same machine load. Prints the
-# training samples/s of each run, the share of step time spent waiting on
-# gradient synchronisation, and the 2-rank throughput as a fraction of twice
-# the 1-rank throughput (the scaling efficiency).
+# on Fashion-MNIST, 1 thread per rank, alternating `rounds` times so every
+# configuration sees the same machine load:
+#   - 1 rank at the global batch;
+#   - 2 independent 1-rank processes at once, each on half the samples at
+#     half the batch (a data-parallel rank's work without any communication:
+#     the ceiling the two cores, caches and memory bandwidth allow);
+#   - 2 data-parallel ranks with each allreduce algorithm named, overlap on;
+#   - 2 ranks with the first algorithm, overlap off.
+# Prints samples/s (medians), the share of step time spent waiting on
+# gradient synchronisation, and each 2-process throughput as a fraction of
+# twice the 1-rank throughput (the scaling efficiency).
 #
-#   bench/data_parallel_scaling.sh [build-dir] [rounds] [samples]
+#   bench/data_parallel_scaling.sh [build-dir] [rounds] [samples] [algorithms]
+#   e.g. bench/data_parallel_scaling.sh build 3 12800 "ring shm"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-2}
 samples=${3:-12800}
-train=("$build"/apps/ddl-train --model mnist_cnn --threads 1 --epochs 1 --no-validation --train-limit "$samples"
-  --test-limit 1000)
+read -r -a algorithms <<< "${4:-ring shm}"
+batch=128
+train=("$build"/apps/ddl-train --model mnist_cnn --threads 1 --epochs 1 --no-validation --test-limit 1000)
 
 rate() { sed -n 's/.* \([0-9]*\) samples\/s.*/\1/p' | tail -n 1; }
 waiting() { sed -n 's/gradient synchronisation: \([0-9.]*\)%.*/\1/p'; }
 
-one=() two=() two_flat=() wait_on=() wait_off=()
+declare -A rates waits
+record() {  # record <name> <output>
+  rates[$1]+="$(rate <<< "$2") "
+  waits[$1]+="$(waiting <<< "$2") "
+}
+names=("1 rank" "2 processes, no communication")
+for a in "${algorithms[@]}"; do names+=("2 ranks, $a"); done
+names+=("2 ranks, ${algorithms[0]}, no overlap")
+
 for ((r = 0; r < rounds; r++)); do
-  one+=("$("${train[@]}" | rate)")
-  out=$(mpiexec -n 2 "${train[@]}" --parallel data)
-  two+=("$(rate <<< "$out")") wait_on+=("$(waiting <<< "$out")")
-  out=$(mpiexec -n 2 "${train[@]}" --parallel data --no-overlap)
-  two_flat+=("$(rate <<< "$out")") wait_off+=("$(waiting <<< "$out")")
+  record "1 rank" "$("${train[@]}" --train-limit "$samples" --batch-size "$batch")"
+  half=("${train[@]}" --train-limit $((samples / 2)) --batch-size $((batch / 2)))
+  pair=$( ("${half[@]}" | rate &) ; "${half[@]}" | rate; wait)
+  rates["2 processes, no communication"]+="$(awk '{s += $1} END {print s}' <<< "$pair") "
+  for a in "${algorithms[@]}"; do
+    record "2 ranks, $a" "$(mpiexec -n 2 "${train[@]}" --train-limit "$samples" --batch-size "$batch" \
+      --parallel data --allreduce "$a")"
+  done
+  record "2 ranks, ${algorithms[0]}, no overlap" "$(mpiexec -n 2 "${train[@]}" --train-limit "$samples" \
+    --batch-size "$batch" --parallel data --allreduce "${algorithms[0]}" --no-overlap)"
 done
-python3 - "${one[*]}" "${two[*]}" "${two_flat[*]}" "${wait_on[*]}" "${wait_off[*]}" <<'PY'
+
+for name in "${names[@]}"; do printf '%s\t%s\t%s\n' "$name" "${rates[$name]}" "${waits[$name]:-}"; done |
+  python3 -c '
 import statistics, sys
-one, two, flat, won, woff = ([float(x) for x in arg.split()] for arg in sys.argv[1:])
-m1, m2, mf = statistics.median(one), statistics.median(two), statistics.median(flat)
-print(f"1 rank x 1 thread:            {one} samples/s, median {m1:.0f}")
-print(f"2 ranks, overlap on:          {two} samples/s, median {m2:.0f}; waiting {won} % of step time")
-print(f"2 ranks, overlap off:         {flat} samples/s, median {mf:.0f}; waiting {woff} % of step time")
-print(f"efficiency (2-rank / 2 x 1-rank): overlap on {m2 / (2 * m1):.1%}, overlap off {mf / (2 * m1):.1%}")
-PY
+rows = [line.rstrip("\n").split("\t") for line in sys.stdin]
+base = statistics.median(float(x) for x in rows[0][1].split())
+print("{:36} {:>24} {:>7} {:>10}  waiting on gradients (% of step)".format("run", "samples/s", "median", "efficiency"))
+for name, rates, waits in rows:
+    values = [float(x) for x in rates.split()]
+    m = statistics.median(values)
+    eff = "" if name == rows[0][0] else f"{m / (2 * base):.1%}"
+    print(f"{name:36} {str([int(v) for v in values]):>24} {m:7.0f} {eff:>10}  {waits.strip()}")
+'

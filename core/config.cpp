@@ -77,6 +77,11 @@ std::int64_t ring_segment_bytes() {
   return bytes;
 }
 
+std::int64_t shm_segment_bytes() {
+  static const std::int64_t bytes = read_positive_bytes("DDL_SHM_SEGMENT", std::int64_t{256} << 10);
+  return bytes;
+}
+
 int cpu_device_count() {
   static const int count = read_positive_int("DDL_CPU_DEVICES", 1);
   return count;

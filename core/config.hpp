@@ -28,6 +28,11 @@ std::int64_t fusion_threshold_bytes();
 // on 2 ranks, docs/PERFORMANCE.md): the pieces a ring collective cuts
 // each chunk into, so the reduction of one overlaps the transfer of the next.
 std::int64_t ring_segment_bytes();
+// DDL_SHM_SEGMENT (bytes, default 256 KiB; best of 64 KiB..4 MiB on 2 ranks,
+// docs/PERFORMANCE.md): the piece of
+// the buffer the shared-memory allreduce reduces at a time; each rank's
+// window holds two of them.
+std::int64_t shm_segment_bytes();
 
 }  // namespace ddl::config
 

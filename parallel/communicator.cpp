@@ -32,7 +32,12 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
 CommunicatorState::~CommunicatorState() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (owned && !finalized) MPI_Comm_free(&comm);
+  if (finalized) return;
+  if (shared_window) {
+    MPI_Win_unlock_all(shared_window->window);
+    MPI_Win_free(&shared_window->window);
+  }
+  if (owned) MPI_Comm_free(&comm);
 }
 
 [[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code) {

@@ -7,16 +7,30 @@
 
 #include <mpi.h>
 
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace ddl::parallel::detail {
 
 [[noreturn]] void throw_mpi_error(int code, const char* call, const char* file, int line);
 
+// The shared-memory window of the shm allreduce (shared_memory.cpp), made
+// on its first use. Rank r's part holds two buffers (double buffering) of
+// `segment` floats; slots[q] points at rank q's part in this process.
+struct SharedWindow {
+  MPI_Win window = MPI_WIN_NULL;
+  std::int64_t segment = 0;
+  std::vector<float*> slots;
+  std::uint64_t rounds = 0;  // segments reduced so far; its parity picks the buffer
+};
+
 struct CommunicatorState {
   MPI_Comm comm = MPI_COMM_NULL;
   bool owned = false;  // freed with the state (split communicators)
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
+  std::unique_ptr<SharedWindow> shared_window;
   ~CommunicatorState();
 };
 

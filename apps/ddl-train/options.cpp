@@ -13,7 +13,7 @@ const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"}
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
 const std::vector<std::string> kParallelModes{"none", "data", "ps"};
 const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
-const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "builtin"};
+const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "shm", "builtin"};
 
 bool is_materials(const std::string& model) { return model == "materials_mlp"; }
 
@@ -95,7 +95,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "the ranks that compute")
       ->check(CLI::IsMember(kParallelModes))
       ->capture_default_str();
-  app.add_option("--allreduce", o.allreduce, "Gradient allreduce: ring, rhd, tree, naive or builtin (MPI_Allreduce)")
+  app.add_option("--allreduce", o.allreduce, "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin (MPI_Allreduce)")
       ->check(CLI::IsMember(kAllreduceNames))
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")

@@ -2,6 +2,8 @@
 // entry point that stages CUDA tensors through the host.
 #include <ddl/parallel/collectives/collectives.hpp>
 
+#include <fmt/ranges.h>
+
 #include <ddl/core/check.hpp>
 
 namespace ddl::parallel {
@@ -12,21 +14,24 @@ std::string algorithm_name(AllreduceAlgorithm algorithm) {
     case AllreduceAlgorithm::rhd: return "rhd";
     case AllreduceAlgorithm::tree: return "tree";
     case AllreduceAlgorithm::naive: return "naive";
+    case AllreduceAlgorithm::shm: return "shm";
     case AllreduceAlgorithm::builtin: return "builtin";
   }
   return "unknown";
 }
 
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
-  return {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree, AllreduceAlgorithm::naive,
-          AllreduceAlgorithm::builtin};
+  return {AllreduceAlgorithm::ring,  AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree,
+          AllreduceAlgorithm::naive, AllreduceAlgorithm::shm, AllreduceAlgorithm::builtin};
 }
 
 AllreduceAlgorithm parse_allreduce(const std::string& name) {
   for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
     if (algorithm_name(algorithm) == name) return algorithm;
   }
-  throw Error(fmt::format("unknown allreduce algorithm '{}'; known: ring, rhd, tree, naive, builtin", name));
+  std::vector<std::string> known;
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) known.push_back(algorithm_name(algorithm));
+  throw Error(fmt::format("unknown allreduce algorithm '{}'; known: {}", name, fmt::join(known, ", ")));
 }
 
 void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, WireFormat wire) {
@@ -37,6 +42,7 @@ void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorit
     case AllreduceAlgorithm::rhd: return halving_doubling_allreduce(comm, data);
     case AllreduceAlgorithm::tree: return tree_allreduce(comm, data);
     case AllreduceAlgorithm::naive: return naive_allreduce(comm, data);
+    case AllreduceAlgorithm::shm: return shared_memory_allreduce(comm, data);
     case AllreduceAlgorithm::builtin: return builtin_allreduce(comm, data);
   }
 }

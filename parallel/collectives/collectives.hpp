@@ -10,6 +10,7 @@
 //   rhd        halving_doubling.cpp 2 log2 p            2 n (p-1)/p (+n if p is not a power of two)
 //   tree       tree.cpp             2 log2 p            up to 2 n log2 p
 //   naive      naive.cpp            2 (root: 2(p-1))    n (root: 2 n (p-1))
+//   shm        shared_memory.cpp    none: 2 barriers    none (one node only; ~2n copied in and out)
 //   builtin    MPI_Allreduce        (MPICH's choice)
 #pragma once
 
@@ -23,14 +24,14 @@
 
 namespace ddl::parallel {
 
-enum class AllreduceAlgorithm { ring, rhd, tree, naive, builtin };
+enum class AllreduceAlgorithm { ring, rhd, tree, naive, shm, builtin };
 
 // How values travel: as float32, or compressed to IEEE float16 (half the
 // bytes; about 3 significant digits, magnitudes up to 65504). Sums are
 // still taken in float32 on arrival. Only the ring offers float16.
 enum class WireFormat { float32, float16 };
 
-// "ring", "rhd", "tree", "naive", "builtin".
+// "ring", "rhd", "tree", "naive", "shm", "builtin".
 std::string algorithm_name(AllreduceAlgorithm algorithm);
 // The inverse; throws ddl::Error listing the names for an unknown one.
 AllreduceAlgorithm parse_allreduce(const std::string& name);
@@ -50,6 +51,10 @@ void ring_allreduce(const Communicator& comm, std::span<float> data, WireFormat 
 void halving_doubling_allreduce(const Communicator& comm, std::span<float> data);
 void tree_allreduce(const Communicator& comm, std::span<float> data);
 void naive_allreduce(const Communicator& comm, std::span<float> data);
+// Every rank on one node (ddl::Error otherwise): through an MPI-3
+// shared-memory window, one segment at a time. A communicator runs one
+// collective at a time; this one keeps its window between calls.
+void shared_memory_allreduce(const Communicator& comm, std::span<float> data);
 void builtin_allreduce(const Communicator& comm, std::span<float> data);
 
 // The ring's halves, also useful alone. The buffer of n elements is cut into

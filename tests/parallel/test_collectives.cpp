@@ -74,6 +74,23 @@ TEST_CASE("Collectives: every allreduce algorithm sums awkward sizes like MPI_Al
   }
 }
 
+TEST_CASE("Collectives: shm keeps one window per communicator, so split groups reduce independently") {
+  const Communicator world = Communicator::world();
+  const Communicator half = world.split(world.rank() % 2, world.rank());
+  for (const std::int64_t n : {std::int64_t{5}, std::int64_t{1000003}, std::int64_t{7}}) {
+    CAPTURE(n);
+    // Interleaved with the world's window: each call on `half` must use its own.
+    std::vector<float> mine = rank_data(world.rank(), n);
+    shared_memory_allreduce(world, mine);
+    CHECK(test::all_close(mine, exact_sum(world.size(), n), 1e-6, 1e-5));
+
+    std::vector<float> group = rank_data(half.rank(), n);
+    shared_memory_allreduce(half, group);
+    CHECK(test::all_close(group, exact_sum(half.size(), n), 1e-6, 1e-5));
+    CHECK(same_on_every_rank(half, group));
+  }
+}
+
 TEST_CASE("Collectives: allreduce of a tensor sums in place") {
   const Communicator world = Communicator::world();
   const Tensor tensor = from_vector(rank_data(world.rank(), 35), {5, 7});
