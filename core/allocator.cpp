@@ -59,7 +59,15 @@ Storage::Storage(const Device& device, std::size_t bytes) : device_(device), byt
   data_ = device.is_cuda() ? cuda_backend::allocate(device.index(), bytes) : cpu_allocate(device.index(), bytes);
 }
 
+Storage::Storage(std::shared_ptr<Storage> base, std::size_t offset, std::size_t bytes)
+    : device_(base->device()), bytes_(bytes), base_(std::move(base)) {
+  DDL_CHECK(offset + bytes <= base_->bytes(), "Storage: bytes [{}, {}) lie outside a storage of {} bytes", offset,
+            offset + bytes, base_->bytes());
+  data_ = static_cast<std::byte*>(base_->data()) + offset;
+}
+
 Storage::~Storage() {
+  if (base_) return;
   if (device_.is_cuda()) {
     cuda_backend::deallocate(device_.index(), data_);
   } else {

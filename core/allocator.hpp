@@ -27,6 +27,9 @@ void empty_cache();
 class Storage {
  public:
   Storage(const Device& device, std::size_t bytes);
+  // `bytes` of `base` from byte `offset` on: shares its memory, keeps it
+  // alive and frees nothing itself.
+  Storage(std::shared_ptr<Storage> base, std::size_t offset, std::size_t bytes);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -39,6 +42,7 @@ class Storage {
   Device device_;
   std::size_t bytes_;
   void* data_ = nullptr;
+  std::shared_ptr<Storage> base_;  // set for a part of another storage
 };
 
 }  // namespace ddl

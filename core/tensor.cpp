@@ -58,6 +58,19 @@ Tensor Tensor::reshape(const Shape& new_shape) const {
   return result;
 }
 
+Tensor Tensor::flat_slice(std::int64_t begin, const Shape& shape) const {
+  DDL_CHECK(begin >= 0 && begin + shape.numel() <= numel(),
+            "flat_slice: elements [{}, {}) lie outside a tensor of shape {} ({} elements)", begin,
+            begin + shape.numel(), this->shape(), numel());
+  const std::size_t element = element_size(dtype());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(impl_->storage, static_cast<std::size_t>(begin) * element,
+                                            static_cast<std::size_t>(shape.numel()) * element);
+  impl->shape = shape;
+  impl->dtype = impl_->dtype;
+  return Tensor(std::move(impl));
+}
+
 Tensor Tensor::flatten(int start_dim, int end_dim) const {
   const Shape& s = shape();
   if (s.rank() == 0) return reshape(Shape{1});

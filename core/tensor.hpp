@@ -60,6 +60,11 @@ class Tensor {
   Tensor reshape(const Shape& shape) const;  // same numel; differentiable
   Tensor view(const Shape& shape) const { return reshape(shape); }
   Tensor flatten(int start_dim = 0, int end_dim = -1) const;
+  // Elements [begin, begin + shape.numel()) of this tensor, in row-major
+  // order, as a tensor of `shape` sharing its memory (no autograd history):
+  // e.g. gradients that live inside one flat buffer, as data parallelism's
+  // buckets.
+  Tensor flat_slice(std::int64_t begin, const Shape& shape) const;
   Tensor to(const Device& device) const;  // differentiable; a real copy unless same device
   Tensor clone() const;                   // differentiable
   Tensor detach() const;                  // shares data, cut from the graph

@@ -48,19 +48,22 @@ struct DataParallel::State {
   State(Communicator communicator, DataParallelOptions opts)
       : comm(std::move(communicator)), options(opts), stall_inspector(comm) {}
 
+  // Puts the entry's gradient into its bucket, unless backward already
+  // accumulated it there (its grad is the entry's view).
   void copy_in(std::size_t b, const BucketEntry& entry) {
-    float* target = buckets[b].buffer.data() + entry.offset;
     const Tensor grad = entry.parameter.grad();
+    if (entry.in_buffer(grad)) return;
+    float* target = buckets[b].data() + entry.offset;
     if (grad.defined()) {
-      backend::copy_bytes(cpu(), target, grad.device(), grad.raw_data(), grad.nbytes());
+      backend::copy_bytes(buckets[b].buffer.device(), target, grad.device(), grad.raw_data(), grad.nbytes());
     } else {
       std::fill(target, target + entry.parameter.numel(), 0.0f);
     }
   }
 
   void reduce(std::size_t b) {
-    allreduce(comm, std::span<float>(buckets[b].buffer), options.algorithm,
-              options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
+    allreduce(comm, std::span<float>(buckets[b].data(), static_cast<std::size_t>(buckets[b].size())),
+              options.algorithm, options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
   }
 
   // The communication thread: reduces bucket 0, 1, ... of each step as each
@@ -131,6 +134,7 @@ int DataParallel::world_size() const { return state_->comm.size(); }
 const Communicator& DataParallel::communicator() const { return state_->comm; }
 const DataParallelOptions& DataParallel::options() const { return state_->options; }
 std::size_t DataParallel::bucket_count() const { return state_->buckets.size(); }
+const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
@@ -163,6 +167,14 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
   DDL_CHECK(s.prepared, "DataParallel: prepare() must run before the first step (the Trainer does it)");
   s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");
   s.step_start = Clock::now();
+  // Gradients start as zeros inside the buckets, where backward accumulates
+  // them (the Trainer has just dropped last step's).
+  for (GradientBucket& bucket : s.buckets) {
+    std::fill(bucket.data(), bucket.data() + bucket.size(), 0.0f);
+    for (const BucketEntry& entry : bucket.entries) {
+      if (entry.view.defined()) entry.parameter.set_grad(entry.view);
+    }
+  }
   {
     const std::lock_guard lock(s.mutex);
     std::fill(s.ready.begin(), s.ready.end(), 0);
@@ -201,17 +213,20 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
       s.reduce(b);
     }
   }
-  // The average, written back as each parameter's gradient.
+  // The average, which is each parameter's gradient (copied back where it
+  // is not a view into the bucket).
   const float inverse = 1.0f / static_cast<float>(s.comm.size());
   for (GradientBucket& bucket : s.buckets) {
-    detail::scale(bucket.buffer.data(), static_cast<std::int64_t>(bucket.buffer.size()), inverse);
+    detail::scale(bucket.data(), bucket.size(), inverse);
     for (const BucketEntry& entry : bucket.entries) {
       Tensor grad = entry.parameter.grad();
+      if (entry.in_buffer(grad)) continue;
       if (!grad.defined()) {
         grad = Tensor::empty(entry.parameter.shape(), {DType::Float32, entry.parameter.device(), false});
         entry.parameter.set_grad(grad);
       }
-      backend::copy_bytes(grad.device(), grad.raw_data(), cpu(), bucket.buffer.data() + entry.offset, grad.nbytes());
+      backend::copy_bytes(grad.device(), grad.raw_data(), bucket.buffer.device(), bucket.data() + entry.offset,
+                          grad.nbytes());
     }
   }
   const auto end = Clock::now();

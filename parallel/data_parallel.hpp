@@ -7,11 +7,13 @@
 //   prepare: the ranks check they built the same model, then rank 0's
 //     parameters, buffers and optimizer state are broadcast to all (so a
 //     resume from rank 0's checkpoint reaches everyone).
-//   backward: as each gradient is produced, a hook copies it into its
-//     bucket (gradient_buckets.hpp); a full bucket is handed to the
+//   backward: each step's gradients start as zero views into their buckets
+//     (gradient_buckets.hpp), so backward accumulates them in place; as each
+//     is complete a hook counts it (or copies it in, for a parameter on
+//     another device than its bucket), and a full bucket is handed to the
 //     communication thread, whose allreduce overlaps the rest of backward.
-//   synchronize_gradients: waits for every bucket, divides by the rank
-//     count and writes the averages back into the parameters' .grad.
+//   synchronize_gradients: waits for every bucket and divides by the rank
+//     count: the buckets then hold the parameters' averaged .grad.
 //   metrics: summed over ranks; only rank 0 prints, logs and checkpoints.
 //
 // Parameters that receive no gradient in a step count as zero gradients
@@ -27,6 +29,7 @@
 #include <ddl/optim/strategy.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/gradient_buckets.hpp>
 
 namespace ddl::parallel {
 
@@ -69,6 +72,8 @@ class DataParallel : public optim::Strategy {
   const Communicator& communicator() const;
   const DataParallelOptions& options() const;
   std::size_t bucket_count() const;
+  // The buckets, after prepare(): which parameter lies where.
+  const std::vector<GradientBucket>& buckets() const;
   SyncStatistics statistics() const;
 
  private:

@@ -1,9 +1,14 @@
 // Gradient buckets (tensor fusion, as Horovod's fusion buffer and PyTorch
 // DDP's Reducer): the parameters are grouped, in reverse registration order
 // (the order backward produces their gradients), into buckets of about
-// `bucket_bytes`; each bucket is one flat host buffer reduced by a single
+// `bucket_bytes`; each bucket is one flat buffer reduced by a single
 // allreduce, so a model with many small tensors pays a few latencies, not
 // one per tensor.
+//
+// Where a parameter lives on the bucket's device, its gradient can be a view
+// into the bucket (PyTorch DDP's gradient_as_bucket_view): backward then
+// accumulates straight into the buffer that is reduced, and the averaged
+// values are the gradient the optimizer reads, with no copy either way.
 #pragma once
 
 #include <cstdint>
@@ -19,17 +24,26 @@ struct BucketEntry {
   std::string name;
   Tensor parameter;
   std::int64_t offset = 0;  // in elements, within the bucket's buffer
+  Tensor view;              // the parameter's shape over its part of the buffer; undefined on another device
+
+  // Whether `grad` is this entry's view (and so already in the buffer).
+  bool in_buffer(const Tensor& grad) const { return view.defined() && grad.defined() && grad.raw_data() == view.raw_data(); }
 };
 
 struct GradientBucket {
   std::vector<BucketEntry> entries;
-  std::vector<float> buffer;  // the gradients, flattened
+  Tensor buffer;  // the gradients, flattened: float32 in host memory
+
+  float* data() const { return buffer.data<float>(); }
+  std::int64_t size() const { return buffer.numel(); }
 };
 
 // Cuts `parameters` (in registration order) into buckets of at most
 // `bucket_bytes` of float32 gradients each, walking them backwards; a
 // parameter larger than the limit gets a bucket of its own. Bucket 0 holds
-// the last parameters, whose gradients backward produces first.
+// the last parameters, whose gradients backward produces first. A bucket's
+// buffer lives on its parameters' CPU device when they share one (cpu()
+// otherwise), and each entry on that device gets its view.
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
                                          std::int64_t bucket_bytes);
 

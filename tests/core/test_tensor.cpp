@@ -95,6 +95,32 @@ TEST_CASE("Tensor: flatten merges the dims from start_dim to end_dim") {
   CHECK(t.flatten().raw_data() == t.raw_data());
 }
 
+TEST_CASE("Tensor: flat_slice views a range of elements in another shape, sharing memory and outliving its base") {
+  Tensor slice;
+  const MemoryStats before = memory_stats(cpu());
+  {
+    const Tensor base = arange(37);
+    slice = base.flat_slice(11, {2, 3, 4});
+    CHECK(slice.shape() == Shape{2, 3, 4});
+    CHECK(slice.at({0, 0, 0}) == 11.0f);
+    CHECK(slice.at({1, 2, 3}) == 34.0f);
+    slice.data<float>()[5] = -2.0f;
+    CHECK(base.to_vector<float>()[16] == -2.0f);
+    CHECK(base.flat_slice(37, {0}).numel() == 0);
+    CHECK(!slice.requires_grad());
+  }
+  // The base's memory stays held (and counted) while the slice lives.
+  CHECK(memory_stats(cpu()).allocations == before.allocations + 1);
+  CHECK(slice.at({1, 2, 3}) == 34.0f);
+  slice = Tensor();
+  CHECK(memory_stats(cpu()).allocations == before.allocations);
+}
+
+TEST_CASE("Tensor: flat_slice past the end throws naming the range and the shape") {
+  CHECK(throws_error_mentioning([] { zeros({4, 5}).flat_slice(15, {2, 3}); }, {"flat_slice", "[15, 21)", "[4, 5]"}));
+  CHECK(throws_error_mentioning([] { zeros({4}).flat_slice(-1, {2}); }, {"flat_slice", "[-1, 1)"}));
+}
+
 TEST_CASE("Tensor: flatten with start_dim after end_dim or out of range throws") {
   CHECK(throws_error_mentioning([] { zeros({2, 3, 5}).flatten(2, 1); }, {"flatten", "[2, 3, 5]"}));
   CHECK(throws_error_mentioning([] { zeros({2, 3, 5}).flatten(3); }, {"flatten", "dim 3", "[2, 3, 5]"}));

@@ -97,6 +97,106 @@ TEST_CASE("DataParallel: evaluate averages over every rank's shard like one proc
   CHECK(logs.at("loss") == doctest::Approx(layers::cross_entropy(logits, data.targets).item()).epsilon(1e-5));
 }
 
+namespace {
+
+// Dense 144-10 on cpu:0, then Dense 10-10 on `second` (cpu:1: each bucket
+// holds parameters of both devices, so cpu:1's gradients take the copying
+// path while cpu:0's are views into the buckets).
+class TwoDeviceMlp : public layers::Module {
+ public:
+  TwoDeviceMlp(std::uint64_t seed, Device second) : second_device_(second) {
+    Generator generator(seed);
+    first_ = register_module("0", std::make_shared<layers::Dense>(144, 10, true, &generator));
+    second_ = register_module("1", std::make_shared<layers::Dense>(10, 10, true, &generator));
+    second_->to(second);
+  }
+  Tensor forward(const Tensor& input) override {
+    return (*second_)((*first_)(input.flatten(1)).to(second_device_)).to(cpu(0));
+  }
+  std::string type_name() const override { return "TwoDeviceMlp"; }
+
+ private:
+  Device second_device_;
+  std::shared_ptr<layers::Dense> first_, second_;
+};
+
+std::vector<float> train_two_device_mlp(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch,
+                                        Device second) {
+  auto model = std::make_shared<TwoDeviceMlp>(7, second);
+  optim::Trainer trainer(model, layers::cross_entropy,
+                         std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
+                         test::quiet_options({}, std::move(strategy)));
+  models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = 2});
+  return test::flat_parameters(*model);
+}
+
+}  // namespace
+
+TEST_CASE("DataParallel: gradients live in the buckets; parameters on another device are copied in and out") {
+  const Communicator world = Communicator::world();
+  // Copying a gradient in and out changes no bit, so the model spread over
+  // two devices trains exactly as the same model on cpu:0 alone, whose
+  // gradients are all views (the view path itself is checked against
+  // 1-process training above).
+  for (const bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    const DataParallelOptions options{.bucket_bytes = 512, .overlap = overlap};
+    const std::int64_t batch = kGlobalBatch / world.size();
+    CHECK(train_two_device_mlp(std::make_shared<DataParallel>(world, options), batch, cpu(1)) ==
+          train_two_device_mlp(std::make_shared<DataParallel>(world, options), batch, cpu(0)));
+  }
+
+  // After training, every gradient on the buckets' device is its view, holding the averaged values.
+  auto model = std::make_shared<TwoDeviceMlp>(7, cpu(1));
+  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 512});
+  optim::Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(model->parameters()),
+                         test::quiet_options({}, strategy));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  trainer.fit(loader, {.epochs = 1});
+  REQUIRE(strategy->bucket_count() >= 2);
+  int views = 0, copies = 0;
+  for (const GradientBucket& bucket : strategy->buckets()) {
+    for (const BucketEntry& entry : bucket.entries) {
+      CAPTURE(entry.name);
+      const Tensor grad = entry.parameter.grad();
+      REQUIRE(grad.defined());
+      const bool on_bucket_device = entry.parameter.device() == bucket.buffer.device();
+      CHECK(entry.in_buffer(grad) == on_bucket_device);
+      CHECK(grad.to(cpu()).to_vector<float>() ==
+            bucket.buffer.flat_slice(entry.offset, entry.parameter.shape()).to_vector<float>());
+      ++(on_bucket_device ? views : copies);
+    }
+  }
+  CHECK(views > 0);
+  CHECK(copies > 0);
+}
+
+TEST_CASE("DataParallel: a bucket lives on its parameters' CPU device and gives each of them a view") {
+  const Tensor a = zeros({3, 2}, {DType::Float32, cpu(1), true});
+  const Tensor b = zeros({5}, {DType::Float32, cpu(1), true});
+  const Tensor c = zeros({4}, {DType::Float32, cpu(0), true});
+
+  const auto same = make_buckets({{"a", a}, {"b", b}}, 1 << 20);
+  REQUIRE(same.size() == 1);
+  CHECK(same[0].buffer.device() == cpu(1));
+  for (const BucketEntry& entry : same[0].entries) {
+    CAPTURE(entry.name);
+    REQUIRE(entry.view.defined());
+    CHECK(entry.view.shape() == entry.parameter.shape());
+    CHECK(entry.view.data<float>() == same[0].data() + entry.offset);
+    CHECK(entry.in_buffer(entry.view));
+    CHECK(!entry.in_buffer(entry.parameter));
+  }
+
+  const auto mixed = make_buckets({{"a", a}, {"c", c}}, 1 << 20);
+  REQUIRE(mixed.size() == 1);
+  CHECK(mixed[0].buffer.device() == cpu(0));
+  CHECK(mixed[0].entries[0].name == "c");
+  CHECK(mixed[0].entries[0].view.defined());
+  CHECK(!mixed[0].entries[1].view.defined());  // a, on cpu:1
+}
+
 TEST_CASE("DataParallel: buckets take parameters from the last, each within the threshold unless alone") {
   auto model = small_cnn(1);  // 0.weight 144 B, 0.bias 16 B, 4.weight 4000 B, 4.bias 40 B
   const auto buckets = make_buckets(model->named_parameters(), 1024);
@@ -107,5 +207,5 @@ TEST_CASE("DataParallel: buckets take parameters from the last, each within the 
   CHECK(buckets[2].entries.size() == 2);
   CHECK(buckets[2].entries[0].name == "0.bias");
   CHECK(buckets[2].entries[1].offset == 4);
-  CHECK(buckets[2].buffer.size() == 40);
+  CHECK(buckets[2].size() == 40);
 }
