@@ -9,27 +9,41 @@
 #include <condition_variable>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
+#include <ddl/core/functors.hpp>
+#include <ddl/core/kernels.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
-#include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
 #include <ddl/parallel/initial_state.hpp>
+#include <ddl/parallel/nccl_communicator.hpp>
 
 namespace ddl::parallel {
 
 using Clock = std::chrono::steady_clock;
+
+namespace {
+
+bool on_one_gpu(const std::vector<std::pair<std::string, Tensor>>& parameters) {
+  const Device first = parameters.front().second.device();
+  return first.is_cuda() && std::all_of(parameters.begin(), parameters.end(),
+                                        [&](const auto& named) { return named.second.device() == first; });
+}
+
+}  // namespace
 
 struct DataParallel::State {
   Communicator comm;
   DataParallelOptions options;
   StallInspector stall_inspector;
   std::vector<GradientBucket> buckets;
+  std::optional<NcclCommunicator> nccl;  // set when the buckets live on this rank's GPU
   bool prepared = false;
 
   // Shared with the communication thread, under `mutex`.
@@ -57,11 +71,12 @@ struct DataParallel::State {
     if (grad.defined()) {
       backend::copy_bytes(buckets[b].buffer.device(), target, grad.device(), grad.raw_data(), grad.nbytes());
     } else {
-      std::fill(target, target + entry.parameter.numel(), 0.0f);
+      backend::fill_zero(buckets[b].buffer.device(), target, entry.parameter.nbytes());
     }
   }
 
   void reduce(std::size_t b) {
+    if (nccl) return nccl->allreduce(buckets[b].buffer);
     allreduce(comm, std::span<float>(buckets[b].data(), static_cast<std::size_t>(buckets[b].size())),
               options.algorithm, options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
   }
@@ -142,8 +157,21 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   broadcast_initial_state(s.comm, model, optimizer, "DataParallel");
   if (s.prepared) return;  // after a checkpoint load: buckets and hooks stand
 
-  s.buckets = make_buckets(model.named_parameters(), s.options.bucket_bytes);
-  agree_on_layout(s.comm, describe_layout(s.buckets), "DataParallel: the gradient buckets");
+  const auto parameters = model.named_parameters();
+  const bool use_nccl = NcclCommunicator::built() && s.options.algorithm == AllreduceAlgorithm::builtin &&
+                        !parameters.empty() && on_one_gpu(parameters);
+  s.buckets = make_buckets(parameters, s.options.bucket_bytes, use_nccl);
+  std::vector<std::string> layout = describe_layout(s.buckets);
+  layout.push_back(use_nccl ? "allreduce by NCCL on the GPU" : "allreduce over MPI from host memory");
+  agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
+  if (use_nccl) {
+    s.nccl = NcclCommunicator::create(s.comm);
+    const Device gpu = parameters.front().second.device();
+    DDL_CHECK(gpu == cuda(s.nccl->device()),
+              "DataParallel: rank {} is rank {} on its node and so reduces on cuda:{}, but its model is on {}; put each "
+              "rank's model on cuda:<local rank> (ddl-train: --device cuda)",
+              s.comm.rank(), s.comm.local_rank(), s.nccl->device(), gpu);
+  }
   s.ready.assign(s.buckets.size(), 0);
   s.launched.assign(s.buckets.size(), false);
   s.reduced = s.buckets.size();
@@ -170,7 +198,7 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
   // Gradients start as zeros inside the buckets, where backward accumulates
   // them (the Trainer has just dropped last step's).
   for (GradientBucket& bucket : s.buckets) {
-    std::fill(bucket.data(), bucket.data() + bucket.size(), 0.0f);
+    backend::fill_zero(bucket.buffer.device(), bucket.buffer.raw_data(), bucket.buffer.nbytes());
     for (const BucketEntry& entry : bucket.entries) {
       if (entry.view.defined()) entry.parameter.set_grad(entry.view);
     }
@@ -217,7 +245,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   // is not a view into the bucket).
   const float inverse = 1.0f / static_cast<float>(s.comm.size());
   for (GradientBucket& bucket : s.buckets) {
-    detail::scale(bucket.data(), bucket.size(), inverse);
+    backend::launch(bucket.buffer.device(), bucket.size(), kernels::Map1<fn::MulScalar>{bucket.data(), bucket.data(), {inverse}});
     for (const BucketEntry& entry : bucket.entries) {
       Tensor grad = entry.parameter.grad();
       if (entry.in_buffer(grad)) continue;

@@ -16,6 +16,13 @@
 //     count: the buckets then hold the parameters' averaged .grad.
 //   metrics: summed over ranks; only rank 0 prints, logs and checkpoints.
 //
+// Where the gradients are reduced: a model on one GPU per rank with the
+// `builtin` algorithm in a build with NCCL keeps its buckets on the GPU and
+// reduces them with ncclAllReduce (NcclCommunicator, on its own stream);
+// every other case reduces host buckets with the chosen MPI collective (a
+// CUDA model's gradients are then copied to and from the host). The ranks
+// check that they all chose the same way.
+//
 // Parameters that receive no gradient in a step count as zero gradients
 // (every rank must still send the bucket). Each parameter must be used once
 // per forward pass when overlap is on (its hook fires once); with shared

@@ -9,18 +9,17 @@
 namespace ddl::parallel {
 namespace {
 
-// The CPU device all the entries' parameters share, else the host's cpu().
-Device bucket_device(const std::vector<BucketEntry>& entries) {
+Device bucket_device(const std::vector<BucketEntry>& entries, bool on_gpu) {
   const Device first = entries.front().parameter.device();
   const bool shared = std::all_of(entries.begin(), entries.end(),
                                   [&](const BucketEntry& entry) { return entry.parameter.device() == first; });
-  return shared && first.is_cpu() ? first : cpu();
+  return shared && (first.is_cpu() || on_gpu) ? first : cpu();
 }
 
 }  // namespace
 
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
-                                         std::int64_t bucket_bytes) {
+                                         std::int64_t bucket_bytes, bool on_gpu) {
   DDL_CHECK(bucket_bytes > 0, "gradient buckets: bucket_bytes must be positive, got {}", bucket_bytes);
   std::vector<GradientBucket> buckets;
   std::int64_t filled = 0;  // elements in the last bucket
@@ -37,7 +36,7 @@ std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string
     filled += parameter.numel();
   }
   for (GradientBucket& bucket : buckets) {
-    const Device home = bucket_device(bucket.entries);
+    const Device home = bucket_device(bucket.entries, on_gpu);
     const BucketEntry& last = bucket.entries.back();
     bucket.buffer = zeros({last.offset + last.parameter.numel()}, {DType::Float32, home, false});
     for (BucketEntry& entry : bucket.entries) {

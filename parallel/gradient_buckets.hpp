@@ -32,7 +32,7 @@ struct BucketEntry {
 
 struct GradientBucket {
   std::vector<BucketEntry> entries;
-  Tensor buffer;  // the gradients, flattened: float32 in host memory
+  Tensor buffer;  // the gradients, flattened (float32)
 
   float* data() const { return buffer.data<float>(); }
   std::int64_t size() const { return buffer.numel(); }
@@ -42,10 +42,11 @@ struct GradientBucket {
 // `bucket_bytes` of float32 gradients each, walking them backwards; a
 // parameter larger than the limit gets a bucket of its own. Bucket 0 holds
 // the last parameters, whose gradients backward produces first. A bucket's
-// buffer lives on its parameters' CPU device when they share one (cpu()
-// otherwise), and each entry on that device gets its view.
+// buffer lives on the device its parameters share if that is a CPU device,
+// or a CUDA device and `on_gpu` (for NCCL); in host memory (cpu()) otherwise.
+// Each entry on the buffer's device gets its view.
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
-                                         std::int64_t bucket_bytes);
+                                         std::int64_t bucket_bytes, bool on_gpu = false);
 
 // One line per parameter, "name shape dtype", in bucket order: what the
 // ranks compare before their first allreduce.

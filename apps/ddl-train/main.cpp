@@ -135,7 +135,14 @@ int run(TrainOptions& o) {
     throw UsageError(fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks",
                                  o.batch_size, world));
   }
-  const Device device = parse_device(o.device);
+  Device device = parse_device(o.device);
+#if DDL_WITH_MPI_BUILD
+  // One GPU per rank: under data parallelism a plain "cuda" is this rank's GPU on its node.
+  if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
+      data_parallel && o.device == "cuda") {
+    device = parse_device(fmt::format("cuda:{}", data_parallel->communicator().local_rank()));
+  }
+#endif
   if (o.threads > 0) set_num_threads(o.threads);
   const Task task = make_task(o);
 

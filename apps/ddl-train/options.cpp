@@ -61,7 +61,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--warmup-epochs", o.warmup_epochs, "Linear learning-rate warm-up from 0 over this many epochs")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--device", o.device, "cpu, cpu:N or cuda:N")->capture_default_str();
+  app.add_option("--device", o.device,
+                 "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
+                 "rank>), and --allreduce builtin then reduces with NCCL")->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")
       ->check(CLI::NonNegativeNumber)

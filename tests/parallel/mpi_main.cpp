@@ -1,16 +1,25 @@
 // The main of the MPI test programs: every rank runs every test case (they
 // are collective), and the program fails on every rank if any rank failed,
-// so mpiexec's exit code and ctest see one verdict.
+// so mpiexec's exit code and ctest see one verdict. Built with
+// DDL_MPI_TESTS_NEED_GPU, it exits 77 (ctest: skipped) on every rank where
+// there is no GPU.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
 #include <array>
 #include <cstdio>
 
+#include <ddl/core/device.hpp>
 #include <ddl/parallel/communicator.hpp>
 
 int main(int argc, char** argv) {
   const ddl::parallel::Communicator world = ddl::parallel::Communicator::world();
+#ifdef DDL_MPI_TESTS_NEED_GPU
+  if (!ddl::cuda_available()) {
+    if (world.rank() == 0) std::printf("SKIPPED: no CUDA device\n");
+    return 77;
+  }
+#endif
   doctest::Context context(argc, argv);
   std::printf("%s\n", world.describe().c_str());
   const int result = context.run();

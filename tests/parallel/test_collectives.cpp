@@ -13,18 +13,15 @@
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 
+#include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
 using namespace ddl::parallel;
 
-namespace {
+using ddl::test::rank_data;
 
-// Rank r's data for a given size: uniform in [-1, 1) from its own seed.
-std::vector<float> rank_data(int rank, std::int64_t n) {
-  Generator generator(1000 + static_cast<std::uint64_t>(rank) * 7919 + static_cast<std::uint64_t>(n));
-  return n == 0 ? std::vector<float>{} : uniform({n}, -1.0f, 1.0f, {}, &generator).to_vector<float>();
-}
+namespace {
 
 std::vector<float> exact_sum(int ranks, std::int64_t n) {
   std::vector<double> sum(static_cast<std::size_t>(n), 0.0);

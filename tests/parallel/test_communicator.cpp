@@ -5,15 +5,18 @@
 
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/nccl_communicator.hpp>
 
 #include "support/test_data.hpp"
 
 using namespace ddl;
 using ddl::parallel::Communicator;
+using ddl::parallel::NcclCommunicator;
 
 namespace {
 
@@ -90,4 +93,15 @@ TEST_CASE("Communicator: broadcast_bytes copies the root's bytes to every rank")
     CHECK(bytes == std::vector<std::byte>(13, std::byte(root)));
   }
   world.barrier();
+}
+
+TEST_CASE("NcclCommunicator: without NCCL or without a GPU, create() says which, naming the rank") {
+  const Communicator world = Communicator::world();
+  if (cuda_available() && NcclCommunicator::built()) return;  // tests/parallel/gpu covers this case
+  const std::string rank = "rank " + std::to_string(world.rank());
+  if (NcclCommunicator::built()) {
+    CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); }, {"NcclCommunicator", rank, "no CUDA device"}));
+  } else {
+    CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); }, {"NcclCommunicator", rank, "without NCCL"}));
+  }
 }

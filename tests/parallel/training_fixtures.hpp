@@ -40,6 +40,12 @@ inline models::Dataset random_images() {
   return {inputs, from_vector(labels, {kSamples})};
 }
 
+// Rank r's data for a given size: uniform in [-1, 1) from its own seed.
+inline std::vector<float> rank_data(int rank, std::int64_t n) {
+  Generator generator(1000 + static_cast<std::uint64_t>(rank) * 7919 + static_cast<std::uint64_t>(n));
+  return n == 0 ? std::vector<float>{} : uniform({n}, -1.0f, 1.0f, {}, &generator).to_vector<float>();
+}
+
 using MakeOptimizer = std::function<std::shared_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 
 // Trains 2 epochs and returns the flattened parameters.

@@ -1,0 +1,164 @@
+// NcclCommunicator over NCCL (see nccl_communicator.hpp). Built only with
+// NCCL; nccl_unavailable.cpp stands in otherwise.
+#include <ddl/parallel/nccl_communicator.hpp>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <thread>
+
+#include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
+#include <ddl/core/cuda/errors.hpp>
+#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/cuda/stream.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+[[noreturn]] void fail_nccl(ncclResult_t result, const char* call, int rank, const char* file, int line) {
+  throw Error(fmt::format("{} failed on rank {}: {} ({}:{})", call, rank, ncclGetErrorString(result), file, line));
+}
+
+}  // namespace
+}  // namespace ddl::parallel
+
+#define DDL_NCCL_CHECK(rank, call)                                                          \
+  do {                                                                                      \
+    const ncclResult_t ddl_nccl_result = (call);                                            \
+    if (ddl_nccl_result != ncclSuccess) {                                                   \
+      ::ddl::parallel::fail_nccl(ddl_nccl_result, #call, (rank), __FILE__, __LINE__);       \
+    }                                                                                       \
+  } while (false)
+
+namespace ddl::parallel {
+
+struct NcclCommunicator::State {
+  Communicator mpi;
+  int rank = 0, size = 1, device = 0;
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;      // NCCL's own
+  cudaEvent_t inputs_ready = nullptr;  // recorded on the compute stream before each operation
+
+  explicit State(Communicator communicator) : mpi(std::move(communicator)) {}
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  // Releases what create() made, ignoring errors: destructors must not throw.
+  ~State() {
+    if (comm == nullptr && stream == nullptr && inputs_ready == nullptr) return;
+    int previous = 0;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+    if (comm != nullptr) ncclCommDestroy(comm);
+    if (inputs_ready != nullptr) cudaEventDestroy(inputs_ready);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (switched) cudaSetDevice(previous);
+  }
+
+  void check(const Tensor& tensor, const char* what) const {
+    DDL_CHECK(tensor.defined(), "NcclCommunicator::{}: the tensor is undefined", what);
+    DDL_CHECK(tensor.device() == cuda(device),
+              "NcclCommunicator::{}: rank {} uses cuda:{}, but the tensor of shape {} is on {}", what, rank, device,
+              tensor.shape(), tensor.device());
+  }
+
+  // Queues `operation` on NCCL's stream after the compute stream's work so
+  // far, and waits until it is done, within the stall timeout.
+  template <class Operation>
+  void run(const std::string& what, Operation operation) const {
+    const cuda_backend::DeviceGuard guard(device);
+    DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device)));
+    DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
+    operation();
+    const double timeout = config::stall_timeout_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      const cudaError_t status = cudaStreamQuery(stream);
+      if (status == cudaSuccess) return;
+      if (status != cudaErrorNotReady) DDL_CUDA_CHECK(device, status);
+      ncclResult_t async = ncclSuccess;
+      DDL_NCCL_CHECK(rank, ncclCommGetAsyncError(comm, &async));
+      DDL_NCCL_CHECK(rank, async);
+      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited > timeout) {
+        ncclCommAbort(comm);
+        mpi.abort(fmt::format("stalled: NCCL {} has not completed after {:.0f} s (DDL_STALL_TIMEOUT={:g} s); a rank "
+                              "is missing, stuck or took a different path; aborting every rank",
+                              what, waited, timeout));
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+};
+
+bool NcclCommunicator::built() { return true; }
+
+NcclCommunicator NcclCommunicator::create(const Communicator& mpi) {
+  const int devices = cuda_backend::device_count();
+  DDL_CHECK(devices > 0, "NcclCommunicator: rank {} sees no CUDA device ({})", mpi.rank(),
+            cuda_backend::unavailable_reason());
+  DDL_CHECK(mpi.local_rank() < devices,
+            "NcclCommunicator: rank {} is rank {} on its node, but the node has {} GPU(s): launch one rank per GPU",
+            mpi.rank(), mpi.local_rank(), devices);
+  auto state = std::make_shared<State>(mpi);
+  State& s = *state;
+  s.rank = mpi.rank();
+  s.size = mpi.size();
+  s.device = mpi.local_rank();
+  const cuda_backend::DeviceGuard guard(s.device);
+  ncclUniqueId id{};
+  if (s.rank == 0) DDL_NCCL_CHECK(s.rank, ncclGetUniqueId(&id));
+  mpi.broadcast_bytes(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
+  DDL_NCCL_CHECK(s.rank, ncclCommInitRank(&s.comm, s.size, id, s.rank));
+  DDL_CUDA_CHECK(s.device, cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&s.inputs_ready, cudaEventDisableTiming));
+  return NcclCommunicator(std::move(state));
+}
+
+int NcclCommunicator::rank() const { return state_->rank; }
+int NcclCommunicator::size() const { return state_->size; }
+int NcclCommunicator::device() const { return state_->device; }
+
+void NcclCommunicator::allreduce(const Tensor& tensor) const {
+  const State& s = *state_;
+  s.check(tensor, "allreduce");
+  DDL_CHECK(tensor.dtype() == DType::Float32, "NcclCommunicator::allreduce: needs a float32 tensor, got {} {}",
+            tensor.dtype(), tensor.shape());
+  s.run(fmt::format("allreduce of {} floats", tensor.numel()), [&] {
+    DDL_NCCL_CHECK(s.rank, ncclAllReduce(tensor.raw_data(), tensor.raw_data(), static_cast<std::size_t>(tensor.numel()),
+                                         ncclFloat, ncclSum, s.comm, s.stream));
+  });
+}
+
+void NcclCommunicator::broadcast(const Tensor& tensor, int root) const {
+  const State& s = *state_;
+  s.check(tensor, "broadcast");
+  DDL_CHECK(root >= 0 && root < s.size, "NcclCommunicator::broadcast: root {} is not a rank of {}", root, s.size);
+  s.run(fmt::format("broadcast of {} bytes from rank {}", tensor.nbytes(), root), [&] {
+    DDL_NCCL_CHECK(s.rank, ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root,
+                                         s.comm, s.stream));
+  });
+}
+
+void NcclCommunicator::send(const Tensor& tensor, int peer) const {
+  const State& s = *state_;
+  s.check(tensor, "send");
+  DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank, "NcclCommunicator::send: rank {} cannot send to rank {} of {}",
+            s.rank, peer, s.size);
+  s.run(fmt::format("send of {} bytes to rank {}", tensor.nbytes(), peer), [&] {
+    DDL_NCCL_CHECK(s.rank, ncclSend(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
+  });
+}
+
+void NcclCommunicator::recv(const Tensor& tensor, int peer) const {
+  const State& s = *state_;
+  s.check(tensor, "recv");
+  DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank,
+            "NcclCommunicator::recv: rank {} cannot receive from rank {} of {}", s.rank, peer, s.size);
+  s.run(fmt::format("receive of {} bytes from rank {}", tensor.nbytes(), peer), [&] {
+    DDL_NCCL_CHECK(s.rank, ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
+  });
+}
+
+}  // namespace ddl::parallel

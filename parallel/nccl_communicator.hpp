@@ -1,0 +1,53 @@
+// NcclCommunicator: NCCL's collectives on CUDA tensors, for ranks that each
+// drive one GPU (DESIGN.md item 4). MPI starts it, as Horovod and PyTorch
+// do: rank 0 asks NCCL for a unique id, the MPI Communicator broadcasts the
+// id's bytes, and every rank joins with ncclCommInitRank. Each rank uses
+// the GPU numbered by its rank on the node (Communicator::local_rank), so
+// launch one rank per GPU.
+//
+// Streams: NCCL works on a stream of its own. Before each operation it
+// waits for an event recorded on ddl's compute stream of the device (so it
+// reads the tensor only after the kernels that wrote it), and the calls
+// below return when NCCL is done (a bounded wait: past DDL_STALL_TIMEOUT the
+// NCCL communicator is aborted and the job ended, naming the rank and the
+// operation, instead of hanging).
+//
+// Without NCCL in the build, or without a GPU for this rank, create() throws
+// a ddl::Error saying which. The NCCL path has been compiled but not yet run
+// on a GPU in this project's own CI (it has none).
+#pragma once
+
+#include <memory>
+
+#include <ddl/core/tensor.hpp>
+#include <ddl/parallel/communicator.hpp>
+
+namespace ddl::parallel {
+
+class NcclCommunicator {
+ public:
+  // Collective over `mpi`'s ranks: every rank must call it.
+  static NcclCommunicator create(const Communicator& mpi);
+  // Whether ddl was built with NCCL.
+  static bool built();
+
+  int rank() const;
+  int size() const;
+  int device() const;  // the CUDA device index this rank uses
+
+  // Sum over the ranks, in place: a contiguous float32 tensor on device().
+  void allreduce(const Tensor& tensor) const;
+  // Root's values into every rank's `tensor` (same shape everywhere).
+  void broadcast(const Tensor& tensor, int root) const;
+  // Point-to-point; the receiver's tensor has the sender's shape and dtype.
+  void send(const Tensor& tensor, int peer) const;
+  void recv(const Tensor& tensor, int peer) const;
+
+  struct State;
+
+ private:
+  explicit NcclCommunicator(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ddl::parallel

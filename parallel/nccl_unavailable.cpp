@@ -1,0 +1,30 @@
+// NcclCommunicator in a build without NCCL: create() says why there is none.
+// No NcclCommunicator can exist, so the other members are never reached;
+// they are defined, with the same error, so code that holds an optional
+// NcclCommunicator links in every build.
+#include <ddl/parallel/nccl_communicator.hpp>
+
+#include <ddl/core/check.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+[[noreturn]] void unavailable(int rank) {
+  throw Error(fmt::format("NcclCommunicator: rank {}: ddl was built without NCCL (configured with DDL_NCCL=OFF, or "
+                          "CUDA or nccl.h was not found)",
+                          rank));
+}
+
+}  // namespace
+
+bool NcclCommunicator::built() { return false; }
+NcclCommunicator NcclCommunicator::create(const Communicator& mpi) { unavailable(mpi.rank()); }
+int NcclCommunicator::rank() const { unavailable(-1); }
+int NcclCommunicator::size() const { unavailable(-1); }
+int NcclCommunicator::device() const { unavailable(-1); }
+void NcclCommunicator::allreduce(const Tensor&) const { unavailable(-1); }
+void NcclCommunicator::broadcast(const Tensor&, int) const { unavailable(-1); }
+void NcclCommunicator::send(const Tensor&, int) const { unavailable(-1); }
+void NcclCommunicator::recv(const Tensor&, int) const { unavailable(-1); }
+
+}  // namespace ddl::parallel
