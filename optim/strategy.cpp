@@ -18,6 +18,8 @@ void Strategy::synchronize_gradients(layers::Module& /*model*/) {}
 
 void Strategy::after_optimizer_step(layers::Module& /*model*/) {}
 
+void Strategy::before_checkpoint(Optimizer& /*optimizer*/) {}
+
 void Strategy::sum_over_ranks(std::vector<double>& /*values*/) {}
 
 }  // namespace ddl::optim

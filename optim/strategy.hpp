@@ -57,6 +57,12 @@ class Strategy {
   // parameters back to the workers here.
   virtual void after_optimizer_step(layers::Module& model);
 
+  // Before a checkpoint is written, on every rank (Trainer::save_checkpoint
+  // is called on every rank; only rank 0 writes): a strategy whose
+  // optimizer state lives on other ranks gathers it into rank 0's
+  // `optimizer` here (the parameter server's servers do).
+  virtual void before_checkpoint(Optimizer& optimizer);
+
   // Sums `values` element-wise over the ranks in place, so every rank
   // reports (and early-stops on) the same metrics.
   virtual void sum_over_ranks(std::vector<double>& values);

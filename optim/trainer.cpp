@@ -209,6 +209,7 @@ Checkpoint Trainer::make_checkpoint() const {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
+  strategy_->before_checkpoint(*optimizer_);
   if (!strategy_->is_root()) return;
   optim::save_checkpoint(path, make_checkpoint());
 }

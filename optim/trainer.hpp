@@ -72,7 +72,9 @@ class Trainer {
   // the optimizer's state ("optimizer.<entry>"), the epoch and step counts,
   // the generator's seed and offset, and the state of the callbacks of the
   // running fit(). Saving writes atomically (optim/checkpoint.hpp) and, under
-  // a strategy, on the root rank only. Loading validates everything before
+  // a strategy, on the root rank only; call it on every rank all the same,
+  // since a strategy may first gather state held elsewhere (the parameter
+  // server's optimizer state). Loading validates everything before
   // it changes anything; the callbacks' state is restored when the next
   // fit() starts. Checkpoints are taken between epochs; a resumed fit()
   // continues bitwise as the uninterrupted run would on the same hardware,

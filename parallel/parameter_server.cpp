@@ -21,6 +21,7 @@ namespace {
 
 constexpr int kPushTag = 1101;
 constexpr int kPullTag = 1102;
+constexpr int kCheckpointTag = 1103;
 
 std::span<std::byte> bytes_of(std::vector<float>& values) { return std::as_writable_bytes(std::span(values)); }
 
@@ -214,6 +215,31 @@ void ParameterServer::after_optimizer_step(layers::Module& /*model*/) {
     s.comm.recv(bytes_of(values), s.workers + server, kPullTag);
     s.unpack_values(server, values);
   }
+}
+
+void ParameterServer::before_checkpoint(optim::Optimizer& optimizer) {
+  const State& s = *state_;
+  if (!s.is_server() && s.comm.rank() != 0) return;
+  // Entries "<k>.<buffer>" belong to parameter k's owner; "step" comes from
+  // the first server (every server steps once per update).
+  std::vector<optim::NamedTensor> entries = optimizer.state();
+  std::vector<int> owner(s.parameters.size(), 0);
+  for (std::size_t server = 0; server < s.owned.size(); ++server) {
+    for (const std::size_t k : s.owned[server]) owner[k] = static_cast<int>(server);
+  }
+  const auto owner_of = [&](const std::string& name) {
+    if (name == "step") return 0;
+    const std::size_t k = std::stoul(name.substr(0, name.find('.')));
+    DDL_CHECK(k < owner.size(), "ParameterServer: optimizer state entry '{}' names parameter {}, but the model has {}",
+              name, k, owner.size());
+    return owner[k];
+  };
+  for (auto& [name, tensor] : entries) {
+    const int server_rank = s.workers + owner_of(name);
+    if (s.comm.rank() == server_rank) s.comm.send(tensor, 0, kCheckpointTag);
+    if (s.comm.rank() == 0) s.comm.recv(tensor, server_rank, kCheckpointTag);
+  }
+  if (s.comm.rank() == 0) optimizer.load_state(entries);
 }
 
 void ParameterServer::sum_over_ranks(std::vector<double>& values) { state_->comm.sum_doubles(values); }

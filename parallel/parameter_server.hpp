@@ -17,8 +17,11 @@
 //     the slowest catches up. Results depend on arrival order, so runs are
 //     not reproducible bit for bit.
 //
-// Checkpoints written by rank 0 (a worker) hold the current parameters but
-// not the servers' optimizer state.
+// Checkpoints are written by rank 0 (a worker): before it writes, each
+// server sends it the optimizer state of the parameters it owns, and on
+// resume prepare() hands rank 0's state to everyone, so a resumed run goes
+// on with the servers' momentum and step count. The optimizer must hold the
+// model's parameters in registration order (model->parameters()).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +53,7 @@ class ParameterServer : public optim::Strategy {
                                      const optim::Batch& batch) override;
   void synchronize_gradients(layers::Module& model) override;
   void after_optimizer_step(layers::Module& model) override;
+  void before_checkpoint(optim::Optimizer& optimizer) override;
   void sum_over_ranks(std::vector<double>& values) override;
 
   bool is_server() const;

@@ -4,11 +4,16 @@
 // mode learns; bad configurations are errors.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cstring>
+#include <optional>
+
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 
 #include "optim/engine_fixtures.hpp"
 #include "parallel/training_fixtures.hpp"
+#include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -29,6 +34,45 @@ TEST_CASE("ParameterServer: synchronous, W workers at batch B/W train the weight
     const auto trained = test::train(strategy, test::kGlobalBatch / workers, make, 5 + 100 * world.rank());
     if (!strategy->is_server()) CHECK(test::max_relative_difference(trained, reference) <= 1e-5);
   }
+}
+
+TEST_CASE("ParameterServer: a checkpoint holds the servers' optimizer state, so a resumed run goes on exactly") {
+  const Communicator world = Communicator::world();
+  const int servers = 1, workers = world.size() - servers;
+  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) return;
+  const auto trainer_for = [&](std::shared_ptr<layers::Sequential> model) {
+    return optim::Trainer(model, layers::cross_entropy,
+                          std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
+                          test::quiet_options({}, std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = servers})));
+  };
+  models::DataLoader loader(test::random_images(), {.batch_size = test::kGlobalBatch / workers, .shuffle = true, .seed = 3});
+
+  auto straight = test::small_cnn(5);
+  trainer_for(straight).fit(loader, {.epochs = 3});
+
+  // Rank 0 writes the checkpoint in its own directory and tells the others where.
+  std::optional<test::TempDir> directory;
+  std::array<char, 512> path{};
+  if (world.rank() == 0) {
+    directory.emplace("ps_checkpoint");
+    const std::string file = directory->file("epoch1.ddl");
+    REQUIRE(file.size() < path.size());
+    std::memcpy(path.data(), file.c_str(), file.size());
+  }
+  world.broadcast_bytes(std::as_writable_bytes(std::span<char>(path)), 0);
+  {
+    auto first = test::small_cnn(5);
+    optim::Trainer trainer = trainer_for(first);
+    trainer.fit(loader, {.epochs = 1});
+    trainer.save_checkpoint(path.data());  // on every rank: the servers send their state
+  }
+  world.barrier();
+  auto resumed = test::small_cnn(77);  // other weights: the checkpoint must bring them
+  optim::Trainer trainer = trainer_for(resumed);
+  trainer.load_checkpoint(path.data());
+  trainer.fit(loader, {.epochs = 3});
+  if (world.rank() < workers) CHECK(test::flat_parameters(*resumed) == test::flat_parameters(*straight));
+  world.barrier();  // rank 0 removes the directory only after everyone has read the file
 }
 
 TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separable problem") {
