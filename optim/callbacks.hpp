@@ -48,13 +48,15 @@ struct ModelCheckpointOptions {
 };
 
 // Saves Trainer checkpoints (Trainer::save_checkpoint) at the end of epochs.
-// Runs on the root rank only and after every other callback.
+// Runs after every other callback and on every rank: only the root writes,
+// but a strategy may first gather state from the other ranks (the
+// parameter server's optimizer state), and every rank decides alike since
+// the monitored metrics are reduced over the ranks.
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   void on_train_begin(Trainer& trainer) override;
   void on_epoch_end(Trainer& trainer, std::int64_t epoch, const Logs& logs) override;
-  bool root_only() const override { return true; }
   bool saves_checkpoints() const override { return true; }
   std::string state_key() const override { return "model_checkpoint"; }
   void save_state(Checkpoint& checkpoint, const std::string& prefix) const override;

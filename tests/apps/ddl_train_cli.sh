@@ -83,6 +83,17 @@ case $case_name in
     [[ $rc -eq 2 ]] || fail "2 ranks without --parallel exited $rc, expected 2"
     grep -q "started as 2 MPI ranks without --parallel" "$work/err" || fail "no reason given: $(cat "$work/err")"
     echo "ok: 2 ranks without --parallel -> exit 2"
+    # A parameter server's checkpoint gathers the server's optimizer state
+    # from every rank: the run and its resumption must both finish.
+    for epochs in 1 2; do
+      resume=(); [[ $epochs -eq 2 ]] && resume=(--resume)
+      DDL_STALL_TIMEOUT=30 mpiexec -n 3 "$train" --parallel ps --servers 1 --train-limit 512 --test-limit 256 \
+        --threads 1 --batch-size 64 --epochs "$epochs" --checkpoint-dir "$work/ps" "${resume[@]}" > "$work/out" 2>&1 ||
+        fail "parameter-server run to epoch $epochs exited $?: $(cat "$work/out")"
+    done
+    grep -q "Resumed from $work/ps/last.ckpt after epoch 1" "$work/out" || fail "no resume: $(cat "$work/out")"
+    grep -q "^Epoch 2/2 - " "$work/out" || fail "epoch 2 not trained: $(cat "$work/out")"
+    echo "ok: parameter server checkpointed on every rank and resumed"
     ;;
   *)
     fail "unknown case $case_name"
