@@ -5,7 +5,9 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <array>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include <ddl/core/check.hpp>
@@ -21,15 +23,33 @@ namespace {
   throw Error(fmt::format("{} failed on rank {}: {} ({}:{})", call, rank, ncclGetErrorString(result), file, line));
 }
 
+// Why this rank cannot drive a GPU of its own, if it cannot.
+std::string missing_gpu(const Communicator& mpi) {
+  const int devices = cuda_backend::device_count();
+  if (devices == 0) {
+    return fmt::format(
+        "NcclCommunicator: rank {} (rank {} on its node) sees no CUDA device ({}); NCCL needs one GPU "
+        "per rank on a node",
+        mpi.rank(), mpi.local_rank(), cuda_backend::unavailable_reason());
+  }
+  if (mpi.local_rank() >= devices) {
+    return fmt::format(
+        "NcclCommunicator: rank {} is rank {} on its node, but the node has {} GPU(s); NCCL needs one "
+        "GPU per rank on a node: launch at most {} rank(s) per node",
+        mpi.rank(), mpi.local_rank(), devices, devices);
+  }
+  return {};
+}
+
 }  // namespace
 }  // namespace ddl::parallel
 
-#define DDL_NCCL_CHECK(rank, call)                                                          \
-  do {                                                                                      \
-    const ncclResult_t ddl_nccl_result = (call);                                            \
-    if (ddl_nccl_result != ncclSuccess) {                                                   \
-      ::ddl::parallel::fail_nccl(ddl_nccl_result, #call, (rank), __FILE__, __LINE__);       \
-    }                                                                                       \
+#define DDL_NCCL_CHECK(rank, call)                                                    \
+  do {                                                                                \
+    const ncclResult_t ddl_nccl_result = (call);                                      \
+    if (ddl_nccl_result != ncclSuccess) {                                             \
+      ::ddl::parallel::fail_nccl(ddl_nccl_result, #call, (rank), __FILE__, __LINE__); \
+    }                                                                                 \
   } while (false)
 
 namespace ddl::parallel {
@@ -38,7 +58,7 @@ struct NcclCommunicator::State {
   Communicator mpi;
   int rank = 0, size = 1, device = 0;
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;      // NCCL's own
+  cudaStream_t stream = nullptr;       // NCCL's own
   cudaEvent_t inputs_ready = nullptr;  // recorded on the compute stream before each operation
 
   explicit State(Communicator communicator) : mpi(std::move(communicator)) {}
@@ -57,6 +77,8 @@ struct NcclCommunicator::State {
   }
 
   void check(const Tensor& tensor, const char* what) const {
+    DDL_CHECK(comm != nullptr, "NcclCommunicator::{}: rank {}'s NCCL communicator was aborted after an earlier error",
+              what, rank);
     DDL_CHECK(tensor.defined(), "NcclCommunicator::{}: the tensor is undefined", what);
     DDL_CHECK(tensor.device() == cuda(device),
               "NcclCommunicator::{}: rank {} uses cuda:{}, but the tensor of shape {} is on {}", what, rank, device,
@@ -64,43 +86,70 @@ struct NcclCommunicator::State {
   }
 
   // Queues `operation` on NCCL's stream after the compute stream's work so
-  // far, and waits until it is done, within the stall timeout.
+  // far, and waits until it is done, within the stall timeout. The host's
+  // wait is what orders NCCL's result before later compute: kernels queued
+  // on the compute stream after this returns start after NCCL has finished,
+  // so no event back to the compute stream is needed.
   template <class Operation>
-  void run(const std::string& what, Operation operation) const {
+  void run(const std::string& what, Operation operation) {
     const cuda_backend::DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device)));
     DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
     operation();
+    wait(what);
+  }
+
+  // Polls NCCL's stream and the communicator's asynchronous error (NCCL's
+  // recommended loop: a peer that fails never completes the stream).
+  void wait(const std::string& what) {
     const double timeout = config::stall_timeout_seconds();
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
       const cudaError_t status = cudaStreamQuery(stream);
       if (status == cudaSuccess) return;
-      if (status != cudaErrorNotReady) DDL_CUDA_CHECK(device, status);
+      if (status != cudaErrorNotReady) {
+        abort_and_throw(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
+      }
       ncclResult_t async = ncclSuccess;
-      DDL_NCCL_CHECK(rank, ncclCommGetAsyncError(comm, &async));
-      DDL_NCCL_CHECK(rank, async);
+      const ncclResult_t queried = ncclCommGetAsyncError(comm, &async);
+      if (queried != ncclSuccess || async != ncclSuccess) {
+        abort_and_throw(what, ncclGetErrorString(queried != ncclSuccess ? queried : async));
+      }
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited > timeout) {
         ncclCommAbort(comm);
-        mpi.abort(fmt::format("stalled: NCCL {} has not completed after {:.0f} s (DDL_STALL_TIMEOUT={:g} s); a rank "
-                              "is missing, stuck or took a different path; aborting every rank",
-                              what, waited, timeout));
+        mpi.abort(
+            fmt::format("stalled: NCCL {} has not completed after {:.0f} s (DDL_STALL_TIMEOUT={:g} s); a rank "
+                        "is missing, stuck or took a different path; aborting every rank",
+                        what, waited, timeout));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+  }
+
+  // After an error NCCL's communicator is unusable and must be aborted, not
+  // destroyed (ncclCommDestroy would wait for work that never ends).
+  [[noreturn]] void abort_and_throw(const std::string& what, const std::string& reason) {
+    ncclCommAbort(comm);
+    comm = nullptr;
+    throw Error(fmt::format("NCCL {} failed on rank {} (cuda:{}): {}; the NCCL communicator is aborted", what, rank,
+                            device, reason));
   }
 };
 
 bool NcclCommunicator::built() { return true; }
 
 NcclCommunicator NcclCommunicator::create(const Communicator& mpi) {
-  const int devices = cuda_backend::device_count();
-  DDL_CHECK(devices > 0, "NcclCommunicator: rank {} sees no CUDA device ({})", mpi.rank(),
-            cuda_backend::unavailable_reason());
-  DDL_CHECK(mpi.local_rank() < devices,
-            "NcclCommunicator: rank {} is rank {} on its node, but the node has {} GPU(s): launch one rank per GPU",
-            mpi.rank(), mpi.local_rank(), devices);
+  // The ranks first agree that each has its GPU, so one rank's error is an
+  // error on every rank instead of the others stalling in the bootstrap.
+  const std::string problem = missing_gpu(mpi);
+  std::array<double, 1> ranks_without_gpu{problem.empty() ? 0.0 : 1.0};
+  mpi.sum_doubles(ranks_without_gpu);
+  if (!problem.empty()) throw Error(problem);
+  DDL_CHECK(ranks_without_gpu[0] == 0.0,
+            "NcclCommunicator: rank {} cannot start NCCL: {:g} other rank(s) have no GPU "
+            "of their own (their errors name them)",
+            mpi.rank(), ranks_without_gpu[0]);
   auto state = std::make_shared<State>(mpi);
   State& s = *state;
   s.rank = mpi.rank();
@@ -121,7 +170,7 @@ int NcclCommunicator::size() const { return state_->size; }
 int NcclCommunicator::device() const { return state_->device; }
 
 void NcclCommunicator::allreduce(const Tensor& tensor) const {
-  const State& s = *state_;
+  State& s = *state_;
   s.check(tensor, "allreduce");
   DDL_CHECK(tensor.dtype() == DType::Float32, "NcclCommunicator::allreduce: needs a float32 tensor, got {} {}",
             tensor.dtype(), tensor.shape());
@@ -132,27 +181,27 @@ void NcclCommunicator::allreduce(const Tensor& tensor) const {
 }
 
 void NcclCommunicator::broadcast(const Tensor& tensor, int root) const {
-  const State& s = *state_;
+  State& s = *state_;
   s.check(tensor, "broadcast");
   DDL_CHECK(root >= 0 && root < s.size, "NcclCommunicator::broadcast: root {} is not a rank of {}", root, s.size);
   s.run(fmt::format("broadcast of {} bytes from rank {}", tensor.nbytes(), root), [&] {
-    DDL_NCCL_CHECK(s.rank, ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root,
-                                         s.comm, s.stream));
+    DDL_NCCL_CHECK(s.rank, ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root, s.comm,
+                                         s.stream));
   });
 }
 
 void NcclCommunicator::send(const Tensor& tensor, int peer) const {
-  const State& s = *state_;
+  State& s = *state_;
   s.check(tensor, "send");
-  DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank, "NcclCommunicator::send: rank {} cannot send to rank {} of {}",
-            s.rank, peer, s.size);
+  DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank,
+            "NcclCommunicator::send: rank {} cannot send to rank {} of {}", s.rank, peer, s.size);
   s.run(fmt::format("send of {} bytes to rank {}", tensor.nbytes(), peer), [&] {
     DDL_NCCL_CHECK(s.rank, ncclSend(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
   });
 }
 
 void NcclCommunicator::recv(const Tensor& tensor, int peer) const {
-  const State& s = *state_;
+  State& s = *state_;
   s.check(tensor, "recv");
   DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank,
             "NcclCommunicator::recv: rank {} cannot receive from rank {} of {}", s.rank, peer, s.size);

@@ -8,13 +8,15 @@
 // Streams: NCCL works on a stream of its own. Before each operation it
 // waits for an event recorded on ddl's compute stream of the device (so it
 // reads the tensor only after the kernels that wrote it), and the calls
-// below return when NCCL is done (a bounded wait: past DDL_STALL_TIMEOUT the
-// NCCL communicator is aborted and the job ended, naming the rank and the
-// operation, instead of hanging).
+// below return when NCCL is done, so compute queued afterwards sees the
+// result. The wait is bounded: an asynchronous NCCL or CUDA error aborts the
+// NCCL communicator and throws a ddl::Error naming the rank and operation;
+// past DDL_STALL_TIMEOUT the NCCL communicator is aborted and the job ended
+// with the same names, instead of hanging.
 //
-// Without NCCL in the build, or without a GPU for this rank, create() throws
-// a ddl::Error saying which. The NCCL path has been compiled but not yet run
-// on a GPU in this project's own CI (it has none).
+// Without NCCL in the build, or without a GPU for some rank, create() throws
+// a ddl::Error on every rank saying which. The NCCL path has been compiled
+// but not yet run on a GPU in this project (its machines have none).
 #pragma once
 
 #include <memory>

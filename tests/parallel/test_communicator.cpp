@@ -100,8 +100,10 @@ TEST_CASE("NcclCommunicator: without NCCL or without a GPU, create() says which,
   if (cuda_available() && NcclCommunicator::built()) return;  // tests/parallel/gpu covers this case
   const std::string rank = "rank " + std::to_string(world.rank());
   if (NcclCommunicator::built()) {
-    CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); }, {"NcclCommunicator", rank, "no CUDA device"}));
+    CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); },
+                                        {"NcclCommunicator", rank, "no CUDA device", "one GPU per rank on a node"}));
   } else {
-    CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); }, {"NcclCommunicator", rank, "without NCCL"}));
+    CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); },
+                                        {"NcclCommunicator", rank, "without NCCL"}));
   }
 }

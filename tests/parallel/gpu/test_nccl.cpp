@@ -1,9 +1,10 @@
 // NcclCommunicator and DataParallel's NCCL path, under mpiexec with one GPU
-// per rank. The program exits 77 (ctest: skipped) where there is no GPU
-// (mpi_main.cpp, DDL_MPI_TESTS_NEED_GPU).
+// per rank. The program exits 77 (ctest: skipped) unless every rank has a
+// GPU of its own (mpi_main.cpp, DDL_MPI_TESTS_NEED_GPU).
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <ddl/ddl.hpp>
@@ -19,25 +20,20 @@ using namespace ddl::parallel;
 
 using ddl::test::rank_data;
 
-namespace {
-
-const NcclCommunicator& nccl() {
-  static const NcclCommunicator communicator = NcclCommunicator::create(Communicator::world());
-  return communicator;
-}
-
-}  // namespace
+// Each case makes (collectively) and destroys its own NCCL communicator,
+// so none outlives main() into the CUDA runtime's teardown.
 
 TEST_CASE("NCCL: allreduce sums awkward sizes like MPI_Allreduce") {
   const Communicator world = Communicator::world();
-  const Device gpu = cuda(nccl().device());
+  const NcclCommunicator nccl = NcclCommunicator::create(world);
+  const Device gpu = cuda(nccl.device());
   const int p = world.size();
   for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{7 * p + 3},
                                std::int64_t{(3 << 20) / 4 + 5}}) {
     CAPTURE(n);
     std::vector<float> expected = rank_data(world.rank(), n);
     const Tensor tensor = from_vector(expected, {n}).to(gpu);
-    nccl().allreduce(tensor);
+    nccl.allreduce(tensor);
     builtin_allreduce(world, expected);
     CHECK(test::all_close(tensor.to_vector<float>(), expected, 1e-6, 1e-5));
   }
@@ -45,10 +41,11 @@ TEST_CASE("NCCL: allreduce sums awkward sizes like MPI_Allreduce") {
 
 TEST_CASE("NCCL: broadcast from every root, and send/recv between neighbours") {
   const Communicator world = Communicator::world();
-  const Device gpu = cuda(nccl().device());
+  const NcclCommunicator nccl = NcclCommunicator::create(world);
+  const Device gpu = cuda(nccl.device());
   for (int root = 0; root < world.size(); ++root) {
     const Tensor tensor = from_vector(rank_data(world.rank(), 1001), {7, 11, 13}).to(gpu);
-    nccl().broadcast(tensor, root);
+    nccl.broadcast(tensor, root);
     CHECK(tensor.to_vector<float>() == rank_data(root, 1001));
   }
   // Even ranks send first, odd ranks receive first: the calls block.
@@ -56,36 +53,43 @@ TEST_CASE("NCCL: broadcast from every root, and send/recv between neighbours") {
   const Tensor mine = from_vector(rank_data(world.rank(), 333), {333}).to(gpu);
   const Tensor theirs = zeros({333}, {DType::Float32, gpu, false});
   if (world.rank() % 2 == 0) {
-    nccl().send(mine, right);
-    nccl().recv(theirs, left);
+    nccl.send(mine, right);
+    nccl.recv(theirs, left);
   } else {
-    nccl().recv(theirs, left);
-    nccl().send(mine, right);
+    nccl.recv(theirs, left);
+    nccl.send(mine, right);
   }
   CHECK(theirs.to_vector<float>() == rank_data(left, 333));
 }
 
 TEST_CASE("NCCL: tensors on the wrong device or of the wrong dtype are refused, naming them") {
-  CHECK(test::throws_error_mentioning([] { nccl().allreduce(zeros({4})); }, {"allreduce", "cuda:", "cpu:0"}));
-  CHECK(test::throws_error_mentioning(
-      [] { nccl().allreduce(zeros({4}, {DType::Int32, cuda(nccl().device()), false})); }, {"float32", "int32"}));
-  CHECK(test::throws_error_mentioning([] { nccl().broadcast(zeros({4}, {DType::Float32, cuda(nccl().device()), false}), 99); },
-                                      {"root 99"}));
+  const NcclCommunicator nccl = NcclCommunicator::create(Communicator::world());
+  const Device gpu = cuda(nccl.device());
+  CHECK(test::throws_error_mentioning([&] { nccl.allreduce(zeros({4})); }, {"allreduce", "cuda:", "cpu:0"}));
+  CHECK(test::throws_error_mentioning([&] { nccl.recv(zeros({4}), 0); }, {"recv", "cuda:", "cpu:0"}));
+  const Tensor ints = zeros({4}, {DType::Int32, gpu, false});
+  const Tensor floats = zeros({4}, {DType::Float32, gpu, false});
+  CHECK(test::throws_error_mentioning([&] { nccl.allreduce(ints); }, {"float32", "int32"}));
+  CHECK(test::throws_error_mentioning([&] { nccl.broadcast(floats, 99); }, {"root 99"}));
+  CHECK(test::throws_error_mentioning([&] { nccl.send(floats, nccl.rank()); },
+                                      {"cannot send to rank " + std::to_string(nccl.rank())}));
 }
 
 TEST_CASE("NCCL: DataParallel on the GPU with builtin trains as DataParallel on the CPU") {
   const Communicator world = Communicator::world();
-  const Device gpu = cuda(nccl().device());
+  const Device gpu = cuda(world.local_rank());
   const auto train_on = [&](const Device& device) {
     auto model = test::small_cnn(5 + 100 * static_cast<std::uint64_t>(world.rank()));
     model->to(device);
     auto strategy = std::make_shared<DataParallel>(
         world, DataParallelOptions{.algorithm = AllreduceAlgorithm::builtin, .bucket_bytes = 1024});
-    optim::Trainer trainer(model, layers::cross_entropy,
-                           std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
-                           test::quiet_options({}, strategy));
-    models::DataLoader loader(test::random_images(),
-                              {.batch_size = test::kGlobalBatch / world.size(), .shuffle = true, .seed = 3, .device = device});
+    optim::Trainer trainer(
+        model, layers::cross_entropy,
+        std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
+        test::quiet_options({}, strategy));
+    models::DataLoader loader(
+        test::random_images(),
+        {.batch_size = test::kGlobalBatch / world.size(), .shuffle = true, .seed = 3, .device = device});
     trainer.fit(loader, {.epochs = 2});
     for (const GradientBucket& bucket : strategy->buckets()) CHECK(bucket.buffer.device() == device);
     return test::flat_parameters(*model);
