@@ -85,6 +85,13 @@ struct NcclCommunicator::State {
               tensor.shape(), tensor.device());
   }
 
+  // A point-to-point message needs another rank of this communicator.
+  void check_peer_to_peer(const Tensor& tensor, int peer, const char* what, const char* verb) const {
+    check(tensor, what);
+    DDL_CHECK(peer >= 0 && peer < size && peer != rank, "NcclCommunicator::{}: rank {} cannot {} rank {} of {}", what,
+              rank, verb, peer, size);
+  }
+
   // Queues `operation` on NCCL's stream after the compute stream's work so
   // far, and waits until it is done, within the stall timeout. The host's
   // wait is what orders NCCL's result before later compute: kernels queued
@@ -192,9 +199,7 @@ void NcclCommunicator::broadcast(const Tensor& tensor, int root) const {
 
 void NcclCommunicator::send(const Tensor& tensor, int peer) const {
   State& s = *state_;
-  s.check(tensor, "send");
-  DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank,
-            "NcclCommunicator::send: rank {} cannot send to rank {} of {}", s.rank, peer, s.size);
+  s.check_peer_to_peer(tensor, peer, "send", "send to");
   s.run(fmt::format("send of {} bytes to rank {}", tensor.nbytes(), peer), [&] {
     DDL_NCCL_CHECK(s.rank, ncclSend(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
   });
@@ -202,9 +207,7 @@ void NcclCommunicator::send(const Tensor& tensor, int peer) const {
 
 void NcclCommunicator::recv(const Tensor& tensor, int peer) const {
   State& s = *state_;
-  s.check(tensor, "recv");
-  DDL_CHECK(peer >= 0 && peer < s.size && peer != s.rank,
-            "NcclCommunicator::recv: rank {} cannot receive from rank {} of {}", s.rank, peer, s.size);
+  s.check_peer_to_peer(tensor, peer, "recv", "receive from");
   s.run(fmt::format("receive of {} bytes from rank {}", tensor.nbytes(), peer), [&] {
     DDL_NCCL_CHECK(s.rank, ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
   });
