@@ -4,12 +4,15 @@
 //
 //   mpiexec -n 2 build/bench/ddl_bench_data_parallel [--model mnist_cnn]
 //       [--batch 128] [--steps 10] [--rounds 12] [--allreduce ring,shm]
+//       [--overlap on,off]
 //
 // Each round runs `steps` training steps (forward, backward, optimizer) of:
 //   1 rank       rank 0 alone at the global batch; the others sleep;
 //   no comm      every rank on its own at batch/N, no communication: the
 //                ceiling the shared cores, caches and memory allow;
-//   <algorithm>  DataParallel at batch/N per rank, for each algorithm named.
+//   <algorithm>  DataParallel at batch/N per rank, for each algorithm named,
+//                with the buckets reduced during backward (overlap on) and/or
+//                all after it (off).
 // Efficiency = rate / (N x the 1-rank rate) per round; the table gives the
 // median over rounds, and the share of DataParallel's step time spent
 // waiting for gradients (SyncStatistics). Inputs are random (the speed of a
@@ -106,12 +109,16 @@ int main(int argc, char** argv) {
   std::int64_t batch = 128;
   int steps = 10, rounds = 12, threads = 1;
   std::vector<std::string> names{"ring", "shm"};
+  std::vector<std::string> overlaps{"on"};
   app.add_option("--model", model, "bundled model (28x28 grey images)")->capture_default_str();
   app.add_option("--batch", batch, "global batch; each of N ranks takes batch/N")->capture_default_str();
   app.add_option("--steps", steps, "training steps per configuration and round")->capture_default_str();
   app.add_option("--rounds", rounds, "rounds; the table gives medians")->capture_default_str();
   app.add_option("--threads", threads, "compute threads per rank")->capture_default_str();
   app.add_option("--allreduce", names, "DataParallel algorithms to compare")->delimiter(',');
+  app.add_option("--overlap", overlaps, "reduce buckets during backward (on), after it (off), or both (on,off)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"on", "off"}));
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
 
@@ -128,8 +135,12 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::unique_ptr<Runner>>> parallel;
   std::vector<std::shared_ptr<DataParallel>> strategies;
   for (const std::string& name : names) {
-    strategies.push_back(std::make_shared<DataParallel>(world, DataParallelOptions{.algorithm = parse_allreduce(name)}));
-    parallel.emplace_back(name, std::make_unique<Runner>(model, per_rank, strategies.back()));
+    for (const std::string& overlap : overlaps) {
+      const DataParallelOptions options{.algorithm = parse_allreduce(name), .overlap = overlap == "on"};
+      strategies.push_back(std::make_shared<DataParallel>(world, options));
+      const std::string column = overlaps.size() > 1 ? fmt::format("{}, overlap {}", name, overlap) : name;
+      parallel.emplace_back(column, std::make_unique<Runner>(model, per_rank, strategies.back()));
+    }
   }
 
   std::vector<std::string> columns{"1 rank", "no comm"};
@@ -152,7 +163,7 @@ int main(int argc, char** argv) {
   if (world.rank() != 0) return 0;
   std::printf("# %s, global batch %lld over %d ranks x %d thread(s); %d rounds of %d steps per configuration\n",
               model.c_str(), static_cast<long long>(batch), n, threads, rounds, steps);
-  std::printf("%-10s %12s %12s %12s %12s   %s\n", "config", "samples/s", "efficiency", "eff. min", "eff. max",
+  std::printf("%-18s %12s %12s %12s %12s   %s\n", "config", "samples/s", "efficiency", "eff. min", "eff. max",
               "waiting on gradients");
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto [low, high] = std::minmax_element(efficiency[c].begin(), efficiency[c].end());
@@ -161,7 +172,7 @@ int main(int argc, char** argv) {
     const std::string spread = c == 0 ? fmt::format("{:>12} {:>12} {:>12}", "-", "-", "-")
                                       : fmt::format("{:11.1f}% {:11.1f}% {:11.1f}%", 100.0 * median(efficiency[c]),
                                                     100.0 * *low, 100.0 * *high);
-    std::printf("%-10s %12.0f %s   %s\n", columns[c].c_str(), median(rates[c]), spread.c_str(), waiting.c_str());
+    std::printf("%-18s %12.0f %s   %s\n", columns[c].c_str(), median(rates[c]), spread.c_str(), waiting.c_str());
   }
   return 0;
 }
