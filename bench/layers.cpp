@@ -1,6 +1,7 @@
 // Times every layer of the Keras MNIST CNN at its real shapes (batch 128),
-// forward and forward + backward, and the whole training step (forward,
-// backward, SGD update), for each thread count. GEMM-based layers show their
+// forward and forward + backward, the whole training step (forward,
+// backward, SGD update) and the optimizers' updates alone, for each thread
+// count. GEMM-based layers show their
 // GFLOP/s beside a square 1024 GEMM timed in the same run. The PyTorch peer
 // is bench/torch_cnn_step.py; bench/compare_cnn_step.sh runs both side by side.
 //
@@ -119,7 +120,19 @@ int main(int argc, char** argv) {
         },
         reps);
     print_row("training step", threads, step, 0.0, gemm_gflops);
-    fmt::print("{:<30} {:>7} {:>9.0f} samples/s\n\n", "", threads, 1e3 * n / step.median_ms);
+    fmt::print("{:<30} {:>7} {:>9.0f} samples/s\n", "", threads, 1e3 * n / step.median_ms);
+
+    // The optimizers' updates over the same parameters (fused elementwise
+    // kernels, bound by memory).
+    const std::vector<std::pair<std::string, std::shared_ptr<optim::Optimizer>>> optimizers{
+        {"SGD momentum", std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.momentum = 0.9})},
+        {"Adadelta", std::make_shared<optim::Adadelta>(model->parameters())},
+        {"Adam", std::make_shared<optim::Adam>(model->parameters())}};
+    for (const auto& [name, optimizer] : optimizers) {
+      const Timing update = time_it([&] { optimizer->step(); }, reps);
+      print_row("update " + name, threads, update, 0.0, gemm_gflops);
+    }
+    fmt::print("\n");
   }
   return 0;
 }

@@ -66,6 +66,19 @@ void agree_on_layout(const Communicator& comm, const std::vector<std::string>& l
   if (!disagreement.empty()) comm.abort(disagreement + " (aborting every rank)");
 }
 
+void agree_all_can_proceed(const Communicator& comm, const std::string& problem, const std::string& what) {
+  std::vector<double> blocked(static_cast<std::size_t>(comm.size()), 0.0);
+  blocked[static_cast<std::size_t>(comm.rank())] = problem.empty() ? 0.0 : 1.0;
+  comm.sum_doubles(blocked);
+  if (!problem.empty()) throw Error(problem);
+  std::vector<int> ranks;
+  for (int r = 0; r < comm.size(); ++r) {
+    if (blocked[static_cast<std::size_t>(r)] != 0.0) ranks.push_back(r);
+  }
+  DDL_CHECK(ranks.empty(), "{}: rank {} cannot go on because rank(s) {} cannot (their errors say why)", what,
+            comm.rank(), fmt::join(ranks, ", "));
+}
+
 void StallInspector::arrive(std::int64_t step, const std::string& what) {
   const int p = comm_.size();
   if (p == 1) return;

@@ -4,6 +4,8 @@
 //   agree_on_layout: before the first allreduce of a bucket layout, the
 //     ranks compare it entry by entry; a difference aborts every rank with
 //     the entry and what each rank has there.
+//   agree_all_can_proceed: before a step that needs every rank (starting
+//     NCCL), a rank's local problem becomes an error on every rank.
 //   StallInspector: at a fixed point of every step each rank reports to
 //     rank 0; a rank that does not arrive within the stall timeout is named
 //     by rank 0, and the job aborts instead of hanging.
@@ -27,6 +29,12 @@ void agree_on_layout(const Communicator& comm, const std::vector<std::string>& l
 // (separate from the abort, so it can be tested).
 std::string layout_disagreement(const Communicator& comm, const std::vector<std::string>& lines,
                                 const std::string& what);
+
+// Every rank says whether it can go on: `problem` is empty, or why not.
+// Returns when no rank has a problem; otherwise throws on every rank, so no
+// rank goes ahead into a collective the others will never join: a rank with
+// a problem throws it, the others an error naming the ranks that had one.
+void agree_all_can_proceed(const Communicator& comm, const std::string& problem, const std::string& what);
 
 class StallInspector {
  public:

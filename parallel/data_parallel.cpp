@@ -165,12 +165,18 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   layout.push_back(use_nccl ? "allreduce by NCCL on the GPU" : "allreduce over MPI from host memory");
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
   if (use_nccl) {
-    s.nccl = NcclCommunicator::create(s.comm);
+    // NCCL drives cuda:<local rank>; a model elsewhere is refused on every
+    // rank before the bootstrap, which the others would otherwise wait in.
     const Device gpu = parameters.front().second.device();
-    DDL_CHECK(gpu == cuda(s.nccl->device()),
-              "DataParallel: rank {} is rank {} on its node and so reduces on cuda:{}, but its model is on {}; put each "
-              "rank's model on cuda:<local rank> (ddl-train: --device cuda)",
-              s.comm.rank(), s.comm.local_rank(), s.nccl->device(), gpu);
+    const int local = s.comm.local_rank();
+    agree_all_can_proceed(s.comm,
+                          gpu == cuda(local) ? std::string()
+                                             : fmt::format("DataParallel: rank {} is rank {} on its node and so reduces "
+                                                           "on cuda:{}, but its model is on {}; put each rank's model on "
+                                                           "cuda:<local rank> (ddl-train: --device cuda)",
+                                                           s.comm.rank(), local, local, gpu),
+                          "DataParallel: choosing each rank's GPU");
+    s.nccl = NcclCommunicator::create(s.comm);
   }
   s.ready.assign(s.buckets.size(), 0);
   s.launched.assign(s.buckets.size(), false);

@@ -5,22 +5,26 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <array>
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/cuda/stream.hpp>
+#include <ddl/parallel/agreement.hpp>
 
 namespace ddl::parallel {
 namespace {
 
-[[noreturn]] void fail_nccl(ncclResult_t result, const char* call, int rank, const char* file, int line) {
-  throw Error(fmt::format("{} failed on rank {}: {} ({}:{})", call, rank, ncclGetErrorString(result), file, line));
+// What went wrong in an NCCL call made by `rank`, or empty if nothing did
+// (ncclInProgress is how a nonblocking communicator's calls succeed).
+std::string nccl_problem(ncclResult_t result, const char* call, int rank) {
+  if (result == ncclSuccess || result == ncclInProgress) return {};
+  return fmt::format("NcclCommunicator: {} failed on rank {}: {}", call, rank, ncclGetErrorString(result));
 }
 
 // Why this rank cannot drive a GPU of its own, if it cannot.
@@ -42,17 +46,6 @@ std::string missing_gpu(const Communicator& mpi) {
 }
 
 }  // namespace
-}  // namespace ddl::parallel
-
-#define DDL_NCCL_CHECK(rank, call)                                                    \
-  do {                                                                                \
-    const ncclResult_t ddl_nccl_result = (call);                                      \
-    if (ddl_nccl_result != ncclSuccess) {                                             \
-      ::ddl::parallel::fail_nccl(ddl_nccl_result, #call, (rank), __FILE__, __LINE__); \
-    }                                                                                 \
-  } while (false)
-
-namespace ddl::parallel {
 
 struct NcclCommunicator::State {
   Communicator mpi;
@@ -66,14 +59,36 @@ struct NcclCommunicator::State {
   State& operator=(const State&) = delete;
 
   // Releases what create() made, ignoring errors: destructors must not throw.
+  // A nonblocking communicator is finalized first (its pending work flushed,
+  // within the stall timeout) and aborted if that does not finish.
   ~State() {
     if (comm == nullptr && stream == nullptr && inputs_ready == nullptr) return;
     int previous = 0;
     const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
-    if (comm != nullptr) ncclCommDestroy(comm);
+    if (comm != nullptr) {
+      if (ncclCommFinalize(comm) == ncclSuccess || settled(comm) == ncclSuccess) {
+        ncclCommDestroy(comm);
+      } else {
+        ncclCommAbort(comm);
+      }
+    }
     if (inputs_ready != nullptr) cudaEventDestroy(inputs_ready);
     if (stream != nullptr) cudaStreamDestroy(stream);
     if (switched) cudaSetDevice(previous);
+  }
+
+  // The state of a nonblocking communicator's last call once it is no longer
+  // ncclInProgress, or ncclInProgress if that takes longer than the timeout.
+  static ncclResult_t settled(ncclComm_t handle) {
+    const double timeout = config::stall_timeout_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(handle, &state) != ncclSuccess) return ncclInternalError;
+      if (state != ncclInProgress) return state;
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) return state;
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
   }
 
   void check(const Tensor& tensor, const char* what) const {
@@ -92,35 +107,42 @@ struct NcclCommunicator::State {
               rank, verb, peer, size);
   }
 
-  // Queues `operation` on NCCL's stream after the compute stream's work so
-  // far, and waits until it is done, within the stall timeout. The host's
-  // wait is what orders NCCL's result before later compute: kernels queued
-  // on the compute stream after this returns start after NCCL has finished,
-  // so no event back to the compute stream is needed.
+  // Queues `operation` (an NCCL call) on NCCL's stream after the compute
+  // stream's work so far, and waits until it is done, within the stall
+  // timeout. The host's wait is what orders NCCL's result before later
+  // compute: kernels queued on the compute stream after this returns start
+  // after NCCL has finished, so no event back to the compute stream is needed.
   template <class Operation>
   void run(const std::string& what, Operation operation) {
     const cuda_backend::DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device)));
     DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
-    operation();
-    wait(what);
+    const ncclResult_t queued = operation();
+    if (queued != ncclSuccess && queued != ncclInProgress) abort_and_throw(what, ncclGetErrorString(queued));
+    wait(what, true);
   }
 
-  // Polls NCCL's stream and the communicator's asynchronous error (NCCL's
-  // recommended loop: a peer that fails never completes the stream).
-  void wait(const std::string& what) {
+  // NCCL's loop for a nonblocking communicator: its calls return at once
+  // (ncclInProgress) and ncclCommGetAsyncError says when NCCL has finished
+  // its part or failed; then NCCL's stream says when the GPU's part is done
+  // (skipped for the bootstrap, which queues no GPU work). A peer that
+  // fails or never comes finishes neither, hence the stall timeout.
+  void wait(const std::string& what, bool on_stream) {
     const double timeout = config::stall_timeout_seconds();
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
-      const cudaError_t status = cudaStreamQuery(stream);
-      if (status == cudaSuccess) return;
-      if (status != cudaErrorNotReady) {
-        abort_and_throw(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
-      }
       ncclResult_t async = ncclSuccess;
       const ncclResult_t queried = ncclCommGetAsyncError(comm, &async);
-      if (queried != ncclSuccess || async != ncclSuccess) {
+      if (queried != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
         abort_and_throw(what, ncclGetErrorString(queried != ncclSuccess ? queried : async));
+      }
+      if (async == ncclSuccess) {
+        if (!on_stream) return;
+        const cudaError_t status = cudaStreamQuery(stream);
+        if (status == cudaSuccess) return;
+        if (status != cudaErrorNotReady) {
+          abort_and_throw(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
+        }
       }
       const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (waited > timeout) {
@@ -149,14 +171,7 @@ bool NcclCommunicator::built() { return true; }
 NcclCommunicator NcclCommunicator::create(const Communicator& mpi) {
   // The ranks first agree that each has its GPU, so one rank's error is an
   // error on every rank instead of the others stalling in the bootstrap.
-  const std::string problem = missing_gpu(mpi);
-  std::array<double, 1> ranks_without_gpu{problem.empty() ? 0.0 : 1.0};
-  mpi.sum_doubles(ranks_without_gpu);
-  if (!problem.empty()) throw Error(problem);
-  DDL_CHECK(ranks_without_gpu[0] == 0.0,
-            "NcclCommunicator: rank {} cannot start NCCL: {:g} other rank(s) have no GPU "
-            "of their own (their errors name them)",
-            mpi.rank(), ranks_without_gpu[0]);
+  agree_all_can_proceed(mpi, missing_gpu(mpi), "NcclCommunicator: finding each rank's GPU");
   auto state = std::make_shared<State>(mpi);
   State& s = *state;
   s.rank = mpi.rank();
@@ -164,9 +179,23 @@ NcclCommunicator NcclCommunicator::create(const Communicator& mpi) {
   s.device = mpi.local_rank();
   const cuda_backend::DeviceGuard guard(s.device);
   ncclUniqueId id{};
-  if (s.rank == 0) DDL_NCCL_CHECK(s.rank, ncclGetUniqueId(&id));
+  agree_all_can_proceed(mpi, s.rank == 0 ? nccl_problem(ncclGetUniqueId(&id), "ncclGetUniqueId", 0) : std::string(),
+                        "NcclCommunicator: making the bootstrap id");
   mpi.broadcast_bytes(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
-  DDL_NCCL_CHECK(s.rank, ncclCommInitRank(&s.comm, s.size, id, s.rank));
+  // Nonblocking, so a bootstrap that one rank never completes times out
+  // like any other stall instead of hanging every rank.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const std::string problem =
+      nccl_problem(ncclCommInitRankConfig(&s.comm, s.size, id, s.rank, &config), "ncclCommInitRankConfig", s.rank);
+  if (!problem.empty()) s.comm = nullptr;
+  try {
+    agree_all_can_proceed(mpi, problem, "NcclCommunicator: starting NCCL");
+  } catch (const Error&) {
+    if (s.comm != nullptr) ncclCommAbort(std::exchange(s.comm, nullptr));  // its peers will never join it
+    throw;
+  }
+  s.wait(fmt::format("bootstrap of {} ranks", s.size), false);
   DDL_CUDA_CHECK(s.device, cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&s.inputs_ready, cudaEventDisableTiming));
   return NcclCommunicator(std::move(state));
@@ -182,8 +211,8 @@ void NcclCommunicator::allreduce(const Tensor& tensor) const {
   DDL_CHECK(tensor.dtype() == DType::Float32, "NcclCommunicator::allreduce: needs a float32 tensor, got {} {}",
             tensor.dtype(), tensor.shape());
   s.run(fmt::format("allreduce of {} floats", tensor.numel()), [&] {
-    DDL_NCCL_CHECK(s.rank, ncclAllReduce(tensor.raw_data(), tensor.raw_data(), static_cast<std::size_t>(tensor.numel()),
-                                         ncclFloat, ncclSum, s.comm, s.stream));
+    return ncclAllReduce(tensor.raw_data(), tensor.raw_data(), static_cast<std::size_t>(tensor.numel()), ncclFloat,
+                         ncclSum, s.comm, s.stream);
   });
 }
 
@@ -192,8 +221,7 @@ void NcclCommunicator::broadcast(const Tensor& tensor, int root) const {
   s.check(tensor, "broadcast");
   DDL_CHECK(root >= 0 && root < s.size, "NcclCommunicator::broadcast: root {} is not a rank of {}", root, s.size);
   s.run(fmt::format("broadcast of {} bytes from rank {}", tensor.nbytes(), root), [&] {
-    DDL_NCCL_CHECK(s.rank, ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root, s.comm,
-                                         s.stream));
+    return ncclBroadcast(tensor.raw_data(), tensor.raw_data(), tensor.nbytes(), ncclUint8, root, s.comm, s.stream);
   });
 }
 
@@ -201,7 +229,7 @@ void NcclCommunicator::send(const Tensor& tensor, int peer) const {
   State& s = *state_;
   s.check_peer_to_peer(tensor, peer, "send", "send to");
   s.run(fmt::format("send of {} bytes to rank {}", tensor.nbytes(), peer), [&] {
-    DDL_NCCL_CHECK(s.rank, ncclSend(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
+    return ncclSend(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream);
   });
 }
 
@@ -209,7 +237,7 @@ void NcclCommunicator::recv(const Tensor& tensor, int peer) const {
   State& s = *state_;
   s.check_peer_to_peer(tensor, peer, "recv", "receive from");
   s.run(fmt::format("receive of {} bytes from rank {}", tensor.nbytes(), peer), [&] {
-    DDL_NCCL_CHECK(s.rank, ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream));
+    return ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream);
   });
 }
 

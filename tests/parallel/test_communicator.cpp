@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <ddl/ddl.hpp>
+#include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>
 
@@ -91,6 +92,21 @@ TEST_CASE("Communicator: broadcast_bytes copies the root's bytes to every rank")
     std::vector<std::byte> bytes(13, std::byte(world.rank()));
     world.broadcast_bytes(bytes, root);
     CHECK(bytes == std::vector<std::byte>(13, std::byte(root)));
+  }
+  world.barrier();
+}
+
+TEST_CASE("agree_all_can_proceed: one rank's problem is an error on every rank, naming who had it") {
+  const Communicator world = Communicator::world();
+  agree_all_can_proceed(world, "", "nothing wrong");  // returns on every rank
+  const int last = world.size() - 1;
+  const std::string problem = world.rank() == last ? "rank " + std::to_string(last) + " has no disk" : "";
+  if (world.rank() == last) {
+    CHECK(test::throws_error_mentioning([&] { agree_all_can_proceed(world, problem, "saving"); }, {"has no disk"}));
+  } else {
+    CHECK(test::throws_error_mentioning([&] { agree_all_can_proceed(world, problem, "saving"); },
+                                        {"saving: rank " + std::to_string(world.rank()), "rank(s) " + std::to_string(last),
+                                         "their errors say why"}));
   }
   world.barrier();
 }
