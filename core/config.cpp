@@ -78,7 +78,7 @@ std::int64_t ring_segment_bytes() {
 }
 
 std::int64_t shm_segment_bytes() {
-  static const std::int64_t bytes = read_positive_bytes("DDL_SHM_SEGMENT", std::int64_t{256} << 10);
+  static const std::int64_t bytes = read_positive_bytes("DDL_SHM_SEGMENT", std::int64_t{1} << 20);
   return bytes;
 }
 
