@@ -45,6 +45,7 @@ struct DataParallel::State {
   std::vector<GradientBucket> buckets;
   std::optional<NcclCommunicator> nccl;  // set when the buckets live on this rank's GPU
   bool prepared = false;
+  bool overlapping = false;  // options.overlap with more than one bucket
 
   // Shared with the communication thread, under `mutex`.
   std::mutex mutex;
@@ -149,6 +150,7 @@ int DataParallel::world_size() const { return state_->comm.size(); }
 const Communicator& DataParallel::communicator() const { return state_->comm; }
 const DataParallelOptions& DataParallel::options() const { return state_->options; }
 std::size_t DataParallel::bucket_count() const { return state_->buckets.size(); }
+bool DataParallel::overlapping() const { return state_->overlapping; }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
 
@@ -189,7 +191,12 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
       });
     }
   }
-  if (s.options.overlap) {
+  // A single bucket is full only when backward ends, so there is nothing to
+  // overlap: the training thread reduces it itself, sparing the hand-off to
+  // the communication thread and back (measured: about 2 points of 2-rank
+  // efficiency on mnist_cnn, whose 4.8 MB of gradients make one bucket).
+  s.overlapping = s.options.overlap && s.buckets.size() > 1;
+  if (s.overlapping) {
     s.worker = std::jthread([&s](const std::stop_token& stop) { s.serve(stop); });
   }
   s.prepared = true;
@@ -214,7 +221,7 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
     std::fill(s.ready.begin(), s.ready.end(), 0);
     std::fill(s.launched.begin(), s.launched.end(), false);
     s.reduced = 0;
-    s.armed = s.options.overlap;
+    s.armed = s.overlapping;
   }
   return Strategy::forward_backward(model, loss, batch);
 }
@@ -222,7 +229,7 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
 void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   State& s = *state_;
   const auto wait_start = Clock::now();
-  if (s.options.overlap) {
+  if (s.overlapping) {
     // Buckets with parameters that got no gradient this step: send them with zeros.
     {
       std::unique_lock lock(s.mutex);

@@ -45,7 +45,9 @@ struct DataParallelOptions {
   // Bucket size; 0: DDL_FUSION_THRESHOLD (default 25 MiB, PyTorch DDP's).
   std::int64_t bucket_bytes = 0;
   // Reduce buckets on the communication thread while backward runs; off:
-  // reduce them all after backward, on the training thread.
+  // reduce them all after backward, on the training thread. A model whose
+  // gradients fit one bucket is reduced on the training thread either way
+  // (the bucket is full only when backward ends: nothing to overlap).
   bool overlap = true;
   // Send gradients as float16 (half the bytes; sums still in float32).
   // Ring allreduce only. Gradients lose precision beyond 3 digits and must
@@ -79,6 +81,9 @@ class DataParallel : public optim::Strategy {
   const Communicator& communicator() const;
   const DataParallelOptions& options() const;
   std::size_t bucket_count() const;
+  // After prepare(): whether buckets are reduced during backward (overlap
+  // on and more than one bucket).
+  bool overlapping() const;
   // The buckets, after prepare(): which parameter lies where.
   const std::vector<GradientBucket>& buckets() const;
   SyncStatistics statistics() const;

@@ -237,7 +237,7 @@ int run(TrainOptions& o) {
     const parallel::SyncStatistics stats = data_parallel->statistics();
     std::cout << fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} buckets, overlap {})\n",
                              100.0 * stats.fraction_waiting(), data_parallel->bucket_count(),
-                             o.overlap ? "on" : "off");
+                             data_parallel->overlapping() ? "on" : o.overlap ? "off (one bucket)" : "off");
   }
 #endif
   return 0;

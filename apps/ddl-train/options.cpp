@@ -103,7 +103,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_flag("!--no-overlap", o.overlap, "Reduce gradients after backward instead of during it");
+  app.add_flag("!--no-overlap", o.overlap, "Reduce gradients after backward instead of during it (with one bucket they always are)");
   app.add_flag("--fp16-compression", o.fp16_compression,
                "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")

@@ -46,10 +46,22 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
         // Every rank starts from different weights: prepare() must broadcast rank 0's.
         const auto trained = train(strategy, kGlobalBatch / world.size(), make, 5 + 100 * world.rank());
         CHECK(strategy->bucket_count() >= 3);
+        CHECK(strategy->overlapping() == overlap);
         CHECK(max_relative_difference(trained, reference) <= 1e-5);
       }
     }
   }
+}
+
+TEST_CASE("DataParallel: gradients that fit one bucket are reduced on the training thread, with the same result") {
+  const Communicator world = Communicator::world();
+  const MakeOptimizer make = [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); };
+  const std::vector<float> reference = train(nullptr, kGlobalBatch, make, 5);
+  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.overlap = true});
+  const auto trained = train(strategy, kGlobalBatch / world.size(), make, 5 + 100 * world.rank());
+  CHECK(strategy->bucket_count() == 1);
+  CHECK_FALSE(strategy->overlapping());
+  CHECK(max_relative_difference(trained, reference) <= 1e-5);
 }
 
 TEST_CASE("DataParallel: with fp16 compression the ranks stay identical and close to full-precision training") {
