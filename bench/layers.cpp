@@ -1,9 +1,9 @@
 // Times every layer of the Keras MNIST CNN at its real shapes (batch 128),
 // forward and forward + backward, the whole training step (forward,
 // backward, SGD update) and the optimizers' updates alone, for each thread
-// count. GEMM-based layers show their
-// GFLOP/s beside a square 1024 GEMM timed in the same run. The PyTorch peer
-// is bench/torch_cnn_step.py; bench/compare_cnn_step.sh runs both side by side.
+// count. GEMM-based layers show their GFLOP/s beside a square 1024 GEMM
+// timed in the same run. The PyTorch peer is bench/torch_cnn_step.py;
+// bench/compare_cnn_step.sh runs both side by side.
 //
 //   bench/ddl_bench_layers [--threads 1,2] [--reps 10] [--batch 128]
 #include <ddl/ddl.hpp>

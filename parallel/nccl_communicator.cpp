@@ -45,6 +45,20 @@ std::string missing_gpu(const Communicator& mpi) {
   return {};
 }
 
+// Calls `done` every 20 us until it returns true, or until the stall
+// timeout passes (then false): a nonblocking NCCL communicator's calls
+// return at once and are finished only when polled to say so.
+template <class Done>
+bool poll_within_stall_timeout(Done done) {
+  const double timeout = config::stall_timeout_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  while (!done()) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return true;
+}
+
 }  // namespace
 
 struct NcclCommunicator::State {
@@ -80,15 +94,12 @@ struct NcclCommunicator::State {
   // The state of a nonblocking communicator's last call once it is no longer
   // ncclInProgress, or ncclInProgress if that takes longer than the timeout.
   static ncclResult_t settled(ncclComm_t handle) {
-    const double timeout = config::stall_timeout_seconds();
-    const auto start = std::chrono::steady_clock::now();
-    for (;;) {
-      ncclResult_t state = ncclSuccess;
-      if (ncclCommGetAsyncError(handle, &state) != ncclSuccess) return ncclInternalError;
-      if (state != ncclInProgress) return state;
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) return state;
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+    ncclResult_t state = ncclInProgress;
+    poll_within_stall_timeout([&] {
+      if (ncclCommGetAsyncError(handle, &state) != ncclSuccess) state = ncclInternalError;
+      return state != ncclInProgress;
+    });
+    return state;
   }
 
   void check(const Tensor& tensor, const char* what) const {
@@ -128,32 +139,26 @@ struct NcclCommunicator::State {
   // (skipped for the bootstrap, which queues no GPU work). A peer that
   // fails or never comes finishes neither, hence the stall timeout.
   void wait(const std::string& what, bool on_stream) {
-    const double timeout = config::stall_timeout_seconds();
-    const auto start = std::chrono::steady_clock::now();
-    for (;;) {
+    const bool done = poll_within_stall_timeout([&] {
       ncclResult_t async = ncclSuccess;
       const ncclResult_t queried = ncclCommGetAsyncError(comm, &async);
       if (queried != ncclSuccess || (async != ncclSuccess && async != ncclInProgress)) {
         abort_and_throw(what, ncclGetErrorString(queried != ncclSuccess ? queried : async));
       }
-      if (async == ncclSuccess) {
-        if (!on_stream) return;
-        const cudaError_t status = cudaStreamQuery(stream);
-        if (status == cudaSuccess) return;
-        if (status != cudaErrorNotReady) {
-          abort_and_throw(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
-        }
+      if (async == ncclInProgress) return false;
+      if (!on_stream) return true;
+      const cudaError_t status = cudaStreamQuery(stream);
+      if (status != cudaSuccess && status != cudaErrorNotReady) {
+        abort_and_throw(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
       }
-      const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (waited > timeout) {
-        ncclCommAbort(comm);
-        mpi.abort(
-            fmt::format("stalled: NCCL {} has not completed after {:.0f} s (DDL_STALL_TIMEOUT={:g} s); a rank "
-                        "is missing, stuck or took a different path; aborting every rank",
-                        what, waited, timeout));
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+      return status == cudaSuccess;
+    });
+    if (done) return;
+    ncclCommAbort(comm);
+    mpi.abort(
+        fmt::format("stalled: NCCL {} has not completed within DDL_STALL_TIMEOUT={:g} s; a rank is missing, "
+                    "stuck or took a different path; aborting every rank",
+                    what, config::stall_timeout_seconds()));
   }
 
   // After an error NCCL's communicator is unusable and must be aborted, not

@@ -32,7 +32,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
       "stress-strain curves. Threads: --threads or DDL_NUM_THREADS.");
   app.get_formatter()->column_width(34);
 
-  app.add_option("--model", o.model, "Model to train")->check(CLI::IsMember(models::model_names()))->capture_default_str();
+  app.add_option("--model", o.model, "Model to train")
+      ->check(CLI::IsMember(models::model_names()))
+      ->capture_default_str();
   app.add_option("--data", o.data_dir, "Directory of the MNIST-layout IDX files (.gz or raw)")
       ->default_str(models::kFashionMnistDir);
   app.add_option("--epochs", o.epochs, "Total epochs to train (a resumed run counts the ones done)")
@@ -97,13 +99,16 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "the ranks that compute")
       ->check(CLI::IsMember(kParallelModes))
       ->capture_default_str();
-  app.add_option("--allreduce", o.allreduce, "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin (MPI_Allreduce)")
+  app.add_option("--allreduce", o.allreduce,
+                 "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
+                 "(MPI_Allreduce)")
       ->check(CLI::IsMember(kAllreduceNames))
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_flag("!--no-overlap", o.overlap, "Reduce gradients after backward instead of during it (with one bucket they always are)");
+  app.add_flag("!--no-overlap", o.overlap,
+               "Reduce gradients after backward instead of during it (with one bucket they always are)");
   app.add_flag("--fp16-compression", o.fp16_compression,
                "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")
