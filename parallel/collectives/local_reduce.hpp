@@ -1,8 +1,8 @@
 // Internal to the collectives and strategies: the local steps of every
-// reduction on host memory, out = a + b, dst += src and the average's data *= factor, with
-// the functors all backends share. A plain loop on
-// the calling thread (often the communication thread), not an OpenMP team:
-// the compute threads are busy with the backward pass meanwhile.
+// reduction on host memory (out = a + b, dst += src, and the average's
+// data *= factor) with the functors all backends share. A plain loop on the
+// calling thread (often the communication thread), not an OpenMP team: the
+// compute threads are busy with the backward pass meanwhile.
 #pragma once
 
 #include <cstdint>
