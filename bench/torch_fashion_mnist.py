@@ -63,22 +63,25 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target", type=float, default=0.91)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: the peer of ddl-train --device cuda")
     args = parser.parse_args()
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
 
-    train_x, train_y = load(args.data, "train")
-    test_x, test_y = load(args.data, "t10k")
+    train_x, train_y = (t.to(device) for t in load(args.data, "train"))
+    test_x, test_y = (t.to(device) for t in load(args.data, "t10k"))
     model = keras_mnist_cnn()
     glorot(model)
+    model.to(device)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
-    print(f"pytorch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch_size}, "
+    print(f"pytorch {torch.__version__} on {device}, threads {torch.get_num_threads()}, batch {args.batch_size}, "
           f"{len(train_y)} training and {len(test_y)} test images")
     print(f"{'epoch':>5} {'train_s':>8} {'samples/s':>10} {'loss':>8} {'test_acc':>9} {'cum_train_s':>12}")
     cumulative, reached = 0.0, None
     for epoch in range(1, args.epochs + 1):
-        order = torch.randperm(len(train_y))
+        order = torch.randperm(len(train_y), device=device)
         start, total_loss = time.perf_counter(), 0.0
         for first in range(0, len(order), args.batch_size):
             index = order[first:first + args.batch_size]

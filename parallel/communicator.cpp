@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -57,6 +58,8 @@ void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const std
                   MPI_Status* status) {
   const double timeout = config::stall_timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
+  const std::string whom = peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks");
+  const std::string culprit = peer >= 0 ? whom : std::string("one of them");
   for (std::int64_t polls = 0;; ++polls) {
     int done = 0;
     const int code = MPI_Test(&request, &done, status);
@@ -64,17 +67,15 @@ void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const std
       char text[MPI_MAX_ERROR_STRING];
       int length = 0;
       MPI_Error_string(code, text, &length);
-      const std::string whom = peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks");
       throw Error(fmt::format("rank {}: {} with {} failed: {}", comm.rank, what, whom, std::string(text, length)));
     }
     if (done) return;
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > timeout) {
-      const std::string whom = peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks");
       abort_job(comm.comm, comm.rank,
                 fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
                             "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
-                            what, whom, waited, whom, timeout),
+                            what, whom, waited, culprit, timeout),
                 1);
     }
     // Spin briefly (messages between ranks of a node arrive in microseconds),
@@ -105,13 +106,39 @@ using detail::CommunicatorState;
 using detail::RequestState;
 using detail::wait_bounded;
 
-// Finalizes MPI at exit if ddl initialised it.
+// The status the process is exiting with (glibc's on_exit hands it over),
+// for the finalize watchdog below.
+std::atomic<int> exit_status{0};
+
+void remember_exit_status(int status, void* /*unused*/) { exit_status = status; }
+
+// Finalizes MPI at exit if ddl initialised it. MPI_Finalize can hang in a
+// transport's last flush: UCX's TCP transport stops progressing endpoints too
+// early (openucx/ucx#8738; here about one 3-rank parameter-server run in six
+// with UCX_TLS=tcp,self, training complete, one rank flushing while the others
+// wait in the launcher's barrier). Main has returned by then, so nothing is
+// left to lose: past the stall timeout a watchdog ends the process with the
+// status it was exiting with, instead of leaving the job hanging. (The
+// launcher then ends the other ranks, and may report that as a failure.)
 struct MpiLifetime {
   bool initialized_here = false;
   ~MpiLifetime() {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (initialized_here && !finalized) MPI_Finalize();
+    if (!initialized_here || finalized) return;
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    const double timeout = config::stall_timeout_seconds();
+    std::thread([rank, timeout] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(timeout));
+      std::fprintf(stderr,
+                   "ddl: rank %d: MPI_Finalize has not returned within DDL_STALL_TIMEOUT=%g s (a known hang of "
+                   "UCX's TCP transport, openucx/ucx#8738); exiting without it\n",
+                   rank, timeout);
+      std::fflush(stderr);
+      std::_Exit(exit_status.load());
+    }).detach();
+    MPI_Finalize();
   }
 };
 
@@ -125,14 +152,17 @@ void ensure_mpi() {
       DDL_MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
       result.initialized_here = true;
       DDL_CHECK(provided == MPI_THREAD_MULTIPLE,
-                "MPI provides thread level {} but ddl's communication threads need MPI_THREAD_MULTIPLE ({})",
-                provided, MPI_THREAD_MULTIPLE);
+                "MPI provides thread level {} but ddl's communication threads need MPI_THREAD_MULTIPLE ({})", provided,
+                MPI_THREAD_MULTIPLE);
     }
     // Errors come back as codes that DDL_MPI_CHECK turns into ddl::Error
     // naming the call, instead of MPI killing the job without context.
     DDL_MPI_CHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     return result;
   }();
+  // Registered after `lifetime`, so it runs before its destructor at exit.
+  static const bool status_recorded = on_exit(remember_exit_status, nullptr) == 0;
+  (void)status_recorded;
 }
 
 std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
@@ -150,8 +180,8 @@ std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
 }
 
 int checked_count(std::size_t bytes, const char* what) {
-  DDL_CHECK(bytes <= static_cast<std::size_t>(INT_MAX), "{}: {} bytes exceed MPI's int count; send it in pieces",
-            what, bytes);
+  DDL_CHECK(bytes <= static_cast<std::size_t>(INT_MAX), "{}: {} bytes exceed MPI's int count; send it in pieces", what,
+            bytes);
   return static_cast<int>(bytes);
 }
 
@@ -317,8 +347,8 @@ std::vector<std::byte> Communicator::allgather_bytes(std::span<const std::byte> 
 void Communicator::broadcast_bytes(std::span<std::byte> bytes, int root) const {
   check_peer(*state_, root, "broadcast_bytes");
   MPI_Request request = MPI_REQUEST_NULL;
-  DDL_MPI_CHECK(MPI_Ibcast(bytes.data(), checked_count(bytes.size(), "broadcast_bytes"), MPI_BYTE, root, state_->comm,
-                           &request));
+  DDL_MPI_CHECK(
+      MPI_Ibcast(bytes.data(), checked_count(bytes.size(), "broadcast_bytes"), MPI_BYTE, root, state_->comm, &request));
   wait_bounded(request, *state_, fmt::format("broadcast of {} bytes from rank {}", bytes.size(), root), root);
 }
 

@@ -26,6 +26,7 @@
 
 #include <ddl/build_config.hpp>
 #if DDL_WITH_MPI_BUILD
+#include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/data_parallel.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 #endif
@@ -95,9 +96,10 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 #if DDL_WITH_MPI_BUILD
   if (o.parallel == "none") {
     if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
-      throw UsageError(fmt::format("started as {} MPI ranks without --parallel: pass --parallel data, or every rank "
-                                   "trains alone",
-                                   parallel::Communicator::world().size()));
+      throw UsageError(
+          fmt::format("started as {} MPI ranks without --parallel: pass --parallel data, or every rank "
+                      "trains alone",
+                      parallel::Communicator::world().size()));
     }
     return nullptr;
   }
@@ -132,15 +134,32 @@ int run(TrainOptions& o) {
   if (o.scale_lr == "linear") o.lr = optim::scale_lr_linear(*o.lr, world);
   if (o.scale_lr == "sqrt") o.lr = optim::scale_lr_sqrt(*o.lr, world);
   if (o.batch_size % world != 0) {
-    throw UsageError(fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks",
-                                 o.batch_size, world));
+    throw UsageError(
+        fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks", o.batch_size, world));
   }
   Device device = parse_device(o.device);
 #if DDL_WITH_MPI_BUILD
   // One GPU per rank: under data parallelism a plain "cuda" is this rank's GPU on its node.
+  // A rank without one must not leave the others waiting in the first collective, so
+  // every rank learns here whether all have theirs.
   if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
       data_parallel && o.device == "cuda") {
-    device = parse_device(fmt::format("cuda:{}", data_parallel->communicator().local_rank()));
+    const parallel::Communicator& comm = data_parallel->communicator();
+    const int gpus = device_count(DeviceType::CUDA);
+    std::string problem;
+    if (comm.local_rank() >= gpus) {
+      problem = fmt::format(
+          "--device cuda: rank {} is rank {} of {} on its node, which has {} GPU(s); data "
+          "parallelism takes one GPU per rank (--device cuda:0 makes the ranks share one, "
+          "except with --allreduce builtin)",
+          comm.rank(), comm.local_rank(), comm.local_size(), gpus);
+    }
+    try {
+      parallel::agree_all_can_proceed(comm, problem, "--device cuda");
+    } catch (const Error& error) {
+      throw UsageError(error.what());
+    }
+    device = cuda(comm.local_rank());
   }
 #endif
   if (o.threads > 0) set_num_threads(o.threads);
@@ -208,8 +227,8 @@ int run(TrainOptions& o) {
   if (o.resume) {
     if (std::filesystem::exists(last)) {
       trainer.load_checkpoint(last.string());
-      trainer.print(fmt::format("Resumed from {} after epoch {} (step {})", last.string(), trainer.epoch(),
-                                trainer.step()));
+      trainer.print(
+          fmt::format("Resumed from {} after epoch {} (step {})", last.string(), trainer.epoch(), trainer.step()));
     } else {
       trainer.print(fmt::format("No checkpoint at {}: starting from scratch", last.string()));
     }
@@ -232,12 +251,14 @@ int run(TrainOptions& o) {
                              world > 1 ? fmt::format(" over {} ranks", world) : std::string());
   }
 #if DDL_WITH_MPI_BUILD
-  if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy); data_parallel && root &&
-                                                                                             !o.quiet) {
+  if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
+      data_parallel && root && !o.quiet) {
     const parallel::SyncStatistics stats = data_parallel->statistics();
     std::cout << fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} buckets, overlap {})\n",
                              100.0 * stats.fraction_waiting(), data_parallel->bucket_count(),
-                             data_parallel->overlapping() ? "on" : o.overlap ? "off (one bucket)" : "off");
+                             data_parallel->overlapping() ? "on"
+                             : o.overlap                  ? "off (one bucket)"
+                                                          : "off");
   }
 #endif
   return 0;

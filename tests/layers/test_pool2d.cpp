@@ -266,11 +266,17 @@ TEST_CASE("pooling on every CUDA device matches the CPU, forward and backward") 
     MESSAGE("skipped: no CUDA device");
     return;
   }
+  // cuDNN sums in another order than the CPU loops and scales by 1/kernel^2
+  // in its own way. Where signed terms cancel, that shows far above the
+  // rounding of the result, so: integer inputs make every window sum exact
+  // (only the scaling rounds), and a positive upstream gradient makes the
+  // sums of window shares in backward free of cancellation.
   std::mt19937 rng(26);
+  Generator generator(27);
   for (const auto& [shape, options] : kForwardCases) {
     CAPTURE(describe_case(shape, options));
-    const Tensor x = test::distinct_tensor(shape, rng);
-    const Tensor upstream = test::distinct_tensor(layers::max_pool2d(x, options).shape(), rng);
+    const Tensor x = test::distinct_tensor(shape, rng, cpu(), 1.0f);
+    const Tensor upstream = test::positive_tensor(layers::max_pool2d(x, options).shape(), generator);
     for (const auto pool : {&layers::max_pool2d, &layers::avg_pool2d}) {
       const Tensor x_cpu = x.clone().set_requires_grad();
       pool(x_cpu, options).backward(upstream);
@@ -279,7 +285,7 @@ TEST_CASE("pooling on every CUDA device matches the CPU, forward and backward") 
         const Tensor y_gpu = pool(x_gpu, options);
         y_gpu.backward(upstream.to(cuda(index)));
         CHECK(all_close(y_gpu.to(cpu()), pool(x, options), 1e-5, 1e-5));
-        CHECK(all_close(x_gpu.grad().to(cpu()), x_cpu.grad(), 1e-4, 1e-5));
+        CHECK(all_close(x_gpu.grad().to(cpu()), x_cpu.grad(), 1e-5, 1e-5));
       }
     }
   }

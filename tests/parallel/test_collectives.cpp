@@ -98,6 +98,27 @@ TEST_CASE("Collectives: allreduce of a tensor sums in place") {
                                       {"float32", "int32"}));
 }
 
+TEST_CASE("Collectives: a CUDA tensor is staged through the host and summed as its CPU twin, by every algorithm") {
+  const Communicator world = Communicator::world();
+  if (!test::every_rank_has_a_gpu(world)) {
+    MESSAGE("skipped: a rank has no CUDA device");
+    return;
+  }
+  const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));  // ranks may share one
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+    for (const std::int64_t n : {std::int64_t{1}, std::int64_t{7 * world.size() + 3}, std::int64_t{1000003}}) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(n);
+      const Tensor on_gpu = from_vector(rank_data(world.rank(), n), {n}).to(gpu);
+      const Tensor on_cpu = from_vector(rank_data(world.rank(), n), {n});
+      allreduce(world, on_gpu, algorithm);
+      allreduce(world, on_cpu, algorithm);
+      CHECK(on_gpu.device() == gpu);
+      CHECK(on_gpu.to(cpu()).to_vector<float>() == on_cpu.to_vector<float>());  // the same sums of the same bytes
+    }
+  }
+}
+
 TEST_CASE("Collectives: ring reduce-scatter leaves rank r's chunk r summed") {
   const Communicator world = Communicator::world();
   for (const std::int64_t n : awkward_sizes(world.size())) {
@@ -166,7 +187,8 @@ TEST_CASE("Collectives: algorithms are chosen by name and an unknown name lists 
   CHECK(test::throws_error_mentioning([] { parse_allreduce("butterfly"); }, {"butterfly", "ring", "rhd", "builtin"}));
 }
 
-TEST_CASE("Collectives: ring allreduce with float16 on the wire is within float16 rounding and the same on every rank") {
+TEST_CASE(
+    "Collectives: ring allreduce with float16 on the wire is within float16 rounding and the same on every rank") {
   const Communicator world = Communicator::world();
   for (const std::int64_t n : awkward_sizes(world.size())) {
     CAPTURE(n);
@@ -179,6 +201,6 @@ TEST_CASE("Collectives: ring allreduce with float16 on the wire is within float1
     CHECK(same_on_every_rank(world, data));
   }
   std::vector<float> data(5, 1.0f);
-  CHECK(test::throws_error_mentioning(
-      [&] { allreduce(world, data, AllreduceAlgorithm::rhd, WireFormat::float16); }, {"float16", "ring", "rhd"}));
+  CHECK(test::throws_error_mentioning([&] { allreduce(world, data, AllreduceAlgorithm::rhd, WireFormat::float16); },
+                                      {"float16", "ring", "rhd"}));
 }

@@ -27,10 +27,7 @@ using ddl::test::train;
 TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at batch B, for every algorithm") {
   const Communicator world = Communicator::world();
   const std::vector<std::pair<const char*, MakeOptimizer>> optimizers{
-      {"SGD with momentum",
-       [](std::vector<Tensor> p) {
-         return std::make_shared<optim::SGD>(std::move(p), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
-       }},
+      {"SGD with momentum", test::sgd_with_momentum()},
       {"Adadelta", [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); }},
   };
   for (const auto& [optimizer_name, make] : optimizers) {
@@ -53,6 +50,32 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
   }
 }
 
+TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algorithm of ours, through host buckets") {
+  const Communicator world = Communicator::world();
+  if (!test::every_rank_has_a_gpu(world)) {
+    MESSAGE("skipped: a rank has no CUDA device");
+    return;
+  }
+  // Ranks may share a GPU: our algorithms reduce host buckets. (builtin on
+  // GPUs is NCCL, one GPU per rank: tests/parallel/gpu.)
+  const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
+  const std::int64_t batch = kGlobalBatch / world.size();
+  const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
+  const DataParallelOptions ring{.algorithm = AllreduceAlgorithm::ring, .bucket_bytes = 1024};
+  const std::vector<float> on_cpu =
+      train(std::make_shared<DataParallel>(world, ring), batch, test::sgd_with_momentum(), seed);
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+    if (algorithm == AllreduceAlgorithm::builtin) continue;
+    CAPTURE(algorithm_name(algorithm));
+    auto strategy =
+        std::make_shared<DataParallel>(world, DataParallelOptions{.algorithm = algorithm, .bucket_bytes = 1024});
+    // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
+    CHECK(max_relative_difference(train(strategy, batch, test::sgd_with_momentum(), seed, gpu), on_cpu) <= 1e-4);
+    CHECK(strategy->bucket_count() >= 3);
+    for (const GradientBucket& bucket : strategy->buckets()) CHECK(bucket.buffer.device() == cpu());
+  }
+}
+
 TEST_CASE("DataParallel: gradients that fit one bucket are reduced on the training thread, with the same result") {
   const Communicator world = Communicator::world();
   const MakeOptimizer make = [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); };
@@ -70,7 +93,8 @@ TEST_CASE("DataParallel: with fp16 compression the ranks stay identical and clos
     return std::make_shared<optim::SGD>(std::move(p), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
   };
   const auto reference = train(nullptr, kGlobalBatch, make, 5);
-  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .fp16_compression = true});
+  auto strategy =
+      std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .fp16_compression = true});
   const auto trained = train(strategy, kGlobalBatch / world.size(), make, 5);
   // Each averaged gradient is off by at most p^2 · 2^-11 of its size (the
   // ring's roundings, see test_collectives), so the training's movement of
@@ -88,10 +112,13 @@ TEST_CASE("DataParallel: with fp16 compression the ranks stay identical and clos
   CHECK(off > 0.0);  // the wire really was float16
   const auto all = world.allgather_bytes(std::as_bytes(std::span<const float>(trained)));
   for (int r = 0; r < world.size(); ++r) {
-    CHECK(std::memcmp(all.data() + r * trained.size() * sizeof(float), trained.data(), trained.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(all.data() + r * trained.size() * sizeof(float), trained.data(),
+                      trained.size() * sizeof(float)) == 0);
   }
   CHECK(test::throws_error_mentioning(
-      [&] { DataParallel(world, DataParallelOptions{.algorithm = AllreduceAlgorithm::tree, .fp16_compression = true}); },
+      [&] {
+        DataParallel(world, DataParallelOptions{.algorithm = AllreduceAlgorithm::tree, .fp16_compression = true});
+      },
       {"fp16", "ring", "tree"}));
 }
 
@@ -132,12 +159,12 @@ class TwoDeviceMlp : public layers::Module {
   std::shared_ptr<layers::Dense> first_, second_;
 };
 
-std::vector<float> train_two_device_mlp(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch,
-                                        Device second) {
+std::vector<float> train_two_device_mlp(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch, Device second) {
   auto model = std::make_shared<TwoDeviceMlp>(7, second);
-  optim::Trainer trainer(model, layers::cross_entropy,
-                         std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
-                         test::quiet_options({}, std::move(strategy)));
+  optim::Trainer trainer(
+      model, layers::cross_entropy,
+      std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
+      test::quiet_options({}, std::move(strategy)));
   models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3});
   trainer.fit(loader, {.epochs = 2});
   return test::flat_parameters(*model);

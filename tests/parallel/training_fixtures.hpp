@@ -1,10 +1,11 @@
 // What the multi-rank training tests share: a small CNN without dropout,
 // random images whose count divides by 2, 3 and 4 ranks and by the batch,
-// a two-epoch training run under a given strategy, and the comparison of
-// the weights it ends with.
+// a two-epoch training run under a given strategy (on the CPU or a GPU),
+// and the comparison of the weights it ends with.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <memory>
@@ -15,7 +16,6 @@
 #include "support/test_data.hpp"
 
 namespace ddl::test {
-
 
 inline constexpr std::int64_t kSamples = 48;  // divisible by 2, 3 and 4 ranks, and by the batch
 inline constexpr std::int64_t kGlobalBatch = 12;
@@ -49,14 +49,29 @@ inline std::vector<float> rank_data(int rank, std::int64_t n) {
 using MakeOptimizer = std::function<std::shared_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 
 // Trains 2 epochs and returns the flattened parameters.
-inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch, const MakeOptimizer& make,
-                         std::uint64_t init_seed) {
+inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch,
+                                const MakeOptimizer& make, std::uint64_t init_seed, const Device& device = cpu()) {
   auto model = small_cnn(init_seed);
+  model->to(device);
   optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()),
                          quiet_options({}, std::move(strategy)));
-  models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3});
+  models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3, .device = device});
   trainer.fit(loader, {.epochs = 2});
   return flat_parameters(*model);
+}
+
+inline MakeOptimizer sgd_with_momentum() {
+  return [](std::vector<Tensor> p) {
+    return std::make_shared<optim::SGD>(std::move(p), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
+  };
+}
+
+// Whether every rank sees a CUDA device: a case that needs one skips alike
+// on every rank, so none waits in a collective the others never join.
+inline bool every_rank_has_a_gpu(const parallel::Communicator& comm) {
+  std::array<double, 1> without{cuda_available() ? 0.0 : 1.0};
+  comm.sum_doubles(without);
+  return without[0] == 0.0;
 }
 
 inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {

@@ -40,11 +40,10 @@ Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Dev
   return from_vector(magnitude, shape, TensorOptions{}.with_device(device));
 }
 
-Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device) {
+Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device, float spacing) {
   const auto n = static_cast<std::size_t>(shape.numel());
   std::vector<float> values(n);
-  // Centred on 0 with spacing 0.1: [-0.05 n, 0.05 n).
-  for (std::size_t i = 0; i < n; ++i) values[i] = 0.1f * (static_cast<float>(i) - 0.5f * static_cast<float>(n));
+  for (std::size_t i = 0; i < n; ++i) values[i] = spacing * (static_cast<float>(i) - 0.5f * static_cast<float>(n));
   std::shuffle(values.begin(), values.end(), rng);
   return from_vector(values, shape, TensorOptions{}.with_device(device));
 }

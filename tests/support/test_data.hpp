@@ -35,9 +35,11 @@ Tensor positive_tensor(const Shape& shape, Generator& generator, const Device& d
 // far from every value, farther than any finite-difference step.
 Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Device& device = cpu());
 
-// All values distinct, at least 0.1 apart (a shuffled grid), so max has no
-// ties and a finite-difference step cannot change the arg max.
-Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device = cpu());
+// All values distinct, `spacing` apart (a shuffled grid centred on 0), so max
+// has no ties and a finite-difference step cannot change the arg max. With an
+// integer spacing every value is an integer (or half of one), so sums of a
+// few of them are exact in float whatever their order.
+Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device = cpu(), float spacing = 0.1f);
 
 // Reference NumPy broadcasting by index arithmetic, independent of the
 // library's kernels: y[i] = op(a[ia], b[ib]) where ia and ib come from

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Packs a CUDA build (default build-cuda) into .gpu/ for a GPU machine that
+# has a CUDA 13 driver, cuDNN 9 and NCCL 2 (e.g. a PyTorch image) but not
+# Debian's packages: the build without its objects, the MPICH, UCX and fmt
+# libraries it links, MPICH's launcher, and Fashion-MNIST's test set (also as
+# the training set, to keep the bundle near 30 MiB). On that machine, from
+# the repository root: scripts/gpu/check.sh (which sources .gpu/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=${1:-build-cuda}
+rm -rf .gpu && mkdir -p .gpu/lib .gpu/bin .gpu/fm .gpu/build
+tar -C "$build" --exclude=CMakeFiles --exclude='*.o' --exclude='*.a' -cf - . | tar -C .gpu/build -xf -
+for lib in libfmt.so.9 libmpich.so.12 libhwloc.so.15 libucp.so.0 libucs.so.0 libuct.so.0 libucm.so.0 \
+           libucs_signal.so.0 libnuma.so.1 libslurm.so.38 libudev.so.1 libgomp.so.1; do
+  cp -L "/usr/lib/x86_64-linux-gnu/$lib" .gpu/lib/
+done
+xz -T2 -6 .gpu/lib/libmpich.so.12
+cp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy .gpu/bin/
+data=/usr/share/datasets/fashion-mnist
+cp "$data"/t10k-* .gpu/fm/
+cp "$data"/t10k-images-idx3-ubyte.gz .gpu/fm/train-images-idx3-ubyte.gz
+cp "$data"/t10k-labels-idx1-ubyte.gz .gpu/fm/train-labels-idx1-ubyte.gz
+# The binaries and ctest's files name the build by its absolute path.
+realpath "$build" > .gpu/build-path
+du -sh .gpu
