@@ -254,8 +254,9 @@ int run(TrainOptions& o) {
   if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
       data_parallel && root && !o.quiet) {
     const parallel::SyncStatistics stats = data_parallel->statistics();
-    std::cout << fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} buckets, overlap {})\n",
-                             100.0 * stats.fraction_waiting(), data_parallel->bucket_count(),
+    const std::size_t buckets = data_parallel->bucket_count();
+    std::cout << fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
+                             100.0 * stats.fraction_waiting(), buckets, buckets == 1 ? "" : "s",
                              data_parallel->overlapping() ? "on"
                              : o.overlap                  ? "off (one bucket)"
                                                           : "off");
