@@ -63,10 +63,10 @@ struct Runner {
   double seconds(int steps) {
     const auto start = Clock::now();
     for (int i = 0; i < steps; ++i) {
-      model->zero_grad();
+      strategy->begin_step(*model);
       strategy->forward_backward(*model, layers::cross_entropy, batch);
       strategy->synchronize_gradients(*model);
-      optimizer->step();
+      strategy->update(*model, *optimizer);
     }
     return std::chrono::duration<double>(Clock::now() - start).count();
   }

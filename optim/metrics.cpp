@@ -72,6 +72,7 @@ MetricAccumulator::MetricAccumulator(std::vector<Metric> metrics) : metrics_(std
 void MetricAccumulator::reset() { sums_.assign(kFirstMetric + 2 * metrics_.size(), 0.0); }
 
 void MetricAccumulator::add(const Tensor& output, const Tensor& targets, const Tensor& loss) {
+  if (!output.defined()) return;
   const NoGradGuard no_grad;
   const Tensor detached = output.detach();
   const double batch = static_cast<double>(detached.size(0));

@@ -31,6 +31,8 @@ class MetricAccumulator {
 
   // Adds one batch: its output, its targets and its mean loss (a scalar).
   // Throws ddl::Error naming the shapes when a metric does not apply to them.
+  // An undefined output adds nothing: a rank that computes no loss (a
+  // parameter server, a pipeline stage before the last) reports none.
   void add(const Tensor& output, const Tensor& targets, const Tensor& loss);
   void reset();
 

@@ -1,7 +1,8 @@
 // The training engine (see trainer.hpp). One loop, whatever the strategy:
-// zero the gradients, forward and backward, synchronise the gradients, step
-// the optimizer; metrics are summed locally and added up over the ranks at
-// the end of each epoch.
+// per step, zero the gradients, forward and backward (per accumulated
+// batch), synchronise the gradients, update; metrics are summed locally and
+// added up over the ranks at the end of each epoch. Strategy.hpp lists the
+// order of the strategy's hooks.
 #include <ddl/optim/trainer.hpp>
 
 #include <unistd.h>
@@ -58,6 +59,8 @@ Trainer::Trainer(std::shared_ptr<layers::Module> model, LossFunction loss, std::
   DDL_CHECK(model_ != nullptr, "Trainer: the model is null");
   DDL_CHECK(static_cast<bool>(loss_), "Trainer: the loss function is empty");
   DDL_CHECK(optimizer_ != nullptr, "Trainer: the optimizer is null");
+  DDL_CHECK(options_.batches_per_step >= 1, "Trainer: batches_per_step must be >= 1, got {}",
+            options_.batches_per_step);
 }
 
 std::ostream& Trainer::out() const { return options_.out ? *options_.out : std::cout; }
@@ -134,20 +137,26 @@ History Trainer::fit(BatchSource& train, const FitOptions& options) {
 
 Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress) {
   model_->train();
-  train.begin_epoch(epoch_, strategy_->shard());
+  strategy_->begin_epoch(train, epoch_);
   MetricAccumulator metrics(options_.metrics);
   const auto start = Clock::now();
   std::int64_t batches = 0;
-  while (const auto batch = train.next()) {
+  std::vector<Batch> step_batches;
+  for (bool exhausted = false; !exhausted;) {
+    step_batches.clear();
+    while (static_cast<std::int64_t>(step_batches.size()) < options_.batches_per_step) {
+      auto batch = strategy_->next_batch(train);
+      if (!batch) {
+        exhausted = true;
+        break;
+      }
+      step_batches.push_back(std::move(*batch));
+    }
+    if (step_batches.empty()) break;
     for (Callback* callback : callbacks) callback->on_batch_begin(*this, step_);
-    model_->zero_grad();
-    const StepOutput result = strategy_->forward_backward(*model_, loss_, *batch);
-    strategy_->synchronize_gradients(*model_);
-    optimizer_->step();
-    strategy_->after_optimizer_step(*model_);
+    train_step(step_batches, metrics);
     ++step_;
-    ++batches;
-    if (result.output.defined()) metrics.add(result.output, batch->targets, result.loss);
+    batches += static_cast<std::int64_t>(step_batches.size());
     const Logs running = metrics.logs();
     progress.update(batches, metrics.samples() * strategy_->shard().world, running);
     for (Callback* callback : callbacks) callback->on_batch_end(*this, step_ - 1, running);
@@ -161,29 +170,49 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   return logs;
 }
 
+void Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics) {
+  double samples = 0.0;
+  for (const Batch& batch : batches) samples += static_cast<double>(batch.size());
+  strategy_->begin_step(*model_);
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    // A rank that reads no data (a parameter server) has empty batches and no loss to scale.
+    const StepShare share{.loss_scale = samples > 0.0 ? static_cast<double>(batches[k].size()) / samples : 1.0,
+                          .last = k + 1 == batches.size()};
+    const StepOutput result = strategy_->forward_backward(*model_, loss_, batches[k], share);
+    metrics.add(result.output, batches[k].targets, result.loss);
+  }
+  strategy_->synchronize_gradients(*model_);
+  strategy_->update(*model_, *optimizer_);
+}
+
 Logs Trainer::evaluate(BatchSource& data) {
   ensure_prepared();
   const EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
-  data.begin_epoch(0, strategy_->shard());
+  strategy_->begin_epoch(data, 0);
   MetricAccumulator metrics(options_.metrics);
-  while (const auto batch = strategy_->computes() ? data.next() : std::nullopt) {
-    const Tensor output = (*model_)(batch->inputs);
-    metrics.add(output, batch->targets, loss_(output, batch->targets));
+  while (const auto batch = strategy_->next_batch(data)) {
+    const StepOutput result = strategy_->forward(*model_, *batch, loss_);
+    metrics.add(result.output, batch->targets, result.loss);
   }
   strategy_->sum_over_ranks(metrics.sums());
-  DDL_CHECK(metrics.samples() > 0, "evaluate: the data gave no batch");
+  DDL_CHECK(metrics.samples() > 0, "evaluate: no rank computed an output (did the data give no batch?)");
   return metrics.logs();
 }
 
 Tensor Trainer::predict(BatchSource& data) {
   const EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
-  data.begin_epoch(0, strategy_->shard());
+  strategy_->begin_epoch(data, 0);
   std::vector<Tensor> outputs;
-  if (!strategy_->computes()) return {};
-  while (const auto batch = data.next()) outputs.push_back((*model_)(batch->inputs));
-  DDL_CHECK(!outputs.empty(), "predict: the data gave no batch");
+  bool any_batch = false;
+  while (const auto batch = strategy_->next_batch(data)) {
+    any_batch = true;
+    // Only the rank that reports has outputs (see Strategy::forward).
+    if (Tensor output = strategy_->forward(*model_, *batch).output; output.defined()) outputs.push_back(std::move(output));
+  }
+  DDL_CHECK(any_batch, "predict: the data gave no batch");
+  if (outputs.empty()) return {};
   return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);
 }
 
@@ -193,10 +222,10 @@ std::vector<std::pair<std::string, Tensor>> Trainer::model_state() const {
   return state;
 }
 
-Checkpoint Trainer::make_checkpoint() const {
+Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
   Checkpoint checkpoint;
-  add_tensors(checkpoint, "model.", model_state());
-  add_tensors(checkpoint, "optimizer.", optimizer_->state());
+  add_tensors(checkpoint, "model.", state.model);
+  add_tensors(checkpoint, "optimizer.", state.optimizer);
   checkpoint.integers["epoch"] = epoch_;
   checkpoint.integers["step"] = step_;
   checkpoint.integers["rng.seed"] = static_cast<std::int64_t>(generator_->seed());
@@ -209,9 +238,10 @@ Checkpoint Trainer::make_checkpoint() const {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
-  strategy_->before_checkpoint(*optimizer_);
+  TrainingState state{model_state(), optimizer_->state()};
+  strategy_->gather_state(state);
   if (!strategy_->is_root()) return;
-  optim::save_checkpoint(path, make_checkpoint());
+  optim::save_checkpoint(path, make_checkpoint(state));
 }
 
 void Trainer::load_checkpoint(const std::string& path) {

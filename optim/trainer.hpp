@@ -39,6 +39,13 @@ struct TrainerOptions {
   // The random stream the model draws from (dropout masks), whose state
   // checkpoints keep; nullptr: ddl::default_generator().
   Generator* generator = nullptr;
+  // Gradient accumulation: the batches whose gradients are summed into one
+  // optimizer step, each loss weighted by its share of the step's samples,
+  // so that K batches of B make the step one batch of K·B would (up to
+  // rounding; BatchNorm's statistics and dropout's draws stay per batch).
+  // The epoch's last step takes the batches that remain. Steps, callbacks'
+  // batch hooks and per-step schedules count optimizer steps.
+  std::int64_t batches_per_step = 1;
 };
 
 struct FitOptions {
@@ -97,10 +104,12 @@ class Trainer {
 
  private:
   Logs train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress);
+  // One optimizer step over `batches` (gradient accumulation when several).
+  void train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics);
   // Runs the strategy's prepare() once, and again after a checkpoint load.
   void ensure_prepared();
   std::vector<std::pair<std::string, Tensor>> model_state() const;
-  Checkpoint make_checkpoint() const;
+  Checkpoint make_checkpoint(const TrainingState& state) const;
   std::ostream& out() const;
   bool prints() const;
 

@@ -50,7 +50,7 @@ struct DataParallel::State {
   // Shared with the communication thread, under `mutex`.
   std::mutex mutex;
   std::condition_variable changed;
-  bool armed = false;                     // a training backward is running
+  bool armed = false;                     // the step's last backward is running
   std::vector<std::int64_t> ready;        // per bucket: entries copied in this step
   std::vector<bool> launched;             // per bucket: handed to the communication thread
   std::size_t reduced = 0;                // buckets reduced in this step, in order
@@ -175,9 +175,9 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
                           gpu == cuda(local) ? std::string()
                                              : fmt::format("DataParallel: rank {} is rank {} on its node and so reduces "
                                                            "on cuda:{}, but its model is on {}; put each rank's model on "
-                                                           "cuda:<local rank> (ddl-train: --device cuda)",
+                                                           "device(DeviceType::CUDA) (ddl-train: --device cuda)",
                                                            s.comm.rank(), local, local, gpu),
-                          "DataParallel: choosing each rank's GPU");
+                          "DataParallel: checking each rank's GPU");
     s.nccl = NcclCommunicator::create(s.comm);
   }
   s.ready.assign(s.buckets.size(), 0);
@@ -202,28 +202,54 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   s.prepared = true;
 }
 
-optim::StepOutput DataParallel::forward_backward(layers::Module& model, const optim::LossFunction& loss,
-                                                 const optim::Batch& batch) {
+Device DataParallel::device(DeviceType type) {
+  if (type != DeviceType::CUDA) return Strategy::device(type);
+  // A rank without its GPU must not leave the others waiting in the first
+  // collective, so every rank learns here whether all have theirs.
+  const Communicator& comm = state_->comm;
+  const int gpus = device_count(DeviceType::CUDA);
+  std::string problem;
+  if (comm.local_rank() >= gpus) {
+    problem = fmt::format("DataParallel: rank {} is rank {} of {} on its node, which has {} GPU(s); data parallelism "
+                          "takes one GPU per rank (name a device, cuda:0, to make the ranks share one, which NCCL "
+                          "does not allow)",
+                          comm.rank(), comm.local_rank(), comm.local_size(), gpus);
+  }
+  agree_all_can_proceed(comm, problem, "DataParallel: choosing each rank's GPU");
+  return cuda(comm.local_rank());
+}
+
+void DataParallel::begin_step(layers::Module& model) {
   State& s = *state_;
   DDL_CHECK(s.prepared, "DataParallel: prepare() must run before the first step (the Trainer does it)");
   s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");
   s.step_start = Clock::now();
   // Gradients start as zeros inside the buckets, where backward accumulates
-  // them (the Trainer has just dropped last step's).
+  // them; a parameter on another device than its bucket starts without one.
+  Strategy::begin_step(model);
   for (GradientBucket& bucket : s.buckets) {
     backend::fill_zero(bucket.buffer.device(), bucket.buffer.raw_data(), bucket.buffer.nbytes());
     for (const BucketEntry& entry : bucket.entries) {
       if (entry.view.defined()) entry.parameter.set_grad(entry.view);
     }
   }
-  {
+  const std::lock_guard lock(s.mutex);
+  std::fill(s.ready.begin(), s.ready.end(), 0);
+  std::fill(s.launched.begin(), s.launched.end(), false);
+  s.reduced = 0;
+  s.armed = false;
+}
+
+optim::StepOutput DataParallel::forward_backward(layers::Module& model, const optim::LossFunction& loss,
+                                                 const optim::Batch& batch, const optim::StepShare& share) {
+  State& s = *state_;
+  // Only the step's last backward completes the gradients: earlier ones
+  // accumulate into the buckets without sending them (DDP's no_sync).
+  if (share.last) {
     const std::lock_guard lock(s.mutex);
-    std::fill(s.ready.begin(), s.ready.end(), 0);
-    std::fill(s.launched.begin(), s.launched.end(), false);
-    s.reduced = 0;
     s.armed = s.overlapping;
   }
-  return Strategy::forward_backward(model, loss, batch);
+  return Strategy::forward_backward(model, loss, batch, share);
 }
 
 void DataParallel::synchronize_gradients(layers::Module& /*model*/) {

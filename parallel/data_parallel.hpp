@@ -7,8 +7,10 @@
 //   prepare: the ranks check they built the same model, then rank 0's
 //     parameters, buffers and optimizer state are broadcast to all (so a
 //     resume from rank 0's checkpoint reaches everyone).
-//   backward: each step's gradients start as zero views into their buckets
-//     (gradient_buckets.hpp), so backward accumulates them in place; as each
+//   begin_step: each step's gradients start as zero views into their
+//     buckets (gradient_buckets.hpp), so backward accumulates them in place.
+//   forward_backward: during the step's last backward (earlier ones, with
+//     gradient accumulation, only add up: DDP's no_sync), as each gradient
 //     is complete a hook counts it (or copies it in, for a parameter on
 //     another device than its bucket), and a full bucket is handed to the
 //     communication thread, whose allreduce overlaps the rest of backward.
@@ -72,9 +74,13 @@ class DataParallel : public optim::Strategy {
 
   int rank() const override;
   int world_size() const override;
+  // cuda:<node-local rank> for CUDA, after every rank has checked it has
+  // that GPU (collective); the CPU as in one process.
+  Device device(DeviceType type) override;
   void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
-  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss,
-                                     const optim::Batch& batch) override;
+  void begin_step(layers::Module& model) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
+                                     const optim::StepShare& share) override;
   void synchronize_gradients(layers::Module& model) override;
   void sum_over_ranks(std::vector<double>& values) override;
 

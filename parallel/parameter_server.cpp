@@ -36,11 +36,11 @@ struct ParameterServer::State {
   std::vector<Tensor> parameters;               // registration order
   std::vector<std::vector<std::size_t>> owned;  // per server: indices into parameters
   std::vector<std::int64_t> owned_elements;     // per server
-  optim::Optimizer* optimizer = nullptr;
   // Asynchronous servers: pushes served per worker, and the workers whose
   // answer waits for the slowest to catch up.
   std::vector<std::int64_t> pushes;
   std::vector<int> deferred;
+  std::int64_t steps_left = 0;  // a server's steps left in the epoch
 
   int server_index() const { return comm.rank() - workers; }
   bool is_server() const { return comm.rank() >= workers; }
@@ -97,7 +97,7 @@ struct ParameterServer::State {
 
   // Asynchronous: serve `workers` pushes from whoever sends them, each its
   // own optimizer step.
-  void serve_asynchronously(layers::Module& model) {
+  void serve_asynchronously(layers::Module& model, optim::Optimizer& optimizer) {
     const double timeout = config::stall_timeout_seconds();
     for (int served = 0; served < workers; ++served) {
       const auto start = std::chrono::steady_clock::now();
@@ -112,7 +112,7 @@ struct ParameterServer::State {
       std::vector<float> flat(static_cast<std::size_t>(owned_elements[static_cast<std::size_t>(server_index())]));
       comm.recv(bytes_of(flat), *worker, kPushTag);
       set_gradients(server_index(), flat);
-      optimizer->step();
+      optimizer.step();
       model.zero_grad();
       ++pushes[static_cast<std::size_t>(*worker)];
       deferred.push_back(*worker);
@@ -138,17 +138,11 @@ int ParameterServer::rank() const { return state_->comm.rank(); }
 int ParameterServer::world_size() const { return state_->comm.size(); }
 bool ParameterServer::is_server() const { return state_->is_server(); }
 int ParameterServer::worker_count() const { return state_->workers; }
-bool ParameterServer::computes() const { return !state_->is_server(); }
-
-optim::Shard ParameterServer::shard() const {
-  // Servers read worker 0's shard only to take as many steps as the workers.
-  return {state_->is_server() ? 0 : rank(), state_->workers};
-}
+optim::Shard ParameterServer::shard() const { return {state_->is_server() ? 0 : rank(), state_->workers}; }
 
 void ParameterServer::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   State& s = *state_;
   broadcast_initial_state(s.comm, model, optimizer, "ParameterServer");
-  s.optimizer = optimizer;
   s.parameters = model.parameters();
   // Largest parameters first, each to the least loaded server: balanced
   // traffic, and the same assignment on every rank.
@@ -167,17 +161,35 @@ void ParameterServer::prepare(layers::Module& model, optim::Optimizer* optimizer
   for (auto& indices : s.owned) std::sort(indices.begin(), indices.end());
 }
 
-optim::StepOutput ParameterServer::forward_backward(layers::Module& model, const optim::LossFunction& loss,
-                                                    const optim::Batch& batch) {
-  if (state_->is_server()) return {};
-  return Strategy::forward_backward(model, loss, batch);
+void ParameterServer::begin_epoch(optim::BatchSource& data, std::int64_t epoch) {
+  if (!state_->is_server()) return Strategy::begin_epoch(data, epoch);
+  state_->steps_left = data.batches_per_epoch(shard());
 }
 
-void ParameterServer::synchronize_gradients(layers::Module& model) {
+std::optional<optim::Batch> ParameterServer::next_batch(optim::BatchSource& data) {
+  State& s = *state_;
+  if (!s.is_server()) return Strategy::next_batch(data);
+  if (s.steps_left == 0) return std::nullopt;
+  --s.steps_left;
+  return optim::Batch{};
+}
+
+optim::StepOutput ParameterServer::forward_backward(layers::Module& model, const optim::LossFunction& loss,
+                                                    const optim::Batch& batch, const optim::StepShare& share) {
+  if (state_->is_server()) return {};
+  return Strategy::forward_backward(model, loss, batch, share);
+}
+
+optim::StepOutput ParameterServer::forward(layers::Module& model, const optim::Batch& batch,
+                                           const optim::LossFunction& loss) {
+  if (state_->is_server()) return {};
+  return Strategy::forward(model, batch, loss);
+}
+
+void ParameterServer::update(layers::Module& model, optim::Optimizer& optimizer) {
   State& s = *state_;
   if (!s.is_server()) {
-    // Push each server its share; the local optimizer then finds no
-    // gradient and leaves the parameters to the servers.
+    // Push each server its share, then take each server's new values.
     std::vector<std::vector<float>> pushes;
     std::vector<Request> sends;
     for (int server = 0; server < s.options.servers; ++server) pushes.push_back(s.pack(server, true));
@@ -185,14 +197,16 @@ void ParameterServer::synchronize_gradients(layers::Module& model) {
       sends.push_back(s.comm.isend(bytes_of(pushes[static_cast<std::size_t>(server)]), s.workers + server, kPushTag));
     }
     for (Request& send : sends) send.wait();
-    model.zero_grad();
+    for (int server = 0; server < s.options.servers; ++server) {
+      std::vector<float> values(static_cast<std::size_t>(s.owned_elements[static_cast<std::size_t>(server)]));
+      s.comm.recv(bytes_of(values), s.workers + server, kPullTag);
+      s.unpack_values(server, values);
+    }
     return;
   }
-  if (s.options.asynchronous) {
-    s.serve_asynchronously(model);
-    return;
-  }
-  // Synchronous: the average of every worker's push, summed in worker order.
+  if (s.options.asynchronous) return s.serve_asynchronously(model, optimizer);
+  // Synchronous: one step on the average of every worker's push, summed in
+  // worker order, then every worker gets the new values.
   const auto elements = static_cast<std::size_t>(s.owned_elements[static_cast<std::size_t>(s.server_index())]);
   std::vector<float> sum(elements, 0.0f), push(elements);
   for (int worker = 0; worker < s.workers; ++worker) {
@@ -201,28 +215,15 @@ void ParameterServer::synchronize_gradients(layers::Module& model) {
   }
   detail::scale(sum.data(), static_cast<std::int64_t>(elements), 1.0f / static_cast<float>(s.workers));
   s.set_gradients(s.server_index(), sum);
+  optimizer.step();
+  for (int worker = 0; worker < s.workers; ++worker) s.answer(worker);
 }
 
-void ParameterServer::after_optimizer_step(layers::Module& /*model*/) {
-  State& s = *state_;
-  if (s.is_server()) {
-    if (s.options.asynchronous) return;  // answered push by push
-    for (int worker = 0; worker < s.workers; ++worker) s.answer(worker);
-    return;
-  }
-  for (int server = 0; server < s.options.servers; ++server) {
-    std::vector<float> values(static_cast<std::size_t>(s.owned_elements[static_cast<std::size_t>(server)]));
-    s.comm.recv(bytes_of(values), s.workers + server, kPullTag);
-    s.unpack_values(server, values);
-  }
-}
-
-void ParameterServer::before_checkpoint(optim::Optimizer& optimizer) {
+void ParameterServer::gather_state(optim::TrainingState& state) {
   const State& s = *state_;
   if (!s.is_server() && s.comm.rank() != 0) return;
   // Entries "<k>.<buffer>" belong to parameter k's owner; "step" comes from
   // the first server (every server steps once per update).
-  std::vector<optim::NamedTensor> entries = optimizer.state();
   std::vector<int> owner(s.parameters.size(), 0);
   for (std::size_t server = 0; server < s.owned.size(); ++server) {
     for (const std::size_t k : s.owned[server]) owner[k] = static_cast<int>(server);
@@ -234,12 +235,15 @@ void ParameterServer::before_checkpoint(optim::Optimizer& optimizer) {
               name, k, owner.size());
     return owner[k];
   };
-  for (auto& [name, tensor] : entries) {
+  for (auto& [name, tensor] : state.optimizer) {
     const int server_rank = s.workers + owner_of(name);
     if (s.comm.rank() == server_rank) s.comm.send(tensor, 0, kCheckpointTag);
-    if (s.comm.rank() == 0) s.comm.recv(tensor, server_rank, kCheckpointTag);
+    if (s.comm.rank() == 0) {
+      // The entry shares rank 0's optimizer's memory: receive into a copy.
+      tensor = tensor.detach().clone();
+      s.comm.recv(tensor, server_rank, kCheckpointTag);
+    }
   }
-  if (s.comm.rank() == 0) optimizer.load_state(entries);
 }
 
 void ParameterServer::sum_over_ranks(std::vector<double>& values) { state_->comm.sum_doubles(values); }

@@ -18,7 +18,8 @@
 //     not reproducible bit for bit.
 //
 // Checkpoints are written by rank 0 (a worker): before it writes, each
-// server sends it the optimizer state of the parameters it owns, and on
+// server sends it the optimizer state of the parameters it owns (rank 0's
+// own optimizer never steps), and on
 // resume prepare() hands rank 0's state to everyone, so a resumed run goes
 // on with the servers' momentum and step count. The optimizer must hold the
 // model's parameters in registration order (model->parameters()).
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ddl/optim/strategy.hpp>
@@ -46,14 +48,22 @@ class ParameterServer : public optim::Strategy {
 
   int rank() const override;
   int world_size() const override;
+  // A worker's shard among the workers; a server steps as often as worker
+  // 0, so its shard is worker 0's (counted, never read).
   optim::Shard shard() const override;
-  bool computes() const override;
   void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
-  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss,
-                                     const optim::Batch& batch) override;
-  void synchronize_gradients(layers::Module& model) override;
-  void after_optimizer_step(layers::Module& model) override;
-  void before_checkpoint(optim::Optimizer& optimizer) override;
+  // Servers read no data: an empty batch per step of the workers.
+  void begin_epoch(optim::BatchSource& data, std::int64_t epoch) override;
+  std::optional<optim::Batch> next_batch(optim::BatchSource& data) override;
+  // Servers compute nothing: no output, no loss, no gradient.
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
+                                     const optim::StepShare& share) override;
+  optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
+                            const optim::LossFunction& loss) override;
+  // Workers push their gradients and pull the servers' new values (their
+  // own optimizer is never stepped); servers step on the pushes.
+  void update(layers::Module& model, optim::Optimizer& optimizer) override;
+  void gather_state(optim::TrainingState& state) override;
   void sum_over_ranks(std::vector<double>& values) override;
 
   bool is_server() const;

@@ -26,7 +26,6 @@
 
 #include <ddl/build_config.hpp>
 #if DDL_WITH_MPI_BUILD
-#include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/data_parallel.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 #endif
@@ -37,12 +36,15 @@
 namespace ddl::apps {
 namespace {
 
-Device parse_device(const std::string& text) {
+// --device: a device by name, or by type alone ("cuda"), which the strategy
+// resolves (under data parallelism, this rank's GPU on its node).
+Device choose_device(const std::string& text, optim::Strategy& strategy) {
   Device device = cpu();
   try {
     device = Device::parse(text);
+    if (text.find(':') == std::string::npos) device = strategy.device(device.type());
   } catch (const Error& error) {
-    throw UsageError(fmt::format("--device: {}", error.what()));
+    throw UsageError(fmt::format("--device {}: {}", text, error.what()));
   }
   const int count = device_count(device.type());
   if (device.index() >= count) {
@@ -137,31 +139,8 @@ int run(TrainOptions& o) {
     throw UsageError(
         fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks", o.batch_size, world));
   }
-  Device device = parse_device(o.device);
-#if DDL_WITH_MPI_BUILD
-  // One GPU per rank: under data parallelism a plain "cuda" is this rank's GPU on its node.
-  // A rank without one must not leave the others waiting in the first collective, so
-  // every rank learns here whether all have theirs.
-  if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
-      data_parallel && o.device == "cuda") {
-    const parallel::Communicator& comm = data_parallel->communicator();
-    const int gpus = device_count(DeviceType::CUDA);
-    std::string problem;
-    if (comm.local_rank() >= gpus) {
-      problem = fmt::format(
-          "--device cuda: rank {} is rank {} of {} on its node, which has {} GPU(s); data "
-          "parallelism takes one GPU per rank (--device cuda:0 makes the ranks share one, "
-          "except with --allreduce builtin)",
-          comm.rank(), comm.local_rank(), comm.local_size(), gpus);
-    }
-    try {
-      parallel::agree_all_can_proceed(comm, problem, "--device cuda");
-    } catch (const Error& error) {
-      throw UsageError(error.what());
-    }
-    device = cuda(comm.local_rank());
-  }
-#endif
+  optim::Strategy single_process;
+  const Device device = choose_device(o.device, strategy ? *strategy : single_process);
   if (o.threads > 0) set_num_threads(o.threads);
   const Task task = make_task(o);
 
@@ -188,13 +167,16 @@ int run(TrainOptions& o) {
   trainer_options.metrics = task.metrics;
   trainer_options.verbosity = o.quiet ? optim::Verbosity::quiet : optim::Verbosity::progress;
   trainer_options.strategy = strategy;
+  trainer_options.batches_per_step = o.accumulate;
   optim::Trainer trainer(model, task.loss, optimizer, trainer_options);
 
   optim::FitOptions fit;
   fit.epochs = o.epochs;
   fit.validation = o.validate ? &test : nullptr;
   const std::string monitor = o.validate ? task.monitor : "loss";
-  if (const auto schedule = make_schedule(o, train.batches_per_epoch())) {
+  const std::int64_t batches_per_epoch = train.batches_per_epoch(strategy ? strategy->shard() : optim::Shard{});
+  const std::int64_t steps_per_epoch = (batches_per_epoch + o.accumulate - 1) / o.accumulate;
+  if (const auto schedule = make_schedule(o, steps_per_epoch)) {
     fit.callbacks.push_back(std::make_shared<optim::LrScheduler>(schedule, optim::LrScheduler::Unit::step));
   }
   if (o.early_stopping > 0) {
@@ -217,8 +199,11 @@ int run(TrainOptions& o) {
       ranks = fmt::format("{} parameter server: {} worker(s) of {} per step and {} server(s), ",
                           o.asynchronous ? "asynchronous" : "synchronous", world, o.batch_size / world, o.servers);
     }
-    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), batch {}, {}{}, {} thread(s), seed {}\n\n", o.model,
-                             task.description, optimizer->name(), *o.lr, o.batch_size, ranks, device.str(),
+    const std::string batch = o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", o.batch_size,
+                                                              o.accumulate)
+                                               : fmt::format("batch {}", o.batch_size);
+    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s), seed {}\n\n", o.model,
+                             task.description, optimizer->name(), *o.lr, batch, ranks, device.str(),
                              config::num_threads(), o.seed);
     const auto dims = task.train.inputs.shape().to_vector();
     std::cout << layers::summary(*model, Shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()))) << '\n';

@@ -43,6 +43,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--batch-size", o.batch_size, "Samples per batch")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
       ->default_str("128; 75 for materials_mlp");
+  app.add_option("--accumulate", o.accumulate,
+                 "Batches whose gradients are summed into one optimizer step (gradient accumulation: K batches "
+                 "of B step like one of K*B, in K times less memory)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
+      ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adadelta, sgd, adam or adagrad")
       ->check(CLI::IsMember(kOptimizers))
       ->default_str("adadelta; adam for materials_mlp");

@@ -23,6 +23,7 @@ struct TrainOptions {
   std::string data_dir;             // default: Debian's Fashion-MNIST directory
   std::int64_t epochs = 12;
   std::int64_t batch_size = 0;      // 0: the model's default
+  std::int64_t accumulate = 1;      // batches per optimizer step (gradient accumulation)
   std::string optimizer;            // empty: the model's default
   std::optional<double> lr;         // unset: the optimizer's default
   double momentum = 0.0;

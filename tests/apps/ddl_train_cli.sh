@@ -47,6 +47,7 @@ case $case_name in
     expect_usage_error 2 "--device cuda:3" --device cuda:3
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
     expect_usage_error 2 "--nesterov" --nesterov
+    expect_usage_error 2 "--accumulate" --accumulate 0
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
@@ -68,8 +69,8 @@ case $case_name in
     ;;
   data-parallel)
     args=(--train-limit 512 --test-limit 256 --epochs 1 --threads 1)
-    mpiexec -n 2 "$train" --parallel data "${args[@]}" --batch-size 64 > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
-    grep -q "data-parallel over 2 ranks (ring allreduce, 32 per rank)" "$work/out" || fail "no 2-rank header: $(cat "$work/out")"
+    mpiexec -n 2 "$train" --parallel data "${args[@]}" --batch-size 64 --accumulate 2 > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
+    grep -q "batch 64 x 2 accumulated per step, data-parallel over 2 ranks (ring allreduce, 32 per rank)" "$work/out" || fail "no 2-rank header: $(cat "$work/out")"
     [[ $(grep -c "^test accuracy .* over 2 ranks$" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
     [[ $(grep -c "^Epoch 1/1 - " "$work/out") -eq 1 ]] || fail "progress printed by more than rank 0: $(cat "$work/out")"
     echo "ok: 2 ranks trained, rank 0 alone printed"

@@ -76,6 +76,23 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
   }
 }
 
+TEST_CASE("DataParallel: accumulating 2 batches of B/2N per step trains the weights of 1 process at batch B") {
+  // Gradients are reduced only during each step's last backward (DDP's
+  // no_sync): with overlap, a bucket sent after the first backward would
+  // be refused when the second adds to it.
+  const Communicator world = Communicator::world();
+  const std::vector<float> reference = train(nullptr, 2 * kGlobalBatch, test::sgd_with_momentum(), 5);
+  for (const bool overlap : {true, false}) {
+    CAPTURE(overlap);
+    auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .overlap = overlap});
+    const auto trained = train(strategy, kGlobalBatch / world.size(), test::sgd_with_momentum(),
+                               5 + 100 * world.rank(), cpu(), /*batches_per_step=*/2);
+    CHECK(strategy->overlapping() == overlap);
+    CHECK(strategy->statistics().steps == 4);  // 48 samples, 24 per step, 2 epochs
+    CHECK(max_relative_difference(trained, reference) <= 1e-5);
+  }
+}
+
 TEST_CASE("DataParallel: gradients that fit one bucket are reduced on the training thread, with the same result") {
   const Communicator world = Communicator::world();
   const MakeOptimizer make = [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); };

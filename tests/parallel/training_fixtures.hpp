@@ -50,11 +50,13 @@ using MakeOptimizer = std::function<std::shared_ptr<optim::Optimizer>(std::vecto
 
 // Trains 2 epochs and returns the flattened parameters.
 inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch,
-                                const MakeOptimizer& make, std::uint64_t init_seed, const Device& device = cpu()) {
+                                const MakeOptimizer& make, std::uint64_t init_seed, const Device& device = cpu(),
+                                std::int64_t batches_per_step = 1) {
   auto model = small_cnn(init_seed);
   model->to(device);
-  optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()),
-                         quiet_options({}, std::move(strategy)));
+  optim::TrainerOptions options = quiet_options({}, std::move(strategy));
+  options.batches_per_step = batches_per_step;
+  optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()), options);
   models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3, .device = device});
   trainer.fit(loader, {.epochs = 2});
   return flat_parameters(*model);
