@@ -33,19 +33,19 @@
 #include <ddl/optim/adadelta.hpp>
 #include <ddl/optim/adagrad.hpp>
 #include <ddl/optim/adam.hpp>
-#include <ddl/optim/batch_source.hpp>
-#include <ddl/optim/callback.hpp>
-#include <ddl/optim/callbacks.hpp>
-#include <ddl/optim/checkpoint.hpp>
-#include <ddl/optim/loggers.hpp>
-#include <ddl/optim/logs.hpp>
-#include <ddl/optim/metrics.hpp>
+#include <ddl/optim/engine/batch_source.hpp>
+#include <ddl/optim/engine/callback.hpp>
+#include <ddl/optim/engine/callbacks.hpp>
+#include <ddl/optim/engine/checkpoint.hpp>
+#include <ddl/optim/engine/loggers.hpp>
+#include <ddl/optim/engine/logs.hpp>
+#include <ddl/optim/engine/metrics.hpp>
 #include <ddl/optim/optimizer.hpp>
-#include <ddl/optim/progress.hpp>
+#include <ddl/optim/engine/progress.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
-#include <ddl/optim/strategy.hpp>
-#include <ddl/optim/trainer.hpp>
+#include <ddl/optim/engine/strategy.hpp>
+#include <ddl/optim/engine/trainer.hpp>
 
 // parallel/: communicators, collectives and the data-parallel strategy
 // (built with MPI only)
@@ -55,15 +55,18 @@
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/data_parallel.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
+#include <ddl/parallel/initial_state.hpp>
+#include <ddl/parallel/nccl_communicator.hpp>
+#include <ddl/parallel/parameter_server.hpp>
 #endif
 
 // models/: bundled architectures, data sets and the DataLoader
-#include <ddl/models/csv.hpp>
-#include <ddl/models/data_loader.hpp>
-#include <ddl/models/dataset.hpp>
-#include <ddl/models/fashion_mnist.hpp>
-#include <ddl/models/idx.hpp>
-#include <ddl/models/normalization.hpp>
-#include <ddl/models/sampler.hpp>
-#include <ddl/models/stress_strain.hpp>
+#include <ddl/models/data/csv.hpp>
+#include <ddl/models/data/data_loader.hpp>
+#include <ddl/models/data/dataset.hpp>
+#include <ddl/models/data/fashion_mnist.hpp>
+#include <ddl/models/data/idx.hpp>
+#include <ddl/models/data/normalization.hpp>
+#include <ddl/models/data/sampler.hpp>
+#include <ddl/models/data/stress_strain.hpp>
 #include <ddl/models/zoo.hpp>

@@ -8,17 +8,34 @@ install(TARGETS ddl EXPORT ddlTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl)
-foreach(module core layers optim models)
-  install(DIRECTORY ${module}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl/${module}
-          FILES_MATCHING PATTERN "*.hpp")
+# The public API only. Internal headers, which ddl's own sources share but no
+# public header includes, stay behind: the backends (cpu/, cuda/, backend,
+# kernels, functors), the check macros (fmt), the caching pool, core's op
+# helpers, the layers' kernel lists and cuDNN helpers, the optimizers'
+# update kernels, the loader's prefetch thread, and parallel/'s MPI state,
+# tunables and wire helpers (the installed API exposes no MPI types). The
+# install test compiles every installed header on its own, so a public
+# header that needed one of these would fail it.
+set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp functors.hpp gemm_args.hpp kernels.hpp
+    ops/helpers.hpp)
+set(ddl_internal_headers_layers layer_kernels.hpp)
+set(ddl_internal_headers_optim update_kernels.hpp)
+set(ddl_internal_headers_parallel config.hpp mpi_internal.hpp collectives/half.hpp collectives/local_reduce.hpp
+    collectives/segments.hpp)
+set(ddl_internal_headers_models data/batch_prefetcher.hpp)
+foreach(module ${DDL_MODULES})
+  if(NOT TARGET ddl_${module})
+    continue()  # parallel/ without MPI
+  endif()
+  file(GLOB_RECURSE headers RELATIVE ${CMAKE_SOURCE_DIR}/${module} CONFIGURE_DEPENDS ${module}/*.hpp)
+  foreach(header ${headers})
+    if(header IN_LIST ddl_internal_headers_${module} OR header MATCHES "^(cpu|cuda)/")
+      continue()
+    endif()
+    get_filename_component(folder ${header} DIRECTORY)
+    install(FILES ${module}/${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl/${module}/${folder})
+  endforeach()
 endforeach()
-if(DDL_WITH_MPI)
-  # mpi_internal.hpp and the collectives' helpers include mpi.h or are
-  # internal: the installed API exposes no MPI types.
-  install(DIRECTORY parallel/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl/parallel
-          FILES_MATCHING PATTERN "*.hpp" PATTERN "mpi_internal.hpp" EXCLUDE PATTERN "local_reduce.hpp" EXCLUDE
-          PATTERN "segments.hpp" EXCLUDE)
-endif()
 
 set(ddl_config_dir ${CMAKE_INSTALL_LIBDIR}/cmake/ddl)
 install(EXPORT ddlTargets NAMESPACE ddl:: DESTINATION ${ddl_config_dir})

@@ -1,3 +1,4 @@
+// core's tunables (see config.hpp), read once from the environment.
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 
@@ -42,7 +43,9 @@ int& thread_setting() {
   return threads;
 }
 
-double read_positive_double(const char* name, double fallback) {
+}  // namespace
+
+double positive_double_from_environment(const char* name, double fallback) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
@@ -51,35 +54,13 @@ double read_positive_double(const char* name, double fallback) {
   return parsed;
 }
 
-std::int64_t read_positive_bytes(const char* name, std::int64_t fallback) {
+std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fallback) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
   const long long parsed = std::strtoll(value, &end, 10);
   DDL_CHECK(*end == '\0' && parsed > 0, "environment variable {}={} is not a positive byte count", name, value);
   return parsed;
-}
-
-}  // namespace
-
-double stall_timeout_seconds() {
-  static const double seconds = read_positive_double("DDL_STALL_TIMEOUT", 60.0);
-  return seconds;
-}
-
-std::int64_t fusion_threshold_bytes() {
-  static const std::int64_t bytes = read_positive_bytes("DDL_FUSION_THRESHOLD", std::int64_t{25} << 20);
-  return bytes;
-}
-
-std::int64_t ring_segment_bytes() {
-  static const std::int64_t bytes = read_positive_bytes("DDL_RING_SEGMENT", std::int64_t{256} << 10);
-  return bytes;
-}
-
-std::int64_t shm_segment_bytes() {
-  static const std::int64_t bytes = read_positive_bytes("DDL_SHM_SEGMENT", std::int64_t{1} << 20);
-  return bytes;
 }
 
 int cpu_device_count() {

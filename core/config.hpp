@@ -1,6 +1,6 @@
-// Every DDL_* environment variable is read here and nowhere else, each with
-// its default and meaning (NCCL_PARAM / Horovod common.h style). The README
-// lists the same variables.
+// core's DDL_* environment variables, each read here and nowhere else with
+// its default and meaning (NCCL_PARAM / Horovod common.h style); the
+// parallel module's are in parallel/config.hpp. The README lists them all.
 #pragma once
 
 #include <cstdint>
@@ -17,22 +17,12 @@ int num_threads();
 // Overrides DDL_NUM_THREADS for the rest of the process.
 void set_num_threads(int threads);
 
-// DDL_STALL_TIMEOUT (seconds, default 60, as Horovod's stall warning): how
-// long a rank waits for a message or collective before it reports which
-// ranks are missing and aborts the job.
-double stall_timeout_seconds();
-// DDL_FUSION_THRESHOLD (bytes, default 25 MiB, as PyTorch DDP's bucket_cap_mb):
-// the size of the gradient buckets data parallelism reduces at once.
-std::int64_t fusion_threshold_bytes();
-// DDL_RING_SEGMENT (bytes, default 256 KiB; measured best of 128 KiB..1 MiB
-// on 2 ranks, docs/PERFORMANCE.md): the pieces a ring collective cuts
-// each chunk into, so the reduction of one overlaps the transfer of the next.
-std::int64_t ring_segment_bytes();
-// DDL_SHM_SEGMENT (bytes, default 256 KiB; best of 64 KiB..4 MiB on 2 ranks,
-// docs/PERFORMANCE.md): the piece of
-// the buffer the shared-memory allreduce reduces at a time; each rank's
-// window holds two of them.
-std::int64_t shm_segment_bytes();
+// The readers of DDL_* variables, for the settings other modules keep
+// beside their code (parallel/config.hpp): the variable's value, or
+// `fallback` when it is unset or empty; anything but a positive number is
+// an error naming the variable.
+double positive_double_from_environment(const char* name, double fallback);
+std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fallback);
 
 }  // namespace ddl::config
 

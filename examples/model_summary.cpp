@@ -2,7 +2,7 @@
 // (models::model_names()), the text docs/MODELS.md holds.
 #include <ddl/ddl.hpp>
 #include <ddl/layers/summary.hpp>
-#include <ddl/models/stress_strain.hpp>
+#include <ddl/models/data/stress_strain.hpp>
 #include <ddl/models/zoo.hpp>
 
 #include <cstdio>

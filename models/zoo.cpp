@@ -6,7 +6,7 @@
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/residual.hpp>
-#include <ddl/models/stress_strain.hpp>
+#include <ddl/models/data/stress_strain.hpp>
 #include <ddl/models/zoo.hpp>
 
 #include <fmt/format.h>

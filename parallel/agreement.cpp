@@ -7,7 +7,7 @@
 #include <thread>
 
 #include <ddl/core/check.hpp>
-#include <ddl/core/config.hpp>
+#include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel {
 namespace {

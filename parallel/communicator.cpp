@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <ddl/core/check.hpp>
-#include <ddl/core/config.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/mpi_internal.hpp>
 
 namespace ddl::parallel {

@@ -15,7 +15,7 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
-#include <ddl/core/config.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/core/functors.hpp>
 #include <ddl/core/kernels.hpp>
 #include <ddl/optim/optimizer.hpp>

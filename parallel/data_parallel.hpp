@@ -35,7 +35,7 @@
 #include <memory>
 #include <vector>
 
-#include <ddl/optim/strategy.hpp>
+#include <ddl/optim/engine/strategy.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>

@@ -11,7 +11,7 @@
 #include <utility>
 
 #include <ddl/core/check.hpp>
-#include <ddl/core/config.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/cuda/stream.hpp>

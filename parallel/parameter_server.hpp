@@ -30,7 +30,7 @@
 #include <optional>
 #include <vector>
 
-#include <ddl/optim/strategy.hpp>
+#include <ddl/optim/engine/strategy.hpp>
 #include <ddl/parallel/communicator.hpp>
 
 namespace ddl::parallel {

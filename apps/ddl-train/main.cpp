@@ -13,16 +13,16 @@
 #include <ddl/core/device.hpp>
 #include <ddl/core/error.hpp>
 #include <ddl/layers/summary.hpp>
-#include <ddl/models/data_loader.hpp>
+#include <ddl/models/data/data_loader.hpp>
 #include <ddl/models/zoo.hpp>
 #include <ddl/optim/adadelta.hpp>
 #include <ddl/optim/adagrad.hpp>
 #include <ddl/optim/adam.hpp>
-#include <ddl/optim/callbacks.hpp>
-#include <ddl/optim/loggers.hpp>
+#include <ddl/optim/engine/callbacks.hpp>
+#include <ddl/optim/engine/loggers.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
-#include <ddl/optim/trainer.hpp>
+#include <ddl/optim/engine/trainer.hpp>
 
 #include <ddl/build_config.hpp>
 #if DDL_WITH_MPI_BUILD

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <ddl/models/fashion_mnist.hpp>
+#include <ddl/models/data/fashion_mnist.hpp>
 #include <ddl/models/zoo.hpp>
 
 namespace ddl::apps {

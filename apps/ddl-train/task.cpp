@@ -8,8 +8,8 @@
 #include <ddl/core/error.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/loss.hpp>
-#include <ddl/models/fashion_mnist.hpp>
-#include <ddl/models/stress_strain.hpp>
+#include <ddl/models/data/fashion_mnist.hpp>
+#include <ddl/models/data/stress_strain.hpp>
 
 namespace ddl::apps {
 namespace {

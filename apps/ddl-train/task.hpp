@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include <ddl/models/dataset.hpp>
-#include <ddl/models/normalization.hpp>
-#include <ddl/optim/trainer.hpp>
+#include <ddl/models/data/dataset.hpp>
+#include <ddl/models/data/normalization.hpp>
+#include <ddl/optim/engine/trainer.hpp>
 
 #include "options.hpp"
 

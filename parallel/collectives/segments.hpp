@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include <ddl/core/config.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/collectives/half.hpp>
 #include <ddl/parallel/communicator.hpp>

@@ -34,7 +34,7 @@
 #include <cstring>
 
 #include <ddl/core/check.hpp>
-#include <ddl/core/config.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/mpi_internal.hpp>
 

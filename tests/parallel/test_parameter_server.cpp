@@ -11,7 +11,7 @@
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 
-#include "optim/engine_fixtures.hpp"
+#include "optim/engine/engine_fixtures.hpp"
 #include "parallel/training_fixtures.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"

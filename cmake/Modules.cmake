@@ -1,0 +1,22 @@
+# ddl_add_module(<name>): the module <name>/ as the object library
+# ddl_<name>, part of libddl. Its include path is an include root holding
+# ddl/<name> (a link to the source folder) plus, through its dependencies
+# (cmake/ModuleGraph.cmake), theirs and nothing else: layers/ can include
+# <ddl/core/...> but not <ddl/optim/...>. The folder's own CMakeLists.txt
+# adds the sources to ddl_<name>.
+include(${CMAKE_CURRENT_LIST_DIR}/ModuleGraph.cmake)
+
+function(ddl_add_module name)
+  set(target ddl_${name})
+  add_library(${target} OBJECT)
+  set(root ${CMAKE_BINARY_DIR}/modules/${name})
+  file(MAKE_DIRECTORY ${root}/ddl)
+  file(CREATE_LINK ${CMAKE_SOURCE_DIR}/${name} ${root}/ddl/${name} SYMBOLIC)
+  target_include_directories(${target} PUBLIC ${root})
+  target_link_libraries(${target} PUBLIC ddl_build_settings)
+  foreach(dependency IN LISTS DDL_MODULE_DEPENDS_${name})
+    target_link_libraries(${target} PUBLIC ddl_${dependency})
+  endforeach()
+  target_link_libraries(ddl PRIVATE ${target})
+  add_subdirectory(${name})
+endfunction()

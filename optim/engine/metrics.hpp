@@ -1,0 +1,53 @@
+// Metrics the Trainer reports besides the loss (DESIGN.md, "metrics"):
+// classification accuracy and mean absolute error. They are accumulated as
+// sums over the samples of an epoch, so a strategy can add up the sums of
+// all ranks and every rank reports the same numbers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <ddl/core/tensor.hpp>
+#include <ddl/optim/engine/logs.hpp>
+
+namespace ddl::optim {
+
+enum class Metric {
+  // Fraction of samples whose largest output is the target class. Outputs
+  // [B, C]; targets int32/int64 labels [B] or float [B, C] one-hot rows.
+  accuracy,
+  // Mean over all output elements of |output - target|, same shapes.
+  mae,
+};
+
+// "accuracy", "mae".
+std::string metric_name(Metric metric);
+// The inverse of metric_name; throws ddl::Error listing the known names.
+Metric parse_metric(const std::string& name);
+
+class MetricAccumulator {
+ public:
+  explicit MetricAccumulator(std::vector<Metric> metrics = {});
+
+  // Adds one batch: its output, its targets and its mean loss (a scalar).
+  // Throws ddl::Error naming the shapes when a metric does not apply to them.
+  // An undefined output adds nothing: a rank that computes no loss (a
+  // parameter server, a pipeline stage before the last) reports none.
+  void add(const Tensor& output, const Tensor& targets, const Tensor& loss);
+  void reset();
+
+  // "loss" and each metric by name, each prefixed by `prefix` ("val_").
+  Logs logs(const std::string& prefix = "") const;
+  double samples() const { return sums_[0]; }
+
+  // The raw sums, laid out as [samples, loss · samples, then per metric its
+  // sum and what that sum is divided by], for a strategy to add up over
+  // ranks in place before logs() is read.
+  std::vector<double>& sums() { return sums_; }
+
+ private:
+  std::vector<Metric> metrics_;
+  std::vector<double> sums_;
+};
+
+}  // namespace ddl::optim

@@ -1,0 +1,50 @@
+// The single-process strategy (see strategy.hpp): this process's data, plain
+// forward and backward, nothing to synchronise.
+#include <ddl/optim/engine/strategy.hpp>
+
+#include <ddl/core/ops.hpp>
+#include <ddl/optim/optimizer.hpp>
+
+namespace ddl::optim {
+
+Device Strategy::device(DeviceType type) { return Device(type, 0); }
+
+void Strategy::prepare(layers::Module& /*model*/, Optimizer* /*optimizer*/) {}
+
+void Strategy::begin_epoch(BatchSource& data, std::int64_t epoch) { data.begin_epoch(epoch, shard()); }
+
+std::optional<Batch> Strategy::next_batch(BatchSource& data) { return data.next(); }
+
+void Strategy::begin_step(layers::Module& model) { model.zero_grad(); }
+
+StepOutput Strategy::forward_backward(layers::Module& model, const LossFunction& loss, const Batch& batch,
+                                      const StepShare& share) {
+  StepOutput result;
+  result.output = model(batch.inputs);
+  result.loss = loss(result.output, batch.targets);
+  // A whole step (no accumulation) skips the multiplication: bit for bit
+  // what a plain loss.backward() computes.
+  if (share.loss_scale == 1.0) {
+    result.loss.backward();
+  } else {
+    (result.loss * static_cast<float>(share.loss_scale)).backward();
+  }
+  return result;
+}
+
+void Strategy::synchronize_gradients(layers::Module& /*model*/) {}
+
+void Strategy::update(layers::Module& /*model*/, Optimizer& optimizer) { optimizer.step(); }
+
+StepOutput Strategy::forward(layers::Module& model, const Batch& batch, const LossFunction& loss) {
+  StepOutput result;
+  result.output = model(batch.inputs);
+  if (loss) result.loss = loss(result.output, batch.targets);
+  return result;
+}
+
+void Strategy::gather_state(TrainingState& /*state*/) {}
+
+void Strategy::sum_over_ranks(std::vector<double>& /*values*/) {}
+
+}  // namespace ddl::optim

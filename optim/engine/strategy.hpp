@@ -1,0 +1,137 @@
+// Strategy: how the one training loop of Trainer is spread over devices and
+// ranks (DESIGN.md: "parallelism is a strategy object plugged into it, never
+// a second training loop"). The base class is the single-process strategy;
+// data parallelism, the parameter server and pipelines override the hooks
+// below. The Trainer calls them in this order:
+//
+//   prepare(model, optimizer)         once, and again after a checkpoint load
+//   fit, per epoch:
+//     begin_epoch(train, epoch)
+//     per optimizer step:
+//       next_batch(train)             K times (K = batches_per_step; fewer at
+//                                     the epoch's end)
+//       begin_step(model)             the gradients start at zero
+//       forward_backward(model, loss, batch_k, share_k)   for k = 0 .. K-1
+//       synchronize_gradients(model)
+//       update(model, optimizer)
+//     sum_over_ranks(metric sums)
+//   evaluate / predict: begin_epoch, next_batch and forward per batch,
+//     (evaluate) sum_over_ranks
+//   save_checkpoint: gather_state(state) on every rank; the root writes it
+//
+// Every hook is called on every rank, so a strategy may run collectives in
+// any of them.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ddl/core/device.hpp>
+#include <ddl/core/tensor.hpp>
+#include <ddl/layers/module.hpp>
+#include <ddl/optim/engine/batch_source.hpp>
+
+namespace ddl::optim {
+
+class Optimizer;
+
+// The loss of a batch from the model's output and the batch's targets, e.g.
+// layers::cross_entropy; it must return a scalar whose backward() fills the
+// parameters' gradients.
+using LossFunction = std::function<Tensor(const Tensor& output, const Tensor& target)>;
+
+// A batch's output and mean loss on the rank that computes them. Both are
+// undefined on a rank that computes no loss (a parameter server, a pipeline
+// stage before the last): such a rank contributes nothing to the metrics.
+struct StepOutput {
+  Tensor output;
+  Tensor loss;
+};
+
+// Where a batch lies in its optimizer step. With gradient accumulation a
+// step is K batches whose gradients are summed: each batch's loss is scaled
+// by its share of the step's samples, so the sum is the gradient of the mean
+// loss over all of them (one batch of their concatenation).
+struct StepShare {
+  double loss_scale = 1.0;  // this batch's samples / the step's samples
+  bool last = true;         // the step's last batch: gradients are complete after its backward
+};
+
+// The model's and optimizer's state as a checkpoint holds it: named
+// parameters and buffers, and Optimizer::state()'s entries.
+struct TrainingState {
+  std::vector<std::pair<std::string, Tensor>> model;
+  std::vector<std::pair<std::string, Tensor>> optimizer;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+
+  virtual int rank() const { return 0; }
+  virtual int world_size() const { return 1; }
+  bool is_root() const { return rank() == 0; }
+  // The part of every epoch this rank steps through: rank r of the ranks
+  // that read data (world_size() by default). Its batch count is this
+  // rank's steps per epoch.
+  virtual Shard shard() const { return {rank(), world_size()}; }
+
+  // The device of `type` this rank computes on when the user names only the
+  // type ("cuda"): device 0 in one process; one GPU per rank, numbered by
+  // the node-local rank, under data parallelism. Call it on every rank: a
+  // strategy may check with the others that each rank has its device.
+  virtual Device device(DeviceType type);
+
+  // Once before training starts, and after a checkpoint is loaded: make every
+  // rank start from the same parameters, buffers and optimizer state (data
+  // parallelism broadcasts rank 0's). `optimizer` is null for evaluation.
+  virtual void prepare(layers::Module& model, Optimizer* optimizer);
+
+  // Starts an epoch of `data` (training, evaluation or prediction) and
+  // gives its batches one by one: by default this rank's shard() of it. A
+  // rank that reads no data (a parameter server) still takes one step per
+  // batch of the ranks that do, with empty batches.
+  virtual void begin_epoch(BatchSource& data, std::int64_t epoch);
+  virtual std::optional<Batch> next_batch(BatchSource& data);
+
+  // Before the first forward pass of an optimizer step: every gradient
+  // starts at zero (data parallelism points them into its buckets).
+  virtual void begin_step(layers::Module& model);
+
+  // Forward and backward of one batch of the step, whose loss counts with
+  // share.loss_scale; backward adds to the gradients of the step's earlier
+  // batches. Returns the unscaled loss. A pipeline strategy schedules the
+  // batch's micro-batches over its stages here.
+  virtual StepOutput forward_backward(layers::Module& model, const LossFunction& loss, const Batch& batch,
+                                      const StepShare& share = {});
+
+  // After the step's last backward: data parallelism waits here for its
+  // gradient buckets to be averaged over the ranks.
+  virtual void synchronize_gradients(layers::Module& model);
+
+  // Applies the step's gradients: by default the optimizer's step. The
+  // parameter server's workers instead send their gradients to the servers
+  // and receive the new values, and the servers step their share.
+  virtual void update(layers::Module& model, Optimizer& optimizer);
+
+  // The forward pass alone (evaluate, predict): the output and, when `loss`
+  // is given, its loss, on the rank that reports them; undefined on a rank
+  // that computes no output.
+  virtual StepOutput forward(layers::Module& model, const Batch& batch, const LossFunction& loss = {});
+
+  // Before a checkpoint is written, on every rank (only the root writes):
+  // `state` holds this rank's model and optimizer state, and a strategy
+  // whose state lives on other ranks gathers it into the root's here (the
+  // parameter server's servers own the optimizer state of their share).
+  virtual void gather_state(TrainingState& state);
+
+  // Sums `values` element-wise over the ranks in place, so every rank
+  // reports (and early-stops on) the same metrics.
+  virtual void sum_over_ranks(std::vector<double>& values);
+};
+
+}  // namespace ddl::optim

@@ -1,0 +1,285 @@
+// The training engine (see trainer.hpp). One loop, whatever the strategy:
+// per step, zero the gradients, forward and backward (per accumulated
+// batch), synchronise the gradients, update; metrics are summed locally and
+// added up over the ranks at the end of each epoch. Strategy.hpp lists the
+// order of the strategy's hooks.
+#include <ddl/optim/engine/trainer.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/ops.hpp>
+
+namespace ddl::optim {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Puts the model in evaluation mode for a scope and restores its mode after,
+// also when an exception leaves the scope.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(layers::Module& model) : model_(model), was_training_(model.is_training()) { model_.eval(); }
+  ~EvalModeGuard() { model_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  layers::Module& model_;
+  bool was_training_;
+};
+
+std::string callback_prefix(const Callback& callback) { return "callback." + callback.state_key() + "."; }
+
+std::int64_t required_integer(const Checkpoint& checkpoint, const std::string& path, const std::string& name) {
+  const auto found = checkpoint.integers.find(name);
+  DDL_CHECK(found != checkpoint.integers.end(), "checkpoint '{}' is not a Trainer checkpoint: it has no integer '{}'",
+            path, name);
+  return found->second;
+}
+
+}  // namespace
+
+Trainer::Trainer(std::shared_ptr<layers::Module> model, LossFunction loss, std::shared_ptr<Optimizer> optimizer,
+                 TrainerOptions options)
+    : model_(std::move(model)),
+      loss_(std::move(loss)),
+      optimizer_(std::move(optimizer)),
+      options_(std::move(options)),
+      strategy_(options_.strategy ? options_.strategy : std::make_shared<Strategy>()),
+      generator_(options_.generator ? options_.generator : &default_generator()) {
+  DDL_CHECK(model_ != nullptr, "Trainer: the model is null");
+  DDL_CHECK(static_cast<bool>(loss_), "Trainer: the loss function is empty");
+  DDL_CHECK(optimizer_ != nullptr, "Trainer: the optimizer is null");
+  DDL_CHECK(options_.batches_per_step >= 1, "Trainer: batches_per_step must be >= 1, got {}",
+            options_.batches_per_step);
+}
+
+std::ostream& Trainer::out() const { return options_.out ? *options_.out : std::cout; }
+
+bool Trainer::prints() const { return strategy_->is_root() && options_.verbosity != Verbosity::quiet; }
+
+void Trainer::print(const std::string& line) const {
+  if (prints()) out() << line << '\n' << std::flush;
+}
+
+void Trainer::ensure_prepared() {
+  if (prepared_) return;
+  strategy_->prepare(*model_, optimizer_.get());
+  prepared_ = true;
+}
+
+History Trainer::fit(BatchSource& train, const FitOptions& options) {
+  DDL_CHECK(options.epochs >= 0, "fit: epochs must be >= 0, got {}", options.epochs);
+  ensure_prepared();
+  // Checkpoint writers go last, so what they save includes the other
+  // callbacks' state for the epoch; file writers run on the root rank only.
+  std::vector<Callback*> callbacks;
+  for (const bool writers : {false, true}) {
+    for (const auto& callback : options.callbacks) {
+      DDL_CHECK(callback != nullptr, "fit: a callback is null");
+      if (callback->saves_checkpoints() != writers) continue;
+      if (callback->root_only() && !strategy_->is_root()) continue;
+      callbacks.push_back(callback.get());
+    }
+  }
+  if (pending_callback_state_) {
+    for (Callback* callback : callbacks) {
+      if (!callback->state_key().empty()) callback->load_state(*pending_callback_state_, callback_prefix(*callback));
+    }
+    pending_callback_state_.reset();
+  }
+  active_callbacks_ = callbacks;
+  struct ClearActive {
+    std::vector<Callback*>& active;
+    ~ClearActive() { active.clear(); }
+  } clear_active{active_callbacks_};
+
+  stop_requested_ = false;
+  const bool terminal = options_.terminal.value_or(options_.out == nullptr && ::isatty(::fileno(stdout)) == 1);
+  ProgressPrinter progress(out(), prints() ? options_.verbosity : Verbosity::quiet, terminal);
+  History history;
+  for (Callback* callback : callbacks) callback->on_train_begin(*this);
+  while (epoch_ < options.epochs && !stop_requested_) {
+    for (Callback* callback : callbacks) callback->on_epoch_begin(*this, epoch_);
+    const auto epoch_start = Clock::now();
+    progress.begin_epoch(epoch_, options.epochs, train.batches_per_epoch(strategy_->shard()));
+    const Logs train_logs = train_epoch(train, callbacks, progress);
+
+    Logs logs;
+    logs.set("epoch", static_cast<double>(epoch_ + 1));
+    for (const auto& [name, value] : train_logs) {
+      if (name != "samples_per_s") logs.set(name, value);
+    }
+    if (options.validation != nullptr) {
+      for (const auto& [name, value] : evaluate(*options.validation)) logs.set("val_" + name, value);
+    }
+    logs.set("lr", optimizer_->lr());
+    logs.set("time_s", seconds_since(epoch_start));
+    logs.set("samples_per_s", train_logs.at("samples_per_s"));
+
+    ++epoch_;
+    progress.end_epoch(logs);
+    for (Callback* callback : callbacks) callback->on_epoch_end(*this, epoch_ - 1, logs);
+    history.epochs.push_back(std::move(logs));
+  }
+  for (Callback* callback : callbacks) callback->on_train_end(*this);
+  return history;
+}
+
+Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress) {
+  model_->train();
+  strategy_->begin_epoch(train, epoch_);
+  MetricAccumulator metrics(options_.metrics);
+  const auto start = Clock::now();
+  std::int64_t batches = 0;
+  std::vector<Batch> step_batches;
+  for (bool exhausted = false; !exhausted;) {
+    step_batches.clear();
+    while (static_cast<std::int64_t>(step_batches.size()) < options_.batches_per_step) {
+      auto batch = strategy_->next_batch(train);
+      if (!batch) {
+        exhausted = true;
+        break;
+      }
+      step_batches.push_back(std::move(*batch));
+    }
+    if (step_batches.empty()) break;
+    for (Callback* callback : callbacks) callback->on_batch_begin(*this, step_);
+    train_step(step_batches, metrics);
+    ++step_;
+    batches += static_cast<std::int64_t>(step_batches.size());
+    const Logs running = metrics.logs();
+    progress.update(batches, metrics.samples() * strategy_->shard().world, running);
+    for (Callback* callback : callbacks) callback->on_batch_end(*this, step_ - 1, running);
+  }
+  const double seconds = seconds_since(start);
+  DDL_CHECK(batches > 0, "fit: the training data gave no batch in epoch {} (rank {} of {}): is the data set smaller "
+            "than one batch with drop_last set?", epoch_ + 1, strategy_->rank(), strategy_->world_size());
+  strategy_->sum_over_ranks(metrics.sums());
+  Logs logs = metrics.logs();
+  logs.set("samples_per_s", seconds > 0.0 ? metrics.samples() / seconds : 0.0);
+  return logs;
+}
+
+void Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics) {
+  double samples = 0.0;
+  for (const Batch& batch : batches) samples += static_cast<double>(batch.size());
+  strategy_->begin_step(*model_);
+  for (std::size_t k = 0; k < batches.size(); ++k) {
+    // A rank that reads no data (a parameter server) has empty batches and no loss to scale.
+    const StepShare share{.loss_scale = samples > 0.0 ? static_cast<double>(batches[k].size()) / samples : 1.0,
+                          .last = k + 1 == batches.size()};
+    const StepOutput result = strategy_->forward_backward(*model_, loss_, batches[k], share);
+    metrics.add(result.output, batches[k].targets, result.loss);
+  }
+  strategy_->synchronize_gradients(*model_);
+  strategy_->update(*model_, *optimizer_);
+}
+
+Logs Trainer::evaluate(BatchSource& data) {
+  ensure_prepared();
+  const EvalModeGuard eval_mode(*model_);
+  const NoGradGuard no_grad;
+  strategy_->begin_epoch(data, 0);
+  MetricAccumulator metrics(options_.metrics);
+  while (const auto batch = strategy_->next_batch(data)) {
+    const StepOutput result = strategy_->forward(*model_, *batch, loss_);
+    metrics.add(result.output, batch->targets, result.loss);
+  }
+  strategy_->sum_over_ranks(metrics.sums());
+  DDL_CHECK(metrics.samples() > 0, "evaluate: no rank computed an output (did the data give no batch?)");
+  return metrics.logs();
+}
+
+Tensor Trainer::predict(BatchSource& data) {
+  const EvalModeGuard eval_mode(*model_);
+  const NoGradGuard no_grad;
+  strategy_->begin_epoch(data, 0);
+  std::vector<Tensor> outputs;
+  bool any_batch = false;
+  while (const auto batch = strategy_->next_batch(data)) {
+    any_batch = true;
+    // Only the rank that reports has outputs (see Strategy::forward).
+    if (Tensor output = strategy_->forward(*model_, *batch).output; output.defined()) outputs.push_back(std::move(output));
+  }
+  DDL_CHECK(any_batch, "predict: the data gave no batch");
+  if (outputs.empty()) return {};
+  return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);
+}
+
+std::vector<std::pair<std::string, Tensor>> Trainer::model_state() const {
+  auto state = model_->named_parameters();
+  for (auto& buffer : model_->named_buffers()) state.push_back(std::move(buffer));
+  return state;
+}
+
+Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
+  Checkpoint checkpoint;
+  add_tensors(checkpoint, "model.", state.model);
+  add_tensors(checkpoint, "optimizer.", state.optimizer);
+  checkpoint.integers["epoch"] = epoch_;
+  checkpoint.integers["step"] = step_;
+  checkpoint.integers["rng.seed"] = static_cast<std::int64_t>(generator_->seed());
+  checkpoint.integers["rng.offset"] = static_cast<std::int64_t>(generator_->offset());
+  checkpoint.strings["optimizer"] = optimizer_->name();
+  for (const Callback* callback : active_callbacks_) {
+    if (!callback->state_key().empty()) callback->save_state(checkpoint, callback_prefix(*callback));
+  }
+  return checkpoint;
+}
+
+void Trainer::save_checkpoint(const std::string& path) const {
+  TrainingState state{model_state(), optimizer_->state()};
+  strategy_->gather_state(state);
+  if (!strategy_->is_root()) return;
+  write_checkpoint_file(path, make_checkpoint(state));
+}
+
+void Trainer::load_checkpoint(const std::string& path) {
+  Checkpoint checkpoint = read_checkpoint_file(path);
+  const auto saved_optimizer = checkpoint.strings.find("optimizer");
+  DDL_CHECK(saved_optimizer != checkpoint.strings.end(),
+            "checkpoint '{}' is not a Trainer checkpoint: it names no optimizer", path);
+  DDL_CHECK(saved_optimizer->second == optimizer_->name(),
+            "checkpoint '{}' holds the state of optimizer {}, but this trainer uses {}", path,
+            saved_optimizer->second, optimizer_->name());
+  const std::int64_t epoch = required_integer(checkpoint, path, "epoch");
+  const std::int64_t step = required_integer(checkpoint, path, "step");
+  const std::int64_t seed = required_integer(checkpoint, path, "rng.seed");
+  const std::int64_t offset = required_integer(checkpoint, path, "rng.offset");
+
+  // Both restores validate before they write; the model is restored first
+  // and put back if the optimizer's state then turns out not to fit, so a
+  // failed load changes nothing.
+  const auto targets = model_state();
+  std::vector<std::pair<std::string, Tensor>> before;
+  for (const auto& [name, tensor] : targets) before.emplace_back(name, tensor.detach().clone());
+  try {
+    restore_tensors(checkpoint, "model.", targets);
+    try {
+      optimizer_->load_state(tensors_with_prefix(checkpoint, "optimizer."));
+    } catch (const Error&) {
+      for (std::size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_from(before[i].second);
+      throw;
+    }
+  } catch (const Error& error) {
+    throw Error(fmt::format("checkpoint '{}' does not fit this trainer: {}", path, error.what()));
+  }
+  epoch_ = epoch;
+  step_ = step;
+  generator_->set_state(static_cast<std::uint64_t>(seed), static_cast<std::uint64_t>(offset));
+  checkpoint.tensors.clear();
+  pending_callback_state_ = std::move(checkpoint);
+  prepared_ = false;
+}
+
+}  // namespace ddl::optim

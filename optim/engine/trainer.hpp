@@ -1,0 +1,132 @@
+// Trainer: the one training engine (DESIGN.md item 3), in the manner of
+// Keras' model.fit. It runs epochs of batches from a BatchSource through a
+// model, a loss and an optimizer; reports metrics, progress and History;
+// calls callbacks; and saves and restores checkpoints that resume exactly.
+// How the work is spread over devices and ranks is the Strategy's business:
+// the loop below is the same for one CPU and for many ranks.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ddl/core/random.hpp>
+#include <ddl/core/tensor.hpp>
+#include <ddl/layers/module.hpp>
+#include <ddl/optim/engine/batch_source.hpp>
+#include <ddl/optim/engine/callback.hpp>
+#include <ddl/optim/engine/checkpoint.hpp>
+#include <ddl/optim/engine/logs.hpp>
+#include <ddl/optim/engine/metrics.hpp>
+#include <ddl/optim/optimizer.hpp>
+#include <ddl/optim/engine/progress.hpp>
+#include <ddl/optim/engine/strategy.hpp>
+
+namespace ddl::optim {
+
+struct TrainerOptions {
+  std::vector<Metric> metrics{};  // reported besides the loss
+  Verbosity verbosity = Verbosity::progress;
+  // Where progress goes (rank 0 only); nullptr: std::cout.
+  std::ostream* out = nullptr;
+  // Whether `out` is a terminal; unset: detected for std::cout, false otherwise.
+  std::optional<bool> terminal{};
+  // How training is spread over devices and ranks; nullptr: this process alone.
+  std::shared_ptr<Strategy> strategy{};
+  // The random stream the model draws from (dropout masks), whose state
+  // checkpoints keep; nullptr: ddl::default_generator().
+  Generator* generator = nullptr;
+  // Gradient accumulation: the batches whose gradients are summed into one
+  // optimizer step, each loss weighted by its share of the step's samples,
+  // so that K batches of B make the step one batch of K·B would (up to
+  // rounding; BatchNorm's statistics and dropout's draws stay per batch).
+  // The epoch's last step takes the batches that remain. Steps, callbacks'
+  // batch hooks and per-step schedules count optimizer steps.
+  std::int64_t batches_per_step = 1;
+};
+
+struct FitOptions {
+  // The total number of epochs: a trainer resumed at epoch 2 with epochs = 4
+  // trains epochs 3 and 4 (Keras' initial_epoch, taken from the checkpoint).
+  std::int64_t epochs = 1;
+  // Evaluated after every epoch; its metrics are logged with a "val_" prefix.
+  BatchSource* validation = nullptr;
+  std::vector<std::shared_ptr<Callback>> callbacks{};
+};
+
+class Trainer {
+ public:
+  // Batch size, shuffling and the shuffle seed belong to the BatchSource
+  // (models::DataLoader); the model must already be on its device.
+  Trainer(std::shared_ptr<layers::Module> model, LossFunction loss, std::shared_ptr<Optimizer> optimizer,
+          TrainerOptions options = {});
+
+  // Trains from epoch() up to options.epochs and returns the History of the
+  // epochs trained in this call. Stops early when a callback asks.
+  History fit(BatchSource& train, const FitOptions& options = {});
+  // The loss and metrics over one pass of `data` in evaluation mode, averaged
+  // over all ranks' samples.
+  Logs evaluate(BatchSource& data);
+  // The model's outputs for one pass of `data` (this rank's shard), in order,
+  // concatenated along the first dim, in evaluation mode (undefined on a
+  // rank whose strategy does not compute, a parameter server).
+  Tensor predict(BatchSource& data);
+
+  // Checkpoints hold the model's parameters and buffers ("model.<name>"),
+  // the optimizer's state ("optimizer.<entry>"), the epoch and step counts,
+  // the generator's seed and offset, and the state of the callbacks of the
+  // running fit(). Saving writes atomically (optim/engine/checkpoint.hpp) and, under
+  // a strategy, on the root rank only; call it on every rank all the same,
+  // since a strategy may first gather state held elsewhere (the parameter
+  // server's optimizer state). Loading validates everything before
+  // it changes anything; the callbacks' state is restored when the next
+  // fit() starts. Checkpoints are taken between epochs; a resumed fit()
+  // continues bitwise as the uninterrupted run would on the same hardware,
+  // thread count and rank count.
+  void save_checkpoint(const std::string& path) const;
+  void load_checkpoint(const std::string& path);
+
+  std::int64_t epoch() const { return epoch_; }  // epochs completed
+  std::int64_t step() const { return step_; }    // optimizer steps taken
+  // Asks fit() to stop after the current epoch (early stopping).
+  void request_stop() { stop_requested_ = true; }
+  // Prints `line` and a newline where progress goes, unless quiet or not the
+  // root rank: callbacks report through it.
+  void print(const std::string& line) const;
+
+  layers::Module& model() { return *model_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  Strategy& strategy() { return *strategy_; }
+  const TrainerOptions& options() const { return options_; }
+
+ private:
+  Logs train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress);
+  // One optimizer step over `batches` (gradient accumulation when several).
+  void train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics);
+  // Runs the strategy's prepare() once, and again after a checkpoint load.
+  void ensure_prepared();
+  std::vector<std::pair<std::string, Tensor>> model_state() const;
+  Checkpoint make_checkpoint(const TrainingState& state) const;
+  std::ostream& out() const;
+  bool prints() const;
+
+  std::shared_ptr<layers::Module> model_;
+  LossFunction loss_;
+  std::shared_ptr<Optimizer> optimizer_;
+  TrainerOptions options_;
+  std::shared_ptr<Strategy> strategy_;
+  Generator* generator_;
+  std::int64_t epoch_ = 0;
+  std::int64_t step_ = 0;
+  bool stop_requested_ = false;
+  bool prepared_ = false;
+  // Callbacks of the fit() in progress (for their state in checkpoints), and
+  // a loaded checkpoint whose callback state the next fit() restores.
+  std::vector<Callback*> active_callbacks_;
+  std::optional<Checkpoint> pending_callback_state_;
+};
+
+}  // namespace ddl::optim
