@@ -36,6 +36,19 @@ TEST_CASE("ParameterServer: synchronous, W workers at batch B/W train the weight
   }
 }
 
+TEST_CASE("ParameterServer: workers accumulating 2 batches per step train the weights of 1 process at batch 2B") {
+  // Servers step once per accumulated step: as many empty batches as the
+  // workers read, one update.
+  const Communicator world = Communicator::world();
+  const int workers = world.size() - 1;
+  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) return;
+  const auto reference = test::train(nullptr, 2 * test::kGlobalBatch, test::sgd_with_momentum(), 5);
+  auto strategy = std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = 1});
+  const auto trained = test::train(strategy, test::kGlobalBatch / workers, test::sgd_with_momentum(),
+                                   5 + 100 * world.rank(), cpu(), /*batches_per_step=*/2);
+  if (!strategy->is_server()) CHECK(test::max_relative_difference(trained, reference) <= 1e-5);
+}
+
 TEST_CASE("ParameterServer: a checkpoint holds the servers' optimizer state, so a resumed run goes on exactly") {
   const Communicator world = Communicator::world();
   const int servers = 1, workers = world.size() - servers;
