@@ -14,11 +14,17 @@
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/device.hpp>
 #include <ddl/core/gemm_args.hpp>
+#include <ddl/core/kernel_list.hpp>
 
 namespace ddl::backend {
 
+// Runs kernel(i) for i in [0, n) on `device`. The kernel must be in its
+// module's list (kernel_list.hpp), which is what the CUDA backend compiles.
 template <class Kernel>
 void launch(const Device& device, std::int64_t n, const Kernel& kernel) {
+  static_assert(kernels::kListed<Kernel>,
+                "backend::launch: this kernel is in no kernel list (DDL_CORE_KERNELS, DDL_LAYER_KERNELS, "
+                "DDL_OPTIM_KERNELS), so a CUDA build would not compile it; add it to its module's list");
   if (n <= 0) return;
   if (device.is_cpu()) {
     cpu_backend::parallel_for(n, kernel);

@@ -1,5 +1,4 @@
-// Instantiates the CUDA launcher for every core kernel (DDL_CORE_KERNELS,
-// and Map2 / Zip2 over DDL_BINARY_FUNCTORS).
+// Instantiates the CUDA launcher for every core kernel (DDL_CORE_KERNELS).
 #include <ddl/core/cuda/launch.cuh>
 #include <ddl/core/kernels.hpp>
 
@@ -25,11 +24,5 @@ int max_grid_blocks(int device) {
 }  // namespace ddl::cuda_backend
 
 namespace ddl {
-#define DDL_INSTANTIATE_CORE(Kernel) DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Kernel)
-#define DDL_INSTANTIATE_BINARY(Op) \
-  DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Map2<Op>) DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Zip2<Op>)
-DDL_CORE_KERNELS(DDL_INSTANTIATE_CORE)
-DDL_BINARY_FUNCTORS(DDL_INSTANTIATE_BINARY)
-#undef DDL_INSTANTIATE_BINARY
-#undef DDL_INSTANTIATE_CORE
+DDL_CORE_KERNELS(DDL_INSTANTIATE_CUDA_LAUNCH)
 }  // namespace ddl

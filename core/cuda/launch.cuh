@@ -1,7 +1,7 @@
 // The CUDA side of "one kernel body, two backends": a grid-stride loop that
-// calls the same index kernel the CPU runs. A .cu file includes this and
-// instantiates launch<K> for each kernel it provides (core: kernels_cuda.cu
-// for DDL_CORE_KERNELS; layers: their own list).
+// calls the same index kernel the CPU runs. Each module's cuda/kernels_cuda.cu
+// includes this and instantiates launch<K> for every kernel of its list
+// (kernel_list.hpp).
 #pragma once
 
 #include <ddl/core/cuda/errors.hpp>
@@ -37,6 +37,7 @@ void launch(int device, std::int64_t n, const Kernel& kernel) {
 
 }  // namespace ddl::cuda_backend
 
-// Use inside namespace ddl, so kernel names resolve as they do in headers.
+// Instantiates the launcher for one list entry (a name relative to
+// ddl::kernels); use inside namespace ddl: DDL_CORE_KERNELS(DDL_INSTANTIATE_CUDA_LAUNCH).
 #define DDL_INSTANTIATE_CUDA_LAUNCH(Kernel) \
-  template void cuda_backend::launch<Kernel>(int, std::int64_t, const Kernel&);
+  template void cuda_backend::launch<kernels::Kernel>(int, std::int64_t, const kernels::Kernel&);
