@@ -3,7 +3,10 @@
 // the autograd node. Backward calls the backward-data, backward-filter and
 // backward-bias kernels directly, and only those whose gradient is needed.
 #include <ddl/build_config.hpp>
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/init.hpp>
 
@@ -12,14 +15,12 @@
 namespace ddl::layers {
 namespace {
 
-using ops_detail::empty_float;
-
 // Checks every input and works out the output's extents. Messages name
 // conv2d and the shapes involved.
 Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tensor& bias,
                            const Conv2dOptions& options) {
-  ops_detail::require_float(input, "conv2d");
-  ops_detail::require_float(weight, "conv2d");
+  require_float(input, "conv2d");
+  require_float(weight, "conv2d");
   DDL_CHECK(input.dim() == 4, "conv2d: expected a 4-D NCHW input, got shape {}", input.shape());
   DDL_CHECK(weight.dim() == 4, "conv2d: expected a 4-D weight [out, in, kh, kw], got shape {}", weight.shape());
   DDL_CHECK(weight.numel() > 0, "conv2d: weight of shape {} is empty (kernel and channel counts must be positive)",
@@ -33,12 +34,12 @@ Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tens
             options.dilation, input.shape(), weight.shape());
   DDL_CHECK(options.padding >= 0, "conv2d: padding must not be negative, got {} (input {}, weight {})",
             options.padding, input.shape(), weight.shape());
-  ops_detail::require_same_device(input, weight, "conv2d");
+  require_same_device(input, weight, "conv2d");
   if (bias.defined()) {
-    ops_detail::require_float(bias, "conv2d");
+    require_float(bias, "conv2d");
     DDL_CHECK(bias.shape() == Shape{weight.size(0)}, "conv2d: bias of shape {} does not match weight of shape {}",
               bias.shape(), weight.shape());
-    ops_detail::require_same_device(input, bias, "conv2d");
+    require_same_device(input, bias, "conv2d");
   }
 
   Conv2dGeometry g;
@@ -128,7 +129,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     const bool need_bias = bias.defined() && bias.requires_grad();
     // The input is kept only for the weight's gradient, the weight only for
     // the input's.
-    ops_detail::record(
+    autograd::record(
         "Conv2dBackward", {&input, &weight, &bias}, output,
         [g, device, input = need_weight ? input.detach() : Tensor(), weight = need_input ? weight.detach() : Tensor(),
          need_input, need_weight, need_bias](const Tensor& grad) {

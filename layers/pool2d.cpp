@@ -1,7 +1,10 @@
 // max_pool2d / avg_pool2d: argument checks, the output geometry, dispatch to
 // the CPU loops or cuDNN, and the autograd records.
 #include <ddl/build_config.hpp>
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/pool2d.hpp>
 
 #include <fmt/format.h>
@@ -34,7 +37,7 @@ void check_options(const Pool2dOptions& options, const char* who) {
 
 Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const char* who) {
   check_options(options, who);
-  ops_detail::require_float(input, who);
+  require_float(input, who);
   DDL_CHECK(input.dim() == 4, "{}: expected a 4-D NCHW input, got shape {}", who, input.shape());
   const std::int64_t k = options.kernel_size, p = options.padding;
   const std::int64_t padded_h = input.size(2) + 2 * p, padded_w = input.size(3) + 2 * p;
@@ -68,7 +71,7 @@ void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
   pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output),
                                  elements<std::int64_t>(argmax));
   if (!record) return;
-  ops_detail::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
+  autograd::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
     Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
     pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
                                     elements<float>(grad_in));
@@ -79,7 +82,7 @@ void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
 void avg_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool record) {
   pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
   if (!record) return;
-  ops_detail::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
+  autograd::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
     Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
     pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
     return std::vector{grad_in};
@@ -101,14 +104,14 @@ void pool2d_cuda(const Tensor& input, Tensor& output, const Geometry& g, Mode mo
     if (!record) return;
     // cuDNN's backward reads x and y; y is saved detached so the node does
     // not own the tensor that owns it.
-    ops_detail::record(mode == Mode::Max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
-                       [g, mode, device, empty, x = input.detach(), y = output.detach()](const Tensor& grad) {
-                         Tensor grad_in = ops_detail::empty_float(x.shape(), grad.device());
-                         if (empty) return std::vector{grad_in};
-                         pool2d_detail::backward_cuda(device, mode, g, x.data<float>(), y.data<float>(),
-                                                      grad.data<float>(), grad_in.data<float>());
-                         return std::vector{grad_in};
-                       });
+    autograd::record(mode == Mode::Max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
+                     [g, mode, device, empty, x = input.detach(), y = output.detach()](const Tensor& grad) {
+                       Tensor grad_in = empty_float(x.shape(), grad.device());
+                       if (empty) return std::vector{grad_in};
+                       pool2d_detail::backward_cuda(device, mode, g, x.data<float>(), y.data<float>(),
+                                                    grad.data<float>(), grad_in.data<float>());
+                       return std::vector{grad_in};
+                     });
   }
 }
 
@@ -116,7 +119,7 @@ Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
   const char* who = mode == Mode::Max ? "max_pool2d" : "avg_pool2d";
   const Geometry g = geometry_of(input, options, who);
   const Device& device = input.device();
-  Tensor output = ops_detail::empty_float({g.batch, g.channels, g.out_height, g.out_width}, device);
+  Tensor output = empty_float({g.batch, g.channels, g.out_height, g.out_width}, device);
   const bool record = autograd::needs_grad({&input});
   if (device.is_cpu()) {
     if (mode == Mode::Max) {
