@@ -8,11 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <ddl/build_config.hpp>
-#include <ddl/core/check.hpp>
 #include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/device.hpp>
+#include <ddl/core/dispatch.hpp>
 #include <ddl/core/gemm_args.hpp>
 #include <ddl/core/kernel_list.hpp>
 
@@ -26,13 +25,9 @@ void launch(const Device& device, std::int64_t n, const Kernel& kernel) {
                 "backend::launch: this kernel is in no kernel list (DDL_CORE_KERNELS, DDL_LAYER_KERNELS, "
                 "DDL_OPTIM_KERNELS), so a CUDA build would not compile it; add it to its module's list");
   if (n <= 0) return;
-  if (device.is_cpu()) {
-    cpu_backend::parallel_for(n, kernel);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::launch(device.index(), n, kernel);
-  } else {
-    detail::fail("{}: this build of ddl has no CUDA support", device);
-  }
+  dispatch(
+      "backend::launch", device, [&] { cpu_backend::parallel_for(n, kernel); },
+      [&](auto stream) { cuda_backend::launch(stream, n, kernel); });
 }
 
 void gemm(const Device& device, const GemmArgs& args);

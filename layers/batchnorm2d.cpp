@@ -1,9 +1,9 @@
 // batch_norm2d: argument checks, dispatch to the CPU loops or cuDNN, the
 // autograd records, and the BatchNorm2d module that owns gamma, beta and the
 // running statistics.
-#include <ddl/build_config.hpp>
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/dispatch.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
@@ -31,10 +31,6 @@ void check_per_channel(const Tensor& input, const Tensor& t, const char* name) {
   require_same_device(input, t, kOp);
 }
 
-[[noreturn]] void no_cuda(const Device& device) {
-  ::ddl::detail::fail("{}: input on {} but this build of ddl has no CUDA support", kOp, device);
-}
-
 // Sums a [N, C, H, W] tensor to [C].
 Tensor sum_per_channel(const Tensor& t) { return sum(sum(sum(t, 3), 2), 0); }
 
@@ -57,14 +53,11 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
                                                     .running_var = running_var.data<float>(),
                                                     .save_mean = save_mean.data<float>(),
                                                     .save_invstd = save_invstd.data<float>()};
-  if (output.numel() == 0) {
-    // No channels: nothing to normalise, and cuDNN rejects empty tensors.
-  } else if (device.is_cpu()) {
-    batchnorm2d_detail::forward_training_cpu(g, buffers, momentum, eps);
-  } else if constexpr (build::kWithCuda) {
-    batchnorm2d_detail::forward_training_cuda(device.index(), g, buffers, momentum, eps);
-  } else {
-    no_cuda(device);
+  // No channels: nothing to normalise, and cuDNN rejects empty tensors.
+  if (output.numel() > 0) {
+    backend::dispatch(
+        kOp, device, [&] { batchnorm2d_detail::forward_training_cpu(g, buffers, momentum, eps); },
+        [&](auto stream) { batchnorm2d_detail::forward_training_cuda(stream, g, buffers, momentum, eps); });
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {
     autograd::record(
@@ -82,14 +75,11 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
                                                              .dx = dx.data<float>(),
                                                              .dgamma = dgamma.data<float>(),
                                                              .dbeta = dbeta.data<float>()};
-          if (x.numel() == 0) {
-            // No channels: every gradient is empty.
-          } else if (on.is_cpu()) {
-            batchnorm2d_detail::backward_training_cpu(g, buffers);
-          } else if constexpr (build::kWithCuda) {
-            batchnorm2d_detail::backward_training_cuda(on.index(), g, buffers, eps);
-          } else {
-            no_cuda(on);
+          // No channels: every gradient is empty.
+          if (x.numel() > 0) {
+            backend::dispatch(
+                kOp, on, [&] { batchnorm2d_detail::backward_training_cpu(g, buffers); },
+                [&](auto stream) { batchnorm2d_detail::backward_training_cuda(stream, g, buffers, eps); });
           }
           return std::vector{dx, dgamma, dbeta};
         });
@@ -110,14 +100,11 @@ Tensor forward_inference(const Tensor& input, const Tensor& weight, const Tensor
                                                      .running_mean = running_mean.data<float>(),
                                                      .running_var = running_var.data<float>(),
                                                      .y = output.data<float>()};
-  if (output.numel() == 0) {
-    // Nothing to normalise (N, H or W is 0); cuDNN rejects empty tensors.
-  } else if (device.is_cpu()) {
-    batchnorm2d_detail::forward_inference_cpu(g, buffers, eps);
-  } else if constexpr (build::kWithCuda) {
-    batchnorm2d_detail::forward_inference_cuda(device.index(), g, buffers, eps);
-  } else {
-    no_cuda(device);
+  // Nothing to normalise (N, H or W is 0); cuDNN rejects empty tensors.
+  if (output.numel() > 0) {
+    backend::dispatch(
+        kOp, device, [&] { batchnorm2d_detail::forward_inference_cpu(g, buffers, eps); },
+        [&](auto stream) { batchnorm2d_detail::forward_inference_cuda(stream, g, buffers, eps); });
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {
     // Copies of the statistics as they are now: a later training step

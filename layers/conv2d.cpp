@@ -2,9 +2,9 @@
 // pass to the CPU (conv2d_cpu.cpp) or cuDNN (conv2d_cuda.cpp) kernels, and
 // the autograd node. Backward calls the backward-data, backward-filter and
 // backward-bias kernels directly, and only those whose gradient is needed.
-#include <ddl/build_config.hpp>
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/dispatch.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/conv2d.hpp>
@@ -65,63 +65,21 @@ Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tens
   return g;
 }
 
-[[noreturn]] void no_cuda(const Device& device) {
-  detail::fail("conv2d: tensors are on {} but this build of ddl has no CUDA support", device);
-}
-
-// The four passes, each sent to the backend of `device`.
-void run_forward(const Device& device, const Conv2dGeometry& g, const float* input, const float* weight,
-                 const float* bias, float* output) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_forward(g, input, weight, bias, output);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_forward(device.index(), g, input, weight, bias, output);
-  } else {
-    no_cuda(device);
-  }
-}
-
-void run_backward_data(const Device& device, const Conv2dGeometry& g, const float* grad_output, const float* weight,
-                       float* grad_input) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_backward_data(g, grad_output, weight, grad_input);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_backward_data(device.index(), g, grad_output, weight, grad_input);
-  } else {
-    no_cuda(device);
-  }
-}
-
-void run_backward_filter(const Device& device, const Conv2dGeometry& g, const float* input, const float* grad_output,
-                         float* grad_weight) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_backward_filter(g, input, grad_output, grad_weight);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_backward_filter(device.index(), g, input, grad_output, grad_weight);
-  } else {
-    no_cuda(device);
-  }
-}
-
-void run_backward_bias(const Device& device, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_backward_bias(g, grad_output, grad_bias);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_backward_bias(device.index(), g, grad_output, grad_bias);
-  } else {
-    no_cuda(device);
-  }
-}
-
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
   const Conv2dGeometry g = geometry_of(input, weight, bias, options);
   const Device& device = input.device();
   Tensor output = empty_float({g.batch, g.filters, g.out_height, g.out_width}, device);
+  // An empty batch: nothing to compute, and cuDNN rejects empty tensors.
   if (output.numel() > 0) {
-    run_forward(device, g, input.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
-                output.data<float>());
+    const float* x = input.data<float>();
+    const float* w = weight.data<float>();
+    const float* b = bias.defined() ? bias.data<float>() : nullptr;
+    float* y = output.data<float>();
+    backend::dispatch(
+        "conv2d", device, [&] { cpu_backend::conv2d_forward(g, x, w, b, y); },
+        [&](auto stream) { cuda_backend::conv2d_forward(stream, g, x, w, b, y); });
   }
 
   if (autograd::needs_grad({&input, &weight, &bias})) {
@@ -143,18 +101,30 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
                                need_weight ? zeros(weight_shape, on_device) : Tensor(),
                                need_bias ? zeros({g.filters}, on_device) : Tensor()};
           }
+          const float* dy = grad.data<float>();
           Tensor grad_input, grad_weight, grad_bias;
           if (need_input) {
             grad_input = empty_float(input_shape, device);
-            run_backward_data(device, g, grad.data<float>(), weight.data<float>(), grad_input.data<float>());
+            const float* w = weight.data<float>();
+            float* dx = grad_input.data<float>();
+            backend::dispatch(
+                "conv2d backward-data", device, [&] { cpu_backend::conv2d_backward_data(g, dy, w, dx); },
+                [&](auto stream) { cuda_backend::conv2d_backward_data(stream, g, dy, w, dx); });
           }
           if (need_weight) {
             grad_weight = empty_float(weight_shape, device);
-            run_backward_filter(device, g, input.data<float>(), grad.data<float>(), grad_weight.data<float>());
+            const float* x = input.data<float>();
+            float* dw = grad_weight.data<float>();
+            backend::dispatch(
+                "conv2d backward-filter", device, [&] { cpu_backend::conv2d_backward_filter(g, x, dy, dw); },
+                [&](auto stream) { cuda_backend::conv2d_backward_filter(stream, g, x, dy, dw); });
           }
           if (need_bias) {
             grad_bias = empty_float({g.filters}, device);
-            run_backward_bias(device, g, grad.data<float>(), grad_bias.data<float>());
+            float* db = grad_bias.data<float>();
+            backend::dispatch(
+                "conv2d backward-bias", device, [&] { cpu_backend::conv2d_backward_bias(g, dy, db); },
+                [&](auto stream) { cuda_backend::conv2d_backward_bias(stream, g, dy, db); });
           }
           return std::vector{grad_input, grad_weight, grad_bias};
         });
