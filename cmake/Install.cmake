@@ -10,14 +10,14 @@ install(TARGETS ddl EXPORT ddlTargets
 install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl)
 # The public API only. Internal headers, which ddl's own sources share but no
 # public header includes, stay behind: the backends (cpu/, cuda/, backend,
-# kernels, functors), the check macros (fmt), the caching pool, core's op
+# dispatch, kernels, kernel lists, functors), the check macros (fmt), the caching pool, core's op
 # helpers, the layers' kernel lists and cuDNN helpers, the optimizers'
 # update kernels, the loader's prefetch thread, and parallel/'s MPI state,
 # tunables and wire helpers (the installed API exposes no MPI types). The
 # install test compiles every installed header on its own, so a public
 # header that needed one of these would fail it.
-set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp functors.hpp gemm_args.hpp kernels.hpp
-    ops/helpers.hpp)
+set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hpp functors.hpp gemm_args.hpp
+    kernel_list.hpp kernels.hpp ops/helpers.hpp)
 set(ddl_internal_headers_layers layer_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)
 set(ddl_internal_headers_parallel config.hpp mpi_internal.hpp collectives/half.hpp collectives/local_reduce.hpp

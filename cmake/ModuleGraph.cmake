@@ -10,3 +10,5 @@ set(DDL_MODULE_DEPENDS_layers core)
 set(DDL_MODULE_DEPENDS_optim core layers)
 set(DDL_MODULE_DEPENDS_parallel core layers optim)
 set(DDL_MODULE_DEPENDS_models core layers optim)
+# Headers private to their module: no other module may include them.
+set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/mpi_internal.hpp)

@@ -60,6 +60,10 @@ void record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>&
   output.impl()->requires_grad = true;
 }
 
+void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& output, BackwardFn backward) {
+  record(std::make_shared<FunctionNode>(name, std::move(backward)), inputs, output);
+}
+
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph) {
   DDL_CHECK(root.defined(), "backward: the tensor is undefined");
   DDL_CHECK(root.requires_grad(), "backward: tensor of shape {} does not require grad and has no grad_fn",

@@ -81,6 +81,10 @@ std::shared_ptr<Node> edge_to(const Tensor& input);
 
 // Connects `node` to its inputs and makes it the grad_fn of `output`.
 void record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs, Tensor& output);
+// How an op records itself, in core or outside it: a FunctionNode named
+// `name` (e.g. "Conv2dBackward") whose backward returns one gradient per
+// input, in the order of `inputs`.
+void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& output, BackwardFn backward);
 
 // Runs backward from `root` with initial gradient `grad_root`.
 void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);

@@ -1,24 +1,24 @@
 #include <ddl/core/backend.hpp>
+#include <ddl/core/check.hpp>
 
 #include <cstring>
 
 namespace ddl::backend {
 
+void fail_without_cuda(const char* op, const Device& device) {
+  detail::fail("{}: a tensor is on {}, but this build of ddl has no CUDA support", op, device);
+}
+
 void gemm(const Device& device, const GemmArgs& args) {
   if (args.batch == 0 || args.m == 0 || args.n == 0) return;
-  if (device.is_cpu()) {
-    cpu_backend::gemm(args);
-  } else {
-    cuda_backend::gemm(device.index(), args);
-  }
+  dispatch(
+      "gemm", device, [&] { cpu_backend::gemm(args); }, [&](auto stream) { cuda_backend::gemm(stream, args); });
 }
 
 void sum_all(const Device& device, const float* x, std::int64_t n, float* out) {
-  if (device.is_cpu()) {
-    cpu_backend::sum_all(x, n, out);
-  } else {
-    cuda_backend::sum_all(device.index(), x, n, out);
-  }
+  dispatch(
+      "sum_all", device, [&] { cpu_backend::sum_all(x, n, out); },
+      [&](auto stream) { cuda_backend::sum_all(stream, x, n, out); });
 }
 
 void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, std::size_t bytes) {
@@ -36,11 +36,9 @@ void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, c
 
 void fill_zero(const Device& device, void* data, std::size_t bytes) {
   if (bytes == 0) return;
-  if (device.is_cpu()) {
-    std::memset(data, 0, bytes);
-  } else {
-    cuda_backend::fill_zero(device.index(), data, bytes);
-  }
+  dispatch(
+      "fill_zero", device, [&] { std::memset(data, 0, bytes); },
+      [&](auto stream) { cuda_backend::fill_zero(stream, data, bytes); });
 }
 
 }  // namespace ddl::backend

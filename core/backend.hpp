@@ -8,25 +8,26 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <ddl/build_config.hpp>
-#include <ddl/core/check.hpp>
 #include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/device.hpp>
+#include <ddl/core/dispatch.hpp>
 #include <ddl/core/gemm_args.hpp>
+#include <ddl/core/kernel_list.hpp>
 
 namespace ddl::backend {
 
+// Runs kernel(i) for i in [0, n) on `device`. The kernel must be in its
+// module's list (kernel_list.hpp), which is what the CUDA backend compiles.
 template <class Kernel>
 void launch(const Device& device, std::int64_t n, const Kernel& kernel) {
+  static_assert(kernels::kListed<Kernel>,
+                "backend::launch: this kernel is in no kernel list (DDL_CORE_KERNELS, DDL_LAYER_KERNELS, "
+                "DDL_OPTIM_KERNELS), so a CUDA build would not compile it; add it to its module's list");
   if (n <= 0) return;
-  if (device.is_cpu()) {
-    cpu_backend::parallel_for(n, kernel);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::launch(device.index(), n, kernel);
-  } else {
-    detail::fail("{}: this build of ddl has no CUDA support", device);
-  }
+  dispatch(
+      "backend::launch", device, [&] { cpu_backend::parallel_for(n, kernel); },
+      [&](auto stream) { cuda_backend::launch(stream, n, kernel); });
 }
 
 void gemm(const Device& device, const GemmArgs& args);

@@ -1,12 +1,13 @@
 // Index kernels: small structs whose operator()(i) computes element i of a
 // result. The same struct runs in the CPU's parallel loop and in the CUDA
-// grid-stride kernel (dispatch.hpp), so the CPU tests check the GPU's
+// grid-stride kernel (cuda/launch.cuh), so the CPU tests check the GPU's
 // arithmetic too. Pointers are device pointers of the tensor's device.
 #pragma once
 
 #include <cstdint>
 
 #include <ddl/core/functors.hpp>
+#include <ddl/core/kernel_list.hpp>
 #include <ddl/core/macros.hpp>
 #include <ddl/core/random.hpp>
 #include <ddl/core/shape.hpp>
@@ -228,18 +229,25 @@ struct NormalFill {
 
 }  // namespace ddl::kernels
 
-// The functors applied to two operands; each is launched as Map2<Op> and
-// Zip2<Op>, and the CUDA backend instantiates both.
-#define DDL_BINARY_FUNCTORS(X)                                                                   \
-  X(fn::Add) X(fn::Sub) X(fn::Mul) X(fn::Div) X(fn::ReluGrad) X(fn::AbsGrad) X(fn::SigmoidGrad) \
-  X(fn::TanhGrad) X(fn::SqrtGrad) X(fn::PowGrad)
+// clang-format off
+// The functors applied to two operands: F(X, Op) for each.
+#define DDL_BINARY_FUNCTORS(F, X)                                                                    \
+  F(X, fn::Add) F(X, fn::Sub) F(X, fn::Mul) F(X, fn::Div) F(X, fn::ReluGrad) F(X, fn::AbsGrad)       \
+  F(X, fn::SigmoidGrad) F(X, fn::TanhGrad) F(X, fn::SqrtGrad) F(X, fn::PowGrad)
+// Each is launched as Map2<Op> (broadcast operands) and Zip2<Op> (same shapes).
+#define DDL_MAP2_AND_ZIP2(X, Op) X(Map2<Op>) X(Zip2<Op>)
 
-// Every other kernel the core launches. The CUDA backend instantiates its launcher
-// for each entry (cuda/kernels_cuda.cu); a kernel missing here fails to link.
+// Every kernel the core launches (kernel_list.hpp), named relative to
+// ddl::kernels.
 #define DDL_CORE_KERNELS(X)                                                                             \
   X(Map1<fn::Neg>) X(Map1<fn::Exp>) X(Map1<fn::Log>) X(Map1<fn::Sqrt>) X(Map1<fn::Relu>) X(Map1<fn::Abs>) \
   X(Map1<fn::Tanh>) X(Map1<fn::Sigmoid>) X(Map1<fn::AddScalar>) X(Map1<fn::MulScalar>)                  \
   X(Map1<fn::PowScalar>) X(BroadcastCopy) X(FillValue<float>)                                           \
   X(FillValue<std::int32_t>) X(FillValue<std::int64_t>) X(Arange<float>) X(Arange<std::int32_t>)        \
   X(Arange<std::int64_t>) X(SumLanes) X(MaxLanes) X(ScatterLanes) X(SoftmaxLanes) X(SoftmaxGradLanes)   \
-  X(TransposeLast2) X(UniformFill) X(NormalFill)
+  X(TransposeLast2) X(UniformFill) X(NormalFill) DDL_BINARY_FUNCTORS(DDL_MAP2_AND_ZIP2, X)
+// clang-format on
+
+namespace ddl::kernels {
+DDL_CORE_KERNELS(DDL_LIST_KERNEL)
+}  // namespace ddl::kernels

@@ -12,6 +12,11 @@
 namespace ddl {
 
 // Creation.
+// Uninitialised float32 memory not requiring grad: an op's result, before
+// its kernel writes every element.
+inline Tensor empty_float(const Shape& shape, const Device& device) {
+  return Tensor::empty(shape, {DType::Float32, device, false});
+}
 Tensor zeros(const Shape& shape, const TensorOptions& options = {});
 Tensor ones(const Shape& shape, const TensorOptions& options = {});
 Tensor full(const Shape& shape, double value, const TensorOptions& options = {});

@@ -52,8 +52,8 @@ Tensor Tensor::reshape(const Shape& new_shape) const {
   Tensor result(std::move(impl));
   if (autograd::needs_grad({this})) {
     const Shape old_shape = shape();
-    ops_detail::record("ReshapeBackward", {this}, result,
-                       [old_shape](const Tensor& g) { return std::vector{g.reshape(old_shape)}; });
+    autograd::record("ReshapeBackward", {this}, result,
+                     [old_shape](const Tensor& g) { return std::vector{g.reshape(old_shape)}; });
   }
   return result;
 }
@@ -92,8 +92,8 @@ Tensor Tensor::to(const Device& target) const {
   backend::copy_bytes(target, result.raw_data(), device(), raw_data(), nbytes());
   if (autograd::needs_grad({this})) {
     const Device source = device();
-    ops_detail::record("ToDeviceBackward", {this}, result,
-                       [source](const Tensor& g) { return std::vector{g.to(source)}; });
+    autograd::record("ToDeviceBackward", {this}, result,
+                     [source](const Tensor& g) { return std::vector{g.to(source)}; });
   }
   return result;
 }
@@ -102,7 +102,7 @@ Tensor Tensor::clone() const {
   Tensor result = Tensor::empty(shape(), {dtype(), device(), false});
   backend::copy_bytes(device(), result.raw_data(), device(), raw_data(), nbytes());
   if (autograd::needs_grad({this})) {
-    ops_detail::record("CloneBackward", {this}, result, [](const Tensor& g) { return std::vector{g}; });
+    autograd::record("CloneBackward", {this}, result, [](const Tensor& g) { return std::vector{g}; });
   }
   return result;
 }

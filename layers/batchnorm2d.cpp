@@ -1,8 +1,11 @@
 // batch_norm2d: argument checks, dispatch to the CPU loops or cuDNN, the
 // autograd records, and the BatchNorm2d module that owns gamma, beta and the
 // running statistics.
-#include <ddl/build_config.hpp>
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/dispatch.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
 
 #include <fmt/format.h>
@@ -22,14 +25,10 @@ void check_hyper_parameters(double momentum, double eps, const char* who) {
 
 void check_per_channel(const Tensor& input, const Tensor& t, const char* name) {
   DDL_CHECK(t.defined(), "{}: {} is undefined", kOp, name);
-  ops_detail::require_float(t, kOp);
+  require_float(t, kOp);
   DDL_CHECK(t.shape() == Shape{input.size(1)}, "{}: input of shape {} has {} channels, but {} has shape {}", kOp,
             input.shape(), input.size(1), name, t.shape());
-  ops_detail::require_same_device(input, t, kOp);
-}
-
-[[noreturn]] void no_cuda(const Device& device) {
-  ::ddl::detail::fail("{}: input on {} but this build of ddl has no CUDA support", kOp, device);
+  require_same_device(input, t, kOp);
 }
 
 // Sums a [N, C, H, W] tensor to [C].
@@ -43,9 +42,9 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
             "{}: training needs more than one value per channel to compute a variance, got input of shape {}", kOp,
             input.shape());
   const Device& device = input.device();
-  Tensor output = ops_detail::empty_float(input.shape(), device);
-  Tensor save_mean = ops_detail::empty_float({g.channels}, device);
-  Tensor save_invstd = ops_detail::empty_float({g.channels}, device);
+  Tensor output = empty_float(input.shape(), device);
+  Tensor save_mean = empty_float({g.channels}, device);
+  Tensor save_invstd = empty_float({g.channels}, device);
   const batchnorm2d_detail::ForwardTraining buffers{.x = input.data<float>(),
                                                     .gamma = weight.data<float>(),
                                                     .beta = bias.data<float>(),
@@ -54,23 +53,20 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
                                                     .running_var = running_var.data<float>(),
                                                     .save_mean = save_mean.data<float>(),
                                                     .save_invstd = save_invstd.data<float>()};
-  if (output.numel() == 0) {
-    // No channels: nothing to normalise, and cuDNN rejects empty tensors.
-  } else if (device.is_cpu()) {
-    batchnorm2d_detail::forward_training_cpu(g, buffers, momentum, eps);
-  } else if constexpr (build::kWithCuda) {
-    batchnorm2d_detail::forward_training_cuda(device.index(), g, buffers, momentum, eps);
-  } else {
-    no_cuda(device);
+  // No channels: nothing to normalise, and cuDNN rejects empty tensors.
+  if (output.numel() > 0) {
+    backend::dispatch(
+        kOp, device, [&] { batchnorm2d_detail::forward_training_cpu(g, buffers, momentum, eps); },
+        [&](auto stream) { batchnorm2d_detail::forward_training_cuda(stream, g, buffers, momentum, eps); });
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {
-    ops_detail::record(
+    autograd::record(
         "BatchNorm2dBackward", {&input, &weight, &bias}, output,
         [g, eps, x = input.detach(), gamma = weight.detach(), save_mean, save_invstd](const Tensor& grad) {
           const Device& on = grad.device();
-          Tensor dx = ops_detail::empty_float(x.shape(), on);
-          Tensor dgamma = ops_detail::empty_float({g.channels}, on);
-          Tensor dbeta = ops_detail::empty_float({g.channels}, on);
+          Tensor dx = empty_float(x.shape(), on);
+          Tensor dgamma = empty_float({g.channels}, on);
+          Tensor dbeta = empty_float({g.channels}, on);
           const batchnorm2d_detail::BackwardTraining buffers{.x = x.data<float>(),
                                                              .dy = grad.data<float>(),
                                                              .gamma = gamma.data<float>(),
@@ -79,14 +75,11 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
                                                              .dx = dx.data<float>(),
                                                              .dgamma = dgamma.data<float>(),
                                                              .dbeta = dbeta.data<float>()};
-          if (x.numel() == 0) {
-            // No channels: every gradient is empty.
-          } else if (on.is_cpu()) {
-            batchnorm2d_detail::backward_training_cpu(g, buffers);
-          } else if constexpr (build::kWithCuda) {
-            batchnorm2d_detail::backward_training_cuda(on.index(), g, buffers, eps);
-          } else {
-            no_cuda(on);
+          // No channels: every gradient is empty.
+          if (x.numel() > 0) {
+            backend::dispatch(
+                kOp, on, [&] { batchnorm2d_detail::backward_training_cpu(g, buffers); },
+                [&](auto stream) { batchnorm2d_detail::backward_training_cuda(stream, g, buffers, eps); });
           }
           return std::vector{dx, dgamma, dbeta};
         });
@@ -100,21 +93,18 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
 Tensor forward_inference(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                          const Tensor& running_var, double eps, const Geometry& g) {
   const Device& device = input.device();
-  Tensor output = ops_detail::empty_float(input.shape(), device);
+  Tensor output = empty_float(input.shape(), device);
   const batchnorm2d_detail::ForwardInference buffers{.x = input.data<float>(),
                                                      .gamma = weight.data<float>(),
                                                      .beta = bias.data<float>(),
                                                      .running_mean = running_mean.data<float>(),
                                                      .running_var = running_var.data<float>(),
                                                      .y = output.data<float>()};
-  if (output.numel() == 0) {
-    // Nothing to normalise (N, H or W is 0); cuDNN rejects empty tensors.
-  } else if (device.is_cpu()) {
-    batchnorm2d_detail::forward_inference_cpu(g, buffers, eps);
-  } else if constexpr (build::kWithCuda) {
-    batchnorm2d_detail::forward_inference_cuda(device.index(), g, buffers, eps);
-  } else {
-    no_cuda(device);
+  // Nothing to normalise (N, H or W is 0); cuDNN rejects empty tensors.
+  if (output.numel() > 0) {
+    backend::dispatch(
+        kOp, device, [&] { batchnorm2d_detail::forward_inference_cpu(g, buffers, eps); },
+        [&](auto stream) { batchnorm2d_detail::forward_inference_cuda(stream, g, buffers, eps); });
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {
     // Copies of the statistics as they are now: a later training step
@@ -125,13 +115,13 @@ Tensor forward_inference(const Tensor& input, const Tensor& weight, const Tensor
       mean = running_mean.clone();
       invstd = pow(running_var + static_cast<float>(eps), -0.5f);
     }
-    ops_detail::record("BatchNorm2dEvalBackward", {&input, &weight, &bias}, output,
-                       [x = input.detach(), gamma = weight.detach(), mean, invstd](const Tensor& grad) {
-                         const Shape channel{1, x.size(1), 1, 1};
-                         const Tensor x_hat = (x - mean.reshape(channel)) * invstd.reshape(channel);
-                         Tensor dx = grad * (gamma * invstd).reshape(channel);
-                         return std::vector{dx, sum_per_channel(grad * x_hat), sum_per_channel(grad)};
-                       });
+    autograd::record("BatchNorm2dEvalBackward", {&input, &weight, &bias}, output,
+                     [x = input.detach(), gamma = weight.detach(), mean, invstd](const Tensor& grad) {
+                       const Shape channel{1, x.size(1), 1, 1};
+                       const Tensor x_hat = (x - mean.reshape(channel)) * invstd.reshape(channel);
+                       Tensor dx = grad * (gamma * invstd).reshape(channel);
+                       return std::vector{dx, sum_per_channel(grad * x_hat), sum_per_channel(grad)};
+                     });
   }
   return output;
 }
@@ -140,7 +130,7 @@ Tensor forward_inference(const Tensor& input, const Tensor& weight, const Tensor
 
 Tensor batch_norm2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                     const Tensor& running_var, bool training, double momentum, double eps) {
-  ops_detail::require_float(input, kOp);
+  require_float(input, kOp);
   DDL_CHECK(input.dim() == 4, "{}: expected a 4-D NCHW input, got shape {}", kOp, input.shape());
   check_per_channel(input, weight, "weight");
   check_per_channel(input, bias, "bias");

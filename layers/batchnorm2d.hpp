@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include <ddl/core/cuda/runtime.hpp>
 #include <ddl/layers/module.hpp>
 
 namespace ddl::layers {
@@ -96,8 +97,9 @@ void forward_training_cpu(const Geometry& g, const ForwardTraining& b, double mo
 void forward_inference_cpu(const Geometry& g, const ForwardInference& b, double eps);
 void backward_training_cpu(const Geometry& g, const BackwardTraining& b);
 
-void forward_training_cuda(int device, const Geometry& g, const ForwardTraining& b, double momentum, double eps);
-void forward_inference_cuda(int device, const Geometry& g, const ForwardInference& b, double eps);
-void backward_training_cuda(int device, const Geometry& g, const BackwardTraining& b, double eps);
+void forward_training_cuda(cuda_backend::Stream stream, const Geometry& g, const ForwardTraining& b, double momentum,
+                           double eps);
+void forward_inference_cuda(cuda_backend::Stream stream, const Geometry& g, const ForwardInference& b, double eps);
+void backward_training_cuda(cuda_backend::Stream stream, const Geometry& g, const BackwardTraining& b, double eps);
 
 }  // namespace ddl::layers::batchnorm2d_detail

@@ -2,8 +2,11 @@
 // pass to the CPU (conv2d_cpu.cpp) or cuDNN (conv2d_cuda.cpp) kernels, and
 // the autograd node. Backward calls the backward-data, backward-filter and
 // backward-bias kernels directly, and only those whose gradient is needed.
-#include <ddl/build_config.hpp>
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/dispatch.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/init.hpp>
 
@@ -12,14 +15,12 @@
 namespace ddl::layers {
 namespace {
 
-using ops_detail::empty_float;
-
 // Checks every input and works out the output's extents. Messages name
 // conv2d and the shapes involved.
 Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tensor& bias,
                            const Conv2dOptions& options) {
-  ops_detail::require_float(input, "conv2d");
-  ops_detail::require_float(weight, "conv2d");
+  require_float(input, "conv2d");
+  require_float(weight, "conv2d");
   DDL_CHECK(input.dim() == 4, "conv2d: expected a 4-D NCHW input, got shape {}", input.shape());
   DDL_CHECK(weight.dim() == 4, "conv2d: expected a 4-D weight [out, in, kh, kw], got shape {}", weight.shape());
   DDL_CHECK(weight.numel() > 0, "conv2d: weight of shape {} is empty (kernel and channel counts must be positive)",
@@ -33,12 +34,12 @@ Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tens
             options.dilation, input.shape(), weight.shape());
   DDL_CHECK(options.padding >= 0, "conv2d: padding must not be negative, got {} (input {}, weight {})",
             options.padding, input.shape(), weight.shape());
-  ops_detail::require_same_device(input, weight, "conv2d");
+  require_same_device(input, weight, "conv2d");
   if (bias.defined()) {
-    ops_detail::require_float(bias, "conv2d");
+    require_float(bias, "conv2d");
     DDL_CHECK(bias.shape() == Shape{weight.size(0)}, "conv2d: bias of shape {} does not match weight of shape {}",
               bias.shape(), weight.shape());
-    ops_detail::require_same_device(input, bias, "conv2d");
+    require_same_device(input, bias, "conv2d");
   }
 
   Conv2dGeometry g;
@@ -64,63 +65,21 @@ Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tens
   return g;
 }
 
-[[noreturn]] void no_cuda(const Device& device) {
-  detail::fail("conv2d: tensors are on {} but this build of ddl has no CUDA support", device);
-}
-
-// The four passes, each sent to the backend of `device`.
-void run_forward(const Device& device, const Conv2dGeometry& g, const float* input, const float* weight,
-                 const float* bias, float* output) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_forward(g, input, weight, bias, output);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_forward(device.index(), g, input, weight, bias, output);
-  } else {
-    no_cuda(device);
-  }
-}
-
-void run_backward_data(const Device& device, const Conv2dGeometry& g, const float* grad_output, const float* weight,
-                       float* grad_input) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_backward_data(g, grad_output, weight, grad_input);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_backward_data(device.index(), g, grad_output, weight, grad_input);
-  } else {
-    no_cuda(device);
-  }
-}
-
-void run_backward_filter(const Device& device, const Conv2dGeometry& g, const float* input, const float* grad_output,
-                         float* grad_weight) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_backward_filter(g, input, grad_output, grad_weight);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_backward_filter(device.index(), g, input, grad_output, grad_weight);
-  } else {
-    no_cuda(device);
-  }
-}
-
-void run_backward_bias(const Device& device, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
-  if (device.is_cpu()) {
-    cpu_backend::conv2d_backward_bias(g, grad_output, grad_bias);
-  } else if constexpr (build::kWithCuda) {
-    cuda_backend::conv2d_backward_bias(device.index(), g, grad_output, grad_bias);
-  } else {
-    no_cuda(device);
-  }
-}
-
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
   const Conv2dGeometry g = geometry_of(input, weight, bias, options);
   const Device& device = input.device();
   Tensor output = empty_float({g.batch, g.filters, g.out_height, g.out_width}, device);
+  // An empty batch: nothing to compute, and cuDNN rejects empty tensors.
   if (output.numel() > 0) {
-    run_forward(device, g, input.data<float>(), weight.data<float>(), bias.defined() ? bias.data<float>() : nullptr,
-                output.data<float>());
+    const float* x = input.data<float>();
+    const float* w = weight.data<float>();
+    const float* b = bias.defined() ? bias.data<float>() : nullptr;
+    float* y = output.data<float>();
+    backend::dispatch(
+        "conv2d", device, [&] { cpu_backend::conv2d_forward(g, x, w, b, y); },
+        [&](auto stream) { cuda_backend::conv2d_forward(stream, g, x, w, b, y); });
   }
 
   if (autograd::needs_grad({&input, &weight, &bias})) {
@@ -128,7 +87,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     const bool need_bias = bias.defined() && bias.requires_grad();
     // The input is kept only for the weight's gradient, the weight only for
     // the input's.
-    ops_detail::record(
+    autograd::record(
         "Conv2dBackward", {&input, &weight, &bias}, output,
         [g, device, input = need_weight ? input.detach() : Tensor(), weight = need_input ? weight.detach() : Tensor(),
          need_input, need_weight, need_bias](const Tensor& grad) {
@@ -142,18 +101,30 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
                                need_weight ? zeros(weight_shape, on_device) : Tensor(),
                                need_bias ? zeros({g.filters}, on_device) : Tensor()};
           }
+          const float* dy = grad.data<float>();
           Tensor grad_input, grad_weight, grad_bias;
           if (need_input) {
             grad_input = empty_float(input_shape, device);
-            run_backward_data(device, g, grad.data<float>(), weight.data<float>(), grad_input.data<float>());
+            const float* w = weight.data<float>();
+            float* dx = grad_input.data<float>();
+            backend::dispatch(
+                "conv2d backward-data", device, [&] { cpu_backend::conv2d_backward_data(g, dy, w, dx); },
+                [&](auto stream) { cuda_backend::conv2d_backward_data(stream, g, dy, w, dx); });
           }
           if (need_weight) {
             grad_weight = empty_float(weight_shape, device);
-            run_backward_filter(device, g, input.data<float>(), grad.data<float>(), grad_weight.data<float>());
+            const float* x = input.data<float>();
+            float* dw = grad_weight.data<float>();
+            backend::dispatch(
+                "conv2d backward-filter", device, [&] { cpu_backend::conv2d_backward_filter(g, x, dy, dw); },
+                [&](auto stream) { cuda_backend::conv2d_backward_filter(stream, g, x, dy, dw); });
           }
           if (need_bias) {
             grad_bias = empty_float({g.filters}, device);
-            run_backward_bias(device, g, grad.data<float>(), grad_bias.data<float>());
+            float* db = grad_bias.data<float>();
+            backend::dispatch(
+                "conv2d backward-bias", device, [&] { cpu_backend::conv2d_backward_bias(g, dy, db); },
+                [&](auto stream) { cuda_backend::conv2d_backward_bias(stream, g, dy, db); });
           }
           return std::vector{grad_input, grad_weight, grad_bias};
         });

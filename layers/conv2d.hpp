@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/random.hpp>
 #include <ddl/layers/module.hpp>
 
@@ -90,11 +91,11 @@ void conv2d_backward_bias(const Conv2dGeometry& g, const float* grad_output, flo
 
 namespace ddl::cuda_backend {
 using layers::Conv2dGeometry;
-void conv2d_forward(int device, const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
+void conv2d_forward(Stream stream, const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
                     float* output);
-void conv2d_backward_data(int device, const Conv2dGeometry& g, const float* grad_output, const float* weight,
+void conv2d_backward_data(Stream stream, const Conv2dGeometry& g, const float* grad_output, const float* weight,
                           float* grad_input);
-void conv2d_backward_filter(int device, const Conv2dGeometry& g, const float* input, const float* grad_output,
+void conv2d_backward_filter(Stream stream, const Conv2dGeometry& g, const float* input, const float* grad_output,
                             float* grad_weight);
-void conv2d_backward_bias(int device, const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
+void conv2d_backward_bias(Stream stream, const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
 }  // namespace ddl::cuda_backend

@@ -1,5 +1,5 @@
 // Conv2d on cuDNN: forward (+ bias through cudnnAddTensor), backward-data,
-// backward-filter and backward-bias, on the device's stream. For each
+// backward-filter and backward-bias, on the stream the op passes in. For each
 // geometry the descriptors and the algorithms cuDNN's heuristics rank first
 // (among those that run and whose workspace fits kMaxWorkspaceBytes) are
 // made once and cached; workspaces come from the caching allocator.
@@ -13,8 +13,8 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-#include <ddl/core/cuda/stream.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/cuda/cudnn.hpp>
 
@@ -51,10 +51,15 @@ Perf first_usable(const Perf* ranked, int count, const char* pass, const Conv2dG
                g.kernel_h, g.kernel_w, g.stride, g.padding, g.dilation);
 }
 
-// Everything cuDNN needs for one geometry on one device.
+// Everything cuDNN needs for one geometry on one device (stream.device).
 struct Plan {
-  Plan(int device, const Conv2dGeometry& g)
-      : input(device), output(device), bias(device), filter(device), convolution(device) {
+  Plan(Stream stream, const Conv2dGeometry& g)
+      : input(stream.device),
+        output(stream.device),
+        bias(stream.device),
+        filter(stream.device),
+        convolution(stream.device) {
+    const int device = stream.device;
     const auto dim = [&](std::int64_t value) { return checked_int(value, g, device); };
     set_nchw(input, g.batch, g.channels, g.height, g.width);
     set_nchw(output, g.batch, g.filters, g.out_height, g.out_width);
@@ -77,7 +82,7 @@ struct Plan {
               "conv2d on cuda:{}: cuDNN computes an output of [{}, {}, {}, {}], ddl [{}, {}, {}, {}]", device, n, c, h,
               w, g.batch, g.filters, g.out_height, g.out_width);
 
-    const cudnnHandle_t handle = cudnn_handle(device);
+    const cudnnHandle_t handle = cudnn_handle(stream);
     int count = 0;
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> forward_ranked{};
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionForwardAlgorithm_v7(handle, input.get(), filter.get(),
@@ -119,16 +124,16 @@ struct Plan {
   std::size_t forward_workspace = 0, data_workspace = 0, filter_workspace = 0;
 };
 
-// The cached plan of a geometry on a device, made on first use.
-const Plan& plan_for(int device, const Conv2dGeometry& g) {
+// The cached plan of a geometry on stream.device, made on first use.
+const Plan& plan_for(Stream stream, const Conv2dGeometry& g) {
   using Key = std::array<std::int64_t, 11>;
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<Plan>> plans;
-  const Key key{device,     g.batch,    g.channels, g.height, g.width,   g.filters,
-                g.kernel_h, g.kernel_w, g.stride,   g.padding, g.dilation};
+  const Key key{stream.device, g.batch,    g.channels, g.height,  g.width,   g.filters,
+                g.kernel_h,    g.kernel_w, g.stride,   g.padding, g.dilation};
   const std::lock_guard lock(mutex);
   std::unique_ptr<Plan>& plan = plans[key];
-  if (!plan) plan = std::make_unique<Plan>(device, g);
+  if (!plan) plan = std::make_unique<Plan>(stream, g);
   return *plan;
 }
 
@@ -158,11 +163,12 @@ constexpr float kZero = 0.0f;
 
 }  // namespace
 
-void conv2d_forward(int device, const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
+void conv2d_forward(Stream stream, const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
                     float* output) {
+  const int device = stream.device;
   const DeviceGuard guard(device);
-  const Plan& plan = plan_for(device, g);
-  const cudnnHandle_t handle = cudnn_handle(device);
+  const Plan& plan = plan_for(stream, g);
+  const cudnnHandle_t handle = cudnn_handle(stream);
   const Workspace workspace(device, plan.forward_workspace);
   DDL_CUDNN_CHECK(device, cudnnConvolutionForward(handle, &kOne, plan.input.get(), input, plan.filter.get(), weight,
                                                   plan.convolution.get(), plan.forward_algo, workspace.data(),
@@ -172,32 +178,35 @@ void conv2d_forward(int device, const Conv2dGeometry& g, const float* input, con
   }
 }
 
-void conv2d_backward_data(int device, const Conv2dGeometry& g, const float* grad_output, const float* weight,
+void conv2d_backward_data(Stream stream, const Conv2dGeometry& g, const float* grad_output, const float* weight,
                           float* grad_input) {
+  const int device = stream.device;
   const DeviceGuard guard(device);
-  const Plan& plan = plan_for(device, g);
+  const Plan& plan = plan_for(stream, g);
   const Workspace workspace(device, plan.data_workspace);
-  DDL_CUDNN_CHECK(device, cudnnConvolutionBackwardData(cudnn_handle(device), &kOne, plan.filter.get(), weight,
-                                                       plan.output.get(), grad_output, plan.convolution.get(),
-                                                       plan.data_algo, workspace.data(), workspace.bytes(), &kZero,
-                                                       plan.input.get(), grad_input));
+  DDL_CUDNN_CHECK(
+      device, cudnnConvolutionBackwardData(cudnn_handle(stream), &kOne, plan.filter.get(), weight, plan.output.get(),
+                                           grad_output, plan.convolution.get(), plan.data_algo, workspace.data(),
+                                           workspace.bytes(), &kZero, plan.input.get(), grad_input));
 }
 
-void conv2d_backward_filter(int device, const Conv2dGeometry& g, const float* input, const float* grad_output,
+void conv2d_backward_filter(Stream stream, const Conv2dGeometry& g, const float* input, const float* grad_output,
                             float* grad_weight) {
+  const int device = stream.device;
   const DeviceGuard guard(device);
-  const Plan& plan = plan_for(device, g);
+  const Plan& plan = plan_for(stream, g);
   const Workspace workspace(device, plan.filter_workspace);
-  DDL_CUDNN_CHECK(device, cudnnConvolutionBackwardFilter(cudnn_handle(device), &kOne, plan.input.get(), input,
-                                                         plan.output.get(), grad_output, plan.convolution.get(),
-                                                         plan.filter_algo, workspace.data(), workspace.bytes(),
-                                                         &kZero, plan.filter.get(), grad_weight));
+  DDL_CUDNN_CHECK(
+      device, cudnnConvolutionBackwardFilter(cudnn_handle(stream), &kOne, plan.input.get(), input, plan.output.get(),
+                                             grad_output, plan.convolution.get(), plan.filter_algo, workspace.data(),
+                                             workspace.bytes(), &kZero, plan.filter.get(), grad_weight));
 }
 
-void conv2d_backward_bias(int device, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
+void conv2d_backward_bias(Stream stream, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
+  const int device = stream.device;
   const DeviceGuard guard(device);
-  const Plan& plan = plan_for(device, g);
-  DDL_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(cudnn_handle(device), &kOne, plan.output.get(), grad_output,
+  const Plan& plan = plan_for(stream, g);
+  DDL_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(cudnn_handle(stream), &kOne, plan.output.get(), grad_output,
                                                        &kZero, plan.bias.get(), grad_bias));
 }
 

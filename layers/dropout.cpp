@@ -1,4 +1,8 @@
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/backend.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/layer_kernels.hpp>
 
@@ -14,20 +18,20 @@ void check_rate(float p, const char* who) {
 
 Tensor dropout(const Tensor& input, float p, bool training, Generator* generator) {
   check_rate(p, "dropout");
-  ops_detail::require_float(input, "dropout");
+  require_float(input, "dropout");
   if (!training || p == 0.0f) return input;
   Generator& g = generator != nullptr ? *generator : default_generator();
   const std::uint64_t seed = g.seed();
   const std::int64_t n = input.numel(), calls = kernels::DropoutForward::calls(n);
   const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
-  Tensor output = ops_detail::empty_float(input.shape(), input.device());
+  Tensor output = empty_float(input.shape(), input.device());
   Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
   backend::launch(input.device(), calls,
                   kernels::DropoutForward{input.data<float>(), output.data<float>(), mask.data<std::int32_t>(), n,
                                           seed, offset, p});
   if (autograd::needs_grad({&input})) {
-    ops_detail::record("DropoutBackward", {&input}, output, [mask, n, calls, p](const Tensor& grad) {
-      Tensor grad_in = ops_detail::empty_float(grad.shape(), grad.device());
+    autograd::record("DropoutBackward", {&input}, output, [mask, n, calls, p](const Tensor& grad) {
+      Tensor grad_in = empty_float(grad.shape(), grad.device());
       backend::launch(grad.device(), calls,
                       kernels::DropoutBackward{grad.data<float>(), grad_in.data<float>(),
                                                mask.data<std::int32_t>(), n, p});

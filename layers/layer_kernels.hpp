@@ -1,11 +1,19 @@
-// Every index kernel the layers launch with backend::launch, for the CUDA
-// launcher's instantiation in cuda/kernels_cuda.cu (as DDL_CORE_KERNELS for
-// core). Kernels are defined beside their layer.
+// Every index kernel the layers launch with backend::launch
+// (core/kernel_list.hpp): instantiated for CUDA by cuda/kernels_cuda.cu,
+// marked for backend::launch's check below. Kernels are defined beside their
+// layer.
 #pragma once
 
+#include <ddl/core/kernel_list.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/loss.hpp>
 
-#define DDL_LAYER_KERNELS(X)                                                                      \
-  X(DropoutForward) X(DropoutBackward) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>)              \
+// clang-format off
+#define DDL_LAYER_KERNELS(X)                                                                          \
+  X(DropoutForward) X(DropoutBackward) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>) \
   X(CrossEntropyGradRows<std::int32_t>) X(CrossEntropyGradRows<std::int64_t>)
+// clang-format on
+
+namespace ddl::kernels {
+DDL_LAYER_KERNELS(DDL_LIST_KERNEL)
+}  // namespace ddl::kernels

@@ -1,12 +1,14 @@
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/backend.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/layer_kernels.hpp>
 #include <ddl/layers/loss.hpp>
 
 #include <algorithm>
 
 namespace ddl::layers {
-
-using namespace ops_detail;
 
 namespace {
 
@@ -35,15 +37,15 @@ Tensor cross_entropy_with_labels(const Tensor& logits, const Tensor& labels) {
     loss = mean(losses);
   }
   if (autograd::needs_grad({&logits})) {
-    record("CrossEntropyBackward", {&logits}, loss,
-           [logits = logits.detach(), labels, rows, classes](const Tensor& g) {
-             Tensor grad = empty_float(logits.shape(), logits.device());
-             backend::launch(logits.device(), rows,
-                             kernels::CrossEntropyGradRows<Label>{logits.data<float>(), labels.data<Label>(),
-                                                                  g.data<float>(), grad.data<float>(), classes,
-                                                                  1.0f / static_cast<float>(rows)});
-             return std::vector{grad};
-           });
+    autograd::record(
+        "CrossEntropyBackward", {&logits}, loss, [logits = logits.detach(), labels, rows, classes](const Tensor& g) {
+          Tensor grad = empty_float(logits.shape(), logits.device());
+          backend::launch(
+              logits.device(), rows,
+              kernels::CrossEntropyGradRows<Label>{logits.data<float>(), labels.data<Label>(), g.data<float>(),
+                                                   grad.data<float>(), classes, 1.0f / static_cast<float>(rows)});
+          return std::vector{grad};
+        });
   }
   return loss;
 }

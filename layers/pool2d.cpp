@@ -1,7 +1,10 @@
 // max_pool2d / avg_pool2d: argument checks, the output geometry, dispatch to
 // the CPU loops or cuDNN, and the autograd records.
-#include <ddl/build_config.hpp>
-#include <ddl/core/ops/helpers.hpp>
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/dispatch.hpp>
+#include <ddl/core/op_checks.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/layers/pool2d.hpp>
 
 #include <fmt/format.h>
@@ -34,7 +37,7 @@ void check_options(const Pool2dOptions& options, const char* who) {
 
 Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const char* who) {
   check_options(options, who);
-  ops_detail::require_float(input, who);
+  require_float(input, who);
   DDL_CHECK(input.dim() == 4, "{}: expected a 4-D NCHW input, got shape {}", who, input.shape());
   const std::int64_t k = options.kernel_size, p = options.padding;
   const std::int64_t padded_h = input.size(2) + 2 * p, padded_w = input.size(3) + 2 * p;
@@ -68,7 +71,7 @@ void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
   pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output),
                                  elements<std::int64_t>(argmax));
   if (!record) return;
-  ops_detail::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
+  autograd::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
     Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
     pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
                                     elements<float>(grad_in));
@@ -79,54 +82,49 @@ void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
 void avg_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool record) {
   pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
   if (!record) return;
-  ops_detail::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
+  autograd::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
     Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
     pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
     return std::vector{grad_in};
   });
 }
 
-// The cuDNN calls exist only in a CUDA build: elsewhere this branch is
-// discarded, so the CUDA-off library links without pool2d_cuda.cpp.
-void pool2d_cuda(const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool record) {
-  if constexpr (!build::kWithCuda) {
-    ::ddl::detail::fail("{}: input on {} but this build of ddl has no CUDA support",
-                        mode == Mode::Max ? "max_pool2d" : "avg_pool2d", input.device());
-  } else {
-    // Output is empty exactly when input is (N or C is 0); cuDNN rejects
-    // empty tensors, and there is nothing to compute.
-    const bool empty = output.numel() == 0;
-    const int device = input.device().index();
-    if (!empty) pool2d_detail::forward_cuda(device, mode, g, input.data<float>(), output.data<float>());
-    if (!record) return;
-    // cuDNN's backward reads x and y; y is saved detached so the node does
-    // not own the tensor that owns it.
-    ops_detail::record(mode == Mode::Max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
-                       [g, mode, device, empty, x = input.detach(), y = output.detach()](const Tensor& grad) {
-                         Tensor grad_in = ops_detail::empty_float(x.shape(), grad.device());
-                         if (empty) return std::vector{grad_in};
-                         pool2d_detail::backward_cuda(device, mode, g, x.data<float>(), y.data<float>(),
-                                                      grad.data<float>(), grad_in.data<float>());
-                         return std::vector{grad_in};
-                       });
-  }
+// cuDNN's pooling. Generic in the stream, as backend::dispatch's CUDA
+// callable, so that a build without CUDA never instantiates it and links
+// without pool2d_cuda.cpp.
+void pool2d_cuda(auto stream, const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool record) {
+  // Output is empty exactly when input is (N or C is 0); cuDNN rejects
+  // empty tensors, and there is nothing to compute.
+  const bool empty = output.numel() == 0;
+  if (!empty) pool2d_detail::forward_cuda(stream, mode, g, input.data<float>(), output.data<float>());
+  if (!record) return;
+  // cuDNN's backward reads x and y; y is saved detached so the node does
+  // not own the tensor that owns it.
+  autograd::record(mode == Mode::Max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
+                   [stream, g, mode, empty, x = input.detach(), y = output.detach()](const Tensor& grad) {
+                     Tensor grad_in = empty_float(x.shape(), grad.device());
+                     if (empty) return std::vector{grad_in};
+                     pool2d_detail::backward_cuda(stream, mode, g, x.data<float>(), y.data<float>(), grad.data<float>(),
+                                                  grad_in.data<float>());
+                     return std::vector{grad_in};
+                   });
 }
 
 Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
   const char* who = mode == Mode::Max ? "max_pool2d" : "avg_pool2d";
   const Geometry g = geometry_of(input, options, who);
-  const Device& device = input.device();
-  Tensor output = ops_detail::empty_float({g.batch, g.channels, g.out_height, g.out_width}, device);
+  Tensor output = empty_float({g.batch, g.channels, g.out_height, g.out_width}, input.device());
   const bool record = autograd::needs_grad({&input});
-  if (device.is_cpu()) {
-    if (mode == Mode::Max) {
-      max_pool2d_cpu(input, output, g, record);
-    } else {
-      avg_pool2d_cpu(input, output, g, record);
-    }
-  } else {
-    pool2d_cuda(input, output, g, mode, record);
-  }
+  backend::dispatch(
+      who, input.device(),
+      [&] {
+        if (mode == Mode::Max) {
+          max_pool2d_cpu(input, output, g, record);
+        } else {
+          avg_pool2d_cpu(input, output, g, record);
+        }
+      },
+      [&](auto stream) { pool2d_cuda(stream, input, output, g, mode, record); });
   return output;
 }
 

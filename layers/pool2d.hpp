@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include <ddl/core/cuda/runtime.hpp>
 #include <ddl/layers/module.hpp>
 
 namespace ddl::layers {
@@ -83,8 +84,8 @@ void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<fl
 // CUDA (pool2d_cuda.cpp, cuDNN). Backward needs the forward's x and y for
 // both modes: cuDNN's interface takes them (max pooling finds the winner by
 // comparing x with y).
-void forward_cuda(int device, Mode mode, const Geometry& g, const float* x, float* y);
-void backward_cuda(int device, Mode mode, const Geometry& g, const float* x, const float* y, const float* dy,
-                   float* dx);
+void forward_cuda(cuda_backend::Stream stream, Mode mode, const Geometry& g, const float* x, float* y);
+void backward_cuda(cuda_backend::Stream stream, Mode mode, const Geometry& g, const float* x, const float* y,
+                   const float* dy, float* dx);
 
 }  // namespace ddl::layers::pool2d_detail

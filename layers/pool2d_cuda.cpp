@@ -1,7 +1,7 @@
 // Pooling on the GPU through cuDNN (cudnnPoolingForward / Backward) on the
-// device's stream. Descriptors are made per call: they are host-side
+// stream the op passes in. Descriptors are made per call: they are host-side
 // structs, cheap next to the kernel, and per-call keeps this file stateless.
-#include <ddl/core/cuda/stream.hpp>
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/layers/cuda/cudnn.hpp>
 #include <ddl/layers/pool2d.hpp>
 
@@ -42,7 +42,8 @@ struct PoolingCall {
 
 }  // namespace
 
-void forward_cuda(int device, Mode mode, const Geometry& g, const float* x, float* y) {
+void forward_cuda(cuda_backend::Stream stream, Mode mode, const Geometry& g, const float* x, float* y) {
+  const int device = stream.device;
   const cuda_backend::DeviceGuard guard(device);
   const PoolingCall call(device, mode, g);
   // Our output size (pool2d.cpp) must be cuDNN's, or y is mis-described.
@@ -53,17 +54,18 @@ void forward_cuda(int device, Mode mode, const Geometry& g, const float* x, floa
                             "cuDNN's pooling output extent differs from ddl's", __FILE__, __LINE__);
   }
   const float one = 1.0f, zero = 0.0f;
-  DDL_CUDNN_CHECK(device, cudnnPoolingForward(cuda_backend::cudnn_handle(device), call.pooling.get(), &one,
+  DDL_CUDNN_CHECK(device, cudnnPoolingForward(cuda_backend::cudnn_handle(stream), call.pooling.get(), &one,
                                               call.x.get(), x, &zero, call.y.get(), y));
 }
 
-void backward_cuda(int device, Mode mode, const Geometry& g, const float* x, const float* y, const float* dy,
-                   float* dx) {
+void backward_cuda(cuda_backend::Stream stream, Mode mode, const Geometry& g, const float* x, const float* y,
+                   const float* dy, float* dx) {
+  const int device = stream.device;
   const cuda_backend::DeviceGuard guard(device);
   const PoolingCall call(device, mode, g);
   const float one = 1.0f, zero = 0.0f;
   DDL_CUDNN_CHECK(device,
-                  cudnnPoolingBackward(cuda_backend::cudnn_handle(device), call.pooling.get(), &one, call.y.get(), y,
+                  cudnnPoolingBackward(cuda_backend::cudnn_handle(stream), call.pooling.get(), &one, call.y.get(), y,
                                        call.y.get(), dy, call.x.get(), x, &zero, call.x.get(), dx));
 }
 

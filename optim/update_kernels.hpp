@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include <ddl/core/kernel_list.hpp>
 #include <ddl/core/macros.hpp>
 
 namespace ddl::kernels {
@@ -97,6 +98,10 @@ struct AdamUpdate {
 
 }  // namespace ddl::kernels
 
-// Every optimizer kernel, for the CUDA launcher's instantiation
-// (optim/cuda/kernels_cuda.cu); a kernel missing here fails to link.
+// Every optimizer kernel (core/kernel_list.hpp): instantiated for CUDA by
+// optim/cuda/kernels_cuda.cu, marked for backend::launch's check below.
 #define DDL_OPTIM_KERNELS(X) X(SgdUpdate) X(AdadeltaUpdate) X(AdagradUpdate) X(AdamUpdate)
+
+namespace ddl::kernels {
+DDL_OPTIM_KERNELS(DDL_LIST_KERNEL)
+}  // namespace ddl::kernels

@@ -11,11 +11,11 @@
 #include <utility>
 
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/config.hpp>
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-#include <ddl/core/cuda/stream.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -126,7 +126,7 @@ struct NcclCommunicator::State {
   template <class Operation>
   void run(const std::string& what, Operation operation) {
     const cuda_backend::DeviceGuard guard(device);
-    DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device)));
+    DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device).handle));
     DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
     const ncclResult_t queued = operation();
     if (queued != ncclSuccess && queued != ncclInProgress) abort_and_throw(what, ncclGetErrorString(queued));

@@ -3,14 +3,14 @@
 // cost microseconds to milliseconds each, so freed blocks are reused.
 //
 // Why reuse is safe: every op of a device is queued on that device's single
-// stream (stream.hpp), so a block freed by the host after queuing its last
+// stream (cuda_backend::stream), so a block freed by the host after queuing its last
 // use is only touched again by work queued later on the same stream. Work on
 // other streams (a later communication stream) must synchronise with it
 // before its buffers are freed.
 #include <ddl/core/caching_pool.hpp>
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-#include <ddl/core/cuda/stream.hpp>
 #include <ddl/core/error.hpp>
 
 #include <string>
@@ -31,7 +31,7 @@ struct CudaMemory {
   // Blocks in the cache may still be read by queued kernels.
   static void before_release(int device) {
     const DeviceGuard guard(device);
-    DDL_CUDA_CHECK(device, cudaStreamSynchronize(stream(device)));
+    DDL_CUDA_CHECK(device, cudaStreamSynchronize(stream(device).handle));
   }
 };
 

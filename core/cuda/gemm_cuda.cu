@@ -1,29 +1,28 @@
 // GEMM on cuBLAS. cuBLAS is column-major and our tensors row-major; a
 // row-major C = A B is the column-major C^T = B^T A^T, so the operands are
 // passed swapped and no data is transposed.
-#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
-#include <ddl/core/cuda/stream.hpp>
+#include <ddl/core/cuda/per_device.hpp>
+#include <ddl/core/cuda/runtime.hpp>
 
 #include <cublas_v2.h>
 
 #include <climits>
-#include <mutex>
-#include <vector>
 
 namespace ddl::cuda_backend {
 namespace {
 
-cublasHandle_t handle(int device) {
-  static std::mutex mutex;
-  static std::vector<cublasHandle_t> handles(static_cast<std::size_t>(device_count()), nullptr);
-  const std::lock_guard lock(mutex);
-  cublasHandle_t& h = handles.at(static_cast<std::size_t>(device));
-  if (h == nullptr) {
-    DDL_CUBLAS_CHECK(device, cublasCreate(&h));
-    DDL_CUBLAS_CHECK(device, cublasSetStream(h, stream(device)));
-  }
-  return h;
+// The device's cuBLAS handle, queuing on `stream`.
+cublasHandle_t cublas_handle(Stream stream) {
+  static PerDevice<cublasHandle_t> handles([](int device) {
+    cublasHandle_t created = nullptr;
+    DDL_CUBLAS_CHECK(device, cublasCreate(&created));
+    return created;
+  });
+  const cublasHandle_t handle = handles.get(stream.device);
+  DDL_CUBLAS_CHECK(stream.device, cublasSetStream(handle, stream.handle));
+  return handle;
 }
 
 int checked_int(std::int64_t value, const char* what, int device) {
@@ -35,7 +34,8 @@ int checked_int(std::int64_t value, const char* what, int device) {
 
 }  // namespace
 
-void gemm(int device, const backend::GemmArgs& g) {
+void gemm(Stream stream, const backend::GemmArgs& g) {
+  const int device = stream.device;
   const DeviceGuard guard(device);
   const int m = checked_int(g.m, "m exceeds INT_MAX", device);
   const int n = checked_int(g.n, "n exceeds INT_MAX", device);
@@ -44,10 +44,10 @@ void gemm(int device, const backend::GemmArgs& g) {
   // Leading dimensions are the row lengths of the stored row-major matrices.
   const int lda = g.trans_a ? m : k;
   const int ldb = g.trans_b ? k : n;
-  DDL_CUBLAS_CHECK(device, cublasSgemmStridedBatched(handle(device), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                                     g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &g.alpha, g.b,
-                                                     ldb, g.stride_b, g.a, lda, g.stride_a, &g.beta, g.c, n,
-                                                     g.stride_c, batch));
+  DDL_CUBLAS_CHECK(
+      device, cublasSgemmStridedBatched(cublas_handle(stream), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                        g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &g.alpha, g.b, ldb, g.stride_b,
+                                        g.a, lda, g.stride_a, &g.beta, g.c, n, g.stride_c, batch));
 }
 
 }  // namespace ddl::cuda_backend

@@ -1,12 +1,12 @@
 // The CUDA side of "one kernel body, two backends": a grid-stride loop that
-// calls the same index kernel the CPU runs. A .cu file includes this and
-// instantiates launch<K> for each kernel it provides (core: kernels_cuda.cu
-// for DDL_CORE_KERNELS; layers: their own list).
+// calls the same index kernel the CPU runs. Each module's cuda/kernels_cuda.cu
+// includes this and instantiates launch<K> for every kernel of its list
+// (kernel_list.hpp).
 #pragma once
 
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-#include <ddl/core/cuda/stream.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -22,21 +22,22 @@ __global__ void grid_stride_loop(std::int64_t n, Kernel kernel) {
 }
 
 // Enough blocks to fill every SM several times over; more only adds
-// scheduling overhead since each thread loops.
+// scheduling overhead since each thread loops. Defined in runtime_cuda.cu.
 int max_grid_blocks(int device);
 
 template <class Kernel>
-void launch(int device, std::int64_t n, const Kernel& kernel) {
+void launch(Stream stream, std::int64_t n, const Kernel& kernel) {
   constexpr int kThreads = 256;
-  const DeviceGuard guard(device);
+  const DeviceGuard guard(stream.device);
   const std::int64_t needed = (n + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(std::min<std::int64_t>(needed, max_grid_blocks(device)));
-  grid_stride_loop<<<blocks, kThreads, 0, stream(device)>>>(n, kernel);
-  DDL_CUDA_CHECK(device, cudaGetLastError());
+  const int blocks = static_cast<int>(std::min<std::int64_t>(needed, max_grid_blocks(stream.device)));
+  grid_stride_loop<<<blocks, kThreads, 0, stream.handle>>>(n, kernel);
+  DDL_CUDA_CHECK(stream.device, cudaGetLastError());
 }
 
 }  // namespace ddl::cuda_backend
 
-// Use inside namespace ddl, so kernel names resolve as they do in headers.
+// Instantiates the launcher for one list entry (a name relative to
+// ddl::kernels); use inside namespace ddl: DDL_CORE_KERNELS(DDL_INSTANTIATE_CUDA_LAUNCH).
 #define DDL_INSTANTIATE_CUDA_LAUNCH(Kernel) \
-  template void cuda_backend::launch<Kernel>(int, std::int64_t, const Kernel&);
+  template void cuda_backend::launch<kernels::Kernel>(cuda_backend::Stream, std::int64_t, const kernels::Kernel&);

@@ -1,7 +1,10 @@
 // The CUDA backend as seen from host code compiled without nvcc: device
 // discovery, the caching allocator, copies and kernel launch. Defined in the
-// .cu files of this folder when DDL_CUDA is on, and by runtime_stub.cpp (no
-// devices, every call an error) when it is off.
+// .cu files of this folder when DDL_CUDA is on. When it is off,
+// runtime_stub.cpp defines the functions that take a device index (no
+// devices, every call an error); those that take a Stream are reached only
+// through backend::dispatch's CUDA branch, which such a build discards, so
+// they are declared and never defined.
 #pragma once
 
 #include <cstddef>
@@ -10,6 +13,8 @@
 
 #include <ddl/core/allocator.hpp>
 #include <ddl/core/gemm_args.hpp>
+
+struct CUstream_st;  // the CUDA runtime's stream: cudaStream_t is CUstream_st*
 
 namespace ddl::cuda_backend {
 
@@ -28,15 +33,23 @@ enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 // Copies on the destination's (or for DeviceToHost the source's) stream and
 // waits for it, so host memory is safe to use on return.
 void copy(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes, CopyKind kind);
-void fill_zero(int device, void* data, std::size_t bytes);
 void synchronize(int device);
 
-void gemm(int device, const backend::GemmArgs& args);         // cuBLAS
-void sum_all(int device, const float* x, std::int64_t n, float* out);  // CUB
+// The stream a device queues all its work on (created on first use), named
+// by every kernel launch and library call of that device's ops.
+struct Stream {
+  int device;
+  CUstream_st* handle;
+};
+Stream stream(int device);
 
-// Runs kernel(i) for i in [0, n) in a grid-stride kernel on the device's
-// stream. Instantiated for every entry of DDL_CORE_KERNELS.
+void fill_zero(Stream stream, void* data, std::size_t bytes);
+void gemm(Stream stream, const backend::GemmArgs& args);                  // cuBLAS
+void sum_all(Stream stream, const float* x, std::int64_t n, float* out);  // CUB
+
+// Runs kernel(i) for i in [0, n) in a grid-stride kernel on `stream`.
+// Instantiated for every kernel of the modules' lists (kernel_list.hpp).
 template <class Kernel>
-void launch(int device, std::int64_t n, const Kernel& kernel);
+void launch(Stream stream, std::int64_t n, const Kernel& kernel);
 
 }  // namespace ddl::cuda_backend

@@ -1,13 +1,14 @@
-// Device discovery, per-device streams and copies for the CUDA backend.
+// Device discovery, per-device streams and launch limits, and copies for
+// the CUDA backend.
 // A machine without a driver or GPU is normal: discovery reports zero
 // devices and the reason, once, and never aborts a CPU-only run.
+#include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
+#include <ddl/core/cuda/launch.cuh>
+#include <ddl/core/cuda/per_device.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-#include <ddl/core/cuda/stream.hpp>
 
 #include <cstdio>
-#include <mutex>
-#include <vector>
 
 namespace ddl::cuda_backend {
 namespace {
@@ -40,17 +41,22 @@ int device_count() { return discovery().count; }
 
 std::string unavailable_reason() { return discovery().reason; }
 
-cudaStream_t stream(int device) {
-  static std::mutex mutex;
-  static std::vector<cudaStream_t> streams;
-  const std::lock_guard lock(mutex);
-  if (streams.empty()) streams.assign(static_cast<std::size_t>(device_count()), nullptr);
-  cudaStream_t& s = streams.at(static_cast<std::size_t>(device));
-  if (s == nullptr) {
-    const DeviceGuard guard(device);
-    DDL_CUDA_CHECK(device, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  }
-  return s;
+Stream stream(int device) {
+  static PerDevice<cudaStream_t> streams([](int d) {
+    cudaStream_t created = nullptr;
+    DDL_CUDA_CHECK(d, cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+    return created;
+  });
+  return {device, streams.get(device)};
+}
+
+int max_grid_blocks(int device) {
+  static PerDevice<int> blocks([](int d) {
+    int sms = 0;
+    DDL_CUDA_CHECK(d, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d));
+    return sms * 32;
+  });
+  return blocks.get(device);
 }
 
 DeviceGuard::DeviceGuard(int device) {
@@ -66,40 +72,43 @@ void copy(void* dst, int dst_device, const void* src, int src_device, std::size_
       // Pageable host memory: the copy is staged, then we wait so the caller
       // may free the host buffer on return.
       const DeviceGuard guard(dst_device);
-      DDL_CUDA_CHECK(dst_device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream(dst_device)));
-      DDL_CUDA_CHECK(dst_device, cudaStreamSynchronize(stream(dst_device)));
+      const cudaStream_t queue = stream(dst_device).handle;
+      DDL_CUDA_CHECK(dst_device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, queue));
+      DDL_CUDA_CHECK(dst_device, cudaStreamSynchronize(queue));
       break;
     }
     case CopyKind::DeviceToHost: {
       const DeviceGuard guard(src_device);
-      DDL_CUDA_CHECK(src_device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(src_device)));
-      DDL_CUDA_CHECK(src_device, cudaStreamSynchronize(stream(src_device)));
+      const cudaStream_t queue = stream(src_device).handle;
+      DDL_CUDA_CHECK(src_device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, queue));
+      DDL_CUDA_CHECK(src_device, cudaStreamSynchronize(queue));
       break;
     }
     case CopyKind::DeviceToDevice: {
       if (src_device == dst_device) {
         const DeviceGuard guard(dst_device);
-        DDL_CUDA_CHECK(dst_device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream(dst_device)));
+        DDL_CUDA_CHECK(dst_device,
+                       cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream(dst_device).handle));
       } else {
         // The source must be complete before another device reads it.
         synchronize(src_device);
         const DeviceGuard guard(dst_device);
         DDL_CUDA_CHECK(dst_device,
-                       cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream(dst_device)));
+                       cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream(dst_device).handle));
       }
       break;
     }
   }
 }
 
-void fill_zero(int device, void* data, std::size_t bytes) {
-  const DeviceGuard guard(device);
-  DDL_CUDA_CHECK(device, cudaMemsetAsync(data, 0, bytes, stream(device)));
+void fill_zero(Stream stream, void* data, std::size_t bytes) {
+  const DeviceGuard guard(stream.device);
+  DDL_CUDA_CHECK(stream.device, cudaMemsetAsync(data, 0, bytes, stream.handle));
 }
 
 void synchronize(int device) {
   const DeviceGuard guard(device);
-  DDL_CUDA_CHECK(device, cudaStreamSynchronize(stream(device)));
+  DDL_CUDA_CHECK(device, cudaStreamSynchronize(stream(device).handle));
 }
 
 }  // namespace ddl::cuda_backend

@@ -1,7 +1,6 @@
 // The CUDA backend of a build without CUDA: no devices, and every call that
 // would need one is an error (device checks stop ops long before these).
 #include <ddl/core/check.hpp>
-#include <ddl/core/backend.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 
 namespace ddl::cuda_backend {
@@ -17,9 +16,6 @@ MemoryStats memory_stats(int) { no_cuda("cuda_backend::memory_stats"); }
 void reset_peak_memory_stats(int) { no_cuda("cuda_backend::reset_peak_memory_stats"); }
 void empty_cache(int) {}
 void copy(void*, int, const void*, int, std::size_t, CopyKind) { no_cuda("cuda_backend::copy"); }
-void fill_zero(int, void*, std::size_t) { no_cuda("cuda_backend::fill_zero"); }
 void synchronize(int) { no_cuda("cuda_backend::synchronize"); }
-void gemm(int, const backend::GemmArgs&) { no_cuda("cuda_backend::gemm"); }
-void sum_all(int, const float*, std::int64_t, float*) { no_cuda("cuda_backend::sum_all"); }
 
 }  // namespace ddl::cuda_backend

@@ -34,7 +34,7 @@ namespace {
 template <class GradOp>
 void record_unary(const char* name, const Tensor& x, Tensor& y, const Tensor& saved, GradOp backward_op) {
   if (!autograd::needs_grad({&x})) return;
-  record(name, {&x}, y, [saved = saved.detach(), backward_op, name](const Tensor& g) {
+  autograd::record(name, {&x}, y, [saved = saved.detach(), backward_op, name](const Tensor& g) {
     return std::vector{map2(saved, g, backward_op, name)};
   });
 }
@@ -44,7 +44,7 @@ void record_unary(const char* name, const Tensor& x, Tensor& y, const Tensor& sa
 Tensor add(const Tensor& a, const Tensor& b) {
   Tensor y = map2(a, b, fn::Add{}, "add");
   if (autograd::needs_grad({&a, &b})) {
-    record("AddBackward", {&a, &b}, y, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    autograd::record("AddBackward", {&a, &b}, y, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
       return std::vector{sum_to(g, sa), sum_to(g, sb)};
     });
   }
@@ -54,7 +54,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 Tensor sub(const Tensor& a, const Tensor& b) {
   Tensor y = map2(a, b, fn::Sub{}, "sub");
   if (autograd::needs_grad({&a, &b})) {
-    record("SubBackward", {&a, &b}, y, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
+    autograd::record("SubBackward", {&a, &b}, y, [sa = a.shape(), sb = b.shape()](const Tensor& g) {
       return std::vector{sum_to(g, sa), sum_to(neg(g), sb)};
     });
   }
@@ -64,11 +64,12 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor y = map2(a, b, fn::Mul{}, "mul");
   if (autograd::needs_grad({&a, &b})) {
-    record("MulBackward", {&a, &b}, y,
-           [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
-             return std::vector{need_a ? sum_to(mul(g, b), a.shape()) : Tensor(),
-                                need_b ? sum_to(mul(g, a), b.shape()) : Tensor()};
-           });
+    autograd::record(
+        "MulBackward", {&a, &b}, y,
+        [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
+          return std::vector{need_a ? sum_to(mul(g, b), a.shape()) : Tensor(),
+                             need_b ? sum_to(mul(g, a), b.shape()) : Tensor()};
+        });
   }
   return y;
 }
@@ -77,13 +78,13 @@ Tensor div(const Tensor& a, const Tensor& b) {
   Tensor y = map2(a, b, fn::Div{}, "div");
   if (autograd::needs_grad({&a, &b})) {
     // d(a/b)/da = 1/b, d(a/b)/db = -a/b^2 = -y/b.
-    record("DivBackward", {&a, &b}, y,
-           [sa = a.shape(), b = b.detach(), y = y.detach(), need_a = a.requires_grad(),
-            need_b = b.requires_grad()](const Tensor& g) {
-             const Tensor g_over_b = div(g, b);
-             return std::vector{need_a ? sum_to(g_over_b, sa) : Tensor(),
-                                need_b ? sum_to(neg(mul(g_over_b, y)), b.shape()) : Tensor()};
-           });
+    autograd::record("DivBackward", {&a, &b}, y,
+                     [sa = a.shape(), b = b.detach(), y = y.detach(), need_a = a.requires_grad(),
+                      need_b = b.requires_grad()](const Tensor& g) {
+                       const Tensor g_over_b = div(g, b);
+                       return std::vector{need_a ? sum_to(g_over_b, sa) : Tensor(),
+                                          need_b ? sum_to(neg(mul(g_over_b, y)), b.shape()) : Tensor()};
+                     });
   }
   return y;
 }
@@ -92,7 +93,7 @@ Tensor add(const Tensor& a, float b) {
   require_float(a, "add");
   Tensor y = map1(a, fn::AddScalar{b});
   if (autograd::needs_grad({&a})) {
-    record("AddScalarBackward", {&a}, y, [](const Tensor& g) { return std::vector{g}; });
+    autograd::record("AddScalarBackward", {&a}, y, [](const Tensor& g) { return std::vector{g}; });
   }
   return y;
 }
@@ -101,7 +102,7 @@ Tensor mul(const Tensor& a, float b) {
   require_float(a, "mul");
   Tensor y = map1(a, fn::MulScalar{b});
   if (autograd::needs_grad({&a})) {
-    record("MulScalarBackward", {&a}, y, [b](const Tensor& g) { return std::vector{mul(g, b)}; });
+    autograd::record("MulScalarBackward", {&a}, y, [b](const Tensor& g) { return std::vector{mul(g, b)}; });
   }
   return y;
 }
@@ -110,7 +111,7 @@ Tensor neg(const Tensor& x) {
   require_float(x, "neg");
   Tensor y = map1(x, fn::Neg{});
   if (autograd::needs_grad({&x})) {
-    record("NegBackward", {&x}, y, [](const Tensor& g) { return std::vector{neg(g)}; });
+    autograd::record("NegBackward", {&x}, y, [](const Tensor& g) { return std::vector{neg(g)}; });
   }
   return y;
 }
@@ -126,7 +127,7 @@ Tensor log(const Tensor& x) {
   require_float(x, "log");
   Tensor y = map1(x, fn::Log{});
   if (autograd::needs_grad({&x})) {
-    record("LogBackward", {&x}, y, [x = x.detach()](const Tensor& g) { return std::vector{div(g, x)}; });
+    autograd::record("LogBackward", {&x}, y, [x = x.detach()](const Tensor& g) { return std::vector{div(g, x)}; });
   }
   return y;
 }

@@ -1,35 +1,17 @@
-// Internal helpers shared by the op files: input checks that produce the
-// library's error messages, result allocation, and the map/lanes plumbing
-// between tensors and the index kernels.
+// Internal helpers shared by core's op files: the map/lanes plumbing between
+// tensors and the index kernels. (The input checks, result allocation and
+// recording that ops outside core need too are public: op_checks.hpp,
+// ops.hpp, autograd.hpp.)
 #pragma once
 
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/kernels.hpp>
+#include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 
 namespace ddl::ops_detail {
-
-inline void require_float(const Tensor& x, const char* op) {
-  DDL_CHECK(x.defined(), "{}: input tensor is undefined", op);
-  DDL_CHECK(x.dtype() == DType::Float32, "{}: expected a float32 tensor, got {} of shape {}", op, x.dtype(),
-            x.shape());
-}
-
-inline void require_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  DDL_CHECK(a.device() == b.device(), "{}: tensors are on different devices ({} with shape {}, {} with shape {})", op,
-            a.device(), a.shape(), b.device(), b.shape());
-}
-
-inline Tensor empty_float(const Shape& shape, const Device& device) {
-  return Tensor::empty(shape, {DType::Float32, device, false});
-}
-
-inline void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& output,
-                   autograd::BackwardFn backward) {
-  autograd::record(std::make_shared<autograd::FunctionNode>(name, std::move(backward)), inputs, output);
-}
 
 // y[i] = op(x[i]).
 template <class Op>

@@ -35,7 +35,7 @@ Tensor concat(const std::vector<Tensor>& tensors) {
   if (autograd::needs_grad(inputs)) {
     std::vector<std::int64_t> row_counts;
     for (const Tensor& t : tensors) row_counts.push_back(t.size(0));
-    record("ConcatBackward", inputs, result, [row_counts](const Tensor& g) {
+    autograd::record("ConcatBackward", inputs, result, [row_counts](const Tensor& g) {
       std::vector<Tensor> grads;
       std::int64_t start = 0;
       for (const std::int64_t count : row_counts) {
@@ -60,7 +60,7 @@ Tensor slice(const Tensor& x, std::int64_t start, std::int64_t end) {
                       static_cast<const char*>(x.raw_data()) + static_cast<std::size_t>(start) * row_bytes,
                       result.nbytes());
   if (autograd::needs_grad({&x})) {
-    record("SliceBackward", {&x}, result, [shape = x.shape(), start, end](const Tensor& g) {
+    autograd::record("SliceBackward", {&x}, result, [shape = x.shape(), start, end](const Tensor& g) {
       std::vector<std::int64_t> before = shape.to_vector(), after = shape.to_vector();
       before[0] = start;
       after[0] = shape[0] - end;

@@ -72,21 +72,22 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = gemm(a, false, b, false, "matmul");
   if (autograd::needs_grad({&a, &b})) {
-    record("MatmulBackward", {&a, &b}, c,
-           [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
-             Tensor grad_a, grad_b;
-             if (need_a) grad_a = sum_to(gemm(g, false, b, true, "matmul backward"), a.shape());
-             if (need_b) {
-               if (b.dim() == 2 && a.dim() > 2) {
-                 // Shared weight: fold a's batch into rows, one GEMM sums it.
-                 const std::int64_t k = a.size(-1), rows = a.numel() / k;
-                 grad_b = gemm(a.reshape({rows, k}), true, g.reshape({rows, g.size(-1)}), false, "matmul backward");
-               } else {
-                 grad_b = sum_to(gemm(a, true, g, false, "matmul backward"), b.shape());
-               }
-             }
-             return std::vector{grad_a, grad_b};
-           });
+    autograd::record(
+        "MatmulBackward", {&a, &b}, c,
+        [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
+          Tensor grad_a, grad_b;
+          if (need_a) grad_a = sum_to(gemm(g, false, b, true, "matmul backward"), a.shape());
+          if (need_b) {
+            if (b.dim() == 2 && a.dim() > 2) {
+              // Shared weight: fold a's batch into rows, one GEMM sums it.
+              const std::int64_t k = a.size(-1), rows = a.numel() / k;
+              grad_b = gemm(a.reshape({rows, k}), true, g.reshape({rows, g.size(-1)}), false, "matmul backward");
+            } else {
+              grad_b = sum_to(gemm(a, true, g, false, "matmul backward"), b.shape());
+            }
+          }
+          return std::vector{grad_a, grad_b};
+        });
   }
   return c;
 }
@@ -100,7 +101,7 @@ Tensor transpose(const Tensor& x) {
   backend::launch(x.device(), x.numel(),
                   kernels::TransposeLast2{x.data<float>(), y.data<float>(), x.size(-2), x.size(-1)});
   if (autograd::needs_grad({&x})) {
-    record("TransposeBackward", {&x}, y, [](const Tensor& g) { return std::vector{transpose(g)}; });
+    autograd::record("TransposeBackward", {&x}, y, [](const Tensor& g) { return std::vector{transpose(g)}; });
   }
   return y;
 }

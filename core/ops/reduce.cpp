@@ -11,7 +11,8 @@ Tensor sum(const Tensor& x) {
   Tensor y = empty_float(Shape{}, x.device());
   backend::sum_all(x.device(), x.data<float>(), x.numel(), y.data<float>());
   if (autograd::needs_grad({&x})) {
-    record("SumBackward", {&x}, y, [shape = x.shape()](const Tensor& g) { return std::vector{expand(g, shape)}; });
+    autograd::record("SumBackward", {&x}, y,
+                     [shape = x.shape()](const Tensor& g) { return std::vector{expand(g, shape)}; });
   }
   return y;
 }
@@ -23,9 +24,10 @@ Tensor sum(const Tensor& x, int dim, bool keepdim) {
   Tensor y = empty_float(reduced_shape(x.shape(), d, keepdim), x.device());
   backend::launch(x.device(), view.count, kernels::SumLanes{x.data<float>(), y.data<float>(), view.lanes});
   if (autograd::needs_grad({&x})) {
-    record("SumDimBackward", {&x}, y, [shape = x.shape(), kept = reduced_shape(x.shape(), d, true)](const Tensor& g) {
-      return std::vector{expand(g.reshape(kept), shape)};
-    });
+    autograd::record("SumDimBackward", {&x}, y,
+                     [shape = x.shape(), kept = reduced_shape(x.shape(), d, true)](const Tensor& g) {
+                       return std::vector{expand(g.reshape(kept), shape)};
+                     });
   }
   return y;
 }
@@ -54,14 +56,14 @@ MaxResult max(const Tensor& x, int dim, bool keepdim) {
                   kernels::MaxLanes{x.data<float>(), result.values.data<float>(),
                                     result.indices.data<std::int64_t>(), view.lanes});
   if (autograd::needs_grad({&x})) {
-    record("MaxBackward", {&x}, result.values,
-           [shape = x.shape(), indices = result.indices, view](const Tensor& g) {
-             Tensor grad_in = zeros(shape, {DType::Float32, g.device(), false});
-             backend::launch(g.device(), view.count,
-                             kernels::ScatterLanes{g.data<float>(), indices.data<std::int64_t>(),
-                                                   grad_in.data<float>(), view.lanes});
-             return std::vector{grad_in};
-           });
+    autograd::record(
+        "MaxBackward", {&x}, result.values, [shape = x.shape(), indices = result.indices, view](const Tensor& g) {
+          Tensor grad_in = zeros(shape, {DType::Float32, g.device(), false});
+          backend::launch(
+              g.device(), view.count,
+              kernels::ScatterLanes{g.data<float>(), indices.data<std::int64_t>(), grad_in.data<float>(), view.lanes});
+          return std::vector{grad_in};
+        });
   }
   return result;
 }
@@ -95,7 +97,8 @@ Tensor expand(const Tensor& x, const Shape& shape) {
                   kernels::BroadcastCopy{x.data<float>(), y.data<float>(),
                                          kernels::BroadcastIndex::make(x.shape(), shape)});
   if (autograd::needs_grad({&x})) {
-    record("ExpandBackward", {&x}, y, [from = x.shape()](const Tensor& g) { return std::vector{sum_to(g, from)}; });
+    autograd::record("ExpandBackward", {&x}, y,
+                     [from = x.shape()](const Tensor& g) { return std::vector{sum_to(g, from)}; });
   }
   return y;
 }

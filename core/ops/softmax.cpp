@@ -18,7 +18,7 @@ Tensor softmax_along(const Tensor& x, int dim, bool take_log, const char* name, 
                     kernels::SoftmaxLanes{x.data<float>(), y.data<float>(), view.lanes, take_log});
   }
   if (autograd::needs_grad({&x})) {
-    record(backward_name, {&x}, y, [y = y.detach(), view, take_log](const Tensor& g) {
+    autograd::record(backward_name, {&x}, y, [y = y.detach(), view, take_log](const Tensor& g) {
       Tensor grad_in = empty_float(y.shape(), y.device());
       backend::launch(y.device(), view.count,
                       kernels::SoftmaxGradLanes{y.data<float>(), g.data<float>(), grad_in.data<float>(), view.lanes,

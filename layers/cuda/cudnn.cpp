@@ -1,23 +1,18 @@
-#include <ddl/core/cuda/stream.hpp>
-#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/cuda/per_device.hpp>
 #include <ddl/layers/cuda/cudnn.hpp>
 
 #include <climits>
-#include <mutex>
-#include <vector>
 
 namespace ddl::cuda_backend {
 
-cudnnHandle_t cudnn_handle(int device) {
-  static std::mutex mutex;
-  static std::vector<cudnnHandle_t> handles(static_cast<std::size_t>(device_count()), nullptr);
-  const std::lock_guard lock(mutex);
-  cudnnHandle_t& handle = handles.at(static_cast<std::size_t>(device));
-  if (handle == nullptr) {
-    const DeviceGuard guard(device);
-    DDL_CUDNN_CHECK(device, cudnnCreate(&handle));
-    DDL_CUDNN_CHECK(device, cudnnSetStream(handle, stream(device)));
-  }
+cudnnHandle_t cudnn_handle(Stream stream) {
+  static PerDevice<cudnnHandle_t> handles([](int device) {
+    cudnnHandle_t created = nullptr;
+    DDL_CUDNN_CHECK(device, cudnnCreate(&created));
+    return created;
+  });
+  const cudnnHandle_t handle = handles.get(stream.device);
+  DDL_CUDNN_CHECK(stream.device, cudnnSetStream(handle, stream.handle));
   return handle;
 }
 

@@ -1,6 +1,6 @@
-// Internal to the layers' CUDA kernels: one cuDNN handle per device, bound
-// to the device's stream, RAII wrappers for the descriptors, and
-// DDL_CUDNN_CHECK, which throws ddl::Error naming the call and the device.
+// Internal to the layers' CUDA kernels: one cuDNN handle per device, RAII
+// wrappers for the descriptors, and DDL_CUDNN_CHECK, which throws ddl::Error
+// naming the call and the device.
 #pragma once
 
 #include <cudnn.h>
@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include <ddl/core/cuda/errors.hpp>
+#include <ddl/core/cuda/runtime.hpp>
 
 #define DDL_CUDNN_CHECK(device, call)                                                                 \
   do {                                                                                                \
@@ -20,7 +21,8 @@
 
 namespace ddl::cuda_backend {
 
-cudnnHandle_t cudnn_handle(int device);
+// The cuDNN handle of stream.device, queuing its calls on `stream`.
+cudnnHandle_t cudnn_handle(Stream stream);
 
 // A cuDNN descriptor that destroys itself: Handle<cudnnTensorDescriptor_t,
 // cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>.

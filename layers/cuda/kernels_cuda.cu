@@ -3,7 +3,5 @@
 #include <ddl/layers/layer_kernels.hpp>
 
 namespace ddl {
-#define DDL_INSTANTIATE_LAYER(Kernel) DDL_INSTANTIATE_CUDA_LAUNCH(kernels::Kernel)
-DDL_LAYER_KERNELS(DDL_INSTANTIATE_LAYER)
-#undef DDL_INSTANTIATE_LAYER
+DDL_LAYER_KERNELS(DDL_INSTANTIATE_CUDA_LAUNCH)
 }  // namespace ddl

@@ -1,7 +1,7 @@
 # Checks every #include <ddl/...> line of every module's sources (CUDA ones
 # too, which a build without CUDA never compiles) against the module graph
 # of cmake/ModuleGraph.cmake, and fails listing each include that crosses
-# it the wrong way, with its file and line.
+# it the wrong way or reaches into another module's private headers.
 # Usage: cmake -DSOURCE_DIR=<ddl source root> -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
 include(${SOURCE_DIR}/cmake/ModuleGraph.cmake)
@@ -19,10 +19,14 @@ foreach(module ${DDL_MODULES})
       if(line MATCHES "<ddl/build_config\\.hpp>")
         continue()
       endif()
-      string(REGEX MATCH "<ddl/([a-z_]+)/" _ "${line}")
-      if(NOT CMAKE_MATCH_1 IN_LIST allowed)
-        file(RELATIVE_PATH where ${SOURCE_DIR} ${source})
+      string(REGEX MATCH "<ddl/(([a-z_]+)/[^>]+)>" _ "${line}")
+      set(header ${CMAKE_MATCH_1})
+      set(header_module ${CMAKE_MATCH_2})
+      file(RELATIVE_PATH where ${SOURCE_DIR} ${source})
+      if(NOT header_module IN_LIST allowed)
         list(APPEND violations "${where}: ${line} (${module}/ may include ${allowed_text})")
+      elseif(header IN_LIST DDL_MODULE_PRIVATE_HEADERS AND NOT header_module STREQUAL module)
+        list(APPEND violations "${where}: ${line} (private to ${header_module}/)")
       endif()
     endforeach()
   endforeach()

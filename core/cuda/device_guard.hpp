@@ -1,13 +1,11 @@
-// Internal to the CUDA backend: the one stream each device's ops are queued
-// on, and a guard that makes a device current for a scope. Every kernel
-// launch, copy and library call names this stream explicitly.
+// Internal to the CUDA backend: makes a device current for a scope, as every
+// CUDA runtime and library call on that device needs, and restores the
+// previous one.
 #pragma once
 
 #include <cuda_runtime.h>
 
 namespace ddl::cuda_backend {
-
-cudaStream_t stream(int device);
 
 class DeviceGuard {
  public:
