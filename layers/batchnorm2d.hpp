@@ -11,6 +11,13 @@
 
 namespace ddl::layers {
 
+// The hyper-parameters, named so that the two doubles cannot be swapped:
+// BatchNorm2dOptions{.eps = 1e-3, .momentum = 0.01}. Defaults are PyTorch's.
+struct BatchNorm2dOptions {
+  double eps = 1e-5;      // added to the variance under the square root; > 0
+  double momentum = 0.1;  // weight of the batch statistic in the running one; in [0, 1]
+};
+
 // input [N, C, H, W]; weight (gamma), bias (beta), running_mean and
 // running_var [C], all float32 on the input's device.
 //
@@ -24,13 +31,13 @@ namespace ddl::layers {
 // Differentiable with respect to input, weight and bias; in training the
 // input's gradient flows through the batch statistics as well.
 Tensor batch_norm2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                    const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+                    const Tensor& running_var, bool training, const BatchNorm2dOptions& options = {});
 
 class BatchNorm2d : public Module {
  public:
   // weight = 1, bias = 0 (parameters); running_mean = 0, running_var = 1
   // (buffers); all [num_features] on cpu:0 until to() moves them.
-  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+  explicit BatchNorm2d(std::int64_t num_features, const BatchNorm2dOptions& options = {});
 
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "BatchNorm2d"; }
@@ -41,10 +48,11 @@ class BatchNorm2d : public Module {
   const Tensor& bias() const { return bias_; }
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }
+  const BatchNorm2dOptions& options() const { return options_; }
 
  private:
   std::int64_t num_features_;
-  double eps_, momentum_;
+  BatchNorm2dOptions options_;
   Tensor weight_, bias_, running_mean_, running_var_;
 };
 

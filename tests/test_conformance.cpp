@@ -54,7 +54,7 @@ Tensor batch_norm_case(Inputs x, bool training) {
   const std::int64_t channels = x[0].size(1);
   const TensorOptions options{DType::Float32, x[0].device(), false};
   const Tensor running_mean = full({channels}, 0.1, options), running_var = full({channels}, 2.0, options);
-  return layers::batch_norm2d(x[0], x[1], x[2], running_mean, running_var, training, 0.1, 1e-5);
+  return layers::batch_norm2d(x[0], x[1], x[2], running_mean, running_var, training);
 }
 
 // Three steps of an optimizer on a parameter made from x[0] with the fixed
