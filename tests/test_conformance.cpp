@@ -150,10 +150,22 @@ const std::vector<OpCase>& op_cases() {
          return layers::cross_entropy(x[0], from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 3, 3, 0}, {7},
                                                         {DType::Int64, x[0].device(), false}));
        }},
+      {"cross_entropy int32 labels, sum", {{5, 3}}, V::kAny, [](Inputs x) {
+         return layers::cross_entropy(x[0], from_vector(std::vector<std::int32_t>{2, 0, 1, 1, 2}, {5},
+                                                        {DType::Int32, x[0].device(), false}), layers::Reduction::Sum);
+       }},
+      {"cross_entropy int64 labels, no reduction", {{7, 5}}, V::kAny, [](Inputs x) {
+         return layers::cross_entropy(x[0], from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 3, 3, 0}, {7},
+                                                        {DType::Int64, x[0].device(), false}), layers::Reduction::None);
+       }},
       {"cross_entropy one-hot", {{2, 3}, {2, 3}}, V::kAny,
        [](Inputs x) { return layers::cross_entropy(x[0], softmax(x[1], 1)); }},
       {"mse_loss", {{7, 3}, {7, 3}}, V::kAny, [](Inputs x) { return layers::mse_loss(x[0], x[1]); }},
+      {"mse_loss, no reduction", {{7, 3}, {7, 3}}, V::kAny,
+       [](Inputs x) { return layers::mse_loss(x[0], x[1], layers::Reduction::None); }},
       {"mae_loss", {{7, 3}, {7, 3}}, V::kAwayFromZero, [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f); }},
+      {"mae_loss, sum", {{7, 3}, {7, 3}}, V::kAwayFromZero,
+       [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f, layers::Reduction::Sum); }},
       // Optimizer updates (optim/).
       {"SGD nesterov, weight decay", {{5, 7}, {5, 7}}, V::kAny, [](Inputs x) {
          return optimizer_steps<optim::SGD>(x, optim::SgdOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true,
