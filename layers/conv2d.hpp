@@ -13,12 +13,21 @@
 
 namespace ddl::layers {
 
-// Square kernels, strides, padding and dilation, as Keras' Conv2D is used in
-// practice. The functional conv2d() takes the kernel's extent from the
-// weight's shape (which may be non-square); kernel_size and bias are what the
-// Conv2d layer creates its parameters with.
+// A kernel's extent, height by width. One integer means a square:
+// `.kernel_size = 3` is 3x3, `.kernel_size = {1, 7}` is 1 row by 7 columns.
+struct KernelSize {
+  KernelSize(std::int64_t side) : height(side), width(side) {}  // implicit, so `= 3` reads as Keras's and PyTorch's
+  KernelSize(std::int64_t height, std::int64_t width) : height(height), width(width) {}
+  std::int64_t height, width;
+};
+
+// The kernel may be rectangular; stride, padding and dilation are the same
+// along both axes (a gap: PyTorch and Keras take a pair for each; the kernels
+// would need per-axis geometry). The functional conv2d() takes the kernel's
+// extent from the weight's shape; kernel_size and bias are what the Conv2d
+// layer creates its parameters with.
 struct Conv2dOptions {
-  std::int64_t kernel_size = 3;
+  KernelSize kernel_size = 3;
   std::int64_t stride = 1;
   std::int64_t padding = 0;   // zeros added on every side
   std::int64_t dilation = 1;  // spacing between kernel taps (1: dense)
@@ -32,7 +41,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
 
 class Conv2d : public Module {
  public:
-  // Glorot-uniform weights and zero bias, as Keras.
+  // weight [out_channels, in_channels, kernel height, kernel width]: OIHW,
+  // PyTorch's layout too, so its Conv2d weights load unchanged. Glorot-uniform
+  // weights and zero bias, as Keras.
   Conv2d(std::int64_t in_channels, std::int64_t out_channels, Conv2dOptions options = {},
          Generator* generator = nullptr);
 

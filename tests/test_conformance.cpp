@@ -133,6 +133,8 @@ const std::vector<OpCase>& op_cases() {
        [](Inputs x) { return layers::conv2d(x[0], x[1], x[2], {.stride = 2, .padding = 1}); }},
       {"conv2d dilation 2, no bias", {{1, 3, 11, 10}, {2, 3, 3, 3}}, V::kAny,
        [](Inputs x) { return layers::conv2d(x[0], x[1], Tensor(), {.dilation = 2}); }},
+      {"conv2d 2x5 kernel, padding 1", {{2, 3, 6, 9}, {4, 3, 2, 5}, {4}}, V::kAny,
+       [](Inputs x) { return layers::conv2d(x[0], x[1], x[2], {.padding = 1}); }},
       {"conv2d 1 channel 5x5", {{7, 1, 12, 12}, {6, 1, 5, 5}, {6}}, V::kAny,
        [](Inputs x) { return layers::conv2d(x[0], x[1], x[2]); }},
       {"max_pool2d 2", {{2, 3, 8, 6}}, V::kDistinct, [](Inputs x) { return layers::max_pool2d(x[0], {}); }},
