@@ -178,6 +178,14 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Conv2dOption
 
 Tensor Conv2d::forward(const Tensor& input) { return conv2d(input, weight_, bias_, options_); }
 
+std::string Conv2d::parameter_layout(const std::string& name) const {
+  if (name != "weight") return {};
+  return fmt::format(
+      "{} stores its weight as [out, in, kernel height, kernel width] = {} (OIHW, PyTorch's layout; "
+      "a Keras kernel is HWIO)",
+      describe(), weight_.shape());
+}
+
 std::string Conv2d::describe() const {
   const KernelSize kernel = options_.kernel_size;
   const std::string kernel_text = kernel.height == kernel.width ? std::to_string(kernel.height)

@@ -50,6 +50,7 @@ class Conv2d : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;
+  std::string parameter_layout(const std::string& name) const override;
 
   const Tensor& weight() const { return weight_; }
   const Tensor& bias() const { return bias_; }

@@ -187,15 +187,9 @@ Tensor Trainer::predict(BatchSource& data) {
   return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);
 }
 
-std::vector<std::pair<std::string, Tensor>> Trainer::model_state() const {
-  auto state = model_->named_parameters();
-  for (auto& buffer : model_->named_buffers()) state.push_back(std::move(buffer));
-  return state;
-}
-
 Checkpoint Trainer::make_checkpoint() const {
   Checkpoint checkpoint;
-  add_tensors(checkpoint, "model.", model_state());
+  add_tensors(checkpoint, "model.", model_->state_dict());
   add_tensors(checkpoint, "optimizer.", optimizer_->state());
   checkpoint.integers["epoch"] = epoch_;
   checkpoint.integers["step"] = step_;
@@ -230,7 +224,7 @@ void Trainer::load_checkpoint(const std::string& path) {
   // Both restores validate before they write; the model is restored first
   // and put back if the optimizer's state then turns out not to fit, so a
   // failed load changes nothing.
-  const auto targets = model_state();
+  const auto targets = model_->state_dict();
   std::vector<std::pair<std::string, Tensor>> before;
   for (const auto& [name, tensor] : targets) before.emplace_back(name, tensor.detach().clone());
   try {

@@ -99,7 +99,6 @@ class Trainer {
   Logs train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress);
   // Runs the strategy's prepare() once, and again after a checkpoint load.
   void ensure_prepared();
-  std::vector<std::pair<std::string, Tensor>> model_state() const;
   Checkpoint make_checkpoint() const;
   std::ostream& out() const;
   bool prints() const;
