@@ -143,6 +143,15 @@ const std::vector<OpCase>& op_cases() {
       {"avg_pool2d 2", {{2, 3, 8, 6}}, V::kAny, [](Inputs x) { return layers::avg_pool2d(x[0], {}); }},
       {"avg_pool2d 3 padding 1", {{1, 2, 7, 9}}, V::kAny,
        [](Inputs x) { return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 1, .padding = 1}); }},
+      {"max_pool2d 3 stride 2 ceil_mode", {{2, 3, 8, 7}}, V::kDistinct,
+       [](Inputs x) { return layers::max_pool2d(x[0], {.kernel_size = 3, .stride = 2, .ceil_mode = true}); }},
+      {"avg_pool2d 3 stride 2 padding 1, padding not counted", {{2, 3, 7, 9}}, V::kAny, [](Inputs x) {
+         return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1, .count_include_pad = false});
+       }},
+      {"avg_pool2d 3 stride 2 padding 1 ceil_mode, padding not counted", {{1, 2, 8, 6}}, V::kAny, [](Inputs x) {
+         return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true,
+                                          .count_include_pad = false});
+       }},
       {"batch_norm2d training", {{4, 3, 5, 7}, {3}, {3}}, V::kAny,
        [](Inputs x) { return batch_norm_case(x, true); }},
       {"batch_norm2d eval", {{4, 3, 5, 7}, {3}, {3}}, V::kAny, [](Inputs x) { return batch_norm_case(x, false); }},
