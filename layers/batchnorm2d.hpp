@@ -2,6 +2,10 @@
 // y = (x - mean) / sqrt(var + eps) * gamma + beta. The CPU kernels are loops
 // in batchnorm2d_cpu.cpp, the CUDA ones cuDNN's CUDNN_BATCHNORM_SPATIAL calls
 // in batchnorm2d_cuda.cpp; batchnorm2d.cpp checks, dispatches and records.
+//
+// Gaps against PyTorch's BatchNorm2d: gamma and beta always exist (no
+// affine = false), and running statistics are always kept and used in
+// evaluation (no track_running_stats = false).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 //     by its max, so logits of +-1e4 give finite losses and gradients.
 //   mse: (prediction - target)^2, mae: |prediction - target|, one value per
 //     element.
+// Gaps against PyTorch's cross_entropy: no class weights, ignore_index or
+// label_smoothing; logits must be 2-D ([N, C], no spatial dims).
 #pragma once
 
 #include <cmath>

@@ -36,6 +36,7 @@ class Module {
 
   // The parameters, then the buffers, by dotted name: all a trained model
   // is. The tensors are shared, not copied (clone them for a snapshot).
+  // Every buffer is included (PyTorch's non-persistent buffers are a gap).
   std::vector<NamedTensor> state_dict() const;
 
   // Copies each entry into the parameter or buffer of that name (as
