@@ -9,16 +9,17 @@ install(TARGETS ddl EXPORT ddlTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ddl)
 # The public API only. Internal headers, which ddl's own sources share but no
-# public header includes, stay behind: the backends (cpu/, cuda/, backend,
-# dispatch, kernels, kernel lists, functors), the check macros (fmt), the caching pool, core's op
-# helpers, the layers' kernel lists and cuDNN helpers, the optimizers'
-# update kernels, the loader's prefetch thread, and parallel/'s MPI state,
-# tunables and wire helpers (the installed API exposes no MPI types). The
-# install test compiles every installed header on its own, so a public
-# header that needed one of these would fail it.
+# public header includes, stay behind: core's backends (cpu/, cuda/,
+# backend, dispatch, kernels, kernel lists, functors), check macros (fmt),
+# caching pool and op helpers; the layers' kernels (<layer>_kernels.hpp),
+# kernel list and cuDNN helpers; the optimizers' update kernels; the
+# loader's prefetch thread; parallel/'s MPI state, tunables and wire
+# helpers (the installed API exposes no MPI types). The install test
+# compiles every installed header on its own, so a public header that
+# needed one of these would fail it.
 set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hpp functors.hpp gemm_args.hpp
     kernel_list.hpp kernels.hpp ops/helpers.hpp)
-set(ddl_internal_headers_layers layer_kernels.hpp)
+set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp layer_kernels.hpp pool2d_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)
 set(ddl_internal_headers_parallel config.hpp mpi_internal.hpp collectives/half.hpp collectives/local_reduce.hpp
     collectives/segments.hpp)

@@ -29,6 +29,22 @@ class Softmax : public Module {
   explicit Softmax(int dim = -1) : dim_(dim) {}
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Softmax"; }
+  std::string describe() const override;
+
+ private:
+  int dim_;
+};
+
+// log(softmax(x)) along `dim`, computed as x - max - log(sum(exp(x - max)))
+// by core's log_softmax, so it stays finite where softmax underflows to 0.
+// Followed by a negative log-likelihood it equals cross_entropy on the raw
+// logits; cross_entropy is the cheaper choice for training (one fused node).
+class LogSoftmax : public Module {
+ public:
+  explicit LogSoftmax(int dim = -1) : dim_(dim) {}
+  Tensor forward(const Tensor& input) override;
+  std::string type_name() const override { return "LogSoftmax"; }
+  std::string describe() const override;
 
  private:
   int dim_;

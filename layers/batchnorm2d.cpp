@@ -7,6 +7,7 @@
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
+#include <ddl/layers/batchnorm2d_kernels.hpp>
 
 #include <fmt/format.h>
 
@@ -18,9 +19,10 @@ namespace {
 
 constexpr const char* kOp = "batch_norm2d";
 
-void check_hyper_parameters(double momentum, double eps, const char* who) {
-  DDL_CHECK(eps > 0.0, "{}: eps must be positive, got {}", who, eps);
-  DDL_CHECK(momentum >= 0.0 && momentum <= 1.0, "{}: momentum must be in [0, 1], got {}", who, momentum);
+void check_options(const BatchNorm2dOptions& options, const char* who) {
+  DDL_CHECK(options.eps > 0.0, "{}: eps must be positive, got {}", who, options.eps);
+  DDL_CHECK(options.momentum >= 0.0 && options.momentum <= 1.0, "{}: momentum must be in [0, 1], got {}", who,
+            options.momentum);
 }
 
 void check_per_channel(const Tensor& input, const Tensor& t, const char* name) {
@@ -129,27 +131,27 @@ Tensor forward_inference(const Tensor& input, const Tensor& weight, const Tensor
 }  // namespace
 
 Tensor batch_norm2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                    const Tensor& running_var, bool training, double momentum, double eps) {
+                    const Tensor& running_var, bool training, const BatchNorm2dOptions& options) {
   require_float(input, kOp);
   DDL_CHECK(input.dim() == 4, "{}: expected a 4-D NCHW input, got shape {}", kOp, input.shape());
   check_per_channel(input, weight, "weight");
   check_per_channel(input, bias, "bias");
   check_per_channel(input, running_mean, "running_mean");
   check_per_channel(input, running_var, "running_var");
-  check_hyper_parameters(momentum, eps, kOp);
+  check_options(options, kOp);
   Geometry g{};
   g.batch = input.size(0);
   g.channels = input.size(1);
   g.height = input.size(2);
   g.width = input.size(3);
-  return training ? forward_training(input, weight, bias, running_mean, running_var, momentum, eps, g)
-                  : forward_inference(input, weight, bias, running_mean, running_var, eps, g);
+  return training ? forward_training(input, weight, bias, running_mean, running_var, options.momentum, options.eps, g)
+                  : forward_inference(input, weight, bias, running_mean, running_var, options.eps, g);
 }
 
-BatchNorm2d::BatchNorm2d(std::int64_t num_features, double eps, double momentum)
-    : num_features_(num_features), eps_(eps), momentum_(momentum) {
+BatchNorm2d::BatchNorm2d(std::int64_t num_features, const BatchNorm2dOptions& options)
+    : num_features_(num_features), options_(options) {
   DDL_CHECK(num_features > 0, "BatchNorm2d: num_features must be positive, got {}", num_features);
-  check_hyper_parameters(momentum, eps, "BatchNorm2d");
+  check_options(options, "BatchNorm2d");
   weight_ = register_parameter("weight", ones({num_features}));
   bias_ = register_parameter("bias", zeros({num_features}));
   running_mean_ = register_buffer("running_mean", zeros({num_features}));
@@ -161,11 +163,11 @@ Tensor BatchNorm2d::forward(const Tensor& input) {
             input.defined() ? input.shape() : Shape{});
   DDL_CHECK(input.size(1) == num_features_, "{}: input of shape {} has {} channels, expected {}", describe(),
             input.shape(), input.size(1), num_features_);
-  return batch_norm2d(input, weight_, bias_, running_mean_, running_var_, is_training(), momentum_, eps_);
+  return batch_norm2d(input, weight_, bias_, running_mean_, running_var_, is_training(), options_);
 }
 
 std::string BatchNorm2d::describe() const {
-  return fmt::format("BatchNorm2d({}, eps={}, momentum={})", num_features_, eps_, momentum_);
+  return fmt::format("BatchNorm2d({}, eps={}, momentum={})", num_features_, options_.eps, options_.momentum);
 }
 
 }  // namespace ddl::layers

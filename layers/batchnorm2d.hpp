@@ -2,15 +2,25 @@
 // y = (x - mean) / sqrt(var + eps) * gamma + beta. The CPU kernels are loops
 // in batchnorm2d_cpu.cpp, the CUDA ones cuDNN's CUDNN_BATCHNORM_SPATIAL calls
 // in batchnorm2d_cuda.cpp; batchnorm2d.cpp checks, dispatches and records.
+//
+// Gaps against PyTorch's BatchNorm2d: gamma and beta always exist (no
+// affine = false), and running statistics are always kept and used in
+// evaluation (no track_running_stats = false).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include <ddl/core/cuda/runtime.hpp>
 #include <ddl/layers/module.hpp>
 
 namespace ddl::layers {
+
+// The hyper-parameters, named so that the two doubles cannot be swapped:
+// BatchNorm2dOptions{.eps = 1e-3, .momentum = 0.01}. Defaults are PyTorch's.
+struct BatchNorm2dOptions {
+  double eps = 1e-5;      // added to the variance under the square root; > 0
+  double momentum = 0.1;  // weight of the batch statistic in the running one; in [0, 1]
+};
 
 // input [N, C, H, W]; weight (gamma), bias (beta), running_mean and
 // running_var [C], all float32 on the input's device.
@@ -25,13 +35,13 @@ namespace ddl::layers {
 // Differentiable with respect to input, weight and bias; in training the
 // input's gradient flows through the batch statistics as well.
 Tensor batch_norm2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                    const Tensor& running_var, bool training, double momentum = 0.1, double eps = 1e-5);
+                    const Tensor& running_var, bool training, const BatchNorm2dOptions& options = {});
 
 class BatchNorm2d : public Module {
  public:
   // weight = 1, bias = 0 (parameters); running_mean = 0, running_var = 1
   // (buffers); all [num_features] on cpu:0 until to() moves them.
-  explicit BatchNorm2d(std::int64_t num_features, double eps = 1e-5, double momentum = 0.1);
+  explicit BatchNorm2d(std::int64_t num_features, const BatchNorm2dOptions& options = {});
 
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "BatchNorm2d"; }
@@ -42,64 +52,12 @@ class BatchNorm2d : public Module {
   const Tensor& bias() const { return bias_; }
   const Tensor& running_mean() const { return running_mean_; }
   const Tensor& running_var() const { return running_var_; }
+  const BatchNorm2dOptions& options() const { return options_; }
 
  private:
   std::int64_t num_features_;
-  double eps_, momentum_;
+  BatchNorm2dOptions options_;
   Tensor weight_, bias_, running_mean_, running_var_;
 };
 
 }  // namespace ddl::layers
-
-// Internal: the backend kernels behind batch_norm2d, one signature for both
-// backends (shaped after cuDNN's). Buffers are contiguous, on the input's
-// device; callers have checked every shape. `save_invstd` is
-// 1 / sqrt(biased batch variance + eps) (cuDNN's "saved inverse variance").
-namespace ddl::layers::batchnorm2d_detail {
-
-struct Geometry {
-  std::int64_t batch, channels, height, width;
-  std::int64_t per_channel() const { return batch * height * width; }  // M
-};
-
-// x, y: [N, C, H, W]; every other buffer [C].
-struct ForwardTraining {
-  const float* x;
-  const float* gamma;
-  const float* beta;
-  float* y;
-  float* running_mean;  // updated in place
-  float* running_var;   // updated in place
-  float* save_mean;
-  float* save_invstd;
-};
-struct ForwardInference {
-  const float* x;
-  const float* gamma;
-  const float* beta;
-  const float* running_mean;
-  const float* running_var;
-  float* y;
-};
-// The training-mode backward, through the batch statistics.
-struct BackwardTraining {
-  const float* x;
-  const float* dy;
-  const float* gamma;
-  const float* save_mean;
-  const float* save_invstd;
-  float* dx;
-  float* dgamma;
-  float* dbeta;
-};
-
-void forward_training_cpu(const Geometry& g, const ForwardTraining& b, double momentum, double eps);
-void forward_inference_cpu(const Geometry& g, const ForwardInference& b, double eps);
-void backward_training_cpu(const Geometry& g, const BackwardTraining& b);
-
-void forward_training_cuda(cuda_backend::Stream stream, const Geometry& g, const ForwardTraining& b, double momentum,
-                           double eps);
-void forward_inference_cuda(cuda_backend::Stream stream, const Geometry& g, const ForwardInference& b, double eps);
-void backward_training_cuda(cuda_backend::Stream stream, const Geometry& g, const BackwardTraining& b, double eps);
-
-}  // namespace ddl::layers::batchnorm2d_detail

@@ -4,7 +4,7 @@
 // (mean first, then squared deviations), which does not cancel
 // catastrophically for inputs with a large mean.
 #include <ddl/core/cpu/parallel_for.hpp>
-#include <ddl/layers/batchnorm2d.hpp>
+#include <ddl/layers/batchnorm2d_kernels.hpp>
 
 #include <cmath>
 

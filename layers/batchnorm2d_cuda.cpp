@@ -4,7 +4,7 @@
 // f * batch), its running variance uses the unbiased batch variance, and its
 // saved "inverse variance" is 1 / sqrt(var + eps), what backward reads.
 #include <ddl/core/cuda/device_guard.hpp>
-#include <ddl/layers/batchnorm2d.hpp>
+#include <ddl/layers/batchnorm2d_kernels.hpp>
 #include <ddl/layers/cuda/cudnn.hpp>
 
 namespace ddl::layers::batchnorm2d_detail {

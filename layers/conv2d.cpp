@@ -8,6 +8,7 @@
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/conv2d_kernels.hpp>
 #include <ddl/layers/init.hpp>
 
 #include <fmt/format.h>
@@ -136,21 +137,33 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Conv2dOption
     : in_channels_(in_channels), out_channels_(out_channels), options_(options) {
   DDL_CHECK(in_channels > 0 && out_channels > 0, "Conv2d: channel counts must be positive, got in={} out={}",
             in_channels, out_channels);
-  DDL_CHECK(options.kernel_size > 0, "Conv2d: kernel_size must be positive, got {}", options.kernel_size);
+  const KernelSize kernel = options.kernel_size;
+  DDL_CHECK(kernel.height > 0 && kernel.width > 0, "Conv2d: kernel_size must be positive, got {}x{}", kernel.height,
+            kernel.width);
   DDL_CHECK(options.stride > 0, "Conv2d: stride must be positive, got {}", options.stride);
   DDL_CHECK(options.dilation > 0, "Conv2d: dilation must be positive, got {}", options.dilation);
   DDL_CHECK(options.padding >= 0, "Conv2d: padding must not be negative, got {}", options.padding);
-  const std::int64_t k = options.kernel_size;
-  weight_ = register_parameter(
-      "weight", initial_weights({out_channels, in_channels, k, k}, Init::GlorotUniform, cpu(), generator));
+  weight_ = register_parameter("weight", initial_weights({out_channels, in_channels, kernel.height, kernel.width},
+                                                         Init::GlorotUniform, cpu(), generator));
   if (options.bias) bias_ = register_parameter("bias", zeros({out_channels}));
 }
 
 Tensor Conv2d::forward(const Tensor& input) { return conv2d(input, weight_, bias_, options_); }
 
+std::string Conv2d::parameter_layout(const std::string& name) const {
+  if (name != "weight") return {};
+  return fmt::format(
+      "{} stores its weight as [out, in, kernel height, kernel width] = {} (OIHW, PyTorch's layout; "
+      "a Keras kernel is HWIO)",
+      describe(), weight_.shape());
+}
+
 std::string Conv2d::describe() const {
+  const KernelSize kernel = options_.kernel_size;
+  const std::string kernel_text = kernel.height == kernel.width ? std::to_string(kernel.height)
+                                                                : fmt::format("({}, {})", kernel.height, kernel.width);
   return fmt::format("Conv2d({}, {}, kernel_size={}, stride={}, padding={}, dilation={}{})", in_channels_,
-                     out_channels_, options_.kernel_size, options_.stride, options_.padding, options_.dilation,
+                     out_channels_, kernel_text, options_.stride, options_.padding, options_.dilation,
                      bias_.defined() ? "" : ", bias=false");
 }
 

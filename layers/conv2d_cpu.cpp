@@ -31,7 +31,7 @@
 
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/parallel_for.hpp>
-#include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/conv2d_kernels.hpp>
 
 #include <Eigen/Core>
 

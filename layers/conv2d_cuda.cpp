@@ -15,7 +15,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-#include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/conv2d_kernels.hpp>
 #include <ddl/layers/cuda/cudnn.hpp>
 
 #include <array>

@@ -1,5 +1,10 @@
-// Dense (fully connected): y = x W + b with W of shape [in, out] (Keras'
-// layout; the GEMM runs on Eigen or cuBLAS through core's matmul).
+// Dense (fully connected): y = x W + b with W of shape [in, out], Keras's
+// layout; the GEMM runs on Eigen or cuBLAS through core's matmul.
+//
+// PyTorch's Linear stores the transpose, weight [out, in] with y = x W^T + b:
+// a PyTorch weight must be transposed before it is loaded here (see
+// Module::load_state_dict), and for a square layer nothing can detect a
+// forgotten transpose, since both layouts have the same shape.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +14,8 @@
 
 namespace ddl::layers {
 
-// x: [..., in], weight: [in, out], bias: [out] or undefined.
+// x: [..., in], weight: [in, out] (not PyTorch's [out, in]), bias: [out] or
+// undefined.
 Tensor dense(const Tensor& input, const Tensor& weight, const Tensor& bias);
 
 class Dense : public Module {
@@ -20,8 +26,9 @@ class Dense : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Dense"; }
   std::string describe() const override;
+  std::string parameter_layout(const std::string& name) const override;
 
-  const Tensor& weight() const { return weight_; }
+  const Tensor& weight() const { return weight_; }  // [in, out]
   const Tensor& bias() const { return bias_; }
 
  private:

@@ -23,8 +23,20 @@ void check_labels(const Tensor& labels, std::int64_t classes) {
             bad - values.begin(), classes);
 }
 
+Tensor reduce_loss(const Tensor& values, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::Mean:
+      return mean(values);
+    case Reduction::Sum:
+      return sum(values);
+    case Reduction::None:
+      break;
+  }
+  return values;
+}
+
 template <class Label>
-Tensor cross_entropy_with_labels(const Tensor& logits, const Tensor& labels) {
+Tensor cross_entropy_with_labels(const Tensor& logits, const Tensor& labels, Reduction reduction) {
   const std::int64_t rows = logits.size(0), classes = logits.size(1);
   check_labels<Label>(labels, classes);
   Tensor losses = empty_float({rows}, logits.device());
@@ -34,18 +46,20 @@ Tensor cross_entropy_with_labels(const Tensor& logits, const Tensor& labels) {
   Tensor loss;
   {
     const NoGradGuard no_grad;  // the fused node below is the whole backward
-    loss = mean(losses);
+    loss = reduce_loss(losses, reduction);
   }
   if (autograd::needs_grad({&logits})) {
-    autograd::record(
-        "CrossEntropyBackward", {&logits}, loss, [logits = logits.detach(), labels, rows, classes](const Tensor& g) {
-          Tensor grad = empty_float(logits.shape(), logits.device());
-          backend::launch(
-              logits.device(), rows,
-              kernels::CrossEntropyGradRows<Label>{logits.data<float>(), labels.data<Label>(), g.data<float>(),
-                                                   grad.data<float>(), classes, 1.0f / static_cast<float>(rows)});
-          return std::vector{grad};
-        });
+    const std::int64_t upstream_stride = reduction == Reduction::None ? 1 : 0;
+    const float scale = reduction == Reduction::Mean ? 1.0f / static_cast<float>(rows) : 1.0f;
+    autograd::record("CrossEntropyBackward", {&logits}, loss,
+                     [logits = logits.detach(), labels, rows, classes, upstream_stride, scale](const Tensor& g) {
+                       Tensor grad = empty_float(logits.shape(), logits.device());
+                       backend::launch(logits.device(), rows,
+                                       kernels::CrossEntropyGradRows<Label>{logits.data<float>(), labels.data<Label>(),
+                                                                            g.data<float>(), upstream_stride,
+                                                                            grad.data<float>(), classes, scale});
+                       return std::vector{grad};
+                     });
   }
   return loss;
 }
@@ -59,7 +73,9 @@ void check_same_shape(const Tensor& prediction, const Tensor& target, const char
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+namespace loss_detail {
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction) {
   require_float(logits, "cross_entropy");
   DDL_CHECK(logits.dim() == 2 && logits.size(1) > 0 && logits.size(0) > 0,
             "cross_entropy: expected logits [N, C] with N, C > 0, got {}", logits.shape());
@@ -69,23 +85,25 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
     DDL_CHECK(targets.shape() == logits.shape(),
               "cross_entropy: one-hot targets of shape {} do not match logits of shape {}", targets.shape(),
               logits.shape());
-    return neg(mean(sum(mul(targets, log_softmax(logits, 1)), 1)));
+    return reduce_loss(neg(sum(mul(targets, log_softmax(logits, 1)), 1)), reduction);
   }
   DDL_CHECK(targets.shape() == Shape{logits.size(0)},
             "cross_entropy: labels of shape {} do not match logits of shape {} (expected [{}])", targets.shape(),
             logits.shape(), logits.size(0));
-  return targets.dtype() == DType::Int32 ? cross_entropy_with_labels<std::int32_t>(logits, targets)
-                                         : cross_entropy_with_labels<std::int64_t>(logits, targets);
+  return targets.dtype() == DType::Int32 ? cross_entropy_with_labels<std::int32_t>(logits, targets, reduction)
+                                         : cross_entropy_with_labels<std::int64_t>(logits, targets, reduction);
 }
 
-Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction) {
   check_same_shape(prediction, target, "mse_loss");
-  return mean(pow(sub(prediction, target), 2.0f));
+  return reduce_loss(pow(sub(prediction, target), 2.0f), reduction);
 }
 
-Tensor mae_loss(const Tensor& prediction, const Tensor& target) {
+Tensor mae_loss(const Tensor& prediction, const Tensor& target, Reduction reduction) {
   check_same_shape(prediction, target, "mae_loss");
-  return mean(abs(sub(prediction, target)));
+  return reduce_loss(abs(sub(prediction, target)), reduction);
 }
+
+}  // namespace loss_detail
 
 }  // namespace ddl::layers

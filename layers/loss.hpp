@@ -1,9 +1,12 @@
-// Losses, each the mean over the batch.
+// Losses, reduced as PyTorch's `reduction` says (the mean by default).
 //   cross_entropy: softmax cross-entropy fused with log-softmax, from raw
 //     logits [N, C] and integer labels [N] (int32 or int64) or one-hot /
-//     probability targets [N, C]. Each row is shifted by its max, so logits
-//     of +-1e4 give finite losses and gradients.
-//   mse: mean((prediction - target)^2); mae: mean(|prediction - target|).
+//     probability targets [N, C]; one value per sample. Each row is shifted
+//     by its max, so logits of +-1e4 give finite losses and gradients.
+//   mse: (prediction - target)^2, mae: |prediction - target|, one value per
+//     element.
+// Gaps against PyTorch's cross_entropy: no class weights, ignore_index or
+// label_smoothing; logits must be 2-D ([N, C], no spatial dims).
 #pragma once
 
 #include <cmath>
@@ -14,9 +17,36 @@
 
 namespace ddl::layers {
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
-Tensor mse_loss(const Tensor& prediction, const Tensor& target);
-Tensor mae_loss(const Tensor& prediction, const Tensor& target);
+// What a loss returns from its per-sample (cross_entropy) or per-element
+// (mse, mae) values: their mean (a scalar), their sum (a scalar), or the
+// values themselves (None: shape [N] for cross_entropy, the prediction's
+// shape for mse and mae), e.g. to weight samples before reducing.
+enum class Reduction { Mean, Sum, None };
+
+namespace loss_detail {
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction);
+Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction);
+Tensor mae_loss(const Tensor& prediction, const Tensor& target, Reduction reduction);
+
+// A loss as a function object, callable as loss(input, target) or
+// loss(input, target, reduction). A function with a defaulted third
+// parameter would not convert to a two-argument callable such as the
+// Trainer's optim::LossFunction; this does.
+template <Tensor (*Loss)(const Tensor&, const Tensor&, Reduction)>
+struct LossFunction {
+  Tensor operator()(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean) const {
+    return Loss(input, target, reduction);
+  }
+};
+
+}  // namespace loss_detail
+
+// cross_entropy(logits, targets, reduction = Mean), and likewise mse_loss and
+// mae_loss(prediction, target, reduction = Mean).
+inline constexpr loss_detail::LossFunction<&loss_detail::cross_entropy> cross_entropy{};
+inline constexpr loss_detail::LossFunction<&loss_detail::mse_loss> mse_loss{};
+inline constexpr loss_detail::LossFunction<&loss_detail::mae_loss> mae_loss{};
 
 }  // namespace ddl::layers
 
@@ -39,16 +69,19 @@ struct CrossEntropyRows {
   }
 };
 
-// d loss / d logits[r, c] = scale * (softmax(logits[r])[c] - [c == label[r]]),
-// scale = upstream gradient / N.
+// d loss / d logits[r, c] = upstream[r * upstream_stride] * scale *
+// (softmax(logits[r])[c] - [c == label[r]]): a mean's or sum's one upstream
+// gradient (stride 0) with scale 1/N or 1, or one per row (stride 1, no
+// reduction) with scale 1.
 template <class Label>
 struct CrossEntropyGradRows {
   const float* logits;
   const Label* labels;
-  const float* upstream;  // one element: the gradient of the mean loss
+  const float* upstream;
+  std::int64_t upstream_stride;
   float* grad;
   std::int64_t classes;
-  float inverse_batch;
+  float scale;
   DDL_HOST_DEVICE void operator()(std::int64_t r) const {
     const float* row = logits + r * classes;
     float* out = grad + r * classes;
@@ -56,11 +89,11 @@ struct CrossEntropyGradRows {
     for (std::int64_t c = 1; c < classes; ++c) peak = fmaxf(peak, row[c]);
     double total = 0.0;
     for (std::int64_t c = 0; c < classes; ++c) total += expf(row[c] - peak);
-    const float scale = upstream[0] * inverse_batch;
+    const float row_scale = upstream[r * upstream_stride] * scale;
     const float inverse_total = static_cast<float>(1.0 / total);
     for (std::int64_t c = 0; c < classes; ++c) {
       const float p = expf(row[c] - peak) * inverse_total;
-      out[c] = scale * (p - (c == static_cast<std::int64_t>(labels[r]) ? 1.0f : 0.0f));
+      out[c] = row_scale * (p - (c == static_cast<std::int64_t>(labels[r]) ? 1.0f : 0.0f));
     }
   }
 };

@@ -2,6 +2,10 @@
 #include <ddl/core/check.hpp>
 #include <ddl/layers/module.hpp>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
 namespace ddl::layers {
 namespace {
 
@@ -22,6 +26,25 @@ void move_in_place(const Tensor& tensor, const Device& device) {
   TensorImpl& impl = *tensor.impl();
   impl.storage = tensor.detach().to(device).impl()->storage;
   if (impl.grad) impl.grad = Tensor(impl.grad).to(device).impl();
+}
+
+// The layout note of the parameter at dotted `path`, asked of the module
+// that owns it.
+std::string layout_at(const Module& module, const std::string& path) {
+  const auto dot = path.find('.');
+  if (dot != std::string::npos) {
+    for (const auto& [name, child] : module.children()) {
+      if (path.compare(0, dot, name) == 0 && name.size() == dot) return layout_at(*child, path.substr(dot + 1));
+    }
+  }
+  return module.parameter_layout(path);
+}
+
+// How load_state_dict and set_parameter copy into `module`'s tensors.
+CopyByNameOptions copy_options(const Module& module, bool strict, std::string sources_name) {
+  CopyByNameOptions options{.strict = strict, .sources_name = std::move(sources_name)};
+  options.layout_of = [&module](const std::string& path) { return layout_at(module, path); };
+  return options;
 }
 
 }  // namespace
@@ -49,6 +72,32 @@ std::int64_t Module::parameter_count() const {
   for (const auto& [name, tensor] : named_parameters()) count += tensor.numel();
   return count;
 }
+
+std::vector<NamedTensor> Module::state_dict() const {
+  auto state = named_parameters();
+  for (auto& buffer : named_buffers()) state.push_back(std::move(buffer));
+  return state;
+}
+
+UnmatchedNames Module::load_state_dict(const std::vector<NamedTensor>& entries, bool strict) {
+  return copy_by_name(type_name() + ": load_state_dict", state_dict(), entries,
+                      copy_options(*this, strict, "the entries"));
+}
+
+void Module::set_parameter(const std::string& name, const Tensor& value) {
+  const std::string context = type_name() + ": set_parameter";
+  std::vector<NamedTensor> parameters = named_parameters();
+  const auto found = std::find_if(parameters.begin(), parameters.end(),
+                                  [&name](const NamedTensor& parameter) { return parameter.first == name; });
+  if (found == parameters.end()) {
+    std::vector<std::string> names;
+    for (const auto& [known, tensor] : parameters) names.push_back(known);
+    detail::fail("{}: no parameter '{}' (the parameters are: {})", context, name, fmt::join(names, ", "));
+  }
+  copy_by_name(context, {*found}, {{name, value}}, copy_options(*this, true, "the value"));
+}
+
+std::string Module::parameter_layout(const std::string& /*name*/) const { return {}; }
 
 void Module::train(bool training) {
   training_ = training;

@@ -1,7 +1,8 @@
 // Module: the base of every layer and model. A module owns named parameters
 // (trained), buffers (state that is not trained, like batch-norm running
 // statistics) and child modules, all in registration order, so
-// named_parameters() is stable and the same on every rank.
+// named_parameters() is stable and the same on every rank. state_dict() and
+// load_state_dict() read and set all of them by name, as PyTorch's do.
 #pragma once
 
 #include <cstdint>
@@ -11,10 +12,9 @@
 #include <vector>
 
 #include <ddl/core/tensor.hpp>
+#include <ddl/layers/named_tensors.hpp>
 
 namespace ddl::layers {
-
-using NamedTensor = std::pair<std::string, Tensor>;
 
 class Module {
  public:
@@ -33,6 +33,36 @@ class Module {
   std::vector<NamedTensor> named_buffers() const;
   const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
   std::int64_t parameter_count() const;
+
+  // The parameters, then the buffers, by dotted name: all a trained model
+  // is. The tensors are shared, not copied (clone them for a snapshot).
+  // Every buffer is included (PyTorch's non-persistent buffers are a gap).
+  std::vector<NamedTensor> state_dict() const;
+
+  // Copies each entry into the parameter or buffer of that name (as
+  // state_dict() names them) in place, so an optimizer or anyone else
+  // holding the tensors sees the new values; entries may be on any device.
+  // Every entry is checked before anything changes; the first problem
+  // throws ddl::Error naming it: a name given twice, a shape or dtype that
+  // differs, and with `strict` a parameter or buffer without an entry
+  // (missing) or an entry without one (unexpected). Not strict, those two
+  // are returned instead.
+  //
+  // Entries must be laid out as this module lays them out. Dense's weight is
+  // [in, out] (Keras's layout), the transpose of PyTorch's Linear.weight
+  // [out, in]: transpose PyTorch weights first. A square Dense layer cannot
+  // tell the two apart, so no check can catch a forgotten transpose there.
+  UnmatchedNames load_state_dict(const std::vector<NamedTensor>& entries, bool strict = true);
+
+  // Copies `value` into the parameter `name` (a dotted path, as in
+  // named_parameters()) in place, with load_state_dict's checks; an unknown
+  // name is an error listing the parameters.
+  void set_parameter(const std::string& name, const Tensor& value);
+
+  // How this module's own parameter `name` is laid out, for the messages of
+  // load_state_dict and set_parameter ("Dense(5, 3) weight is [in, out] ...");
+  // empty where the shape says enough.
+  virtual std::string parameter_layout(const std::string& name) const;
 
   // Training mode (dropout active, batch statistics) or evaluation mode.
   void train(bool training = true);

@@ -6,6 +6,7 @@
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/pool2d.hpp>
+#include <ddl/layers/pool2d_kernels.hpp>
 
 #include <fmt/format.h>
 
@@ -35,6 +36,16 @@ void check_options(const Pool2dOptions& options, const char* who) {
             options.kernel_size, options.kernel_size / 2);
 }
 
+// One axis's output extent (the formula in pool2d.hpp); `in` + 2 padding is
+// at least the kernel.
+std::int64_t pooled_extent(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
+                           bool ceil_mode) {
+  const std::int64_t room = in + 2 * padding - kernel;
+  std::int64_t extent = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  if (ceil_mode && (extent - 1) * stride >= in + padding) --extent;
+  return extent;
+}
+
 Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const char* who) {
   check_options(options, who);
   require_float(input, who);
@@ -50,11 +61,13 @@ Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const ch
   g.channels = input.size(1);
   g.height = input.size(2);
   g.width = input.size(3);
-  g.out_height = (padded_h - k) / s + 1;
-  g.out_width = (padded_w - k) / s + 1;
+  g.out_height = pooled_extent(g.height, k, s, p, options.ceil_mode);
+  g.out_width = pooled_extent(g.width, k, s, p, options.ceil_mode);
   g.kernel = k;
   g.stride = s;
   g.padding = p;
+  g.ceil_mode = options.ceil_mode;
+  g.count_include_pad = options.count_include_pad;
   return g;
 }
 
@@ -128,9 +141,11 @@ Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
   return output;
 }
 
-std::string describe_pool(const char* type, const Pool2dOptions& options) {
-  return fmt::format("{}(kernel_size={}, stride={}, padding={})", type, options.kernel_size, effective_stride(options),
-                     options.padding);
+// Options at their defaults are left out.
+std::string describe_pool(const char* type, const Pool2dOptions& options, bool is_average) {
+  return fmt::format("{}(kernel_size={}, stride={}, padding={}{}{})", type, options.kernel_size,
+                     effective_stride(options), options.padding, options.ceil_mode ? ", ceil_mode=true" : "",
+                     is_average && !options.count_include_pad ? ", count_include_pad=false" : "");
 }
 
 }  // namespace
@@ -141,10 +156,10 @@ Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options) { return po
 
 MaxPool2d::MaxPool2d(const Pool2dOptions& options) : options_(options) { check_options(options, "MaxPool2d"); }
 Tensor MaxPool2d::forward(const Tensor& input) { return max_pool2d(input, options_); }
-std::string MaxPool2d::describe() const { return describe_pool("MaxPool2d", options_); }
+std::string MaxPool2d::describe() const { return describe_pool("MaxPool2d", options_, false); }
 
 AvgPool2d::AvgPool2d(const Pool2dOptions& options) : options_(options) { check_options(options, "AvgPool2d"); }
 Tensor AvgPool2d::forward(const Tensor& input) { return avg_pool2d(input, options_); }
-std::string AvgPool2d::describe() const { return describe_pool("AvgPool2d", options_); }
+std::string AvgPool2d::describe() const { return describe_pool("AvgPool2d", options_, true); }
 
 }  // namespace ddl::layers

@@ -1,35 +1,54 @@
-// 2-D max and average pooling over NCHW float32 tensors (square windows),
-// their functional ops and modules. The CPU kernels are loops in
-// pool2d_cpu.cpp, the CUDA ones cuDNN pooling in pool2d_cuda.cpp; pool2d.cpp
-// checks the arguments, picks the backend and records the backward.
+// 2-D max and average pooling over NCHW float32 tensors, their functional
+// ops and modules. The CPU kernels are loops in pool2d_cpu.cpp, the CUDA
+// ones cuDNN pooling in pool2d_cuda.cpp; pool2d.cpp checks the arguments,
+// picks the backend and records the backward.
+//
+// Gaps (PyTorch has them, ddl does not yet): rectangular windows, and
+// stride and padding per axis; dilation; max pooling's indices as an output
+// (for max-unpooling); a divisor override. On CUDA, average pooling with
+// both ceil_mode and count_include_pad is refused where ceil_mode adds a
+// window (such a window always runs past the padding, and what cuDNN divides
+// by there is not documented); count_include_pad = false works.
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
 
-#include <ddl/core/cuda/runtime.hpp>
 #include <ddl/layers/module.hpp>
 
 namespace ddl::layers {
 
 struct Pool2dOptions {
-  std::int64_t kernel_size = 2;
-  std::int64_t stride = 0;   // 0 means stride = kernel_size, as Keras and PyTorch
-  std::int64_t padding = 0;  // on each side, at most kernel_size / 2
+  std::int64_t kernel_size = 2;  // square windows
+  std::int64_t stride = 0;       // 0 means stride = kernel_size, as Keras and PyTorch
+  std::int64_t padding = 0;      // on each side, at most kernel_size / 2
+  // Round the output extent up rather than down, keeping a last window that
+  // runs past the input (PyTorch's ceil_mode; see the extent below).
+  bool ceil_mode = false;
+  // Average pooling only (max pooling ignores it): divide by the window's
+  // size counting padded positions (the default, PyTorch's too), or by the
+  // input positions the window covers.
+  bool count_include_pad = true;
 };
 
-// Output extent: floor((in + 2 padding - kernel) / stride) + 1 (no ceil mode).
+// Output extent, per axis: floor((in + 2 padding - kernel) / stride) + 1,
+// or with ceil_mode the same rounded up, less one if the last window would
+// then start in the right padding (PyTorch's rule: every window starts
+// inside the input or its left padding, so none is wholly padding).
 //
 // max_pool2d: padded positions never win (they act as -infinity); a NaN in a
 // window wins, so NaNs propagate. Backward sends each output's gradient to
 // the position of its window's maximum (the first one in row-major order on
 // ties on the CPU; cuDNN picks its own), summing where windows overlap.
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options = {});
-// avg_pool2d: the window sum divided by kernel_size^2 always, padded zeros
-// included (PyTorch's count_include_pad=True, cuDNN's
-// CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING), so outputs at the border are
-// pulled towards 0.
+// avg_pool2d: the window's sum of input values divided by
+// * count_include_pad (the default): the window's size, padded positions
+//   included, so outputs at the border are pulled towards 0; that is
+//   kernel_size^2 except for a ceil_mode window that runs past the right or
+//   bottom padding, whose positions beyond the padding are not counted
+//   (PyTorch's rule);
+// * otherwise: the number of input positions in the window (cuDNN's
+//   CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING).
 Tensor avg_pool2d(const Tensor& input, const Pool2dOptions& options = {});
 
 class MaxPool2d : public Module {
@@ -57,35 +76,3 @@ class AvgPool2d : public Module {
 };
 
 }  // namespace ddl::layers
-
-// Internal: the backend kernels behind max_pool2d / avg_pool2d, with the same
-// signature on both backends. Buffers are contiguous NCHW on the tensor's
-// device; callers have checked every shape.
-namespace ddl::layers::pool2d_detail {
-
-enum class Mode { Max, Average };
-
-struct Geometry {
-  std::int64_t batch, channels, height, width;
-  std::int64_t out_height, out_width;
-  std::int64_t kernel, stride, padding;
-  std::int64_t planes() const { return batch * channels; }
-};
-
-// CPU (pool2d_cpu.cpp). `argmax` receives, per output, the flat index
-// (row * width + column) of the winner inside its input plane. The backward
-// kernels add into dx, which the caller has zero-filled.
-void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax);
-void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<const std::int64_t> argmax,
-                      std::span<float> dx);
-void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y);
-void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<float> dx);
-
-// CUDA (pool2d_cuda.cpp, cuDNN). Backward needs the forward's x and y for
-// both modes: cuDNN's interface takes them (max pooling finds the winner by
-// comparing x with y).
-void forward_cuda(cuda_backend::Stream stream, Mode mode, const Geometry& g, const float* x, float* y);
-void backward_cuda(cuda_backend::Stream stream, Mode mode, const Geometry& g, const float* x, const float* y,
-                   const float* dy, float* dx);
-
-}  // namespace ddl::layers::pool2d_detail

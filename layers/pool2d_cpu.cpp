@@ -3,7 +3,7 @@
 // (overlapping windows when stride < kernel) never race, and the result is
 // the same for every thread count.
 #include <ddl/core/cpu/parallel_for.hpp>
-#include <ddl/layers/pool2d.hpp>
+#include <ddl/layers/pool2d_kernels.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -13,16 +13,24 @@ namespace ddl::layers::pool2d_detail {
 namespace {
 
 // The window of output (oh, ow) clipped to the input: rows [row_begin,
-// row_end), columns [col_begin, col_end). Never empty, since padding is at
-// most half the kernel.
+// row_end), columns [col_begin, col_end). Never empty: padding is at most
+// half the kernel, and even a ceil_mode window starts inside the input or
+// its left padding.
 struct Window {
   std::int64_t row_begin, row_end, col_begin, col_end;
+  std::int64_t divisor;  // what average pooling divides the window's sum by
 };
 
 Window window_of(const Geometry& g, std::int64_t oh, std::int64_t ow) {
   const std::int64_t top = oh * g.stride - g.padding, left = ow * g.stride - g.padding;
-  return {std::max<std::int64_t>(top, 0), std::min(top + g.kernel, g.height), std::max<std::int64_t>(left, 0),
-          std::min(left + g.kernel, g.width)};
+  Window w{std::max<std::int64_t>(top, 0), std::min(top + g.kernel, g.height), std::max<std::int64_t>(left, 0),
+           std::min(left + g.kernel, g.width), 0};
+  // Counting padding counts the padded positions, but not those past the
+  // right or bottom padding that only a ceil_mode window reaches (PyTorch).
+  w.divisor = g.count_include_pad ? (std::min(top + g.kernel, g.height + g.padding) - top) *
+                                        (std::min(left + g.kernel, g.width + g.padding) - left)
+                                  : (w.row_end - w.row_begin) * (w.col_end - w.col_begin);
+  return w;
 }
 
 // Runs body(plane) for every N*C plane, on OpenMP threads when the work is
@@ -98,8 +106,6 @@ void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<co
 
 void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y) {
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
-  // count_include_pad: always the full window.
-  const float scale = 1.0f / static_cast<float>(g.kernel * g.kernel);
   for_each_plane(g, [&](std::int64_t plane) {
     const float* in = x.data() + plane * in_plane;
     float* out = y.data() + plane * out_plane;
@@ -110,7 +116,7 @@ void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<floa
         for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
           for (std::int64_t c = w.col_begin; c < w.col_end; ++c) total += in[r * g.width + c];
         }
-        out[oh * g.out_width + ow] = total * scale;
+        out[oh * g.out_width + ow] = total * (1.0f / static_cast<float>(w.divisor));
       }
     }
   });
@@ -118,14 +124,13 @@ void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<floa
 
 void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<float> dx) {
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
-  const float scale = 1.0f / static_cast<float>(g.kernel * g.kernel);
   for_each_plane(g, [&](std::int64_t plane) {
     const float* grad_out = dy.data() + plane * out_plane;
     float* grad_in = dx.data() + plane * in_plane;
     for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
       for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
         const Window w = window_of(g, oh, ow);
-        const float share = grad_out[oh * g.out_width + ow] * scale;
+        const float share = grad_out[oh * g.out_width + ow] * (1.0f / static_cast<float>(w.divisor));
         for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
           for (std::int64_t c = w.col_begin; c < w.col_end; ++c) grad_in[r * g.width + c] += share;
         }

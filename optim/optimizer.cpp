@@ -4,11 +4,11 @@
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/layers/named_tensors.hpp>
 
 #include <fmt/ranges.h>
 
 #include <cmath>
-#include <map>
 
 namespace ddl::optim {
 
@@ -91,35 +91,14 @@ std::vector<NamedTensor> Optimizer::state() const {
 }
 
 void Optimizer::load_state(const std::vector<NamedTensor>& state) {
-  const std::vector<NamedTensor> expected = this->state();
-  std::map<std::string, const Tensor*> given;
-  for (const auto& [entry_name, tensor] : state) {
-    DDL_CHECK(given.emplace(entry_name, &tensor).second, "{}: load_state: entry '{}' appears twice", name_, entry_name);
-  }
-  // Check everything before changing anything, so a bad checkpoint leaves the
-  // optimizer as it was.
-  for (const auto& [entry_name, mine] : expected) {
-    const auto found = given.find(entry_name);
-    DDL_CHECK(found != given.end(), "{}: load_state: entry '{}' is missing", name_, entry_name);
-    const Tensor& theirs = *found->second;
-    DDL_CHECK(theirs.defined() && theirs.dtype() == mine.dtype() && theirs.shape() == mine.shape(),
-              "{}: load_state: entry '{}' should be {} {} but is {}", name_, entry_name, mine.dtype(), mine.shape(),
-              theirs.defined() ? fmt::format("{} {}", theirs.dtype(), theirs.shape()) : std::string("undefined"));
-  }
-  for (const auto& [entry_name, tensor] : state) {
-    bool known = false;
-    for (const auto& entry : expected) known = known || entry.first == entry_name;
-    DDL_CHECK(known, "{}: load_state: unknown entry '{}' (this optimizer has {} parameters with buffers {})", name_,
-              entry_name, state_.size(), fmt::join(buffer_names_, ", "));
-  }
-  for (const auto& [entry_name, mine] : expected) {
-    const Tensor& theirs = *given.at(entry_name);
-    if (entry_name == "step") {
-      step_count_ = theirs.to_vector<std::int64_t>().at(0);
-    } else {
-      mine.copy_from(theirs);
-    }
-  }
+  // copy_by_name checks every entry before it copies any, so a bad
+  // checkpoint leaves the optimizer as it was. "step" lands in the fresh
+  // tensor state() made for it and is read back from there.
+  const std::vector<NamedTensor> mine = this->state();
+  const std::string context =
+      fmt::format("{}: load_state ({} parameters, buffers: {})", name_, state_.size(), fmt::join(buffer_names_, ", "));
+  layers::copy_by_name(context, mine, state, {.sources_name = "the state"});
+  step_count_ = mine.front().second.item<std::int64_t>();
 }
 
 }  // namespace ddl::optim

@@ -50,7 +50,7 @@ class Optimizer {
   // optimizer's memory (clone them to keep a snapshot); "step" is a copy.
   std::vector<NamedTensor> state() const;
   // Copies values from `state` (as state() names them; any device). Throws
-  // ddl::Error naming the entry if one is missing, unknown, or of the wrong
+  // ddl::Error naming the entry if one is missing, unexpected, or of the wrong
   // shape or dtype, and then changes nothing.
   void load_state(const std::vector<NamedTensor>& state);
 

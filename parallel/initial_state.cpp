@@ -29,8 +29,7 @@ void broadcast_tensor(const Communicator& comm, const Tensor& tensor) {
 void broadcast_initial_state(const Communicator& comm, layers::Module& model, optim::Optimizer* optimizer,
                              const std::string& who) {
   // Agree first: broadcasting into differently shaped tensors would hang or corrupt.
-  auto tensors = model.named_parameters();
-  for (auto& buffer : model.named_buffers()) tensors.push_back(std::move(buffer));
+  const auto tensors = model.state_dict();
   agree_on_layout(comm, describe(tensors), who + ": the model's parameters and buffers");
   for (const auto& [name, tensor] : tensors) broadcast_tensor(comm, tensor.detach());
   if (optimizer == nullptr) return;

@@ -54,7 +54,7 @@ Tensor batch_norm_case(Inputs x, bool training) {
   const std::int64_t channels = x[0].size(1);
   const TensorOptions options{DType::Float32, x[0].device(), false};
   const Tensor running_mean = full({channels}, 0.1, options), running_var = full({channels}, 2.0, options);
-  return layers::batch_norm2d(x[0], x[1], x[2], running_mean, running_var, training, 0.1, 1e-5);
+  return layers::batch_norm2d(x[0], x[1], x[2], running_mean, running_var, training);
 }
 
 // Three steps of an optimizer on a parameter made from x[0] with the fixed
@@ -133,6 +133,8 @@ const std::vector<OpCase>& op_cases() {
        [](Inputs x) { return layers::conv2d(x[0], x[1], x[2], {.stride = 2, .padding = 1}); }},
       {"conv2d dilation 2, no bias", {{1, 3, 11, 10}, {2, 3, 3, 3}}, V::kAny,
        [](Inputs x) { return layers::conv2d(x[0], x[1], Tensor(), {.dilation = 2}); }},
+      {"conv2d 2x5 kernel, padding 1", {{2, 3, 6, 9}, {4, 3, 2, 5}, {4}}, V::kAny,
+       [](Inputs x) { return layers::conv2d(x[0], x[1], x[2], {.padding = 1}); }},
       {"conv2d 1 channel 5x5", {{7, 1, 12, 12}, {6, 1, 5, 5}, {6}}, V::kAny,
        [](Inputs x) { return layers::conv2d(x[0], x[1], x[2]); }},
       {"max_pool2d 2", {{2, 3, 8, 6}}, V::kDistinct, [](Inputs x) { return layers::max_pool2d(x[0], {}); }},
@@ -141,6 +143,15 @@ const std::vector<OpCase>& op_cases() {
       {"avg_pool2d 2", {{2, 3, 8, 6}}, V::kAny, [](Inputs x) { return layers::avg_pool2d(x[0], {}); }},
       {"avg_pool2d 3 padding 1", {{1, 2, 7, 9}}, V::kAny,
        [](Inputs x) { return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 1, .padding = 1}); }},
+      {"max_pool2d 3 stride 2 ceil_mode", {{2, 3, 8, 7}}, V::kDistinct,
+       [](Inputs x) { return layers::max_pool2d(x[0], {.kernel_size = 3, .stride = 2, .ceil_mode = true}); }},
+      {"avg_pool2d 3 stride 2 padding 1, padding not counted", {{2, 3, 7, 9}}, V::kAny, [](Inputs x) {
+         return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1, .count_include_pad = false});
+       }},
+      {"avg_pool2d 3 stride 2 padding 1 ceil_mode, padding not counted", {{1, 2, 8, 6}}, V::kAny, [](Inputs x) {
+         return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true,
+                                          .count_include_pad = false});
+       }},
       {"batch_norm2d training", {{4, 3, 5, 7}, {3}, {3}}, V::kAny,
        [](Inputs x) { return batch_norm_case(x, true); }},
       {"batch_norm2d eval", {{4, 3, 5, 7}, {3}, {3}}, V::kAny, [](Inputs x) { return batch_norm_case(x, false); }},
@@ -150,10 +161,22 @@ const std::vector<OpCase>& op_cases() {
          return layers::cross_entropy(x[0], from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 3, 3, 0}, {7},
                                                         {DType::Int64, x[0].device(), false}));
        }},
+      {"cross_entropy int32 labels, sum", {{5, 3}}, V::kAny, [](Inputs x) {
+         return layers::cross_entropy(x[0], from_vector(std::vector<std::int32_t>{2, 0, 1, 1, 2}, {5},
+                                                        {DType::Int32, x[0].device(), false}), layers::Reduction::Sum);
+       }},
+      {"cross_entropy int64 labels, no reduction", {{7, 5}}, V::kAny, [](Inputs x) {
+         return layers::cross_entropy(x[0], from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 3, 3, 0}, {7},
+                                                        {DType::Int64, x[0].device(), false}), layers::Reduction::None);
+       }},
       {"cross_entropy one-hot", {{2, 3}, {2, 3}}, V::kAny,
        [](Inputs x) { return layers::cross_entropy(x[0], softmax(x[1], 1)); }},
       {"mse_loss", {{7, 3}, {7, 3}}, V::kAny, [](Inputs x) { return layers::mse_loss(x[0], x[1]); }},
+      {"mse_loss, no reduction", {{7, 3}, {7, 3}}, V::kAny,
+       [](Inputs x) { return layers::mse_loss(x[0], x[1], layers::Reduction::None); }},
       {"mae_loss", {{7, 3}, {7, 3}}, V::kAwayFromZero, [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f); }},
+      {"mae_loss, sum", {{7, 3}, {7, 3}}, V::kAwayFromZero,
+       [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f, layers::Reduction::Sum); }},
       // Optimizer updates (optim/).
       {"SGD nesterov, weight decay", {{5, 7}, {5, 7}}, V::kAny, [](Inputs x) {
          return optimizer_steps<optim::SGD>(x, optim::SgdOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true,

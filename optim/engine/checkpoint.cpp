@@ -3,6 +3,7 @@
 // the size and CRC-32 of the whole payload before parsing it, then every
 // field against the bytes that remain, so a damaged file ends in a ddl::Error
 // naming it and never in a huge allocation.
+#include <ddl/layers/named_tensors.hpp>
 #include <ddl/optim/engine/checkpoint.hpp>
 
 #include <fcntl.h>
@@ -418,31 +419,8 @@ std::vector<std::pair<std::string, Tensor>> tensors_with_prefix(const Checkpoint
 
 void restore_tensors(const Checkpoint& checkpoint, const std::string& prefix,
                      const std::vector<std::pair<std::string, Tensor>>& targets) {
-  std::map<std::string, const Tensor*> saved;
-  for (const auto& [name, tensor] : checkpoint.tensors) {
-    if (!name.starts_with(prefix)) continue;
-    DDL_CHECK(saved.emplace(name.substr(prefix.size()), &tensor).second,
-              "restore_tensors: the checkpoint holds '{}' twice", name);
-  }
-  // Check every pair before copying anything, so a mismatch leaves the
-  // targets as they were.
-  std::set<std::string> target_names;
-  for (const auto& [name, target] : targets) {
-    DDL_CHECK(target_names.insert(name).second, "restore_tensors: target '{}' appears twice", name);
-    const auto found = saved.find(name);
-    DDL_CHECK(found != saved.end(), "restore_tensors: '{}{}' is missing from the checkpoint", prefix, name);
-    const Tensor& source = *found->second;
-    DDL_CHECK(target.defined(), "restore_tensors: target '{}' is undefined", name);
-    DDL_CHECK(source.shape() == target.shape() && source.dtype() == target.dtype(),
-              "restore_tensors: '{}{}' is {} {} in the checkpoint but the target is {} {}", prefix, name,
-              source.dtype(), source.shape(), target.dtype(), target.shape());
-  }
-  for (const auto& entry : saved) {
-    DDL_CHECK(target_names.count(entry.first) == 1,
-              "restore_tensors: unexpected tensor '{}{}' in the checkpoint (no target of that name)", prefix,
-              entry.first);
-  }
-  for (const auto& [name, target] : targets) target.copy_from(*saved.at(name));
+  layers::copy_by_name("restore_tensors", targets, tensors_with_prefix(checkpoint, prefix),
+                       {.name_prefix = prefix, .sources_name = "the checkpoint"});
 }
 
 }  // namespace ddl::optim

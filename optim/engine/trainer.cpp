@@ -216,12 +216,6 @@ Tensor Trainer::predict(BatchSource& data) {
   return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);
 }
 
-std::vector<std::pair<std::string, Tensor>> Trainer::model_state() const {
-  auto state = model_->named_parameters();
-  for (auto& buffer : model_->named_buffers()) state.push_back(std::move(buffer));
-  return state;
-}
-
 Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
   Checkpoint checkpoint;
   add_tensors(checkpoint, "model.", state.model);
@@ -238,7 +232,7 @@ Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
-  TrainingState state{model_state(), optimizer_->state()};
+  TrainingState state{model_->state_dict(), optimizer_->state()};
   strategy_->gather_state(state);
   if (!strategy_->is_root()) return;
   write_checkpoint_file(path, make_checkpoint(state));
@@ -260,7 +254,7 @@ void Trainer::load_checkpoint(const std::string& path) {
   // Both restores validate before they write; the model is restored first
   // and put back if the optimizer's state then turns out not to fit, so a
   // failed load changes nothing.
-  const auto targets = model_state();
+  const auto targets = model_->state_dict();
   std::vector<std::pair<std::string, Tensor>> before;
   for (const auto& [name, tensor] : targets) before.emplace_back(name, tensor.detach().clone());
   try {

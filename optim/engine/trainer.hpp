@@ -108,7 +108,6 @@ class Trainer {
   void train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics);
   // Runs the strategy's prepare() once, and again after a checkpoint load.
   void ensure_prepared();
-  std::vector<std::pair<std::string, Tensor>> model_state() const;
   Checkpoint make_checkpoint(const TrainingState& state) const;
   std::ostream& out() const;
   bool prints() const;

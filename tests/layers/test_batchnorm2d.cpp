@@ -96,7 +96,7 @@ TEST_CASE("batch_norm2d in training normalises with the batch mean and biased va
     CAPTURE(shape);
     const BatchNormInputs in = random_inputs(shape, generator);
     const ChannelStatistics s = statistics_of(in.x);
-    const Tensor y = layers::batch_norm2d(in.x, in.gamma, in.beta, in.running_mean, in.running_var, true, 0.1, 1e-5);
+    const Tensor y = layers::batch_norm2d(in.x, in.gamma, in.beta, in.running_mean, in.running_var, true);
     CHECK(all_close(
         y, reference_normalise(in.x, s.mean, s.variance, in.gamma.to_vector<float>(), in.beta.to_vector<float>(), 1e-5),
         1e-5, 1e-5));
@@ -107,7 +107,7 @@ TEST_CASE("batch_norm2d in evaluation normalises with the running statistics and
   Generator generator(32);
   const BatchNormInputs in = random_inputs({5, 3, 4, 3}, generator);
   const auto mean_before = in.running_mean.to_vector<float>(), var_before = in.running_var.to_vector<float>();
-  const Tensor y = layers::batch_norm2d(in.x, in.gamma, in.beta, in.running_mean, in.running_var, false, 0.1, 1e-3);
+  const Tensor y = layers::batch_norm2d(in.x, in.gamma, in.beta, in.running_mean, in.running_var, false, {.eps = 1e-3});
   CHECK(all_close(y,
                   reference_normalise(in.x, to_double(in.running_mean), to_double(in.running_var),
                                       in.gamma.to_vector<float>(), in.beta.to_vector<float>(), 1e-3),
@@ -119,7 +119,7 @@ TEST_CASE("batch_norm2d in evaluation normalises with the running statistics and
 TEST_CASE("BatchNorm2d updates its running statistics with momentum and the unbiased variance") {
   Generator generator(33);
   const double momentum = 0.25;
-  layers::BatchNorm2d layer(3, 1e-5, momentum);
+  layers::BatchNorm2d layer(3, {.momentum = momentum});
   std::vector<double> mean(3, 0.0), variance(3, 1.0);  // the initial buffers
   for (int step = 1; step <= 2; ++step) {
     CAPTURE(step);
@@ -156,7 +156,7 @@ TEST_CASE("batch_norm2d training gradients (input, gamma, beta) match finite dif
     CAPTURE(shape);
     const BatchNormInputs in = random_inputs(shape, generator);
     const auto f = [&in](const std::vector<Tensor>& t) {
-      return layers::batch_norm2d(t[0], t[1], t[2], in.running_mean, in.running_var, true, 0.1, 1e-5);
+      return layers::batch_norm2d(t[0], t[1], t[2], in.running_mean, in.running_var, true);
     };
     CHECK(gradcheck(f, {in.x, in.gamma, in.beta}));
   }
@@ -170,7 +170,7 @@ TEST_CASE("batch_norm2d evaluation gradients (input, gamma, beta) match finite d
     CAPTURE(shape);
     const BatchNormInputs in = random_inputs(shape, generator);
     const auto f = [&in](const std::vector<Tensor>& t) {
-      return layers::batch_norm2d(t[0], t[1], t[2], in.running_mean, in.running_var, false, 0.1, 1e-5);
+      return layers::batch_norm2d(t[0], t[1], t[2], in.running_mean, in.running_var, false);
     };
     CHECK(gradcheck(f, {in.x, in.gamma, in.beta}));
   }
@@ -185,8 +185,7 @@ TEST_CASE("batch_norm2d training equals the formula composed from core ops, on a
 
   std::vector<Tensor> leaves{in.x.clone(), in.gamma.clone(), in.beta.clone()};
   for (Tensor& t : leaves) t.set_requires_grad();
-  layers::batch_norm2d(leaves[0], leaves[1], leaves[2], in.running_mean, in.running_var, true, 0.1, 1e-5)
-      .backward(upstream);
+  layers::batch_norm2d(leaves[0], leaves[1], leaves[2], in.running_mean, in.running_var, true).backward(upstream);
 
   std::vector<Tensor> composed{in.x.clone(), in.gamma.clone(), in.beta.clone()};
   for (Tensor& t : composed) t.set_requires_grad();
@@ -197,8 +196,8 @@ TEST_CASE("batch_norm2d training equals the formula composed from core ops, on a
   y.backward(upstream);
 
   const BatchNormInputs fresh = random_inputs({1, 16, 1, 1}, generator);  // unused running buffers
-  CHECK(all_close(layers::batch_norm2d(in.x, in.gamma, in.beta, fresh.running_mean, fresh.running_var, true, 0.1, 1e-5),
-                  y, 1e-5, 1e-5));
+  CHECK(all_close(layers::batch_norm2d(in.x, in.gamma, in.beta, fresh.running_mean, fresh.running_var, true), y, 1e-5,
+                  1e-5));
   for (std::size_t i = 0; i < leaves.size(); ++i) {
     CAPTURE(i);
     CHECK(all_close(leaves[i].grad(), composed[i].grad(), 1e-4, 1e-4));
@@ -206,7 +205,7 @@ TEST_CASE("batch_norm2d training equals the formula composed from core ops, on a
 }
 
 TEST_CASE("BatchNorm2d starts from gamma 1, beta 0, mean 0, variance 1 and names them") {
-  layers::BatchNorm2d layer(4, 1e-3, 0.01);
+  layers::BatchNorm2d layer(4, {.eps = 1e-3, .momentum = 0.01});
   CHECK(layer.type_name() == "BatchNorm2d");
   CHECK(layer.describe() == "BatchNorm2d(4, eps=0.001, momentum=0.01)");
   const auto parameters = layer.named_parameters();
@@ -228,7 +227,7 @@ TEST_CASE("batch norm rejects an input that is not 4-D") {
   CHECK(throws_error_mentioning([] { layers::BatchNorm2d(3)(zeros({2, 3, 4})); }, {"BatchNorm2d", "4-D", "[2, 3, 4]"}));
   CHECK(throws_error_mentioning(
       [] {
-        layers::batch_norm2d(zeros({2, 3}), ones({3}), zeros({3}), zeros({3}), ones({3}), true, 0.1, 1e-5);
+        layers::batch_norm2d(zeros({2, 3}), ones({3}), zeros({3}), zeros({3}), ones({3}), true);
       },
       {"batch_norm2d", "4-D", "[2, 3]"}));
 }
@@ -241,7 +240,7 @@ TEST_CASE("batch norm rejects an input whose channel count differs from num_feat
       {"BatchNorm2d(4", "[2, 3, 5, 5]", "3 channels", "expected 4"}));
   CHECK(throws_error_mentioning(
       [] {
-        layers::batch_norm2d(zeros({2, 3, 5, 5}), ones({4}), zeros({4}), zeros({4}), ones({4}), false, 0.1, 1e-5);
+        layers::batch_norm2d(zeros({2, 3, 5, 5}), ones({4}), zeros({4}), zeros({4}), ones({4}), false);
       },
       {"batch_norm2d", "[2, 3, 5, 5]", "3 channels", "weight", "[4]"}));
 }
@@ -255,9 +254,15 @@ TEST_CASE("batch norm in training rejects a batch with one value per channel") {
 }
 
 TEST_CASE("batch norm rejects a non-positive eps, a momentum outside 0..1 or no features") {
-  CHECK(throws_error_mentioning([] { layers::BatchNorm2d(3, 0.0); }, {"BatchNorm2d", "eps", "0"}));
-  CHECK(throws_error_mentioning([] { layers::BatchNorm2d(3, 1e-5, 1.5); }, {"BatchNorm2d", "momentum", "1.5"}));
+  CHECK(throws_error_mentioning([] { layers::BatchNorm2d(3, {.eps = 0.0}); }, {"BatchNorm2d", "eps", "0"}));
+  CHECK(throws_error_mentioning([] { layers::BatchNorm2d(3, {.momentum = 1.5}); }, {"BatchNorm2d", "momentum", "1.5"}));
   CHECK(throws_error_mentioning([] { layers::BatchNorm2d(0); }, {"BatchNorm2d", "num_features", "0"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::batch_norm2d(zeros({2, 3, 2, 2}), ones({3}), zeros({3}), zeros({3}), ones({3}), true,
+                             {.momentum = -0.5});
+      },
+      {"batch_norm2d", "momentum", "-0.5"}));
 }
 
 TEST_CASE("batch norm on every CUDA device matches the CPU, forward, backward and running statistics") {
@@ -273,15 +278,14 @@ TEST_CASE("batch norm on every CUDA device matches the CPU, forward, backward an
     std::vector<Tensor> cpu_leaves{in.x.clone(), in.gamma.clone(), in.beta.clone()};
     for (Tensor& t : cpu_leaves) t.set_requires_grad();
     const Tensor cpu_mean = in.running_mean.clone(), cpu_var = in.running_var.clone();
-    const Tensor y_cpu =
-        layers::batch_norm2d(cpu_leaves[0], cpu_leaves[1], cpu_leaves[2], cpu_mean, cpu_var, training, 0.1, 1e-5);
+    const Tensor y_cpu = layers::batch_norm2d(cpu_leaves[0], cpu_leaves[1], cpu_leaves[2], cpu_mean, cpu_var, training);
     y_cpu.backward(upstream);
     for (int index = 0; index < device_count(DeviceType::CUDA); ++index) {
       const Device gpu = cuda(index);
       std::vector<Tensor> leaves{in.x.to(gpu), in.gamma.to(gpu), in.beta.to(gpu)};
       for (Tensor& t : leaves) t.set_requires_grad();
       const Tensor mean = in.running_mean.to(gpu), var = in.running_var.to(gpu);
-      const Tensor y = layers::batch_norm2d(leaves[0], leaves[1], leaves[2], mean, var, training, 0.1, 1e-5);
+      const Tensor y = layers::batch_norm2d(leaves[0], leaves[1], leaves[2], mean, var, training);
       y.backward(upstream.to(gpu));
       CHECK(all_close(y.to(cpu()), y_cpu, 1e-4, 1e-4));
       CHECK(all_close(mean.to(cpu()), cpu_mean, 1e-5, 1e-5));

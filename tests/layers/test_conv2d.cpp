@@ -245,6 +245,23 @@ TEST_CASE("conv2d layer (Conv2d) forward is conv2d with its parameters and optio
   CHECK(layers::Conv2d(3, 4, o).describe() == "Conv2d(3, 4, kernel_size=3, stride=2, padding=1, dilation=1, bias=false)");
 }
 
+TEST_CASE("conv2d layer (Conv2d) takes a rectangular kernel as height by width") {
+  Generator generator(72);
+  layers::Conv2d conv(3, 4, {.kernel_size = {1, 5}, .padding = 1}, &generator);
+  CHECK(conv.weight().shape() == Shape{4, 3, 1, 5});
+  CHECK(conv.parameter_count() == 4 * 3 * 1 * 5 + 4);
+  CHECK(conv.describe() == "Conv2d(3, 4, kernel_size=(1, 5), stride=1, padding=1, dilation=1)");
+  const Tensor x = test::uniform_tensor({2, 3, 6, 7}, generator);
+  const Tensor y = conv(x);
+  CHECK(y.shape() == Shape{2, 4, 8, 5});  // (6 + 2 - 1) + 1 rows, (7 + 2 - 5) + 1 columns
+  CHECK(all_close(y, layers::conv2d(x, conv.weight(), conv.bias(), conv.options()), 0, 0));
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::Conv2d(3, 4, {.kernel_size = {3, 0}});
+      },
+      {"Conv2d", "kernel_size", "3x0"}));
+}
+
 TEST_CASE("conv2d rejects an input that is not 4-D") {
   const Tensor w = zeros({4, 3, 3, 3});
   CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({3, 8, 8}), w, Tensor()); }, {"conv2d", "[3, 8, 8]"}));

@@ -1,12 +1,13 @@
-// Losses (layers/loss.cpp): cross-entropy against a reference, its fused
-// gradient, stability for huge logits, one-hot targets, label errors; MSE
-// and MAE values and gradients.
+// Losses (layers/loss.cpp): cross-entropy, MSE and MAE against float64
+// references and finite differences for each reduction, the fused
+// gradient against one-hot targets, stability for huge logits, errors.
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/loss.hpp>
 
 #include <cmath>
+#include <numeric>
 #include <random>
 
 #include "support/gradcheck.hpp"
@@ -26,16 +27,34 @@ std::vector<std::int64_t> random_labels(std::int64_t n, std::int64_t classes, st
   return labels;
 }
 
-double reference_cross_entropy(const std::vector<float>& logits, const std::vector<std::int64_t>& labels,
-                               std::int64_t classes) {
-  double total = 0.0;
+// -log softmax(logits[r])[label[r]] for each row r, in double.
+std::vector<double> reference_cross_entropy_rows(const std::vector<float>& logits,
+                                                 const std::vector<std::int64_t>& labels, std::int64_t classes) {
+  std::vector<double> rows;
   for (std::size_t r = 0; r < labels.size(); ++r) {
     double denominator = 0.0;
     for (std::int64_t c = 0; c < classes; ++c) denominator += std::exp(static_cast<double>(logits[r * classes + c]));
-    total += std::log(denominator) - logits[r * classes + static_cast<std::size_t>(labels[r])];
+    rows.push_back(std::log(denominator) - logits[r * classes + static_cast<std::size_t>(labels[r])]);
   }
-  return total / static_cast<double>(labels.size());
+  return rows;
 }
+
+// What each reduction makes of float64 per-sample or per-element values.
+std::vector<float> reduced(const std::vector<double>& values, layers::Reduction reduction) {
+  const double total = std::accumulate(values.begin(), values.end(), 0.0);
+  switch (reduction) {
+    case layers::Reduction::Mean:
+      return {static_cast<float>(total / static_cast<double>(values.size()))};
+    case layers::Reduction::Sum:
+      return {static_cast<float>(total)};
+    case layers::Reduction::None:
+      break;
+  }
+  return {values.begin(), values.end()};
+}
+
+const std::vector<std::pair<layers::Reduction, const char*>> kReductions{
+    {layers::Reduction::Mean, "mean"}, {layers::Reduction::Sum, "sum"}, {layers::Reduction::None, "none"}};
 
 Tensor one_hot(const std::vector<std::int64_t>& labels, std::int64_t classes) {
   std::vector<float> values(labels.size() * static_cast<std::size_t>(classes), 0.0f);
@@ -44,30 +63,6 @@ Tensor one_hot(const std::vector<std::int64_t>& labels, std::int64_t classes) {
 }
 
 }  // namespace
-
-TEST_CASE("cross_entropy with integer labels equals the mean negative log-likelihood") {
-  Generator generator(21);
-  std::mt19937 rng(21);
-  for (const auto& [n, classes] : {std::pair{1, 2}, {7, 10}, {13, 3}}) {
-    const Tensor logits = test::uniform_tensor({n, classes}, generator, -3.0f, 3.0f);
-    const auto labels = random_labels(n, classes, rng);
-    const double expected = reference_cross_entropy(logits.to_vector<float>(), labels, classes);
-    CHECK(layers::cross_entropy(logits, from_vector(labels, {n})).item() == doctest::Approx(expected).epsilon(1e-5));
-    std::vector<std::int32_t> labels32(labels.begin(), labels.end());
-    CHECK(layers::cross_entropy(logits, from_vector(labels32, {n})).item() ==
-          doctest::Approx(expected).epsilon(1e-5));
-  }
-}
-
-TEST_CASE("cross_entropy gradient matches finite differences") {
-  Generator generator(22);
-  std::mt19937 rng(22);
-  for (const auto& [n, classes] : {std::pair{1, 3}, {7, 5}, {5, 13}}) {
-    const Tensor labels = from_vector(random_labels(n, classes, rng), {n});
-    const Tensor logits = test::uniform_tensor({n, classes}, generator, -2.0f, 2.0f);
-    CHECK(gradcheck([&](const std::vector<Tensor>& t) { return layers::cross_entropy(t[0], labels); }, {logits}));
-  }
-}
 
 TEST_CASE("cross_entropy with one-hot targets equals integer labels, value and gradient") {
   Generator generator(23);
@@ -110,20 +105,88 @@ TEST_CASE("cross_entropy rejects labels out of range and mismatched shapes") {
                                 {"cross_entropy", "[3, 5]", "[3, 4]"}));
 }
 
-TEST_CASE("mse_loss and mae_loss equal their definitions, with matching gradients") {
-  Generator generator(24);
-  const Tensor prediction = test::away_from_zero_tensor({7, 3}, generator);
-  const Tensor target = test::uniform_tensor({7, 3}, generator, -0.4f, 0.4f);
-  const auto p = prediction.to_vector<float>(), t = target.to_vector<float>();
-  double squared = 0.0, absolute = 0.0;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    squared += (p[i] - t[i]) * (p[i] - t[i]);
-    absolute += std::abs(p[i] - t[i]);
+TEST_CASE("mse_loss and mae_loss reject predictions and targets of different shapes") {
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::mse_loss(zeros({7, 3}), zeros({3, 7}));
+      },
+      {"mse_loss", "[7, 3]", "[3, 7]"}));
+  CHECK(throws_error_mentioning([] { layers::mae_loss(zeros({2}), zeros({2, 1})); }, {"mae_loss", "[2]", "[2, 1]"}));
+}
+
+TEST_CASE("cross_entropy reduces by mean, sum or not at all, with int64, int32 or one-hot targets") {
+  // Per-row losses are O(1) with float32 rounding of a few ulps; a sum of
+  // N of them keeps that relative error.
+  Generator generator(25);
+  std::mt19937 rng(25);
+  for (const auto& [n, classes] : {std::pair{1, 2}, {7, 10}, {13, 3}}) {
+    const Tensor logits = test::uniform_tensor({n, classes}, generator, -3.0f, 3.0f);
+    const auto labels = random_labels(n, classes, rng);
+    const auto rows = reference_cross_entropy_rows(logits.to_vector<float>(), labels, classes);
+    for (const auto& [reduction, name] : kReductions) {
+      CAPTURE(name);
+      const std::vector<float> expected = reduced(rows, reduction);
+      const Tensor from_labels = layers::cross_entropy(logits, from_vector(labels, {n}), reduction);
+      const std::vector<std::int32_t> labels32(labels.begin(), labels.end());
+      const Tensor from_labels32 = layers::cross_entropy(logits, from_vector(labels32, {n}), reduction);
+      const Tensor from_one_hot = layers::cross_entropy(logits, one_hot(labels, classes), reduction);
+      CHECK(from_labels.shape() == (reduction == layers::Reduction::None ? Shape{n} : Shape{}));
+      CHECK(from_one_hot.shape() == from_labels.shape());
+      CHECK(all_close(from_labels, expected, 1e-6, 1e-5));
+      CHECK(all_close(from_labels32, expected, 1e-6, 1e-5));
+      CHECK(all_close(from_one_hot, expected, 1e-6, 1e-5));
+    }
   }
-  CHECK(layers::mse_loss(prediction, target).item() == doctest::Approx(squared / 21.0).epsilon(1e-6));
-  CHECK(layers::mae_loss(prediction, target).item() == doctest::Approx(absolute / 21.0).epsilon(1e-6));
-  // |prediction| >= 0.5 > |target|: the difference never crosses |x|'s kink.
-  CHECK(gradcheck([&](const std::vector<Tensor>& x) { return layers::mse_loss(x[0], target); }, {prediction}));
-  CHECK(gradcheck([&](const std::vector<Tensor>& x) { return layers::mae_loss(x[0], target); }, {prediction}));
-  CHECK(throws_error_mentioning([&] { layers::mse_loss(prediction, zeros({3, 7})); }, {"mse_loss", "[7, 3]", "[3, 7]"}));
+}
+
+TEST_CASE("cross_entropy gradients match finite differences for every reduction") {
+  Generator generator(26);
+  std::mt19937 rng(26);
+  for (const auto& [n, classes] : {std::pair{1, 3}, {7, 5}, {5, 13}}) {
+    const auto labels = random_labels(n, classes, rng);
+    const Tensor logits = test::uniform_tensor({n, classes}, generator, -2.0f, 2.0f);
+    for (const auto& [reduction, name] : kReductions) {
+      CAPTURE(name);
+      for (const Tensor& targets : {from_vector(labels, {n}), one_hot(labels, classes)}) {
+        CHECK(gradcheck(
+            [&, r = reduction](const std::vector<Tensor>& t) { return layers::cross_entropy(t[0], targets, r); },
+            {logits}));
+      }
+    }
+  }
+}
+
+TEST_CASE("mse_loss and mae_loss reduce by mean, sum or not at all, values and gradients") {
+  Generator generator(27);
+  std::mt19937 rng(27);
+  for (int trial = 0; trial < 3; ++trial) {
+    const Shape shape = test::random_shape(rng, 1 + trial);
+    CAPTURE(shape);
+    const Tensor prediction = test::away_from_zero_tensor(shape, generator);
+    const Tensor target = test::uniform_tensor(shape, generator, -0.4f, 0.4f);
+    const auto p = prediction.to_vector<float>(), t = target.to_vector<float>();
+    std::vector<double> squared, absolute;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      const double difference = static_cast<double>(p[i]) - t[i];
+      squared.push_back(difference * difference);
+      absolute.push_back(std::abs(difference));
+    }
+    for (const auto& [reduction, name] : kReductions) {
+      CAPTURE(name);
+      const Tensor mse = layers::mse_loss(prediction, target, reduction);
+      CHECK(mse.shape() == (reduction == layers::Reduction::None ? shape : Shape{}));
+      CHECK(all_close(mse, reduced(squared, reduction), 1e-6, 1e-5));
+      CHECK(all_close(layers::mae_loss(prediction, target, reduction), reduced(absolute, reduction), 1e-6, 1e-5));
+      // |prediction| >= 0.5 > |target|: the difference never crosses |x|'s kink.
+      CHECK(gradcheck([&, r = reduction](const std::vector<Tensor>& x) { return layers::mse_loss(x[0], target, r); },
+                      {prediction}));
+      CHECK(gradcheck([&, r = reduction](const std::vector<Tensor>& x) { return layers::mae_loss(x[0], target, r); },
+                      {prediction}));
+    }
+  }
+}
+
+TEST_CASE("losses still convert to the Trainer's two-argument loss function") {
+  const optim::LossFunction loss = layers::mse_loss;
+  CHECK(loss(ones({2}), zeros({2})).item() == 1.0f);
 }

@@ -90,3 +90,17 @@ TEST_CASE("activation and Flatten modules apply their ops, with gradients") {
   CHECK(flat.shape() == Shape{3, 70});
   CHECK(test::gradcheck([](const std::vector<Tensor>& t) { return layers::Flatten()(t[0]) * 2.0f; }, {x}));
 }
+
+TEST_CASE("LogSoftmax applies log_softmax along its dim, stays finite for huge logits, with gradients") {
+  Generator generator(5);
+  const Tensor x = test::uniform_tensor({3, 5, 7}, generator, -3.0f, 3.0f);
+  CHECK(all_close(layers::LogSoftmax(1)(x), log_softmax(x, 1), 0, 0));
+  CHECK(all_close(layers::LogSoftmax()(x), log_softmax(x, -1), 0, 0));
+  CHECK(layers::LogSoftmax(1).describe() == "LogSoftmax(dim=1)");
+  CHECK(layers::Softmax().describe() == "Softmax(dim=-1)");
+  // exp(-2e4) underflows to 0 in any precision; the log does not need it:
+  // log softmax([1e4, 0, -1e4]) = [0, -1e4, -2e4] up to e^-1e4.
+  CHECK(all_close(layers::LogSoftmax()(from_vector({1e4f, 0.0f, -1e4f}, {1, 3})), {0.0f, -1e4f, -2e4f}, 0, 1e-7));
+  CHECK(test::gradcheck([](const std::vector<Tensor>& t) { return layers::LogSoftmax(1)(t[0]); },
+                        {test::uniform_tensor({2, 7, 3}, generator)}));
+}

@@ -72,7 +72,7 @@ TEST_CASE("optim::Optimizer: state names the step counter and each parameter's b
   CHECK(ddl::optim::SGD(params, {.lr = 0.1}).state().size() == 1);  // no momentum, no buffers
 }
 
-TEST_CASE("optim::Optimizer: load_state rejects a missing, unknown or misshapen entry and changes nothing") {
+TEST_CASE("optim::Optimizer: load_state rejects a missing, unexpected or misshapen entry and changes nothing") {
   const std::vector<Tensor> params = make_params();
   ddl::optim::SGD optimizer(params, {.lr = 0.1, .momentum = 0.5});
   const auto good = copy_state(optimizer.state());
@@ -83,7 +83,7 @@ TEST_CASE("optim::Optimizer: load_state rejects a missing, unknown or misshapen 
 
   auto extra = good;
   extra.emplace_back("4.momentum", zeros({3}));
-  CHECK(throws_error_mentioning([&] { optimizer.load_state(extra); }, {"SGD", "'4.momentum'", "unknown"}));
+  CHECK(throws_error_mentioning([&] { optimizer.load_state(extra); }, {"SGD", "'4.momentum'", "unexpected"}));
 
   auto misshapen = good;
   misshapen[2].second = ones({5, 3});
