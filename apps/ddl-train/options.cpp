@@ -45,7 +45,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->default_str("128; 75 for materials_mlp");
   app.add_option("--accumulate", o.accumulate,
                  "Batches whose gradients are summed into one optimizer step (gradient accumulation: K batches "
-                 "of B step like one of K*B, in K times less memory)")
+                 "of B step like one of K*B, holding the activations of one batch at a time)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20))
       ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adadelta, sgd, adam or adagrad")
