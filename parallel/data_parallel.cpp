@@ -256,7 +256,9 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   State& s = *state_;
   const auto wait_start = Clock::now();
   if (s.overlapping) {
-    // Buckets with parameters that got no gradient this step: send them with zeros.
+    // Buckets some of whose parameters got no gradient in the last backward
+    // (none this step: zeros; or, with accumulation, only from earlier
+    // batches, whose hooks were disarmed): copy every entry in and send.
     {
       std::unique_lock lock(s.mutex);
       s.armed = false;
@@ -264,7 +266,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
         if (s.launched[b]) continue;
         lock.unlock();
         for (const BucketEntry& entry : s.buckets[b].entries) {
-          if (!entry.parameter.grad().defined()) s.copy_in(b, entry);
+          s.copy_in(b, entry);  // a no-op for a gradient that is the bucket's view
         }
         lock.lock();
         s.launched[b] = true;

@@ -26,7 +26,10 @@ class Callback {
   virtual void on_epoch_end(Trainer& /*trainer*/, std::int64_t /*epoch*/, const Logs& /*logs*/) {}
   virtual void on_train_end(Trainer& /*trainer*/) {}
 
-  // Callbacks that write files (checkpoints, logs) run on the root rank only.
+  // Callbacks that write files alone (logs) run on the root rank only. A
+  // callback that saves checkpoints must run on every rank, since
+  // Trainer::save_checkpoint is collective (a strategy may gather state from
+  // the other ranks first), and fit() refuses one that is root_only().
   virtual bool root_only() const { return false; }
   // Callbacks that save checkpoints run after all others at each epoch's end,
   // so the checkpoint holds the other callbacks' state for that epoch.

@@ -10,7 +10,7 @@
 //     per optimizer step:
 //       next_batch(train)             K times (K = batches_per_step; fewer at
 //                                     the epoch's end)
-//       begin_step(model)             the gradients start at zero
+//       begin_step(model)             the gradients start afresh
 //       forward_backward(model, loss, batch_k, share_k)   for k = 0 .. K-1
 //       synchronize_gradients(model)
 //       update(model, optimizer)
@@ -40,8 +40,9 @@ namespace ddl::optim {
 class Optimizer;
 
 // The loss of a batch from the model's output and the batch's targets, e.g.
-// layers::cross_entropy; it must return a scalar whose backward() fills the
-// parameters' gradients.
+// layers::cross_entropy; it must return the mean over the batch's samples,
+// a scalar whose backward() fills the parameters' gradients (metrics weigh
+// it by the batch size, and accumulation by the batch's share of the step).
 using LossFunction = std::function<Tensor(const Tensor& output, const Tensor& target)>;
 
 // A batch's output and mean loss on the rank that computes them. Both are
@@ -99,7 +100,8 @@ class Strategy {
   virtual std::optional<Batch> next_batch(BatchSource& data);
 
   // Before the first forward pass of an optimizer step: every gradient
-  // starts at zero (data parallelism points them into its buckets).
+  // starts afresh (none, so backward writes a new one; data parallelism
+  // points them at zeroed views into its buckets).
   virtual void begin_step(layers::Module& model);
 
   // Forward and backward of one batch of the step, whose loss counts with

@@ -86,6 +86,9 @@ History Trainer::fit(BatchSource& train, const FitOptions& options) {
   for (const bool writers : {false, true}) {
     for (const auto& callback : options.callbacks) {
       DDL_CHECK(callback != nullptr, "fit: a callback is null");
+      DDL_CHECK(!(callback->root_only() && callback->saves_checkpoints()),
+                "fit: a callback that saves checkpoints must run on every rank (root_only() false): "
+                "save_checkpoint is collective");
       if (callback->saves_checkpoints() != writers) continue;
       if (callback->root_only() && !strategy_->is_root()) continue;
       callbacks.push_back(callback.get());
@@ -201,6 +204,7 @@ Logs Trainer::evaluate(BatchSource& data) {
 }
 
 Tensor Trainer::predict(BatchSource& data) {
+  ensure_prepared();
   const EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
   strategy_->begin_epoch(data, 0);

@@ -44,7 +44,8 @@ struct TrainerOptions {
   // so that K batches of B make the step one batch of K·B would (up to
   // rounding; BatchNorm's statistics and dropout's draws stay per batch).
   // The epoch's last step takes the batches that remain. Steps, callbacks'
-  // batch hooks and per-step schedules count optimizer steps.
+  // batch hooks and per-step schedules count optimizer steps (on_batch_begin
+  // comes once the step's batches are read).
   std::int64_t batches_per_step = 1;
 };
 

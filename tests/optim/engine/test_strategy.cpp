@@ -201,3 +201,19 @@ TEST_CASE("Trainer: a rank whose strategy computes no output trains and reports 
   // Alone, no other rank adds samples to the sums: nothing to average.
   CHECK_THROWS_WITH_AS(trainer.evaluate(batches), doctest::Contains("no rank computed an output"), Error);
 }
+
+TEST_CASE("Trainer: a callback that saves checkpoints on the root rank only is refused") {
+  // save_checkpoint is collective: on rank 0 alone it would wait for ranks
+  // that never join (the parameter server's gather).
+  struct RootOnlySaver : optim::Callback {
+    bool root_only() const override { return true; }
+    bool saves_checkpoints() const override { return true; }
+  };
+  const auto data = test::make_blobs(10, 3);
+  auto model = test::make_classifier(5, false);
+  Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(model->parameters()), quiet_options());
+  TensorBatches batches(data.inputs, data.labels, 4);
+  CHECK_THROWS_WITH_AS(trainer.fit(batches, {.epochs = 1, .callbacks = {std::make_shared<RootOnlySaver>()}}),
+                       doctest::Contains("must run on every rank"), Error);
+  CHECK(trainer.step() == 0);
+}
