@@ -19,7 +19,8 @@ install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${C
 # needed one of these would fail it.
 set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hpp functors.hpp gemm_args.hpp
     kernel_list.hpp kernels.hpp ops/helpers.hpp)
-set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp layer_kernels.hpp pool2d_kernels.hpp)
+set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp dropout_kernels.hpp layer_kernels.hpp loss_kernels.hpp
+    pool2d_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)
 set(ddl_internal_headers_parallel config.hpp mpi_internal.hpp collectives/half.hpp collectives/local_reduce.hpp
     collectives/segments.hpp)

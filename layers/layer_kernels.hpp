@@ -5,8 +5,8 @@
 #pragma once
 
 #include <ddl/core/kernel_list.hpp>
-#include <ddl/layers/dropout.hpp>
-#include <ddl/layers/loss.hpp>
+#include <ddl/layers/dropout_kernels.hpp>
+#include <ddl/layers/loss_kernels.hpp>
 
 // clang-format off
 #define DDL_LAYER_KERNELS(X)                                                                          \
