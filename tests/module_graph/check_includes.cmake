@@ -13,6 +13,13 @@ foreach(module ${DDL_MODULES})
   file(GLOB_RECURSE sources ${SOURCE_DIR}/${module}/*.hpp ${SOURCE_DIR}/${module}/*.cpp ${SOURCE_DIR}/${module}/*.cu
        ${SOURCE_DIR}/${module}/*.cuh)
   foreach(source ${sources})
+    # A quoted include ("../optim/x.hpp") would get past the include roots:
+    # module sources include ddl's headers as <ddl/...> only.
+    file(STRINGS ${source} quoted REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+    foreach(line ${quoted})
+      file(RELATIVE_PATH where ${SOURCE_DIR} ${source})
+      list(APPEND violations "${where}: ${line} (include ddl's headers as <ddl/...>)")
+    endforeach()
     file(STRINGS ${source} lines REGEX "^[ \t]*#[ \t]*include[ \t]*<ddl/")
     foreach(line ${lines})
       math(EXPR checked "${checked} + 1")
