@@ -40,12 +40,12 @@
 #include <ddl/optim/engine/loggers.hpp>
 #include <ddl/optim/engine/logs.hpp>
 #include <ddl/optim/engine/metrics.hpp>
-#include <ddl/optim/optimizer.hpp>
 #include <ddl/optim/engine/progress.hpp>
-#include <ddl/optim/schedule.hpp>
-#include <ddl/optim/sgd.hpp>
 #include <ddl/optim/engine/strategy.hpp>
 #include <ddl/optim/engine/trainer.hpp>
+#include <ddl/optim/optimizer.hpp>
+#include <ddl/optim/schedule.hpp>
+#include <ddl/optim/sgd.hpp>
 
 // parallel/: communicators, collectives and the data-parallel strategy
 // (built with MPI only)

@@ -15,11 +15,11 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/core/functors.hpp>
 #include <ddl/core/kernels.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
 #include <ddl/parallel/initial_state.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>

@@ -11,9 +11,9 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/initial_state.hpp>
 
 namespace ddl::parallel {

@@ -20,9 +20,9 @@
 #include <ddl/optim/adam.hpp>
 #include <ddl/optim/engine/callbacks.hpp>
 #include <ddl/optim/engine/loggers.hpp>
+#include <ddl/optim/engine/trainer.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
-#include <ddl/optim/engine/trainer.hpp>
 
 #include <ddl/build_config.hpp>
 #if DDL_WITH_MPI_BUILD

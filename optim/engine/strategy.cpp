@@ -19,9 +19,10 @@ void Strategy::begin_step(layers::Module& model) { model.zero_grad(); }
 
 StepOutput Strategy::forward_backward(layers::Module& model, const LossFunction& loss, const Batch& batch,
                                       const StepShare& share) {
-  StepOutput result;
-  result.output = model(batch.inputs);
-  result.loss = loss(result.output, batch.targets);
+  // This class's forward, not an override: a strategy that changes how
+  // evaluation runs (a pipeline) schedules training in its own
+  // forward_backward.
+  StepOutput result = Strategy::forward(model, batch, loss);
   // A whole step (no accumulation) skips the multiplication: bit for bit
   // what a plain loss.backward() computes.
   if (share.loss_scale == 1.0) {

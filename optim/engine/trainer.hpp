@@ -21,9 +21,9 @@
 #include <ddl/optim/engine/checkpoint.hpp>
 #include <ddl/optim/engine/logs.hpp>
 #include <ddl/optim/engine/metrics.hpp>
-#include <ddl/optim/optimizer.hpp>
 #include <ddl/optim/engine/progress.hpp>
 #include <ddl/optim/engine/strategy.hpp>
+#include <ddl/optim/optimizer.hpp>
 
 namespace ddl::optim {
 

@@ -9,10 +9,10 @@
 #include <span>
 #include <vector>
 
-#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/collectives/half.hpp>
 #include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel::detail {
 

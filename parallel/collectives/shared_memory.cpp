@@ -34,8 +34,8 @@
 #include <cstring>
 
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/mpi_internal.hpp>
 
 namespace ddl::parallel {

@@ -25,9 +25,9 @@
 #include <ddl/optim/engine/callbacks.hpp>
 #include <ddl/optim/engine/checkpoint.hpp>
 #include <ddl/optim/engine/loggers.hpp>
+#include <ddl/optim/engine/trainer.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
-#include <ddl/optim/engine/trainer.hpp>
 
 #include "engine_fixtures.hpp"
 #include "support/temp_dir.hpp"

@@ -13,8 +13,8 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/loss.hpp>
-#include <ddl/optim/sgd.hpp>
 #include <ddl/optim/engine/trainer.hpp>
+#include <ddl/optim/sgd.hpp>
 
 #include "engine_fixtures.hpp"
 #include "support/temp_dir.hpp"

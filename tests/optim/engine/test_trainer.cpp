@@ -10,8 +10,8 @@
 #include <ddl/layers/loss.hpp>
 #include <ddl/optim/adadelta.hpp>
 #include <ddl/optim/adam.hpp>
-#include <ddl/optim/sgd.hpp>
 #include <ddl/optim/engine/trainer.hpp>
+#include <ddl/optim/sgd.hpp>
 
 #include "engine_fixtures.hpp"
 #include "support/temp_dir.hpp"
