@@ -26,12 +26,14 @@ set(ddl_internal_headers_parallel config.hpp mpi_internal.hpp collectives/half.h
     collectives/segments.hpp)
 set(ddl_internal_headers_models data/batch_prefetcher.hpp)
 foreach(module ${DDL_MODULES})
-  if(NOT TARGET ddl_${module})
-    continue()  # parallel/ without MPI
-  endif()
   file(GLOB_RECURSE headers RELATIVE ${CMAKE_SOURCE_DIR}/${module} CONFIGURE_DEPENDS ${module}/*.hpp)
   foreach(header ${headers})
     if(header IN_LIST ddl_internal_headers_${module} OR header MATCHES "^(cpu|cuda)/")
+      continue()
+    endif()
+    # Without MPI only parallel/'s single-process part is built.
+    get_filename_component(stem ${header} NAME_WE)
+    if(module STREQUAL "parallel" AND NOT DDL_WITH_MPI AND NOT stem IN_LIST DDL_PARALLEL_SINGLE_PROCESS)
       continue()
     endif()
     get_filename_component(folder ${header} DIRECTORY)
