@@ -39,6 +39,7 @@
 #include <ddl/optim/engine/checkpoint.hpp>
 #include <ddl/optim/engine/loggers.hpp>
 #include <ddl/optim/engine/logs.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/optim/engine/metrics.hpp>
 #include <ddl/optim/engine/progress.hpp>
 #include <ddl/optim/engine/strategy.hpp>
@@ -47,8 +48,9 @@
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
 
-// parallel/: communicators, collectives and the data-parallel strategy
-// (built with MPI only)
+// parallel/: placement inside one process (always built); communicators,
+// collectives and the strategies across ranks (built with MPI only)
+#include <ddl/parallel/placement.hpp>
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>

@@ -71,7 +71,7 @@ class Module {
 
   // Moves every parameter and buffer to `device` in place: tensors already
   // handed out (to an optimizer, say) see the move.
-  void to(const Device& device);
+  virtual void to(const Device& device);
   void zero_grad();
 
  protected:

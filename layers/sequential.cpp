@@ -7,9 +7,20 @@ Sequential::Sequential(std::initializer_list<std::shared_ptr<Module>> modules) {
   for (const auto& module : modules) add(module);
 }
 
-Sequential& Sequential::add(std::shared_ptr<Module> module) {
-  DDL_CHECK(module != nullptr, "Sequential::add: module {} is null", size());
-  register_module(std::to_string(size()), std::move(module));
+Sequential& Sequential::add(std::shared_ptr<Module> module) { return add(std::to_string(size()), std::move(module)); }
+
+Sequential& Sequential::add(std::string name, std::shared_ptr<Module> module) {
+  DDL_CHECK(module != nullptr, "Sequential::add: module {} ('{}') is null", size(), name);
+  DDL_CHECK(!name.empty() && name.find('.') == std::string::npos,
+            "Sequential::add: module {} has the name '{}'; a name must be non-empty and hold no '.' (the "
+            "separator of parameter names)",
+            size(), name);
+  for (const auto& [taken, child] : children()) {
+    DDL_CHECK(taken != name, "Sequential::add: the name '{}' of module {} is already taken", name, size());
+  }
+  // A model placed before this add would leave the new child without a device.
+  DDL_CHECK(placement_.empty(), "Sequential::add: the model is placed on devices; add modules before placing it");
+  register_module(std::move(name), std::move(module));
   return *this;
 }
 
@@ -19,9 +30,31 @@ Module& Sequential::operator[](std::size_t index) const {
 }
 
 Tensor Sequential::forward(const Tensor& input) {
+  if (placement_.empty()) {
+    Tensor x = input;
+    for (const auto& [name, module] : children()) x = module->forward(x);
+    return x;
+  }
+  // Each boundary between devices is a differentiable copy: backward sends
+  // the gradient back across it to the device that made the activation.
   Tensor x = input;
-  for (const auto& [name, module] : children()) x = module->forward(x);
-  return x;
+  for (std::size_t i = 0; i < size(); ++i) x = children()[i].second->forward(x.to(placement_[i]));
+  return x.to(output_device_);
+}
+
+void Sequential::place(std::vector<Device> devices, const Device& output) {
+  DDL_CHECK(devices.size() == size(), "Sequential::place: {} devices for {} modules", devices.size(), size());
+  check_device_exists(output);
+  for (const Device& device : devices) check_device_exists(device);
+  for (std::size_t i = 0; i < size(); ++i) children()[i].second->to(devices[i]);
+  placement_ = std::move(devices);
+  output_device_ = output;
+}
+
+void Sequential::to(const Device& device) {
+  Module::to(device);
+  placement_.clear();
+  output_device_ = device;
 }
 
 }  // namespace ddl::layers

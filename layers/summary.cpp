@@ -38,6 +38,7 @@ std::string summary(Module& model, const Shape& sample_shape) {
   struct Row {
     std::string name, shape;
     std::int64_t params;
+    std::string device;  // set for the children of a placed Sequential
   };
   std::vector<Row> rows;
   const bool was_training = model.is_training();
@@ -47,14 +48,18 @@ std::string summary(Module& model, const Shape& sample_shape) {
     Tensor x = zeros(Shape(dims), {DType::Float32, device, false});
     // Only a Sequential feeds each child the previous child's output; any
     // other module (a Residual, say) is one row, run as a whole.
-    if (dynamic_cast<const Sequential*>(&model) == nullptr) {
+    const auto* sequential = dynamic_cast<const Sequential*>(&model);
+    if (sequential == nullptr) {
       x = model.forward(x);
-      rows.push_back({model.describe(), shape_text(x.shape()), model.parameter_count()});
+      rows.push_back({model.describe(), shape_text(x.shape()), model.parameter_count(), {}});
     } else {
-      for (const auto& [name, child] : model.children()) {
+      const std::vector<Device>& placement = sequential->placement();
+      for (std::size_t i = 0; i < sequential->size(); ++i) {
+        const auto& [name, child] = sequential->children()[i];
+        if (!placement.empty()) x = x.to(placement[i]);
         x = child->forward(x);
         rows.push_back({fmt::format("{} ({})", name, child->describe()), shape_text(x.shape()),
-                        child->parameter_count()});
+                        child->parameter_count(), placement.empty() ? std::string() : placement[i].str()});
       }
     }
   }
@@ -75,12 +80,16 @@ std::string summary(Module& model, const Shape& sample_shape) {
   name_width += 2;
   shape_width += 2;
   constexpr std::size_t kParamWidth = 12;
-  const std::string rule(name_width + shape_width + kParamWidth, '=');
-  std::string out = fmt::format("Model: {}\n{}\n{:<{}}{:<{}}{:>{}}\n{}\n", model.type_name(), rule, "Layer (type)",
-                                name_width, "Output Shape", shape_width, "Param #", kParamWidth, rule);
+  // A placed model gets a column naming each layer's device.
+  const bool placed = !rows.empty() && !rows.front().device.empty();
+  const std::size_t device_width = placed ? 10 : 0;
+  const std::string rule(name_width + shape_width + kParamWidth + device_width, '=');
+  std::string out = fmt::format("Model: {}\n{}\n{:<{}}{:<{}}{:>{}}{:>{}}\n{}\n", model.type_name(), rule,
+                                "Layer (type)", name_width, "Output Shape", shape_width, "Param #", kParamWidth,
+                                placed ? "Device" : "", device_width, rule);
   for (const Row& row : rows) {
-    out += fmt::format("{:<{}}{:<{}}{:>{}}\n", row.name, name_width, row.shape, shape_width, grouped(row.params),
-                       kParamWidth);
+    out += fmt::format("{:<{}}{:<{}}{:>{}}{:>{}}\n", row.name, name_width, row.shape, shape_width,
+                       grouped(row.params), kParamWidth, row.device, device_width);
   }
   out += fmt::format("{}\nTotal params: {}\nTrainable params: {}\nNon-trainable params: {}\n", rule,
                      grouped(trainable + fixed), grouped(trainable), grouped(fixed));

@@ -12,7 +12,8 @@ namespace ddl::layers {
 // Output shapes are found by running one zero sample through the model in
 // eval mode without recording gradients; the model's mode is restored.
 // A Sequential gets one row per child (a Residual child is one row, its
-// describe() naming what it holds); any other model is a single row.
+// describe() naming what it holds), and a Device column when it is placed;
+// any other model is a single row.
 std::string summary(Module& model, const Shape& sample_shape);
 
 }  // namespace ddl::layers

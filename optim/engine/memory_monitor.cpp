@@ -1,0 +1,49 @@
+// StepMemoryMonitor (see memory_monitor.hpp).
+#include <ddl/optim/engine/memory_monitor.hpp>
+
+#include <algorithm>
+
+#include <ddl/core/allocator.hpp>
+#include <ddl/layers/module.hpp>
+#include <ddl/optim/engine/trainer.hpp>
+
+namespace ddl::optim {
+
+std::size_t gradient_bytes_on(const layers::Module& model, const Device& device) {
+  std::size_t bytes = 0;
+  for (const Tensor& param : model.parameters()) {
+    const Tensor grad = param.grad();
+    if (grad.defined() && grad.device() == device) bytes += grad.nbytes();
+  }
+  return bytes;
+}
+
+StepMemoryMonitor::StepMemoryMonitor(std::vector<Device> devices)
+    : devices_(std::move(devices)), in_use_at_begin_(devices_.size()), gradients_at_begin_(devices_.size()) {
+  for (const Device& device : devices_) peaks_.push_back({device, 0, 0});
+}
+
+void StepMemoryMonitor::on_batch_begin(Trainer& trainer, std::int64_t /*step*/) {
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    reset_peak_memory_stats(devices_[d]);
+    in_use_at_begin_[d] = memory_stats(devices_[d]).bytes_in_use;
+    gradients_at_begin_[d] = gradient_bytes_on(trainer.model(), devices_[d]);
+  }
+}
+
+void StepMemoryMonitor::on_batch_end(Trainer& trainer, std::int64_t /*step*/, const Logs& /*logs*/) {
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    // At the step's start the last step's gradients were still held; the
+    // step drops them and writes new ones. The peak above the resident
+    // state (parameters, optimizer state, the batch) less the new gradients
+    // is what the step's activations and scratch took at their highest.
+    const std::size_t resident = in_use_at_begin_[d] - gradients_at_begin_[d];
+    const std::size_t gradients = gradient_bytes_on(trainer.model(), devices_[d]);
+    const std::size_t peak = memory_stats(devices_[d]).peak_bytes;
+    const std::size_t above = peak > resident + gradients ? peak - resident - gradients : 0;
+    peaks_[d].peak_activation_bytes = std::max(peaks_[d].peak_activation_bytes, above);
+    peaks_[d].gradient_bytes = std::max(peaks_[d].gradient_bytes, gradients);
+  }
+}
+
+}  // namespace ddl::optim
