@@ -47,8 +47,9 @@
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
 
-// parallel/: communicators, collectives and the data-parallel strategy
-// (built with MPI only)
+// parallel/: the pipeline's schedules (always built); communicators,
+// collectives and the data-parallel strategy (built with MPI only)
+#include <ddl/parallel/pipeline_schedule.hpp>
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
