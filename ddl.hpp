@@ -48,8 +48,10 @@
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
 
-// parallel/: placement inside one process (always built); communicators,
-// collectives and the strategies across ranks (built with MPI only)
+// parallel/: placement inside one process and the pipeline's schedules
+// (always built); communicators, collectives and the strategies across ranks
+// (built with MPI only)
+#include <ddl/parallel/pipeline_schedule.hpp>
 #include <ddl/parallel/placement.hpp>
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/agreement.hpp>

@@ -14,4 +14,4 @@ set(DDL_MODULE_DEPENDS_models core layers optim)
 set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/mpi_internal.hpp)
 # parallel/'s single-process part (placement inside one process, the
 # pipeline's pure schedules): built and installed without MPI too.
-set(DDL_PARALLEL_SINGLE_PROCESS placement)
+set(DDL_PARALLEL_SINGLE_PROCESS placement pipeline_schedule)

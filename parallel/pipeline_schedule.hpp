@@ -1,0 +1,104 @@
+// The pipeline's schedules as pure functions (DESIGN.md item 5: pipeline
+// stages across ranks with micro-batches, GPipe, then 1F1B), and a simulator
+// that runs every stage's action list at once on a model of time. A
+// schedule's only way to deadlock is a cyclic wait in its action orders
+// (every receive is posted early), so simulating all stages proves a schedule
+// sound before any rank runs it, and measures its bubble and memory.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ddl::parallel {
+
+// GPipe (Huang et al. 2019): every forward, then every backward.
+// 1F1B (PipeDream-Flush, Narayanan et al. 2021): a few forwards, then one
+// forward and one backward in turn, so a stage holds at most (stages - stage)
+// micro-batches' activations instead of all of them.
+enum class PipelineSchedule { GPipe, OneFOneB };
+
+// "gpipe" or "1f1b"; anything else is a ddl::Error listing the names.
+PipelineSchedule parse_pipeline_schedule(std::string_view name);
+std::string_view pipeline_schedule_name(PipelineSchedule schedule);
+
+// One step of a stage's work on one micro-batch. Forward receives the input
+// activation from the stage before (except on stage 0) and sends its output
+// on (except on the last stage); Backward receives the output's gradient from
+// the stage after (except on the last stage) and sends the input's gradient
+// back (except on stage 0). A zero-bubble schedule would split Backward into
+// the input gradient and a local weight-gradient kind "W": a new Kind, its
+// letter and its dependencies in pipeline_schedule.cpp.
+struct PipelineAction {
+  enum class Kind { Forward, Backward };
+  Kind kind;
+  int micro_batch;
+
+  bool operator==(const PipelineAction&) const = default;
+};
+
+// "F3", "B0".
+std::string to_string(const PipelineAction& action);
+
+// The ordered actions of `stage` (0-based) of `stages` for `micro_batches`
+// micro-batches: each forward and each backward once, each micro-batch's
+// forward before its backward. Every stages >= 1 and micro_batches >= 1
+// works, micro_batches < stages included.
+std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches);
+// stage_actions of every stage, indexed by stage: what simulate_pipeline takes.
+std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches);
+
+// The simulator's model of time: how long one micro-batch's forward and
+// backward take on each stage, and how long a message takes between stages.
+struct PipelineCosts {
+  double forward = 1.0;   // on every stage, unless forward_per_stage is given
+  double backward = 1.0;  // on every stage, unless backward_per_stage is given
+  double latency = 0.0;   // from the end of the sending action to the earliest start of the receiving one
+  std::vector<double> forward_per_stage{};   // empty, or one positive time per stage
+  std::vector<double> backward_per_stage{};  // empty, or one positive time per stage
+};
+
+struct TimedPipelineAction {
+  PipelineAction action;
+  double start;
+  double end;
+};
+
+struct StageSimulation {
+  std::vector<TimedPipelineAction> timeline;  // the stage's actions in the order it ran them
+  double busy = 0.0;                          // time spent computing
+  double idle = 0.0;                          // makespan - busy: waiting, and done before the others
+  int peak_activations = 0;                   // most micro-batches held at once (forward done, backward not)
+  int messages_sent = 0;                      // activations sent on plus gradients sent back
+};
+
+struct PipelineSimulation {
+  std::vector<StageSimulation> stages;
+  int micro_batches = 0;
+  double makespan = 0.0;         // when the last action of any stage ends
+  double bubble_fraction = 0.0;  // 1 - sum of busy / (stages * makespan): the share of stage time left idle
+};
+
+// Runs each stage's action list in order. An action starts when its stage is
+// free and the action it needs has ended (plus the latency): F(s, m) needs
+// F(s-1, m) and B(s, m) needs B(s+1, m); on every stage B(m) comes after
+// F(m) in its list, which covers the last stage's B(m) needing its own F(m).
+// The micro-batch count is the number of forwards on stage 0. Throws a
+// ddl::Error naming the stage and action for an action out of range,
+// repeated, missing, or a backward listed before its forward; and on a
+// deadlock, naming each stuck stage, the action it is at and what it waits
+// for.
+PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
+                                     const PipelineCosts& costs = {});
+
+// The bubble of GPipe with equal stages and no latency, (p - 1) / (M + p - 1)
+// for p stages and M micro-batches (Huang et al. 2019).
+double textbook_bubble_fraction(int stages, int micro_batches);
+
+// An ASCII Gantt chart, one row per stage and one cell per unit of time
+// ("stage 0 |F0|F1|..|B0|"; ".." is idle), for teaching. Exact when every
+// action starts and ends on a whole unit, as with the default costs; other
+// times are rounded to the nearest unit.
+std::string render_timeline(const PipelineSimulation& simulation);
+
+}  // namespace ddl::parallel

@@ -1,0 +1,327 @@
+// The pipeline's schedules and their simulator (parallel/pipeline_schedule.cpp):
+// GPipe and 1F1B are complete, deadlock-free for every stage and micro-batch
+// count, hold the activations they promise and reach the textbook bubble;
+// broken action lists are refused naming the stage and action.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ddl/core/error.hpp>
+#include <ddl/parallel/pipeline_schedule.hpp>
+
+using namespace ddl;
+using namespace ddl::parallel;
+
+namespace {
+
+using Kind = PipelineAction::Kind;
+using Actions = std::vector<PipelineAction>;
+
+PipelineAction F(int micro_batch) { return {Kind::Forward, micro_batch}; }
+PipelineAction B(int micro_batch) { return {Kind::Backward, micro_batch}; }
+
+constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB};
+
+// When each action ended, keyed by (stage, "F3").
+std::map<std::pair<int, std::string>, double> end_times(const PipelineSimulation& simulation) {
+  std::map<std::pair<int, std::string>, double> ends;
+  for (std::size_t stage = 0; stage < simulation.stages.size(); ++stage) {
+    for (const TimedPipelineAction& timed : simulation.stages[stage].timeline) {
+      ends[{static_cast<int>(stage), to_string(timed.action)}] = timed.end;
+    }
+  }
+  return ends;
+}
+
+// The simulated times obey the rules the simulator promises: a stage runs
+// one action at a time, in its list's order; F(s, m) starts after F(s-1, m)
+// ends, B(s, m) after B(s+1, m) and after F(s, m).
+void check_timeline_obeys_dependencies(const PipelineSimulation& simulation, const std::vector<Actions>& actions) {
+  const int stages = static_cast<int>(simulation.stages.size());
+  const auto ends = end_times(simulation);
+  for (int stage = 0; stage < stages; ++stage) {
+    const auto& timeline = simulation.stages[static_cast<std::size_t>(stage)].timeline;
+    REQUIRE(timeline.size() == actions[static_cast<std::size_t>(stage)].size());
+    double free_at = 0.0;
+    for (std::size_t position = 0; position < timeline.size(); ++position) {
+      const TimedPipelineAction& timed = timeline[position];
+      CHECK(timed.action == actions[static_cast<std::size_t>(stage)][position]);
+      CHECK(timed.start >= free_at);
+      free_at = timed.end;
+      const int m = timed.action.micro_batch;
+      if (timed.action.kind == Kind::Forward && stage > 0) CHECK(timed.start >= ends.at({stage - 1, to_string(F(m))}));
+      if (timed.action.kind == Kind::Backward) {
+        CHECK(timed.start >= ends.at({stage, to_string(F(m))}));
+        if (stage < stages - 1) CHECK(timed.start >= ends.at({stage + 1, to_string(B(m))}));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pipeline_schedule: parse_pipeline_schedule takes gpipe and 1f1b, the names pipeline_schedule_name gives") {
+  CHECK(parse_pipeline_schedule("gpipe") == PipelineSchedule::GPipe);
+  CHECK(parse_pipeline_schedule("1f1b") == PipelineSchedule::OneFOneB);
+  for (const PipelineSchedule schedule : kSchedules) {
+    CHECK(parse_pipeline_schedule(pipeline_schedule_name(schedule)) == schedule);
+  }
+}
+
+TEST_CASE("pipeline_schedule: an unknown schedule name is an error listing the valid ones") {
+  CHECK_THROWS_WITH_AS(parse_pipeline_schedule("zero-bubble"),
+                       "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b", Error);
+  CHECK_THROWS_AS(parse_pipeline_schedule("GPipe"), Error);
+}
+
+TEST_CASE("pipeline_schedule: an action prints as its kind's letter and its micro-batch") {
+  CHECK(to_string(F(3)) == "F3");
+  CHECK(to_string(B(0)) == "B0");
+  CHECK(to_string(B(12)) == "B12");
+}
+
+TEST_CASE("pipeline_schedule: gpipe runs every forward, then every backward") {
+  for (const int stage : {0, 2}) {
+    CHECK(stage_actions(PipelineSchedule::GPipe, stage, 3, 4) ==
+          Actions{F(0), F(1), F(2), F(3), B(0), B(1), B(2), B(3)});
+  }
+}
+
+TEST_CASE("pipeline_schedule: 1f1b warms up with stages-stage-1 forwards, alternates, then cools down") {
+  // 4 stages, 6 micro-batches: stage 0 warms up with 3 forwards, the last stage with none.
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 0, 4, 6) ==
+        Actions{F(0), F(1), F(2), F(3), B(0), F(4), B(1), F(5), B(2), B(3), B(4), B(5)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 2, 4, 6) ==
+        Actions{F(0), F(1), B(0), F(2), B(1), F(3), B(2), F(4), B(3), F(5), B(4), B(5)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 3, 4, 6) ==
+        Actions{F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3), F(4), B(4), F(5), B(5)});
+  // Fewer micro-batches than stages: the warm-up is cut to the micro-batches
+  // there are, so the first stages run all forwards first, as GPipe does.
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 0, 4, 2) == Actions{F(0), F(1), B(0), B(1)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 1, 4, 2) == Actions{F(0), F(1), B(0), B(1)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 2, 4, 2) == Actions{F(0), F(1), B(0), B(1)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 3, 4, 2) == Actions{F(0), B(0), F(1), B(1)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 0, 1, 3) == Actions{F(0), B(0), F(1), B(1), F(2), B(2)});
+}
+
+TEST_CASE("pipeline_schedule: every stage runs each forward and backward exactly once, the forward first") {
+  for (const PipelineSchedule schedule : kSchedules) {
+    for (int stages = 1; stages <= 6; ++stages) {
+      for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
+        for (int stage = 0; stage < stages; ++stage) {
+          CAPTURE(pipeline_schedule_name(schedule));
+          CAPTURE(stages);
+          CAPTURE(micro_batches);
+          CAPTURE(stage);
+          const Actions actions = stage_actions(schedule, stage, stages, micro_batches);
+          CHECK(actions.size() == 2 * static_cast<std::size_t>(micro_batches));
+          for (int m = 0; m < micro_batches; ++m) {
+            CHECK(std::count(actions.begin(), actions.end(), F(m)) == 1);
+            CHECK(std::count(actions.begin(), actions.end(), B(m)) == 1);
+            CHECK(std::find(actions.begin(), actions.end(), F(m)) < std::find(actions.begin(), actions.end(), B(m)));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("pipeline_schedule: both schedules finish for 1..6 stages and 1..9 micro-batches, fewer than stages too") {
+  for (const PipelineSchedule schedule : kSchedules) {
+    for (int stages = 1; stages <= 6; ++stages) {
+      for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
+        CAPTURE(pipeline_schedule_name(schedule));
+        CAPTURE(stages);
+        CAPTURE(micro_batches);
+        const auto actions = pipeline_actions(schedule, stages, micro_batches);
+        const PipelineSimulation simulation = simulate_pipeline(actions);
+        CHECK(simulation.micro_batches == micro_batches);
+        REQUIRE(simulation.stages.size() == static_cast<std::size_t>(stages));
+        check_timeline_obeys_dependencies(simulation, actions);
+        // Unit costs: micro-batch M-1's forward leaves stage 0 at M and
+        // reaches the last stage's end at M+p-1; the backwards mirror it.
+        CHECK(simulation.makespan == 2.0 * (micro_batches + stages - 1));
+        for (const StageSimulation& stage : simulation.stages) {
+          CHECK(stage.busy == 2.0 * micro_batches);
+          CHECK(stage.idle == simulation.makespan - stage.busy);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("pipeline_schedule: 1f1b holds min(stages - stage, micro_batches) micro-batches' activations, gpipe all") {
+  for (int stages = 1; stages <= 6; ++stages) {
+    for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
+      CAPTURE(stages);
+      CAPTURE(micro_batches);
+      const PipelineSimulation gpipe =
+          simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, stages, micro_batches));
+      const PipelineSimulation one_f_one_b =
+          simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, stages, micro_batches));
+      for (int stage = 0; stage < stages; ++stage) {
+        CAPTURE(stage);
+        const auto index = static_cast<std::size_t>(stage);
+        CHECK(gpipe.stages[index].peak_activations == micro_batches);
+        CHECK(one_f_one_b.stages[index].peak_activations == std::min(stages - stage, micro_batches));
+      }
+    }
+  }
+}
+
+// True for any ratio of backward to forward time, as long as every stage has
+// the same two times and messages are instant: both schedules then end at
+// (M+p-1)(t_F+t_B), each stage being busy M(t_F+t_B) of it. 1F1B changes the
+// memory, not the bubble (Narayanan et al. 2021, section 2.2).
+TEST_CASE("pipeline_schedule: with equal stages the bubble of both schedules is the textbook (p-1)/(M+p-1)") {
+  for (const double backward : {1.0, 2.0, 3.0}) {
+    for (const PipelineSchedule schedule : kSchedules) {
+      for (int stages = 1; stages <= 6; ++stages) {
+        for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
+          CAPTURE(backward);
+          CAPTURE(pipeline_schedule_name(schedule));
+          CAPTURE(stages);
+          CAPTURE(micro_batches);
+          const PipelineSimulation simulation =
+              simulate_pipeline(pipeline_actions(schedule, stages, micro_batches), {.backward = backward});
+          // Whole numbers, so exact; the bubble is their quotient.
+          CHECK(simulation.makespan == (micro_batches + stages - 1) * (1.0 + backward));
+          CHECK(simulation.bubble_fraction ==
+                doctest::Approx(textbook_bubble_fraction(stages, micro_batches)).epsilon(1e-12));
+        }
+      }
+    }
+  }
+  CHECK(textbook_bubble_fraction(1, 5) == 0.0);
+  CHECK(textbook_bubble_fraction(4, 4) == 3.0 / 7.0);
+}
+
+TEST_CASE("pipeline_schedule: 1f1b with a backward twice the forward, on 2 stages and 3 micro-batches, simulated") {
+  // t_F = 1, t_B = 2. Stage 0 runs F0 F1 B0 F2 B1 B2, stage 1 F0 B0 F1 B1 F2 B2.
+  //   stage 0: F0 [0,1]  F1 [1,2]
+  //   stage 1: F0 [1,2] (after stage 0's F0)  B0 [2,4]
+  //   stage 0: B0 [4,6] (after stage 1's B0)  F2 [6,7]
+  //   stage 1: F1 [4,5] (stage 0's F1 ended at 2, the stage is busy until 4)  B1 [5,7]
+  //   stage 0: B1 [7,9] (after stage 1's B1)
+  //   stage 1: F2 [7,8] (after stage 0's F2)  B2 [8,10]
+  //   stage 0: B2 [10,12] (after stage 1's B2)
+  // Makespan 12 = (M+p-1)(t_F+t_B) = 4 * 3; stage 0 is busy 9 of it, stage 1 also 9.
+  const PipelineSimulation simulation =
+      simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 3), {.backward = 2.0});
+  CHECK(simulation.makespan == 12.0);
+  const auto ends = end_times(simulation);
+  CHECK(ends.at({0, "B0"}) == 6.0);
+  CHECK(ends.at({0, "F2"}) == 7.0);
+  CHECK(ends.at({1, "F1"}) == 5.0);
+  CHECK(ends.at({1, "B2"}) == 10.0);
+  CHECK(ends.at({0, "B2"}) == 12.0);
+  CHECK(simulation.stages[0].busy == 9.0);
+  CHECK(simulation.stages[1].idle == 3.0);
+  CHECK(simulation.bubble_fraction == doctest::Approx(0.25));
+}
+
+TEST_CASE("pipeline_schedule: per-stage times and message latency delay the simulated actions that wait on them") {
+  const auto gpipe = pipeline_actions(PipelineSchedule::GPipe, 2, 2);
+  // Latency 0.5: F(1,0) [1.5,2.5], F(1,1) [2.5,3.5], B(1,0) [3.5,4.5],
+  // B(1,1) [4.5,5.5], B(0,0) [5,6], B(0,1) [6,7].
+  const PipelineSimulation late = simulate_pipeline(gpipe, {.latency = 0.5});
+  CHECK(late.makespan == 7.0);
+  CHECK(end_times(late).at({1, "F0"}) == 2.5);
+  // Stage 1 twice as slow: F(1,0) [1,3], F(1,1) [3,5], B(1,0) [5,7],
+  // B(1,1) [7,9], B(0,0) [7,8], B(0,1) [9,10].
+  const PipelineSimulation slow =
+      simulate_pipeline(gpipe, {.forward_per_stage = {1.0, 2.0}, .backward_per_stage = {1.0, 2.0}});
+  CHECK(slow.makespan == 10.0);
+  CHECK(slow.stages[0].busy == 4.0);
+  CHECK(slow.stages[1].busy == 8.0);
+  CHECK(slow.bubble_fraction == doctest::Approx(1.0 - 12.0 / 20.0));
+}
+
+TEST_CASE("pipeline_schedule: every stage sends one message per micro-batch to each neighbour it has") {
+  const PipelineSimulation simulation = simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 3, 5));
+  CHECK(simulation.stages[0].messages_sent == 5);   // activations on
+  CHECK(simulation.stages[1].messages_sent == 10);  // activations on, gradients back
+  CHECK(simulation.stages[2].messages_sent == 5);   // gradients back
+  CHECK(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 1, 4)).stages[0].messages_sent == 0);
+}
+
+TEST_CASE("pipeline_schedule: a cyclic wait is a deadlock naming each stuck stage, its action and its sender") {
+  // Stage 0 wants B0 before it sends F1; stage 1 wants F1 before it sends B0.
+  const std::vector<Actions> cyclic = {{F(0), B(0), F(1), B(1)}, {F(0), F(1), B(0), B(1)}};
+  CHECK_THROWS_WITH_AS(simulate_pipeline(cyclic),
+                       "pipeline: deadlock, no stage can go on: stage 0 is at B0 (position 1), waiting for B0 from "
+                       "stage 1; stage 1 is at F1 (position 1), waiting for F1 from stage 0",
+                       Error);
+}
+
+TEST_CASE("pipeline_schedule: a backward listed before its forward is refused") {
+  const std::vector<Actions> backward_first = {{F(0), F(1), B(0), B(1)}, {B(0), F(0), F(1), B(1)}};
+  CHECK_THROWS_WITH_AS(simulate_pipeline(backward_first),
+                       "pipeline: stage 1 lists B0 at position 0 before F0: a backward needs its forward's activations",
+                       Error);
+}
+
+TEST_CASE("pipeline_schedule: a missing, repeated or out-of-range action is refused naming the stage") {
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), F(1), B(0), B(1)}, {F(0), F(1), B(0)}}),
+                       "pipeline: stage 1 never runs B1 (there are 2 micro-batches)", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), F(1), B(0), B(1)}, {F(0), F(1), B(0), B(0), B(1)}}),
+                       "pipeline: stage 1 lists B0 twice, at positions 2 and 3", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), F(1), B(0), B(1)}, {F(0), F(2), B(0), B(2)}}),
+                       "pipeline: stage 1 lists F2 at position 1, but the micro-batches are 0..1 (stage 0 runs 2 "
+                       "forwards)",
+                       Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline({}), "pipeline: no stages to simulate", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{}}), doctest::Contains("stage 0 runs no forward"), Error);
+}
+
+TEST_CASE("pipeline_schedule: bad stage counts, micro-batch counts and costs are refused") {
+  CHECK_THROWS_WITH_AS(stage_actions(PipelineSchedule::GPipe, 4, 4, 2),
+                       "pipeline: stage 4 is out of range for 4 stages (0..3)", Error);
+  CHECK_THROWS_WITH_AS(stage_actions(PipelineSchedule::OneFOneB, -1, 4, 2),
+                       "pipeline: stage -1 is out of range for 4 stages (0..3)", Error);
+  CHECK_THROWS_WITH_AS(stage_actions(PipelineSchedule::GPipe, 0, 0, 2), "pipeline: stages must be at least 1, got 0",
+                       Error);
+  CHECK_THROWS_WITH_AS(stage_actions(PipelineSchedule::OneFOneB, 0, 2, 0),
+                       "pipeline: micro_batches must be at least 1, got 0", Error);
+  CHECK_THROWS_WITH_AS(pipeline_actions(PipelineSchedule::GPipe, 2, -3),
+                       "pipeline: micro_batches must be at least 1, got -3", Error);
+  CHECK_THROWS_WITH_AS(textbook_bubble_fraction(0, 4), "pipeline: stages must be at least 1, got 0", Error);
+
+  const auto actions = pipeline_actions(PipelineSchedule::GPipe, 2, 2);
+  CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.backward = 0.0}),
+                       "pipeline: the backward time of stage 0 must be positive, got 0", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.forward_per_stage = {1.0, 2.0, 3.0}}),
+                       "pipeline: 3 times for 2 stages, expected one per stage", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.latency = -1.0}), "pipeline: latency must be at least 0, got -1",
+                       Error);
+}
+
+TEST_CASE("pipeline_schedule: render_timeline of gpipe and 1f1b on 4 stages with 4 micro-batches") {
+  // The charts of docs/ARCHITECTURE.md.
+  CHECK(render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 4, 4))) ==
+        "stage 0 |F0|F1|F2|F3|..|..|..|..|..|..|B0|B1|B2|B3|\n"
+        "stage 1 |..|F0|F1|F2|F3|..|..|..|..|B0|B1|B2|B3|..|\n"
+        "stage 2 |..|..|F0|F1|F2|F3|..|..|B0|B1|B2|B3|..|..|\n"
+        "stage 3 |..|..|..|F0|F1|F2|F3|B0|B1|B2|B3|..|..|..|\n");
+  CHECK(render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 4, 4))) ==
+        "stage 0 |F0|F1|F2|F3|..|..|..|B0|..|B1|..|B2|..|B3|\n"
+        "stage 1 |..|F0|F1|F2|..|..|B0|F3|B1|..|B2|..|B3|..|\n"
+        "stage 2 |..|..|F0|F1|..|B0|F2|B1|F3|B2|..|B3|..|..|\n"
+        "stage 3 |..|..|..|F0|B0|F1|B1|F2|B2|F3|B3|..|..|..|\n");
+}
+
+TEST_CASE("pipeline_schedule: render_timeline spans a long action over cells and refuses times off the unit grid") {
+  CHECK(render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 3), {.backward = 2.0})) ==
+        "stage 0 |F0|F1|..|..|B0   |F2|B1   |..|B2   |\n"
+        "stage 1 |..|F0|B0   |F1|B1   |F2|B2   |..|..|\n");
+  // Cells widen to the longest label.
+  CHECK(render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 1, 11)))
+            .starts_with("stage 0 |F0 |F1 |"));
+  CHECK_THROWS_WITH_AS(
+      render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 2, 2), {.latency = 0.5})),
+      doctest::Contains("an action starts or ends at 1.5; scale the costs to whole units"), Error);
+}
