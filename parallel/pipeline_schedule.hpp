@@ -96,9 +96,9 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
 double textbook_bubble_fraction(int stages, int micro_batches);
 
 // An ASCII Gantt chart, one row per stage and one cell per unit of time
-// ("stage 0 |F0|F1|..|B0|"; ".." is idle), for teaching. Exact when every
-// action starts and ends on a whole unit, as with the default costs; other
-// times are rounded to the nearest unit.
+// ("stage 0 |F0|F1|..|B0|"; ".." is idle), for teaching. Every action must
+// start and end on a whole unit, as with the default costs (a ddl::Error
+// otherwise: scale the costs).
 std::string render_timeline(const PipelineSimulation& simulation);
 
 }  // namespace ddl::parallel
