@@ -20,9 +20,11 @@
 #include <ddl/optim/adam.hpp>
 #include <ddl/optim/engine/callbacks.hpp>
 #include <ddl/optim/engine/loggers.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/optim/engine/trainer.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
+#include <ddl/parallel/placement.hpp>
 
 #include <ddl/build_config.hpp>
 #if DDL_WITH_MPI_BUILD
@@ -147,8 +149,16 @@ int run(TrainOptions& o) {
   Generator weights(o.seed);
   manual_seed(o.seed ^ 0x9E3779B97F4A7C15ull);  // dropout's stream, apart from the weights'
   const auto model = models::make_model(o.model, &weights);
-  model->to(device);
-  const auto optimizer = make_optimizer(o, model->parameters());
+  if (o.placement.empty()) {
+    model->to(device);
+  } else {
+    try {
+      parallel::place(*model, parallel::parse_placement(o.placement, *model), device);
+    } catch (const Error& error) {
+      throw UsageError(fmt::format("--placement: {}", error.what()));
+    }
+  }
+  const auto optimizer = make_optimizer(o, model->parameters());  // its state on each parameter's device
 
   models::DataLoaderOptions train_options;
   train_options.batch_size = o.batch_size / world;
@@ -187,6 +197,11 @@ int run(TrainOptions& o) {
     fit.callbacks.push_back(std::make_shared<optim::ModelCheckpoint>(
         optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor}));
   }
+  std::shared_ptr<optim::StepMemoryMonitor> memory;
+  if (!o.placement.empty()) {
+    memory = std::make_shared<optim::StepMemoryMonitor>(parallel::placement_devices(*model));
+    fit.callbacks.push_back(memory);
+  }
   if (!o.log_csv.empty()) fit.callbacks.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
   if (!o.log_jsonl.empty()) fit.callbacks.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
 
@@ -202,8 +217,9 @@ int run(TrainOptions& o) {
     const std::string batch = o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", o.batch_size,
                                                               o.accumulate)
                                                : fmt::format("batch {}", o.batch_size);
+    const std::string where = o.placement.empty() ? device.str() : fmt::format("placed {}, data on {}", o.placement, device.str());
     std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s), seed {}\n\n", o.model,
-                             task.description, optimizer->name(), *o.lr, batch, ranks, device.str(),
+                             task.description, optimizer->name(), *o.lr, batch, ranks, where,
                              config::num_threads(), o.seed);
     const auto dims = task.train.inputs.shape().to_vector();
     std::cout << layers::summary(*model, Shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()))) << '\n';
@@ -234,6 +250,10 @@ int run(TrainOptions& o) {
     std::cout << fmt::format("{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s{}\n", report, history.epochs.size(), wall,
                              training_seconds > 0.0 ? samples / training_seconds : 0.0,
                              world > 1 ? fmt::format(" over {} ranks", world) : std::string());
+  }
+  if (memory && !o.quiet) {
+    std::cout << "memory per device (peaks over the training steps):\n"
+              << parallel::format_placement_report(parallel::placement_report(*model, optimizer.get(), memory.get()));
   }
 #if DDL_WITH_MPI_BUILD
   if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);

@@ -126,6 +126,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--batch-per-rank", o.batch_per_rank,
                  "Samples per rank per step instead of --batch-size (the global batch grows with the ranks)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--placement", o.placement,
+                 "Run each layer on a device of its own, e.g. 0-6=cpu:0,7-10=cpu:1 (layer indexes as the summary "
+                 "numbers them, ranges inclusive; cpu:N or cuda:N; logical CPU devices come from DDL_CPU_DEVICES). "
+                 "Data, loss and targets stay on --device; the end of the run reports each device's memory")
+      ->type_name("PLAN");
   app.add_option("--scale-lr", o.scale_lr,
                  "Scale --lr by the rank count: linear (Goyal et al. 2017; pair it with --warmup-epochs 5) or sqrt "
                  "(Krizhevsky 2014; gentler, often better for adaptive optimizers)")
@@ -148,6 +153,10 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
+  if (!o.placement.empty() && o.parallel != "none") {
+    throw UsageError("--placement places layers inside one process; it does not combine with --parallel " +
+                     o.parallel);
+  }
   if (o.early_stopping > 0 && !o.validate) throw UsageError("--early-stopping needs validation (drop --no-validation)");
   if (o.train_limit == 0 || o.train_limit < -1) {
     throw UsageError(fmt::format("--train-limit must be -1 or positive, got {}", o.train_limit));

@@ -57,6 +57,7 @@ struct TrainOptions {
   bool fp16_compression = false;
   std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
   std::string scale_lr = "none";    // none | linear | sqrt, by the rank count
+  std::string placement;            // "0-6=cpu:0,7-10=cpu:1": a device per layer (empty: all on --device)
 };
 
 // Declares every option on `app`, writing into `options`.

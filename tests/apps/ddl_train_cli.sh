@@ -48,6 +48,7 @@ case $case_name in
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
     expect_usage_error 2 "--nesterov" --nesterov
     expect_usage_error 2 "--accumulate" --accumulate 0
+    expect_usage_error 2 "--placement places layers inside one process" --placement 0-10=cpu:0 --parallel data
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
@@ -66,6 +67,21 @@ case $case_name in
     [[ $(head -n 1 "$work/log.csv" | cut -d, -f1) == epoch ]] || fail "the CSV log has no header"
     [[ $(wc -l < "$work/log.csv") -eq 3 ]] || fail "the CSV log should hold a header and 2 epochs: $(cat "$work/log.csv")"
     echo "ok: resumed at epoch 2 from last.ckpt, the CSV log continued"
+    ;;
+  placement)
+    args=(--train-limit 256 --test-limit 128 --epochs 1 --threads 1 --batch-size 32)
+    DDL_CPU_DEVICES=2 "$train" "${args[@]}" --placement 0-6=cpu:0,7-10=cpu:1 > "$work/out" 2>&1 ||
+      fail "placed run exited $?: $(cat "$work/out")"
+    grep -q "placed 0-6=cpu:0,7-10=cpu:1, data on cpu:0" "$work/out" || fail "no placement in the header: $(cat "$work/out")"
+    grep -q "^7 (Dense(9216, 128)).* cpu:1$" "$work/out" || fail "the summary does not say layer 7 is on cpu:1: $(cat "$work/out")"
+    grep -q "^cpu:0 *0-6 " "$work/out" || fail "no memory row for cpu:0: $(cat "$work/out")"
+    grep -q "^cpu:1 *7-10 *4.51 " "$work/out" || fail "no memory row for cpu:1 with its 4.51 MiB of parameters: $(cat "$work/out")"
+    grep -q "^test accuracy" "$work/out" || fail "no final line: $(cat "$work/out")"
+    echo "ok: a placed run trained and reported each device's memory"
+    DDL_CPU_DEVICES=2 expect_usage_error 2 "--placement: placement '7-10=cpu:2': device cpu:2 does not exist" \
+      "${args[@]}" --placement 0-6=cpu:0,7-10=cpu:2
+    DDL_CPU_DEVICES=2 expect_usage_error 2 "layer(s) 10 have no device" "${args[@]}" --placement 0-9=cpu:1
+    DDL_CPU_DEVICES=2 expect_usage_error 2 "no layer is named 'x'" "${args[@]}" --placement x=cpu:1
     ;;
   data-parallel)
     args=(--train-limit 512 --test-limit 256 --epochs 1 --threads 1)
