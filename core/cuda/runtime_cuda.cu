@@ -9,6 +9,9 @@
 #include <ddl/core/cuda/runtime.hpp>
 
 #include <cstdio>
+#include <mutex>
+#include <set>
+#include <utility>
 
 namespace ddl::cuda_backend {
 namespace {
@@ -33,6 +36,41 @@ const Discovery& discovery() {
     return d;
   }();
   return found;
+}
+
+// Lets `device` read and write `peer`'s memory directly (NVLink or PCIe
+// peer-to-peer) where the hardware allows, once per pair; elsewhere
+// cudaMemcpyPeerAsync stages through host memory by itself.
+void enable_peer_access(int device, int peer) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> tried;
+  const std::lock_guard lock(mutex);
+  if (!tried.insert({device, peer}).second) return;
+  int possible = 0;
+  DDL_CUDA_CHECK(device, cudaDeviceCanAccessPeer(&possible, device, peer));
+  if (possible == 0) return;
+  const DeviceGuard guard(device);
+  const cudaError_t status = cudaDeviceEnablePeerAccess(peer, 0);
+  if (status == cudaErrorPeerAccessAlreadyEnabled) {
+    cudaGetLastError();  // someone else enabled it: fine, and not a sticky error
+    return;
+  }
+  DDL_CUDA_CHECK(device, status);
+}
+
+// Makes `waiting` wait, on the GPU and without blocking the host, for the
+// work queued on `done` so far; the streams may be on different devices.
+void stream_wait(Stream waiting, Stream done) {
+  cudaEvent_t event = nullptr;
+  {
+    const DeviceGuard guard(done.device);
+    DDL_CUDA_CHECK(done.device, cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    DDL_CUDA_CHECK(done.device, cudaEventRecord(event, done.handle));
+  }
+  const DeviceGuard guard(waiting.device);
+  const cudaError_t status = cudaStreamWaitEvent(waiting.handle, event, 0);
+  cudaEventDestroy(event);  // released once the wait is satisfied
+  DDL_CUDA_CHECK(waiting.device, status);
 }
 
 }  // namespace
@@ -90,11 +128,20 @@ void copy(void* dst, int dst_device, const void* src, int src_device, std::size_
         DDL_CUDA_CHECK(dst_device,
                        cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream(dst_device).handle));
       } else {
-        // The source must be complete before another device reads it.
-        synchronize(src_device);
-        const DeviceGuard guard(dst_device);
-        DDL_CUDA_CHECK(dst_device,
-                       cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream(dst_device).handle));
+        // A copy between GPUs (layer placement) is ordered against both
+        // streams: it starts after the work that writes the source, and the
+        // source's stream waits for it before running anything later. Each
+        // device's allocator reuses a freed block in its own stream's order,
+        // so the source's memory is not handed out again while the copy
+        // still reads it, and the destination's stream sees the data.
+        enable_peer_access(dst_device, src_device);
+        stream_wait(stream(dst_device), stream(src_device));
+        {
+          const DeviceGuard guard(dst_device);
+          DDL_CUDA_CHECK(dst_device,
+                         cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, stream(dst_device).handle));
+        }
+        stream_wait(stream(src_device), stream(dst_device));
       }
       break;
     }
