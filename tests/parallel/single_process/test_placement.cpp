@@ -243,4 +243,34 @@ TEST_CASE("placement: the report says what each device holds") {
   CHECK(table.find("7-10") != std::string::npos);
 }
 
+TEST_CASE("placement: across GPUs, or a CPU and a GPU, training matches one device to float32's own error") {
+  const int gpus = device_count(DeviceType::CUDA);
+  if (gpus == 0) {
+    MESSAGE("skipped: needs a CUDA device, and this machine has none");
+    return;
+  }
+  // Two GPUs exchange activations by peer copies; with one, the dense layers
+  // run on the GPU and the convolutions on the CPU.
+  const Device first = gpus >= 2 ? cuda(0) : cpu(0);
+  const Device second = gpus >= 2 ? cuda(1) : cuda(0);
+  const std::string plan = fmt::format("0-6={},7-10={}", first.str(), second.str());
+  CAPTURE(plan);
+  Run on_first = make_run("mnist_cnn", "sgd", "", first);
+  Run on_second = make_run("mnist_cnn", "sgd", "", second);
+  Run placed = make_run("mnist_cnn", "sgd", plan, first);
+  const std::vector<float> a = train(on_first, 1, first);
+  const std::vector<float> b = train(on_second, 1, second);
+  const std::vector<float> p = train(placed, 1, first);
+  check_state_is_on_its_layers_device(placed);
+  // The placed run computes each layer as one of the two single-device runs
+  // does, so it may differ from the first by at most what the two devices
+  // differ by (bitwise equal between two GPUs of one kind).
+  double devices_apart = 0.0, placed_apart = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    devices_apart = std::max(devices_apart, std::abs(double{a[i]} - b[i]));
+    placed_apart = std::max(placed_apart, std::abs(double{p[i]} - a[i]));
+  }
+  CHECK(placed_apart <= 2.0 * devices_apart + 1e-7);
+}
+
 }  // namespace ddl::test
