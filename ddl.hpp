@@ -22,6 +22,7 @@
 #include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/init.hpp>
+#include <ddl/layers/layer_list.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/module.hpp>
 #include <ddl/layers/pool2d.hpp>

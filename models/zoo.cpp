@@ -4,6 +4,7 @@
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
+#include <ddl/layers/layer_list.hpp>
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/residual.hpp>
 #include <ddl/models/data/stress_strain.hpp>
@@ -18,84 +19,110 @@ namespace ddl::models {
 
 using namespace layers;
 
-std::shared_ptr<Sequential> mnist_cnn(Generator* generator) {
-  auto model = std::make_shared<Sequential>();
-  model->emplace<Conv2d>(1, 32, Conv2dOptions{.kernel_size = 3}, generator)
+namespace {
+
+LayerList mnist_cnn_layers() {
+  LayerList layers;
+  layers.emplace_init<Conv2d>(1, 32, Conv2dOptions{.kernel_size = 3})
       .emplace<ReLU>()
-      .emplace<Conv2d>(32, 64, Conv2dOptions{.kernel_size = 3}, generator)
+      .emplace_init<Conv2d>(32, 64, Conv2dOptions{.kernel_size = 3})
       .emplace<ReLU>()
       .emplace<MaxPool2d>(Pool2dOptions{.kernel_size = 2})
       .emplace<Dropout>(0.25f)
       .emplace<Flatten>()
-      .emplace<Dense>(9216, 128, true, generator)
+      .emplace_init<Dense>(9216, 128, true)
       .emplace<ReLU>()
       .emplace<Dropout>(0.5f)
-      .emplace<Dense>(128, 10, true, generator);
-  return model;
+      .emplace_init<Dense>(128, 10, true);
+  return layers;
 }
 
-std::shared_ptr<Sequential> lenet5(Generator* generator) {
-  auto model = std::make_shared<Sequential>();
-  model->emplace<Conv2d>(1, 6, Conv2dOptions{.kernel_size = 5, .padding = 2}, generator)
+LayerList lenet5_layers() {
+  LayerList layers;
+  layers.emplace_init<Conv2d>(1, 6, Conv2dOptions{.kernel_size = 5, .padding = 2})
       .emplace<Tanh>()
       .emplace<AvgPool2d>(Pool2dOptions{.kernel_size = 2})
-      .emplace<Conv2d>(6, 16, Conv2dOptions{.kernel_size = 5}, generator)
+      .emplace_init<Conv2d>(6, 16, Conv2dOptions{.kernel_size = 5})
       .emplace<Tanh>()
       .emplace<AvgPool2d>(Pool2dOptions{.kernel_size = 2})
       .emplace<Flatten>()
-      .emplace<Dense>(400, 120, true, generator)
+      .emplace_init<Dense>(400, 120, true)
       .emplace<Tanh>()
-      .emplace<Dense>(120, 84, true, generator)
+      .emplace_init<Dense>(120, 84, true)
       .emplace<Tanh>()
-      .emplace<Dense>(84, 10, true, generator);
-  return model;
+      .emplace_init<Dense>(84, 10, true);
+  return layers;
 }
 
-std::shared_ptr<Sequential> materials_mlp(Generator* generator) {
+LayerList materials_mlp_layers() {
   constexpr std::int64_t kInputs = kStressStrainPoints * 3;  // {strain, stress, flag} per point
-  auto model = std::make_shared<Sequential>();
-  model->emplace<Flatten>()
-      .emplace<Dense>(kInputs, 200, true, generator)
+  LayerList layers;
+  layers.emplace<Flatten>()
+      .emplace_init<Dense>(kInputs, 200, true)
       .emplace<ReLU>()
-      .emplace<Dense>(200, 128, true, generator)
+      .emplace_init<Dense>(200, 128, true)
       .emplace<ReLU>()
-      .emplace<Dense>(128, 64, true, generator)
+      .emplace_init<Dense>(128, 64, true)
       .emplace<ReLU>()
-      .emplace<Dense>(64, 2, true, generator);
-  return model;
+      .emplace_init<Dense>(64, 2, true);
+  return layers;
 }
 
-std::shared_ptr<Sequential> resnet_small(Generator* generator) {
-  auto model = std::make_shared<Sequential>();
-  model->emplace<Conv2d>(1, 16, Conv2dOptions{.kernel_size = 3, .padding = 1, .bias = false}, generator)
+LayerList resnet_small_layers() {
+  LayerList layers;
+  layers.emplace_init<Conv2d>(1, 16, Conv2dOptions{.kernel_size = 3, .padding = 1, .bias = false})
       .emplace<BatchNorm2d>(16)
       .emplace<ReLU>()
-      .add(basic_block(16, 16, 1, generator))
-      .add(basic_block(16, 32, 2, generator))
-      .add(basic_block(32, 64, 2, generator))
+      .add([](Generator* generator) { return basic_block(16, 16, 1, generator); })
+      .add([](Generator* generator) { return basic_block(16, 32, 2, generator); })
+      .add([](Generator* generator) { return basic_block(32, 64, 2, generator); })
       .emplace<AvgPool2d>(Pool2dOptions{.kernel_size = 7})
       .emplace<Flatten>()
-      .emplace<Dense>(64, 10, true, generator);
-  return model;
+      .emplace_init<Dense>(64, 10, true);
+  return layers;
 }
+
+LayerList wide_mlp_layers() {
+  constexpr std::int64_t kWidth = 4096;
+  LayerList layers;
+  layers.emplace<Flatten>().emplace_init<Dense>(784, kWidth, true).emplace<ReLU>();
+  for (int hidden = 1; hidden < 7; ++hidden) layers.emplace_init<Dense>(kWidth, kWidth, true).emplace<ReLU>();
+  layers.emplace_init<Dense>(kWidth, 10, true);
+  return layers;
+}
+
+}  // namespace
+
+std::shared_ptr<Sequential> mnist_cnn(Generator* generator) { return mnist_cnn_layers().build(generator); }
+std::shared_ptr<Sequential> lenet5(Generator* generator) { return lenet5_layers().build(generator); }
+std::shared_ptr<Sequential> materials_mlp(Generator* generator) { return materials_mlp_layers().build(generator); }
+std::shared_ptr<Sequential> resnet_small(Generator* generator) { return resnet_small_layers().build(generator); }
+std::shared_ptr<Sequential> wide_mlp(Generator* generator) { return wide_mlp_layers().build(generator); }
 
 namespace {
 
-using Factory = std::shared_ptr<Sequential> (*)(Generator*);
+using Layers = LayerList (*)();
 
-const std::vector<std::pair<std::string, Factory>>& registry() {
-  static const std::vector<std::pair<std::string, Factory>> models{
-      {"mnist_cnn", mnist_cnn}, {"lenet5", lenet5}, {"materials_mlp", materials_mlp}, {"resnet_small", resnet_small}};
+const std::vector<std::pair<std::string, Layers>>& registry() {
+  static const std::vector<std::pair<std::string, Layers>> models{{"mnist_cnn", mnist_cnn_layers},
+                                                                  {"lenet5", lenet5_layers},
+                                                                  {"materials_mlp", materials_mlp_layers},
+                                                                  {"resnet_small", resnet_small_layers},
+                                                                  {"wide_mlp", wide_mlp_layers}};
   return models;
 }
 
 }  // namespace
 
-std::shared_ptr<Sequential> make_model(const std::string& name, Generator* generator) {
-  for (const auto& [known, factory] : registry()) {
-    if (known == name) return factory(generator);
+LayerList model_layers(const std::string& name) {
+  for (const auto& [known, layers] : registry()) {
+    if (known == name) return layers();
   }
   detail::fail("make_model: unknown model '{}'; the bundled models are {}", name, fmt::join(model_names(), ", "));
+}
+
+std::shared_ptr<Sequential> make_model(const std::string& name, Generator* generator) {
+  return model_layers(name).build(generator);
 }
 
 std::vector<std::string> model_names() {

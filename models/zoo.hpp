@@ -1,6 +1,7 @@
 // Bundled model architectures, each a function returning a Sequential built
 // from ddl layers, with its parameter count in the comment (tested), and
-// make_model() to build one by name. `generator` is used only while building,
+// make_model() to build one by name; model_layers() describes one as a
+// LayerList, so a pipeline stage builds only its own layers. `generator` is used only while building,
 // to initialise the weights (nullptr: ddl::default_generator()); dropout
 // layers draw from ddl::default_generator(), whose state Trainer checkpoints
 // keep, so the model holds no pointer to the caller's generator.
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include <ddl/core/random.hpp>
+#include <ddl/layers/layer_list.hpp>
 #include <ddl/layers/sequential.hpp>
 
 namespace ddl::models {
@@ -39,10 +41,18 @@ std::shared_ptr<layers::Sequential> materials_mlp(Generator* generator = nullptr
 // 64->10. 77,754 parameters, plus 672 batch-norm running statistics.
 std::shared_ptr<layers::Sequential> resnet_small(Generator* generator = nullptr);
 
+// A deep, wide MLP for 1x28x28 images, 10 classes, big enough that spreading
+// it over devices or pipeline stages matters: Flatten, Dense 784->4096,
+// ReLU, six times (Dense 4096->4096, ReLU), Dense 4096->10. 103,944,202
+// parameters (397 MiB in float32; Adadelta's state doubles that again).
+std::shared_ptr<layers::Sequential> wide_mlp(Generator* generator = nullptr);
+
 // The bundled models by name: the names above ("mnist_cnn", "lenet5",
-// "materials_mlp", "resnet_small"), so a command line or a config file can
-// pick one. An unknown name is an error listing the known ones.
+// "materials_mlp", "resnet_small", "wide_mlp"), so a command line or a
+// config file can pick one. An unknown name is an error listing the known
+// ones. make_model(name) is model_layers(name).build().
 std::shared_ptr<layers::Sequential> make_model(const std::string& name, Generator* generator = nullptr);
+layers::LayerList model_layers(const std::string& name);
 std::vector<std::string> model_names();
 
 }  // namespace ddl::models

@@ -97,11 +97,16 @@ TEST_CASE("the small ResNet maps a batch of images to 10 logits and trains every
 }
 
 TEST_CASE("make_model builds every bundled model by name and lists the names for an unknown one") {
-  CHECK(models::model_names() == std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small"});
+  CHECK(models::model_names() ==
+        std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small", "wide_mlp"});
   CHECK(models::make_model("lenet5")->parameter_count() == 61706);
   CHECK(models::make_model("materials_mlp")->parameter_count() == 154314);
   CHECK(models::make_model("resnet_small")->parameter_count() == 77754);
   CHECK(models::make_model("mnist_cnn")->parameter_count() == 1199882);
+  // wide_mlp is counted from its layers alone: building it takes 400 MB.
+  std::size_t wide_bytes = 0;
+  for (const std::size_t bytes : models::model_layers("wide_mlp").parameter_bytes()) wide_bytes += bytes;
+  CHECK(wide_bytes == std::size_t{4} * 103944202);
   CHECK(test::throws_error_mentioning([] { models::make_model("resnet50"); },
                                       {"resnet50", "mnist_cnn", "lenet5", "materials_mlp", "resnet_small"}));
 }
