@@ -219,7 +219,7 @@ void ParameterServer::update(layers::Module& model, optim::Optimizer& optimizer)
   for (int worker = 0; worker < s.workers; ++worker) s.answer(worker);
 }
 
-void ParameterServer::gather_state(optim::TrainingState& state) {
+void ParameterServer::gather_state(const layers::Module& /*model*/, optim::TrainingState& state) {
   const State& s = *state_;
   if (!s.is_server() && s.comm.rank() != 0) return;
   // Entries "<k>.<buffer>" belong to parameter k's owner; "step" comes from

@@ -63,7 +63,7 @@ class ParameterServer : public optim::Strategy {
   // Workers push their gradients and pull the servers' new values (their
   // own optimizer is never stepped); servers step on the pushes.
   void update(layers::Module& model, optim::Optimizer& optimizer) override;
-  void gather_state(optim::TrainingState& state) override;
+  void gather_state(const layers::Module& model, optim::TrainingState& state) override;
   void sum_over_ranks(std::vector<double>& values) override;
 
   bool is_server() const;

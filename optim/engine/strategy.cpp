@@ -44,7 +44,9 @@ StepOutput Strategy::forward(layers::Module& model, const Batch& batch, const Lo
   return result;
 }
 
-void Strategy::gather_state(TrainingState& /*state*/) {}
+void Strategy::gather_state(const layers::Module& /*model*/, TrainingState& /*state*/) {}
+
+void Strategy::select_state(const layers::Module& /*model*/, TrainingState& /*state*/) {}
 
 void Strategy::sum_over_ranks(std::vector<double>& /*values*/) {}
 

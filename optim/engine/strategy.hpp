@@ -17,7 +17,8 @@
 //     sum_over_ranks(metric sums)
 //   evaluate / predict: begin_epoch, next_batch and forward per batch,
 //     (evaluate) sum_over_ranks
-//   save_checkpoint: gather_state(state) on every rank; the root writes it
+//   save_checkpoint: gather_state(model, state) on every rank; the root writes it
+//   load_checkpoint: every rank reads the file, select_state(model, state)
 //
 // Every hook is called on every rank, so a strategy may run collectives in
 // any of them.
@@ -127,9 +128,18 @@ class Strategy {
 
   // Before a checkpoint is written, on every rank (only the root writes):
   // `state` holds this rank's model and optimizer state, and a strategy
-  // whose state lives on other ranks gathers it into the root's here (the
-  // parameter server's servers own the optimizer state of their share).
-  virtual void gather_state(TrainingState& state);
+  // whose state lives on other ranks gathers it into the root's here, under
+  // the names a single process would give it (the parameter server's
+  // servers own the optimizer state of their share; pipeline stages own
+  // their layers).
+  virtual void gather_state(const layers::Module& model, TrainingState& state);
+
+  // After a checkpoint is read, on every rank: `state` holds the whole
+  // model's and optimizer's state as a single process names it, and a
+  // strategy whose ranks hold parts of the model keeps this rank's part,
+  // named as `model` and its optimizer name it (a pipeline stage keeps its
+  // layers'). What is left must match exactly.
+  virtual void select_state(const layers::Module& model, TrainingState& state);
 
   // Sums `values` element-wise over the ranks in place, so every rank
   // reports (and early-stops on) the same metrics.

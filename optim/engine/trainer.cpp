@@ -15,6 +15,7 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/layers/named_tensors.hpp>
 
 namespace ddl::optim {
 namespace {
@@ -237,7 +238,7 @@ Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
 
 void Trainer::save_checkpoint(const std::string& path) const {
   TrainingState state{model_->state_dict(), optimizer_->state()};
-  strategy_->gather_state(state);
+  strategy_->gather_state(*model_, state);
   if (!strategy_->is_root()) return;
   write_checkpoint_file(path, make_checkpoint(state));
 }
@@ -258,13 +259,16 @@ void Trainer::load_checkpoint(const std::string& path) {
   // Both restores validate before they write; the model is restored first
   // and put back if the optimizer's state then turns out not to fit, so a
   // failed load changes nothing.
+  TrainingState saved{tensors_with_prefix(checkpoint, "model."), tensors_with_prefix(checkpoint, "optimizer.")};
+  strategy_->select_state(*model_, saved);
   const auto targets = model_->state_dict();
   std::vector<std::pair<std::string, Tensor>> before;
   for (const auto& [name, tensor] : targets) before.emplace_back(name, tensor.detach().clone());
   try {
-    restore_tensors(checkpoint, "model.", targets);
+    layers::copy_by_name("restore_tensors", targets, saved.model,
+                         {.name_prefix = "model.", .sources_name = "the checkpoint"});
     try {
-      optimizer_->load_state(tensors_with_prefix(checkpoint, "optimizer."));
+      optimizer_->load_state(saved.optimizer);
     } catch (const Error&) {
       for (std::size_t i = 0; i < targets.size(); ++i) targets[i].second.copy_from(before[i].second);
       throw;

@@ -68,9 +68,13 @@ class RecordingStrategy : public optim::Strategy {
     calls.push_back(loss ? "forward with loss" : "forward");
     return Strategy::forward(model, batch, loss);
   }
-  void gather_state(optim::TrainingState& state) override {
+  void gather_state(const layers::Module& model, optim::TrainingState& state) override {
     calls.push_back("gather_state");
-    Strategy::gather_state(state);
+    Strategy::gather_state(model, state);
+  }
+  void select_state(const layers::Module& model, optim::TrainingState& state) override {
+    calls.push_back("select_state");
+    Strategy::select_state(model, state);
   }
   void sum_over_ranks(std::vector<double>& values) override {
     calls.push_back("sum_over_ranks");
@@ -153,6 +157,9 @@ TEST_CASE("Trainer: the strategy's hooks are called in the documented order") {
       "next_batch end", "gather_state",
   };
   CHECK(strategy->calls == predict_and_save);
+  strategy->calls.clear();
+  trainer.load_checkpoint((dir.path / "a.ckpt").string());
+  CHECK(strategy->calls == std::vector<std::string>{"select_state"});
 }
 
 TEST_CASE("Trainer: accumulating K batches per step trains the weights of one batch K times as large") {
