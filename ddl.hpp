@@ -63,6 +63,7 @@
 #include <ddl/parallel/initial_state.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>
 #include <ddl/parallel/parameter_server.hpp>
+#include <ddl/parallel/pipeline.hpp>
 #endif
 
 // models/: bundled architectures, data sets and the DataLoader

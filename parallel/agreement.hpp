@@ -36,6 +36,12 @@ std::string layout_disagreement(const Communicator& comm, const std::vector<std:
 // a problem throws it, the others an error naming the ranks that had one.
 void agree_all_can_proceed(const Communicator& comm, const std::string& problem, const std::string& what);
 
+// cuda:<node-local rank>, once every rank has checked that its node has that
+// GPU (collective): one GPU per rank. `who` ("DataParallel") and `what`
+// ("data parallelism") name the strategy in the error a rank without its GPU
+// raises on every rank.
+Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what);
+
 class StallInspector {
  public:
   explicit StallInspector(Communicator comm) : comm_(std::move(comm)) {}

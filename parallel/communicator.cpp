@@ -328,6 +328,21 @@ void Communicator::recv(const Tensor& tensor, int peer, int tag) const {
   tensor.copy_from(host);
 }
 
+TensorMessage Communicator::isend(const Tensor& tensor, int peer, int tag) const {
+  TensorMessage message{tensor.device().is_cpu() ? tensor.detach() : tensor.detach().to(cpu()), {}};
+  message.request =
+      isend(std::span<const std::byte>(static_cast<const std::byte*>(message.host.raw_data()), message.host.nbytes()),
+            peer, tag);
+  return message;
+}
+
+TensorMessage Communicator::irecv(const Shape& shape, DType dtype, int peer, int tag) const {
+  TensorMessage message{Tensor::empty(shape, {dtype, cpu(), false}), {}};
+  message.request =
+      irecv(std::span<std::byte>(static_cast<std::byte*>(message.host.raw_data()), message.host.nbytes()), peer, tag);
+  return message;
+}
+
 void Communicator::sum_doubles(std::span<double> values) const {
   MPI_Request request = MPI_REQUEST_NULL;
   DDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), checked_count(values.size(), "sum_doubles"), MPI_DOUBLE,

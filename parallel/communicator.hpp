@@ -47,6 +47,13 @@ class Request {
   std::shared_ptr<detail::RequestState> state_;
 };
 
+// A tensor in flight between ranks: the request and the host memory it
+// uses, which lives as long as the message.
+struct TensorMessage {
+  Tensor host;
+  Request request;
+};
+
 class Communicator {
  public:
   // Every process of the job (MPI_COMM_WORLD); initialises MPI on first use
@@ -87,6 +94,12 @@ class Communicator {
   // a host copy.
   void send(const Tensor& tensor, int peer, int tag = 0) const;
   void recv(const Tensor& tensor, int peer, int tag = 0) const;
+  // The same without waiting. The message keeps the host memory it reads or
+  // fills: the tensor itself on the CPU (do not change it before the send
+  // completes), a staging copy for a CUDA tensor. A receive fills a new
+  // host tensor of `shape` and `dtype`; wait, then read message.host.
+  TensorMessage isend(const Tensor& tensor, int peer, int tag = 0) const;
+  TensorMessage irecv(const Shape& shape, DType dtype, int peer, int tag = 0) const;
 
   // The sum of `values` over the ranks, in place (MPI_Allreduce on doubles):
   // for metrics and small bookkeeping, not for gradients.

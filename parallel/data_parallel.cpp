@@ -204,19 +204,7 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
 
 Device DataParallel::device(DeviceType type) {
   if (type != DeviceType::CUDA) return Strategy::device(type);
-  // A rank without its GPU must not leave the others waiting in the first
-  // collective, so every rank learns here whether all have theirs.
-  const Communicator& comm = state_->comm;
-  const int gpus = device_count(DeviceType::CUDA);
-  std::string problem;
-  if (comm.local_rank() >= gpus) {
-    problem = fmt::format("DataParallel: rank {} is rank {} of {} on its node, which has {} GPU(s); data parallelism "
-                          "takes one GPU per rank (name a device, cuda:0, to make the ranks share one, which NCCL "
-                          "does not allow)",
-                          comm.rank(), comm.local_rank(), comm.local_size(), gpus);
-  }
-  agree_all_can_proceed(comm, problem, "DataParallel: choosing each rank's GPU");
-  return cuda(comm.local_rank());
+  return local_gpu(state_->comm, "DataParallel", "data parallelism");
 }
 
 void DataParallel::begin_step(layers::Module& model) {

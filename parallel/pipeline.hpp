@@ -1,0 +1,109 @@
+// Pipeline: pipeline parallelism across ranks as a strategy for the Trainer
+// (DESIGN.md item 5; GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021).
+// A Sequential is cut into contiguous stages, one per rank of the
+// communicator; each rank builds and holds only its stage's layers, their
+// gradients and their optimizer state, so a model too big for one process
+// fits several.
+//
+// Each batch is cut into M micro-batches. A stage runs its schedule's list of
+// actions (pipeline_schedule.hpp): a forward takes the micro-batch's input
+// activation from the stage before (stage 0 slices the batch) and sends its
+// output on; a backward takes the output's gradient from the stage after
+// (the last stage starts it from the micro-batch's loss) and sends the input's
+// gradient back. Every receive of a step is posted before its first action,
+// and sends do not wait, so no schedule can deadlock, M < stages included.
+// Each micro-batch's loss counts with its share of the batch, and the
+// optimizer steps once per batch: the result equals the unsplit batch's.
+//
+// Every stage reads every batch (the first needs its inputs, the last its
+// targets). The last stage computes the loss and sends the batch's output
+// and loss to rank 0, which reports them: progress, metrics, predictions
+// and checkpoints behave as in one process. Checkpoints are one file in the
+// single-process format, gathered from the stages (gather_state), and every
+// stage takes its part of one when resuming (select_state), so a run may
+// resume on another stage count or in one process.
+//
+// Micro-batching and layer state: BatchNorm computes its statistics per
+// micro-batch (as GPipe does), so with M > 1 it does not equal the unsplit
+// batch; dropout draws its masks per micro-batch from the generator in
+// schedule order, reproducible for a seed, stage count and M.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ddl/core/random.hpp>
+#include <ddl/layers/layer_list.hpp>
+#include <ddl/optim/engine/strategy.hpp>
+#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/pipeline_schedule.hpp>
+#include <ddl/parallel/stage_split.hpp>
+
+namespace ddl::parallel {
+
+struct PipelineOptions {
+  // Micro-batches per batch; a batch of fewer samples gets one per sample.
+  int micro_batches = 1;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+};
+
+// Where one stage's training time went, summed over the steps so far.
+struct PipelineStatistics {
+  std::int64_t steps = 0;
+  double step_seconds = 0.0;     // in forward_backward, from the first action to the last send's completion
+  double compute_seconds = 0.0;  // in forwards and backwards
+  std::int64_t messages = 0;     // activations and gradients sent
+  std::int64_t bytes = 0;
+  int peak_micro_batches = 0;    // most micro-batches whose activations were held at once
+  // The share of the stage's step time spent not computing: waiting for its
+  // neighbours, and idle at the start and end of the schedule.
+  double idle_fraction() const { return step_seconds > 0.0 ? 1.0 - compute_seconds / step_seconds : 0.0; }
+};
+
+class Pipeline : public optim::Strategy {
+ public:
+  // `comm` holds one rank per stage, in stage order; `stages` lists the
+  // layers of each (stage_split.hpp): contiguous, starting at layer 0, one
+  // per rank. Throws ddl::Error, alike on every rank, when they do not fit.
+  Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options = {});
+  ~Pipeline() override;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // This rank's stage, and its layers of the whole model.
+  int stage() const;
+  int stage_count() const;
+  const StageRange& layers() const;
+  const std::vector<StageRange>& stages() const;
+  const PipelineOptions& options() const;
+  PipelineStatistics statistics() const;
+
+  int rank() const override;
+  int world_size() const override;
+  // Every stage reads every batch.
+  optim::Shard shard() const override { return {0, 1}; }
+  // cuda:<node-local rank> for CUDA, once every rank has checked it has it.
+  Device device(DeviceType type) override;
+  // Checks that `model` is this stage's part (built by build_stage).
+  void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
+                                     const optim::StepShare& share) override;
+  optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
+                            const optim::LossFunction& loss = {}) override;
+  void gather_state(const layers::Module& model, optim::TrainingState& state) override;
+  void select_state(const layers::Module& model, optim::TrainingState& state) override;
+  void sum_over_ranks(std::vector<double>& values) override;
+
+ private:
+  struct State;
+  class StageRun;  // one batch through this stage (pipeline.cpp)
+  std::shared_ptr<State> state_;
+};
+
+// This rank's stage of the model `layers` describes: its layers alone, named
+// by their index in the whole model, with the weights they have there.
+std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,
+                                                Generator* generator = nullptr);
+
+}  // namespace ddl::parallel
