@@ -49,11 +49,12 @@
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
 
-// parallel/: placement inside one process and the pipeline's schedules
-// (always built); communicators, collectives and the strategies across ranks
+// parallel/: placement inside one process, the pipeline's schedules and its
+// stage split (always built); communicators, collectives and the strategies across ranks
 // (built with MPI only)
 #include <ddl/parallel/pipeline_schedule.hpp>
 #include <ddl/parallel/placement.hpp>
+#include <ddl/parallel/stage_split.hpp>
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>

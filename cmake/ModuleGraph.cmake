@@ -13,5 +13,6 @@ set(DDL_MODULE_DEPENDS_models core layers optim)
 # Headers private to their module: no other module may include them.
 set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/mpi_internal.hpp)
 # parallel/'s single-process part (placement inside one process, the
-# pipeline's pure schedules): built and installed without MPI too.
-set(DDL_PARALLEL_SINGLE_PROCESS placement pipeline_schedule)
+# pipeline's pure schedules and how it splits a model into stages): built and
+# installed without MPI too.
+set(DDL_PARALLEL_SINGLE_PROCESS placement pipeline_schedule stage_split)

@@ -1,15 +1,92 @@
-// (placeholder until the stage_split branch lands)
+// How a pipeline cuts a Sequential of L layers into p contiguous, non-empty
+// stages, one per rank (DESIGN.md item 5): split points the user gives, or
+// stages balanced by a cost per layer (one per layer, parameter bytes, or the
+// measured forward + backward time of each layer built alone).
+//
+//   const auto layers = models::model_layers("mnist_cnn");
+//   const auto costs = parallel::layer_costs(layers, StageBalance::Parameters, {1, 28, 28}, 128);
+//   const auto stages = parallel::balanced_split(costs, 2);  // {0-4, 5-10}
+//   fmt::print("{}", parallel::format_stages(stages, costs, StageBalance::Parameters));
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <ddl/core/device.hpp>
+#include <ddl/core/shape.hpp>
+#include <ddl/layers/layer_list.hpp>
 
 namespace ddl::parallel {
 
+// The layers first..last (inclusive) of the whole model, which one stage runs.
 struct StageRange {
   std::size_t first = 0;
   std::size_t last = 0;
+
   bool operator==(const StageRange&) const = default;
   std::size_t size() const { return last - first + 1; }
 };
+
+// What balanced_split evens out: the number of layers, their parameter
+// bytes (memory), or their measured forward + backward time (speed).
+enum class StageBalance { Layers, Parameters, Time };
+
+// "layers", "parameters" or "time"; anything else is a ddl::Error listing them.
+StageBalance parse_stage_balance(std::string_view name);
+std::string_view stage_balance_name(StageBalance balance);
+
+// Parses "4,7": the first layer of every stage but the first, so over 11
+// layers and 3 stages it gives {0-3, 4-6, 7-10}; one stage takes "". Throws
+// ddl::Error naming what is wrong: stages < 1, more stages than layers, a
+// count of points other than stages - 1, a point that is not a layer index
+// or is 0 or past the last layer, points that are not strictly increasing
+// (naming the stage they would leave empty).
+std::vector<StageRange> parse_split(std::string_view text, std::size_t layers, int stages);
+
+// The contiguous, non-empty stages over layer_costs.size() layers whose
+// largest total cost is the smallest possible (the linear partition
+// problem), found by dynamic programming over prefix sums in O(p L²).
+//
+// Many splits can reach that smallest maximum: under Parameters balance most
+// layers (activations, pooling, dropout) cost nothing and can sit on either
+// side of a boundary. Among them it picks
+//   1. the most even layer counts (the smallest sum of squared stage
+//      sizes), so free layers spread out rather than pile onto one stage;
+//   2. then the shortest earlier stages (the lexicographically smallest
+//      split points), because under 1F1B an earlier stage holds the
+//      activations of more micro-batches.
+// Costs that are whole numbers (layer counts, bytes) sum exactly, so their
+// ties are exact; measured times rarely tie at all.
+//
+// Throws ddl::Error for stages < 1, more stages than layers, or a negative or
+// non-finite cost (naming the layer).
+std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages);
+
+// One cost per layer of `layers` for balanced_split:
+//   Layers:     1 each;
+//   Parameters: the bytes of each layer's parameters;
+//   Time:       the median seconds of a forward and a backward of each layer
+//               alone on `device`, after a warm-up, on a random input of
+//               [batch, sample] that requires grad (so parameter-free layers
+//               run a backward too). The model's input sample shape is
+//               `sample_shape` (e.g. {1, 28, 28}); each later layer's is the
+//               output of the one before. One layer is built at a time, from
+//               a scratch generator, and freed before the next, so a model
+//               too large for `device` as a whole can still be measured.
+//               The default generator (which dropout draws from) is left as
+//               it was found.
+// sample_shape, batch and device matter only for Time. A layer that refuses
+// its input throws ddl::Error naming the layer and the input's shape.
+std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance balance, const Shape& sample_shape,
+                                std::int64_t batch, const Device& device = cpu());
+
+// A table for ddl-train to print: each stage, its layers "a-b", its cost in
+// the balance's unit (layers, MiB, ms) and its share of the total. The
+// stages must cover the layers of layer_costs in order.
+std::string format_stages(const std::vector<StageRange>& stages, const std::vector<double>& layer_costs,
+                          StageBalance balance);
 
 }  // namespace ddl::parallel
