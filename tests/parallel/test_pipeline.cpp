@@ -1,0 +1,267 @@
+// The pipeline strategy (parallel/pipeline.hpp) over all the ranks, one
+// stage each (2, 3 and 4 under ctest): training equals one process at the
+// same batch for both schedules and any micro-batch count, evaluation and
+// prediction too, and checkpoints are the single-process format, resumable
+// on another stage count or in one process.
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <optional>
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <ddl/ddl.hpp>
+
+#include "parallel/training_fixtures.hpp"
+#include "support/temp_dir.hpp"
+
+namespace ddl::test {
+namespace {
+
+using parallel::Communicator;
+using parallel::Pipeline;
+using parallel::PipelineOptions;
+using parallel::PipelineSchedule;
+
+// small_cnn as a LayerList: Conv 1-4 3x3, ReLU, MaxPool 2, Flatten, Dense 100-16,
+// Tanh, Dense 16-10. Seven layers, enough for four stages; no dropout.
+layers::LayerList small_cnn_layers() {
+  layers::LayerList list;
+  list.emplace_init<layers::Conv2d>(1, 4, layers::Conv2dOptions{})
+      .emplace<layers::ReLU>()
+      .emplace<layers::MaxPool2d>()
+      .emplace<layers::Flatten>()
+      .emplace_init<layers::Dense>(100, 16, true)
+      .emplace<layers::Tanh>()
+      .emplace_init<layers::Dense>(16, 10, true);
+  return list;
+}
+
+constexpr std::uint64_t kSeed = 9;
+
+std::shared_ptr<optim::Optimizer> sgd(std::vector<Tensor> parameters) {
+  return std::make_shared<optim::SGD>(std::move(parameters), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
+}
+
+struct Run {
+  std::shared_ptr<layers::Sequential> model;
+  std::shared_ptr<Pipeline> pipeline;  // null: one process
+  std::unique_ptr<optim::Trainer> trainer;
+};
+
+// One stage per rank of `comm`, the layers split evenly.
+Run pipeline_run(const Communicator& comm, PipelineOptions options, const MakeOptimizer& make = sgd) {
+  const layers::LayerList list = small_cnn_layers();
+  Run run;
+  run.pipeline = std::make_shared<Pipeline>(
+      comm, parallel::balanced_split(std::vector<double>(list.size(), 1.0), comm.size()), options);
+  Generator generator(kSeed);
+  run.model = parallel::build_stage(list, *run.pipeline, &generator);
+  run.trainer = std::make_unique<optim::Trainer>(run.model, layers::cross_entropy, make(run.model->parameters()),
+                                                 quiet_options({optim::Metric::accuracy}, run.pipeline));
+  return run;
+}
+
+Run single_run(const MakeOptimizer& make = sgd) {
+  Run run;
+  Generator generator(kSeed);
+  run.model = small_cnn_layers().build(&generator);
+  run.trainer = std::make_unique<optim::Trainer>(run.model, layers::cross_entropy, make(run.model->parameters()),
+                                                 quiet_options({optim::Metric::accuracy}));
+  return run;
+}
+
+models::DataLoader training_data() {
+  return models::DataLoader(random_images(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 3});
+}
+
+// The largest relative difference between the stage's parameters and the
+// same-named ones of a whole model.
+double stage_difference(const layers::Module& stage, const layers::Module& whole) {
+  const auto reference = whole.named_parameters();
+  double worst = 0.0;
+  for (const auto& [name, tensor] : stage.named_parameters()) {
+    const auto same = std::find_if(reference.begin(), reference.end(), [&](const auto& e) { return e.first == name; });
+    REQUIRE_MESSAGE(same != reference.end(), name);
+    worst = std::max(worst, max_relative_difference(tensor.to_vector<float>(), same->second.to_vector<float>()));
+  }
+  return worst;
+}
+
+// A path in rank 0's temporary directory, known to every rank.
+std::string shared_path(const Communicator& comm, std::optional<TempDir>& directory, const std::string& file) {
+  std::array<char, 512> path{};
+  if (comm.rank() == 0) {
+    directory.emplace("pipeline_checkpoint");
+    const std::string full = (directory->path / file).string();
+    REQUIRE(full.size() < path.size());
+    std::memcpy(path.data(), full.c_str(), full.size());
+  }
+  comm.broadcast_bytes(std::as_writable_bytes(std::span<char>(path)), 0);
+  return path.data();
+}
+
+}  // namespace
+
+TEST_CASE("Pipeline: training equals one process at the same batch, for both schedules and any micro-batch count") {
+  const Communicator world = Communicator::world();
+  Run single = single_run();
+  auto data = training_data();
+  single.trainer->fit(data, {.epochs = 2});
+
+  // 12 samples per batch: 5 micro-batches are uneven (3, 3, 2, 2, 2), and 16
+  // are more than the samples (one each).
+  for (const int micro_batches : {1, 2, 4, 5, 16}) {
+    std::vector<std::vector<float>> by_schedule;
+    for (const PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
+      CAPTURE(micro_batches);
+      CAPTURE(parallel::pipeline_schedule_name(schedule));
+      Run run = pipeline_run(world, {.micro_batches = micro_batches, .schedule = schedule});
+      run.trainer->fit(data, {.epochs = 2});
+      const double difference = stage_difference(*run.model, *single.model);
+      CHECK(difference <= (micro_batches == 1 ? 1e-6 : 1e-5));
+      by_schedule.push_back(flat_parameters(*run.model));
+      const parallel::PipelineStatistics statistics = run.pipeline->statistics();
+      CHECK(statistics.steps == 8);
+      // 1F1B holds at most (stages - stage) micro-batches' activations.
+      const int micro = std::min(micro_batches, static_cast<int>(kGlobalBatch));
+      CHECK(statistics.peak_micro_batches ==
+            (schedule == PipelineSchedule::GPipe ? micro : std::min(micro, world.size() - world.rank())));
+    }
+    // Both schedules sum each gradient over the micro-batches in one order.
+    CHECK(by_schedule[0] == by_schedule[1]);
+  }
+}
+
+TEST_CASE("Pipeline: Adadelta through the pipeline equals one process") {
+  const Communicator world = Communicator::world();
+  const MakeOptimizer adadelta = [](std::vector<Tensor> parameters) {
+    return std::make_shared<optim::Adadelta>(std::move(parameters), optim::AdadeltaOptions{});
+  };
+  Run single = single_run(adadelta);
+  auto data = training_data();
+  single.trainer->fit(data, {.epochs = 2});
+  Run run = pipeline_run(world, {.micro_batches = 3}, adadelta);
+  run.trainer->fit(data, {.epochs = 2});
+  CHECK(stage_difference(*run.model, *single.model) <= 1e-5);
+}
+
+TEST_CASE("Pipeline: rank 0 reports the metrics, evaluation and predictions of one process") {
+  const Communicator world = Communicator::world();
+  Run single = single_run();
+  // One micro-batch computes what one process does, bit for bit.
+  Run run = pipeline_run(world, {.micro_batches = 1});
+  auto data = training_data();
+  const optim::History expected = single.trainer->fit(data, {.epochs = 1});
+  const optim::History actual = run.trainer->fit(data, {.epochs = 1});
+  REQUIRE(stage_difference(*run.model, *single.model) == 0.0);
+  // Every rank reports rank 0's figures, summed over the ranks.
+  CHECK(actual.epochs[0].at("loss") == expected.epochs[0].at("loss"));
+  CHECK(actual.epochs[0].at("accuracy") == expected.epochs[0].at("accuracy"));
+
+  models::DataLoader test_data(random_images(), {.batch_size = 20});  // batches of 20, 20 and 8
+  const optim::Logs single_logs = single.trainer->evaluate(test_data);
+  const Tensor reference = single.trainer->predict(test_data);
+  CHECK(run.trainer->evaluate(test_data).at("loss") == single_logs.at("loss"));
+  const Tensor predicted = run.trainer->predict(test_data);
+  if (world.rank() == 0) {
+    CHECK(predicted.to_vector<float>() == reference.to_vector<float>());
+  } else {
+    CHECK_FALSE(predicted.defined());  // only the rank that reports has outputs
+  }
+
+  // The same weights evaluated in 3 micro-batches per batch: the products
+  // change shape, so float32 rounding may differ, by a few ulps of the
+  // largest output.
+  Run split = pipeline_run(world, {.micro_batches = 3});
+  split.model->load_state_dict(run.model->state_dict());
+  const optim::Logs split_logs = split.trainer->evaluate(test_data);
+  CHECK(split_logs.at("loss") == doctest::Approx(single_logs.at("loss")).epsilon(1e-6));
+  CHECK(split_logs.at("accuracy") == single_logs.at("accuracy"));
+  const Tensor split_predicted = split.trainer->predict(test_data);
+  if (world.rank() == 0) {
+    const auto a = split_predicted.to_vector<float>(), b = reference.to_vector<float>();
+    REQUIRE(a.size() == b.size());
+    double largest = 0.0, difference = 0.0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      largest = std::max(largest, std::abs(double{b[i]}));
+      difference = std::max(difference, std::abs(double{a[i]} - b[i]));
+    }
+    CHECK(difference <= 8.0 * largest * std::numeric_limits<float>::epsilon());
+  }
+}
+
+TEST_CASE("Pipeline: a checkpoint is one single-process file; resuming on the same or another stage count, or in "
+          "one process, goes on exactly") {
+  const Communicator world = Communicator::world();
+  Run straight = single_run();
+  auto data = training_data();
+  straight.trainer->fit(data, {.epochs = 2});
+
+  std::optional<TempDir> directory;
+  const std::string path = shared_path(world, directory, "epoch1.ckpt");
+  {
+    Run first = pipeline_run(world, {.micro_batches = 2});
+    first.trainer->fit(data, {.epochs = 1});
+    first.trainer->save_checkpoint(path);  // every rank: the stages send rank 0 their state
+  }
+  world.barrier();
+
+  SUBCASE("the same stages") {
+    Run resumed = pipeline_run(world, {.micro_batches = 2});
+    resumed.trainer->load_checkpoint(path);
+    resumed.trainer->fit(data, {.epochs = 2});
+    CHECK(stage_difference(*resumed.model, *straight.model) <= 1e-5);
+  }
+  SUBCASE("one stage fewer, on the other ranks") {
+    // Ranks 0..n-2 form the smaller pipeline (a single stage with 2 ranks);
+    // the last rank sits this one out.
+    const bool member = world.rank() + 1 < world.size();
+    const Communicator smaller = world.split(member ? 0 : 1, world.rank());
+    if (member) {
+      Run resumed = pipeline_run(smaller, {.micro_batches = 3});
+      resumed.trainer->load_checkpoint(path);
+      resumed.trainer->fit(data, {.epochs = 2});
+      CHECK(stage_difference(*resumed.model, *straight.model) <= 1e-5);
+    }
+  }
+  SUBCASE("one process") {
+    if (world.rank() == 0) {
+      Run resumed = single_run();
+      resumed.trainer->load_checkpoint(path);
+      resumed.trainer->fit(data, {.epochs = 2});
+      CHECK(stage_difference(*resumed.model, *straight.model) <= 1e-5);
+    }
+  }
+  world.barrier();  // rank 0 removes the directory only after everyone has read the file
+}
+
+TEST_CASE("Pipeline: stages that do not fit the ranks or the model are refused on every rank") {
+  const Communicator world = Communicator::world();
+  const std::size_t ranks = static_cast<std::size_t>(world.size());
+  std::vector<parallel::StageRange> too_few(ranks - 1);
+  for (std::size_t i = 0; i < too_few.size(); ++i) too_few[i] = {i, i};
+  CHECK(throws_error_mentioning([&] { Pipeline(world, too_few); },
+                                {fmt::format("{} stages for {} ranks", ranks - 1, ranks)}));
+  std::vector<parallel::StageRange> gap(ranks);
+  for (std::size_t i = 0; i < ranks; ++i) gap[i] = {2 * i, 2 * i};
+  CHECK(throws_error_mentioning([&] { Pipeline(world, gap); }, {"stage 1 holds layers 2-2", "start at layer 1"}));
+  CHECK(throws_error_mentioning([&] { Pipeline(world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()),
+                                               {.micro_batches = 0}); },
+                                {"micro_batches = 0"}));
+
+  // Every rank given the whole model: each learns that some stage's is wrong.
+  auto pipeline = std::make_shared<Pipeline>(
+      world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()), PipelineOptions{});
+  Generator generator(kSeed);
+  auto whole = small_cnn_layers().build(&generator);
+  optim::Trainer trainer(whole, layers::cross_entropy, sgd(whole->parameters()), quiet_options({}, pipeline));
+  auto data = training_data();
+  CHECK(throws_error_mentioning([&] { trainer.fit(data, {.epochs = 1}); }, {"Pipeline"}));
+  CHECK(throws_error_mentioning([&] { parallel::build_stage(models::model_layers("lenet5"), *pipeline); },
+                                {"the model has 12 layers"}));
+}
+
+}  // namespace ddl::test
