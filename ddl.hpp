@@ -65,6 +65,7 @@
 #include <ddl/parallel/nccl_communicator.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 #include <ddl/parallel/pipeline.hpp>
+#include <ddl/parallel/pipeline_report.hpp>
 #endif
 
 // models/: bundled architectures, data sets and the DataLoader

@@ -298,6 +298,7 @@ int Pipeline::stage_count() const { return static_cast<int>(state_->stages.size(
 const StageRange& Pipeline::layers() const { return state_->stages[static_cast<std::size_t>(state_->stage)]; }
 const std::vector<StageRange>& Pipeline::stages() const { return state_->stages; }
 const PipelineOptions& Pipeline::options() const { return state_->options; }
+const Communicator& Pipeline::communicator() const { return state_->comm; }
 PipelineStatistics Pipeline::statistics() const { return state_->statistics; }
 int Pipeline::rank() const { return state_->comm.rank(); }
 int Pipeline::world_size() const { return state_->comm.size(); }

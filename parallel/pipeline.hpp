@@ -77,6 +77,7 @@ class Pipeline : public optim::Strategy {
   const StageRange& layers() const;
   const std::vector<StageRange>& stages() const;
   const PipelineOptions& options() const;
+  const Communicator& communicator() const;
   PipelineStatistics statistics() const;
 
   int rank() const override;

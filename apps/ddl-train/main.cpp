@@ -4,6 +4,7 @@
 // unreadable data (one line on stderr, no stack trace).
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 
@@ -30,6 +31,9 @@
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/data_parallel.hpp>
 #include <ddl/parallel/parameter_server.hpp>
+#include <ddl/parallel/pipeline_report.hpp>
+
+#include "pipeline_setup.hpp"
 #endif
 
 #include "options.hpp"
@@ -38,13 +42,14 @@
 namespace ddl::apps {
 namespace {
 
-// --device: a device by name, or by type alone ("cuda"), which the strategy
-// resolves (under data parallelism, this rank's GPU on its node).
-Device choose_device(const std::string& text, optim::Strategy& strategy) {
+// --device: a device by name, or by type alone ("cuda"), which `by_type`
+// resolves (under data parallelism or a pipeline, this rank's GPU on its
+// node).
+Device choose_device(const std::string& text, const std::function<Device(DeviceType)>& by_type) {
   Device device = cpu();
   try {
     device = Device::parse(text);
-    if (text.find(':') == std::string::npos) device = strategy.device(device.type());
+    if (text.find(':') == std::string::npos) device = by_type(device.type());
   } catch (const Error& error) {
     throw UsageError(fmt::format("--device {}: {}", text, error.what()));
   }
@@ -95,9 +100,11 @@ std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, st
   return schedule;
 }
 
-// The strategy for --parallel (null: this process alone).
+// The strategy for --parallel (null: this process alone, and a pipeline,
+// which make_pipeline builds once the data's shape is known).
 std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 #if DDL_WITH_MPI_BUILD
+  if (o.parallel == "pipeline") return nullptr;
   if (o.parallel == "none") {
     if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
       throw UsageError(
@@ -131,9 +138,10 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 
 int run(TrainOptions& o) {
   resolve_defaults(o);
-  const auto strategy = make_strategy(o);
-  const int world = strategy ? strategy->shard().world : 1;  // the ranks that compute
-  const bool root = !strategy || strategy->is_root();
+  auto strategy = make_strategy(o);
+  const bool pipelined = o.parallel == "pipeline";
+  // The ranks that share each batch (a pipeline's stages all read all of it).
+  const int world = strategy ? strategy->shard().world : 1;
   if (o.batch_per_rank > 0) o.batch_size = o.batch_per_rank * world;
   if (o.scale_lr == "linear") o.lr = optim::scale_lr_linear(*o.lr, world);
   if (o.scale_lr == "sqrt") o.lr = optim::scale_lr_sqrt(*o.lr, world);
@@ -142,20 +150,45 @@ int run(TrainOptions& o) {
         fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks", o.batch_size, world));
   }
   optim::Strategy single_process;
-  const Device device = choose_device(o.device, strategy ? *strategy : single_process);
+  const Device device = choose_device(o.device, [&](DeviceType type) {
+#if DDL_WITH_MPI_BUILD
+    if (pipelined && type == DeviceType::CUDA) return pipeline_gpu();
+#endif
+    return strategy ? strategy->device(type) : single_process.device(type);
+  });
   if (o.threads > 0) set_num_threads(o.threads);
   const Task task = make_task(o);
+  const auto dims = task.train.inputs.shape().to_vector();
+  const Shape sample_shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()));
 
   Generator weights(o.seed);
   manual_seed(o.seed ^ 0x9E3779B97F4A7C15ull);  // dropout's stream, apart from the weights'
-  const auto model = models::make_model(o.model, &weights);
-  if (o.placement.empty()) {
+  std::shared_ptr<layers::Sequential> model;
+  std::string where = device.str();
+  std::string stages;  // a pipeline's, for the header
+#if DDL_WITH_MPI_BUILD
+  std::shared_ptr<parallel::Pipeline> pipeline;
+  if (pipelined) {
+    PipelineSetup setup = make_pipeline(o, sample_shape, device, weights);
+    pipeline = setup.pipeline;
+    strategy = pipeline;
+    model = setup.stage_model;
     model->to(device);
-  } else {
-    try {
-      parallel::place(*model, parallel::parse_placement(o.placement, *model), device);
-    } catch (const Error& error) {
-      throw UsageError(fmt::format("--placement: {}", error.what()));
+    stages = setup.description;
+  }
+#endif
+  const bool root = !strategy || strategy->is_root();
+  if (!model) {
+    model = models::make_model(o.model, &weights);
+    if (o.placement.empty()) {
+      model->to(device);
+    } else {
+      try {
+        parallel::place(*model, parallel::parse_placement(o.placement, *model), device);
+      } catch (const Error& error) {
+        throw UsageError(fmt::format("--placement: {}", error.what()));
+      }
+      where = fmt::format("placed {}, data on {}", o.placement, device.str());
     }
   }
   const auto optimizer = make_optimizer(o, model->parameters());  // its state on each parameter's device
@@ -197,9 +230,11 @@ int run(TrainOptions& o) {
     fit.callbacks.push_back(std::make_shared<optim::ModelCheckpoint>(
         optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor}));
   }
+  // Placement and pipelines report each device's memory at the end.
   std::shared_ptr<optim::StepMemoryMonitor> memory;
-  if (!o.placement.empty()) {
-    memory = std::make_shared<optim::StepMemoryMonitor>(parallel::placement_devices(*model));
+  if (!o.placement.empty() || pipelined) {
+    memory = std::make_shared<optim::StepMemoryMonitor>(pipelined ? std::vector<Device>{device}
+                                                                  : parallel::placement_devices(*model));
     fit.callbacks.push_back(memory);
   }
   if (!o.log_csv.empty()) fit.callbacks.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
@@ -217,12 +252,12 @@ int run(TrainOptions& o) {
     const std::string batch = o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", o.batch_size,
                                                               o.accumulate)
                                                : fmt::format("batch {}", o.batch_size);
-    const std::string where = o.placement.empty() ? device.str() : fmt::format("placed {}, data on {}", o.placement, device.str());
     std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s), seed {}\n\n", o.model,
                              task.description, optimizer->name(), *o.lr, batch, ranks, where,
                              config::num_threads(), o.seed);
-    const auto dims = task.train.inputs.shape().to_vector();
-    std::cout << layers::summary(*model, Shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()))) << '\n';
+    // A pipeline stage holds its own layers alone: the stage table stands
+    // for the summary.
+    std::cout << (pipelined ? stages : layers::summary(*model, sample_shape)) << '\n';
   }
   const auto last = std::filesystem::path(o.checkpoint_dir) / "last.ckpt";
   if (o.resume) {
@@ -251,11 +286,18 @@ int run(TrainOptions& o) {
                              training_seconds > 0.0 ? samples / training_seconds : 0.0,
                              world > 1 ? fmt::format(" over {} ranks", world) : std::string());
   }
-  if (memory && !o.quiet) {
+  if (memory && !o.quiet && !pipelined) {
     std::cout << "memory per device (peaks over the training steps):\n"
               << parallel::format_placement_report(parallel::placement_report(*model, optimizer.get(), memory.get()));
   }
 #if DDL_WITH_MPI_BUILD
+  if (pipeline) {
+    const auto reports = parallel::gather_stage_reports(*pipeline, *model, *optimizer, memory.get());  // collective
+    if (root && !o.quiet) {
+      std::cout << "pipeline stages (peaks over the training steps):\n"
+                << parallel::format_stage_reports(reports, pipeline->options());
+    }
+  }
   if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
       data_parallel && root && !o.quiet) {
     const parallel::SyncStatistics stats = data_parallel->statistics();

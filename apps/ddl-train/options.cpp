@@ -11,7 +11,9 @@ namespace {
 
 const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
-const std::vector<std::string> kParallelModes{"none", "data", "ps"};
+const std::vector<std::string> kParallelModes{"none", "data", "ps", "pipeline"};
+const std::vector<std::string> kPipelineSchedules{"1f1b", "gpipe"};
+const std::vector<std::string> kBalances{"time", "parameters", "layers"};
 const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
 const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "shm", "builtin"};
 
@@ -100,8 +102,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_flag("-q,--quiet", o.quiet, "Print only the final result line");
   app.add_option("--parallel", o.parallel,
                  "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
-                 "ps: a parameter server on the last --servers ranks. --batch-size is the global batch, split over "
-                 "the ranks that compute")
+                 "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
+                 "stage per rank, each batch into --micro-batches. --batch-size is the global batch, split over "
+                 "the ranks that read data (a pipeline's stages all read every batch)")
       ->check(CLI::IsMember(kParallelModes))
       ->capture_default_str();
   app.add_option("--allreduce", o.allreduce,
@@ -126,6 +129,28 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--batch-per-rank", o.batch_per_rank,
                  "Samples per rank per step instead of --batch-size (the global batch grows with the ranks)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  app.add_option("--stages", o.stages, "--parallel pipeline: stages, one per rank")
+      ->check(CLI::PositiveNumber)
+      ->default_str("the rank count");
+  app.add_option("--micro-batches", o.micro_batches,
+                 "--parallel pipeline: micro-batches per batch (sizes differ by at most one; a batch smaller than "
+                 "this gets one per sample). More shrink the bubble (p-1)/(M+p-1) but make each product smaller")
+      ->check(CLI::Range(1, 4096))
+      ->default_str("2 per stage");
+  app.add_option("--schedule", o.schedule,
+                 "--parallel pipeline: 1f1b (one forward, one backward: stage s holds at most p-s micro-batches of "
+                 "activations) or gpipe (all forwards, then all backwards: every stage holds all M)")
+      ->check(CLI::IsMember(kPipelineSchedules))
+      ->capture_default_str();
+  app.add_option("--balance", o.balance,
+                 "--parallel pipeline: split the layers into stages of equal measured forward+backward time (rank "
+                 "0 times each layer at the micro-batch size), of equal parameter bytes, or of equal layer counts")
+      ->check(CLI::IsMember(kBalances))
+      ->capture_default_str();
+  app.add_option("--split", o.split,
+                 "--parallel pipeline: the stages' first layers instead of --balance, e.g. 4,7 for 3 stages of "
+                 "layers 0-3, 4-6 and 7-")
+      ->type_name("LAYERS");
   app.add_option("--placement", o.placement,
                  "Run each layer on a device of its own, e.g. 0-6=cpu:0,7-10=cpu:1 (layer indexes as the summary "
                  "numbers them, ranges inclusive; cpu:N or cuda:N; logical CPU devices come from DDL_CPU_DEVICES). "
@@ -153,6 +178,12 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
+  if (o.parallel != "pipeline") {
+    for (const auto& [set, name] : {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
+                                    std::pair{!o.split.empty(), "--split"}}) {
+      if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline");
+    }
+  }
   if (!o.placement.empty() && o.parallel != "none") {
     throw UsageError("--placement places layers inside one process; it does not combine with --parallel " +
                      o.parallel);

@@ -1,0 +1,65 @@
+// ddl-train's pipeline (see pipeline_setup.hpp).
+#include "pipeline_setup.hpp"
+
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include <ddl/core/error.hpp>
+#include <ddl/models/zoo.hpp>
+#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/stage_split.hpp>
+
+namespace ddl::apps {
+
+Device pipeline_gpu() { return parallel::local_gpu(parallel::Communicator::world(), "ddl-train", "--parallel pipeline"); }
+
+PipelineSetup make_pipeline(const TrainOptions& o, const Shape& sample_shape, const Device& device,
+                            Generator& weights) {
+  const parallel::Communicator world = parallel::Communicator::world();
+  const int stages = o.stages > 0 ? o.stages : world.size();
+  if (stages != world.size()) {
+    throw UsageError(fmt::format("--stages {} needs {} ranks, one per stage; this job has {} (mpiexec -n {})", stages,
+                                 stages, world.size(), stages));
+  }
+  const layers::LayerList layers = models::model_layers(o.model);
+  const int micro_batches = o.micro_batches > 0 ? o.micro_batches : 2 * stages;
+  std::vector<parallel::StageRange> split;
+  std::string how;
+  try {
+    if (!o.split.empty()) {
+      split = parallel::parse_split(o.split, layers.size(), stages);
+      how = "--split " + o.split;
+    } else {
+      const parallel::StageBalance balance = parallel::parse_stage_balance(o.balance);
+      std::vector<double> costs(layers.size(), 0.0);
+      // Timings differ from rank to rank: rank 0's decide for all, and a
+      // failure there must not leave the others waiting for them.
+      const std::int64_t micro_batch = (o.batch_size + micro_batches - 1) / micro_batches;
+      std::string problem;
+      if (balance != parallel::StageBalance::Time || world.rank() == 0) {
+        try {
+          costs = parallel::layer_costs(layers, balance, sample_shape, micro_batch, device);
+        } catch (const Error& error) {
+          problem = error.what();
+        }
+      }
+      parallel::agree_all_can_proceed(world, problem, "measuring each layer's time");
+      world.broadcast_bytes(std::as_writable_bytes(std::span(costs)), 0);
+      split = parallel::balanced_split(costs, stages);
+      how = fmt::format("balanced by {}\n{}", o.balance, parallel::format_stages(split, costs, balance));
+    }
+  } catch (const Error& error) {
+    throw UsageError(fmt::format("--parallel pipeline: {}", error.what()));
+  }
+  PipelineSetup setup;
+  setup.pipeline = std::make_shared<parallel::Pipeline>(
+      world, split,
+      parallel::PipelineOptions{.micro_batches = micro_batches, .schedule = parallel::parse_pipeline_schedule(o.schedule)});
+  setup.stage_model = parallel::build_stage(layers, *setup.pipeline, &weights);
+  setup.description = fmt::format("pipeline of {} stages ({}, {} micro-batches per batch), {}", stages, o.schedule,
+                                  micro_batches, how);
+  return setup;
+}
+
+}  // namespace ddl::apps
