@@ -49,6 +49,7 @@ case $case_name in
     expect_usage_error 2 "--nesterov" --nesterov
     expect_usage_error 2 "--accumulate" --accumulate 0
     expect_usage_error 2 "--placement places layers inside one process" --placement 0-10=cpu:0 --parallel data
+    expect_usage_error 2 "--micro-batches applies to --parallel pipeline" --micro-batches 4
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
@@ -111,6 +112,30 @@ case $case_name in
     grep -q "Resumed from $work/ps/last.ckpt after epoch 1" "$work/out" || fail "no resume: $(cat "$work/out")"
     grep -q "^Epoch 2/2 - " "$work/out" || fail "epoch 2 not trained: $(cat "$work/out")"
     echo "ok: parameter server checkpointed on every rank and resumed"
+    ;;
+  pipeline)
+    args=(--train-limit 512 --test-limit 256 --threads 1 --batch-size 64)
+    mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --micro-batches 3 --schedule gpipe --balance parameters \
+      --checkpoint-dir "$work/pp" > "$work/out" 2>&1 || fail "2-stage pipeline exited $?: $(cat "$work/out")"
+    grep -q "pipeline of 2 stages (gpipe, 3 micro-batches per batch), balanced by parameters" "$work/out" ||
+      fail "no pipeline header: $(cat "$work/out")"
+    [[ $(grep -c "^test accuracy" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
+    grep -q "^1 *5-10 *4.51 " "$work/out" || fail "no report row for stage 1 with its 4.51 MiB: $(cat "$work/out")"
+    grep -q "^bubble: .* textbook (p-1)/(M+p-1) = 25.0% for p = 2, M = 3 (gpipe)" "$work/out" ||
+      fail "no bubble line: $(cat "$work/out")"
+    echo "ok: a 2-stage pipeline trained, rank 0 reported the stages"
+    # Its checkpoint is a single-process one: one process resumes it.
+    "$train" "${args[@]}" --epochs 2 --checkpoint-dir "$work/pp" --resume > "$work/out" 2>&1 ||
+      fail "one process resuming the pipeline's checkpoint exited $?: $(cat "$work/out")"
+    grep -q "Resumed from $work/pp/last.ckpt after epoch 1" "$work/out" || fail "no resume: $(cat "$work/out")"
+    echo "ok: one process resumed the pipeline's checkpoint"
+    mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --stages 3 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "--stages 3 on 2 ranks did not exit 2: $(cat "$work/err")"
+    grep -q "stages 3 needs 3 ranks, one per stage; this job has 2" "$work/err" || fail "no reason: $(cat "$work/err")"
+    mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --split 0 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "--split 0 did not exit 2: $(cat "$work/err")"
+    [[ $(grep -c "pipeline split '0'" "$work/err") -eq 2 ]] || fail "not both ranks named the split: $(cat "$work/err")"
+    echo "ok: bad stage counts and splits exit 2 on every rank"
     ;;
   finalize-over-tcp)
     # UCX's TCP transport can hang in MPI_Finalize after a complete run
