@@ -15,6 +15,7 @@
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/initial_state.hpp>
 #include <ddl/parallel/stage_state.hpp>
 
 namespace ddl::parallel {
@@ -109,7 +110,9 @@ Device stage_device(const layers::Module& model, const optim::Batch& batch) {
 }  // namespace
 
 struct Pipeline::State {
-  Communicator comm;
+  Communicator world;  // every rank of the strategy: metrics, agreement
+  Communicator comm;   // this pipeline, one rank per stage
+  std::optional<Communicator> data;  // hybrid: this stage in every pipeline
   std::vector<StageRange> stages;
   PipelineOptions options;
   int stage = 0;
@@ -274,9 +277,22 @@ class Pipeline::StageRun {
   int held_ = 0;
 };
 
+ProcessGrid ProcessGrid::split(const Communicator& world, int data_parallel, int stages) {
+  DDL_CHECK(data_parallel >= 1 && stages >= 1 && data_parallel * stages == world.size(),
+            "ProcessGrid: {} pipelines of {} stages need {} ranks; this job has {}", data_parallel, stages,
+            data_parallel * stages, world.size());
+  const int rank = world.rank();
+  return {world, world.split(rank / stages, rank), world.split(rank % stages, rank)};
+}
+
 Pipeline::Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options)
-    : state_(std::make_shared<State>(State{std::move(comm), std::move(stages), options, 0, {}, {}, {}, {}})) {
+    : Pipeline(ProcessGrid{comm, comm, comm.split(comm.rank(), 0)}, std::move(stages), options) {}
+
+Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options)
+    : state_(std::make_shared<State>(State{std::move(grid.world), std::move(grid.pipeline), std::nullopt,
+                                           std::move(stages), options, 0, {}, {}, {}, {}})) {
   State& s = *state_;
+  if (grid.data.size() > 1) s.data = std::move(grid.data);
   s.stage = s.comm.rank();
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
             "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
@@ -300,15 +316,17 @@ const std::vector<StageRange>& Pipeline::stages() const { return state_->stages;
 const PipelineOptions& Pipeline::options() const { return state_->options; }
 const Communicator& Pipeline::communicator() const { return state_->comm; }
 PipelineStatistics Pipeline::statistics() const { return state_->statistics; }
-int Pipeline::rank() const { return state_->comm.rank(); }
-int Pipeline::world_size() const { return state_->comm.size(); }
+int Pipeline::data_parallel() const { return state_->data ? state_->data->size() : 1; }
+int Pipeline::rank() const { return state_->world.rank(); }
+int Pipeline::world_size() const { return state_->world.size(); }
+optim::Shard Pipeline::shard() const { return state_->data ? optim::Shard{state_->data->rank(), state_->data->size()} : optim::Shard{}; }
 
 Device Pipeline::device(DeviceType type) {
   if (type != DeviceType::CUDA) return Strategy::device(type);
-  return local_gpu(state_->comm, "Pipeline", "a pipeline");
+  return local_gpu(state_->world, "Pipeline", "a pipeline");
 }
 
-void Pipeline::prepare(layers::Module& model, optim::Optimizer* /*optimizer*/) {
+void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // A rank given the wrong model must not leave the others waiting for its
   // messages: every rank learns here whether all have theirs.
   const StageRange& own = layers();
@@ -329,7 +347,35 @@ void Pipeline::prepare(layers::Module& model, optim::Optimizer* /*optimizer*/) {
                             sequential->size() == 0 ? "" : sequential->children().back().first);
     }
   }
-  agree_all_can_proceed(state_->comm, problem, "Pipeline: checking each stage's model");
+  agree_all_can_proceed(state_->world, problem, "Pipeline: checking each stage's model");
+  // Every pipeline starts from the first one's state (and its checkpoint).
+  if (state_->data) broadcast_initial_state(*state_->data, model, optimizer, "Pipeline");
+}
+
+void Pipeline::synchronize_gradients(layers::Module& model) {
+  if (!state_->data) return;
+  // The stage's gradients in one flat buffer, summed over the pipelines
+  // and divided by their count: each stage then steps as with the whole
+  // global batch. A parameter without a gradient counts as zeros.
+  const std::vector<Tensor> parameters = model.parameters();
+  std::vector<float> flat;
+  for (const Tensor& parameter : parameters) {
+    const Tensor grad = parameter.grad();
+    const std::vector<float> values =
+        grad.defined() ? grad.to_vector<float>() : std::vector<float>(static_cast<std::size_t>(parameter.numel()), 0.0f);
+    flat.insert(flat.end(), values.begin(), values.end());
+  }
+  allreduce(*state_->data, flat, state_->options.allreduce);
+  const float scale = 1.0f / static_cast<float>(state_->data->size());
+  std::size_t offset = 0;
+  for (const Tensor& parameter : parameters) {
+    const auto count = static_cast<std::size_t>(parameter.numel());
+    std::vector<float> averaged(flat.begin() + static_cast<std::ptrdiff_t>(offset),
+                                flat.begin() + static_cast<std::ptrdiff_t>(offset + count));
+    for (float& value : averaged) value *= scale;
+    parameter.set_grad(from_vector(averaged, parameter.shape(), {DType::Float32, parameter.device(), false}));
+    offset += count;
+  }
 }
 
 optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim::LossFunction& loss,
@@ -375,7 +421,7 @@ void Pipeline::select_state(const layers::Module& model, optim::TrainingState& s
   select_stage_state(state_->comm, layers(), model, state);
 }
 
-void Pipeline::sum_over_ranks(std::vector<double>& values) { state_->comm.sum_doubles(values); }
+void Pipeline::sum_over_ranks(std::vector<double>& values) { state_->world.sum_doubles(values); }
 
 std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,
                                                 Generator* generator) {

@@ -23,6 +23,12 @@
 // stage takes its part of one when resuming (select_state), so a run may
 // resume on another stage count or in one process.
 //
+// Hybrid parallelism: a ProcessGrid splits the ranks into dp pipelines of
+// pp stages. Each pipeline reads its shard of every epoch (as data
+// parallelism's ranks do), and after a batch's last backward each stage's
+// gradients are averaged over the same stage of every pipeline with one of
+// our allreduce algorithms, so all pipelines step alike.
+//
 // Micro-batching and layer state: BatchNorm computes its statistics per
 // micro-batch (as GPipe does), so with M > 1 it does not equal the unsplit
 // batch; dropout draws its masks per micro-batch from the generator in
@@ -36,6 +42,7 @@
 #include <ddl/core/random.hpp>
 #include <ddl/layers/layer_list.hpp>
 #include <ddl/optim/engine/strategy.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/pipeline_schedule.hpp>
 #include <ddl/parallel/stage_split.hpp>
@@ -46,6 +53,21 @@ struct PipelineOptions {
   // Micro-batches per batch; a batch of fewer samples gets one per sample.
   int micro_batches = 1;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // Hybrid: how a stage's gradients are averaged over the pipelines.
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
+};
+
+// The ranks as dp pipelines of pp stages (Megatron's and DeepSpeed's grid):
+// world rank r is stage r % pp of pipeline r / pp, so a pipeline's stages
+// are neighbouring ranks (on one node, where they talk most).
+struct ProcessGrid {
+  Communicator world;     // every rank of the grid
+  Communicator pipeline;  // this rank's pipeline, one rank per stage
+  Communicator data;      // this stage in every pipeline, in pipeline order
+
+  // Collective over `world`. Throws ddl::Error, alike on every rank, unless
+  // data_parallel * stages == world.size().
+  static ProcessGrid split(const Communicator& world, int data_parallel, int stages);
 };
 
 // Where one stage's training time went, summed over the steps so far.
@@ -67,6 +89,9 @@ class Pipeline : public optim::Strategy {
   // layers of each (stage_split.hpp): contiguous, starting at layer 0, one
   // per rank. Throws ddl::Error, alike on every rank, when they do not fit.
   Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options = {});
+  // Hybrid: one stage of one of the grid's pipelines; `stages` as above,
+  // one per rank of grid.pipeline.
+  Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options = {});
   ~Pipeline() override;
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -80,16 +105,22 @@ class Pipeline : public optim::Strategy {
   const Communicator& communicator() const;
   PipelineStatistics statistics() const;
 
+  // Pipelines in the grid (1 without one).
+  int data_parallel() const;
+
   int rank() const override;
   int world_size() const override;
-  // Every stage reads every batch.
-  optim::Shard shard() const override { return {0, 1}; }
+  // Every stage of a pipeline reads every batch of the pipeline's shard.
+  optim::Shard shard() const override;
   // cuda:<node-local rank> for CUDA, once every rank has checked it has it.
   Device device(DeviceType type) override;
-  // Checks that `model` is this stage's part (built by build_stage).
+  // Checks that `model` is this stage's part (built by build_stage); with
+  // several pipelines, the first one's state is broadcast to the others.
   void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
   optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
                                      const optim::StepShare& share) override;
+  // Hybrid: averages the stage's gradients over the pipelines.
+  void synchronize_gradients(layers::Module& model) override;
   optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
                             const optim::LossFunction& loss = {}) override;
   void gather_state(const layers::Module& model, optim::TrainingState& state) override;

@@ -238,6 +238,41 @@ TEST_CASE("Pipeline: a checkpoint is one single-process file; resuming on the sa
   world.barrier();  // rank 0 removes the directory only after everyone has read the file
 }
 
+TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equals one process at batch B") {
+  const Communicator world = Communicator::world();
+  Run single = single_run();
+  auto data = training_data();
+  single.trainer->fit(data, {.epochs = 2});
+  for (int data_parallel = 2; data_parallel <= world.size(); ++data_parallel) {
+    if (world.size() % data_parallel != 0) continue;
+    const int stages = world.size() / data_parallel;
+    CAPTURE(data_parallel);
+    CAPTURE(stages);
+    const parallel::ProcessGrid grid = parallel::ProcessGrid::split(world, data_parallel, stages);
+    CHECK(grid.pipeline.size() == stages);
+    CHECK(grid.data.size() == data_parallel);
+    for (const auto algorithm : {parallel::AllreduceAlgorithm::ring, parallel::AllreduceAlgorithm::tree}) {
+      const layers::LayerList list = small_cnn_layers();
+      auto pipeline = std::make_shared<Pipeline>(
+          grid, parallel::balanced_split(std::vector<double>(list.size(), 1.0), stages),
+          PipelineOptions{.micro_batches = 2, .allreduce = algorithm});
+      CHECK(pipeline->data_parallel() == data_parallel);
+      CHECK(pipeline->shard().world == data_parallel);
+      Generator generator(kSeed);
+      auto model = parallel::build_stage(list, *pipeline, &generator);
+      optim::Trainer trainer(model, layers::cross_entropy, sgd(model->parameters()),
+                             quiet_options({optim::Metric::accuracy}, pipeline));
+      models::DataLoader shard_data(random_images(),
+                                    {.batch_size = kGlobalBatch / data_parallel, .shuffle = true, .seed = 3});
+      trainer.fit(shard_data, {.epochs = 2});
+      CHECK(stage_difference(*model, *single.model) <= 1e-5);
+    }
+  }
+  CHECK(throws_error_mentioning([&] { parallel::ProcessGrid::split(world, world.size() + 1, 1); },
+                                {fmt::format("{} pipelines of 1 stages need {} ranks; this job has {}",
+                                             world.size() + 1, world.size() + 1, world.size())}));
+}
+
 TEST_CASE("Pipeline: stages that do not fit the ranks or the model are refused on every rank") {
   const Communicator world = Communicator::world();
   const std::size_t ranks = static_cast<std::size_t>(world.size());
