@@ -104,7 +104,7 @@ std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, st
 // which make_pipeline builds once the data's shape is known).
 std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 #if DDL_WITH_MPI_BUILD
-  if (o.parallel == "pipeline") return nullptr;
+  if (o.parallel == "pipeline" || o.parallel == "hybrid") return nullptr;
   if (o.parallel == "none") {
     if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
       throw UsageError(
@@ -139,9 +139,13 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 int run(TrainOptions& o) {
   resolve_defaults(o);
   auto strategy = make_strategy(o);
-  const bool pipelined = o.parallel == "pipeline";
-  // The ranks that share each batch (a pipeline's stages all read all of it).
-  const int world = strategy ? strategy->shard().world : 1;
+  const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
+  // The ranks that share each batch (a pipeline's stages all read all of it;
+  // hybrid: the --dp pipelines share it).
+  int world = strategy ? strategy->shard().world : 1;
+#if DDL_WITH_MPI_BUILD
+  if (pipelined) world = pipeline_shape(o).data_parallel;  // checks the ranks first
+#endif
   if (o.batch_per_rank > 0) o.batch_size = o.batch_per_rank * world;
   if (o.scale_lr == "linear") o.lr = optim::scale_lr_linear(*o.lr, world);
   if (o.scale_lr == "sqrt") o.lr = optim::scale_lr_sqrt(*o.lr, world);
@@ -242,7 +246,9 @@ int run(TrainOptions& o) {
 
   if (!o.quiet && root) {
     std::string ranks;
-    if (o.parallel == "data") {
+    if (o.parallel == "hybrid") {
+      ranks = fmt::format("{} pipelines ({} allreduce, {} per pipeline), ", world, o.allreduce, o.batch_size / world);
+    } else if (o.parallel == "data") {
       ranks = fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank), ", world, o.allreduce,
                           o.batch_size / world);
     } else if (o.parallel == "ps") {
@@ -284,7 +290,9 @@ int run(TrainOptions& o) {
   if (root) {
     std::cout << fmt::format("{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s{}\n", report, history.epochs.size(), wall,
                              training_seconds > 0.0 ? samples / training_seconds : 0.0,
-                             world > 1 ? fmt::format(" over {} ranks", world) : std::string());
+                             o.parallel == "hybrid" ? fmt::format(" over {} pipelines", world)
+                             : world > 1            ? fmt::format(" over {} ranks", world)
+                                                    : std::string());
   }
   if (memory && !o.quiet && !pipelined) {
     std::cout << "memory per device (peaks over the training steps):\n"

@@ -11,7 +11,7 @@ namespace {
 
 const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
-const std::vector<std::string> kParallelModes{"none", "data", "ps", "pipeline"};
+const std::vector<std::string> kParallelModes{"none", "data", "ps", "pipeline", "hybrid"};
 const std::vector<std::string> kPipelineSchedules{"1f1b", "gpipe"};
 const std::vector<std::string> kBalances{"time", "parameters", "layers"};
 const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
@@ -103,8 +103,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--parallel", o.parallel,
                  "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
                  "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
-                 "stage per rank, each batch into --micro-batches. --batch-size is the global batch, split over "
-                 "the ranks that read data (a pipeline's stages all read every batch)")
+                 "stage per rank, each batch into --micro-batches; hybrid: --dp pipelines of --pp stages, each "
+                 "stage's gradients averaged over the pipelines by --allreduce. --batch-size is the global batch, "
+                 "split over the ranks that read data (a pipeline's stages all read every batch of its share)")
       ->check(CLI::IsMember(kParallelModes))
       ->capture_default_str();
   app.add_option("--allreduce", o.allreduce,
@@ -132,6 +133,10 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--stages", o.stages, "--parallel pipeline: stages, one per rank")
       ->check(CLI::PositiveNumber)
       ->default_str("the rank count");
+  app.add_option("--dp", o.dp, "--parallel hybrid: pipelines, each training on its share of every batch")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--pp", o.pp, "--parallel hybrid: stages per pipeline (--dp x --pp must be the rank count)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--micro-batches", o.micro_batches,
                  "--parallel pipeline: micro-batches per batch (sizes differ by at most one; a batch smaller than "
                  "this gets one per sample). More shrink the bubble (p-1)/(M+p-1) but make each product smaller")
@@ -178,11 +183,18 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
-  if (o.parallel != "pipeline") {
+  const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
+  if (!pipelined) {
     for (const auto& [set, name] : {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
                                     std::pair{!o.split.empty(), "--split"}}) {
-      if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline");
+      if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
+  }
+  if (o.parallel == "hybrid") {
+    if (o.dp == 0 || o.pp == 0) throw UsageError("--parallel hybrid needs --dp and --pp");
+    if (o.stages > 0) throw UsageError("--parallel hybrid takes its stage count from --pp, not --stages");
+  } else if (o.dp > 0 || o.pp > 0) {
+    throw UsageError("--dp and --pp apply to --parallel hybrid");
   }
   if (!o.placement.empty() && o.parallel != "none") {
     throw UsageError("--placement places layers inside one process; it does not combine with --parallel " +

@@ -47,7 +47,7 @@ struct TrainOptions {
   bool validate = true;
   int prefetch = 2;
   bool quiet = false;
-  std::string parallel = "none";    // none | data | ps | pipeline
+  std::string parallel = "none";    // none | data | ps | pipeline | hybrid
   int servers = 1;                  // ps: server ranks
   bool asynchronous = false;        // ps: asynchronous updates
   int max_staleness = 4;            // ps --async
@@ -59,6 +59,8 @@ struct TrainOptions {
   std::string scale_lr = "none";    // none | linear | sqrt, by the rank count
   std::string placement;            // "0-6=cpu:0,7-10=cpu:1": a device per layer (empty: all on --device)
   int stages = 0;                   // pipeline: 0 is one per rank
+  int dp = 0;                       // hybrid: pipelines
+  int pp = 0;                       // hybrid: stages per pipeline
   int micro_batches = 0;            // pipeline: 0 is 2 per stage
   std::string schedule = "1f1b";    // pipeline: gpipe | 1f1b
   std::string balance = "time";     // pipeline: layers | parameters | time

@@ -14,14 +14,26 @@ namespace ddl::apps {
 
 Device pipeline_gpu() { return parallel::local_gpu(parallel::Communicator::world(), "ddl-train", "--parallel pipeline"); }
 
+PipelineShape pipeline_shape(const TrainOptions& o) {
+  const parallel::Communicator world = parallel::Communicator::world();
+  const bool hybrid = o.parallel == "hybrid";
+  const int data_parallel = hybrid ? o.dp : 1;
+  const int stages = hybrid ? o.pp : o.stages > 0 ? o.stages : world.size();
+  if (data_parallel * stages != world.size()) {
+    throw UsageError(hybrid ? fmt::format("--dp {} x --pp {} needs {} ranks; this job has {} (mpiexec -n {})",
+                                          data_parallel, stages, data_parallel * stages, world.size(),
+                                          data_parallel * stages)
+                            : fmt::format("--stages {} needs {} ranks, one per stage; this job has {} (mpiexec -n {})",
+                                          stages, stages, world.size(), stages));
+  }
+  return {data_parallel, stages};
+}
+
 PipelineSetup make_pipeline(const TrainOptions& o, const Shape& sample_shape, const Device& device,
                             Generator& weights) {
   const parallel::Communicator world = parallel::Communicator::world();
-  const int stages = o.stages > 0 ? o.stages : world.size();
-  if (stages != world.size()) {
-    throw UsageError(fmt::format("--stages {} needs {} ranks, one per stage; this job has {} (mpiexec -n {})", stages,
-                                 stages, world.size(), stages));
-  }
+  const bool hybrid = o.parallel == "hybrid";
+  const auto [data_parallel, stages] = pipeline_shape(o);
   const layers::LayerList layers = models::model_layers(o.model);
   const int micro_batches = o.micro_batches > 0 ? o.micro_batches : 2 * stages;
   std::vector<parallel::StageRange> split;
@@ -35,7 +47,7 @@ PipelineSetup make_pipeline(const TrainOptions& o, const Shape& sample_shape, co
       std::vector<double> costs(layers.size(), 0.0);
       // Timings differ from rank to rank: rank 0's decide for all, and a
       // failure there must not leave the others waiting for them.
-      const std::int64_t micro_batch = (o.batch_size + micro_batches - 1) / micro_batches;
+      const std::int64_t micro_batch = (o.batch_size / data_parallel + micro_batches - 1) / micro_batches;
       std::string problem;
       if (balance != parallel::StageBalance::Time || world.rank() == 0) {
         try {
@@ -53,12 +65,15 @@ PipelineSetup make_pipeline(const TrainOptions& o, const Shape& sample_shape, co
     throw UsageError(fmt::format("--parallel pipeline: {}", error.what()));
   }
   PipelineSetup setup;
-  setup.pipeline = std::make_shared<parallel::Pipeline>(
-      world, split,
-      parallel::PipelineOptions{.micro_batches = micro_batches, .schedule = parallel::parse_pipeline_schedule(o.schedule)});
+  const parallel::PipelineOptions options{.micro_batches = micro_batches,
+                                         .schedule = parallel::parse_pipeline_schedule(o.schedule),
+                                         .allreduce = parallel::parse_allreduce(o.allreduce)};
+  setup.pipeline =
+      std::make_shared<parallel::Pipeline>(parallel::ProcessGrid::split(world, data_parallel, stages), split, options);
   setup.stage_model = parallel::build_stage(layers, *setup.pipeline, &weights);
-  setup.description = fmt::format("pipeline of {} stages ({}, {} micro-batches per batch), {}", stages, o.schedule,
-                                  micro_batches, how);
+  setup.description = fmt::format("{} of {} stages ({}, {} micro-batches per batch), {}",
+                                  hybrid ? fmt::format("{} pipelines", data_parallel) : std::string("pipeline"),
+                                  stages, o.schedule, micro_batches, how);
   return setup;
 }
 

@@ -1,6 +1,7 @@
-// ddl-train --parallel pipeline: the stages from --split or --balance, the
-// Pipeline strategy over the MPI ranks, and this rank's stage of the model.
-// Built with MPI only.
+// ddl-train --parallel pipeline or hybrid: the stages from --split or
+// --balance, the Pipeline strategy over the MPI ranks (hybrid: --dp
+// pipelines of --pp stages), and this rank's stage of the model. Built with
+// MPI only.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,14 @@
 #include "options.hpp"
 
 namespace ddl::apps {
+
+// The pipelines and their stages the options ask for; a UsageError unless
+// they fit the job's ranks.
+struct PipelineShape {
+  int data_parallel = 1;
+  int stages = 1;
+};
+PipelineShape pipeline_shape(const TrainOptions& options);
 
 struct PipelineSetup {
   std::shared_ptr<parallel::Pipeline> pipeline;

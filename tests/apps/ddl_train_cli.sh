@@ -136,6 +136,14 @@ case $case_name in
     [[ $? -eq 2 ]] || fail "--split 0 did not exit 2: $(cat "$work/err")"
     [[ $(grep -c "pipeline split '0'" "$work/err") -eq 2 ]] || fail "not both ranks named the split: $(cat "$work/err")"
     echo "ok: bad stage counts and splits exit 2 on every rank"
+    mpiexec -n 4 "$train" --parallel hybrid --dp 2 --pp 2 "${args[@]}" --epochs 1 --allreduce tree > "$work/out" 2>&1 ||
+      fail "2 x 2 hybrid run exited $?: $(cat "$work/out")"
+    grep -q "batch 64, 2 pipelines (tree allreduce, 32 per pipeline)" "$work/out" || fail "no hybrid header: $(cat "$work/out")"
+    grep -q "^test accuracy .* over 2 pipelines$" "$work/out" || fail "no final line: $(cat "$work/out")"
+    mpiexec -n 4 "$train" --parallel hybrid --dp 3 --pp 2 "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "--dp 3 --pp 2 on 4 ranks did not exit 2: $(cat "$work/err")"
+    grep -q -- "--dp 3 x --pp 2 needs 6 ranks; this job has 4" "$work/err" || fail "no reason: $(cat "$work/err")"
+    echo "ok: a 2 x 2 hybrid run trained; a grid that does not fit the ranks exits 2"
     ;;
   finalize-over-tcp)
     # UCX's TCP transport can hang in MPI_Finalize after a complete run
