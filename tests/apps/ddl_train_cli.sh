@@ -32,7 +32,8 @@ case $case_name in
   help)
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
-      --log-csv --log-jsonl --threads --quiet; do
+      --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
+      --dp --pp --accumulate; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"

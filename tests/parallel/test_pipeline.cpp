@@ -51,14 +51,16 @@ struct Run {
   std::unique_ptr<optim::Trainer> trainer;
 };
 
-// One stage per rank of `comm`, the layers split evenly.
-Run pipeline_run(const Communicator& comm, PipelineOptions options, const MakeOptimizer& make = sgd) {
+// One stage per rank of `comm`, the layers split evenly, on `device`.
+Run pipeline_run(const Communicator& comm, PipelineOptions options, const MakeOptimizer& make = sgd,
+                 const Device& device = cpu()) {
   const layers::LayerList list = small_cnn_layers();
   Run run;
   run.pipeline = std::make_shared<Pipeline>(
       comm, parallel::balanced_split(std::vector<double>(list.size(), 1.0), comm.size()), options);
   Generator generator(kSeed);
   run.model = parallel::build_stage(list, *run.pipeline, &generator);
+  run.model->to(device);
   run.trainer = std::make_unique<optim::Trainer>(run.model, layers::cross_entropy, make(run.model->parameters()),
                                                  quiet_options({optim::Metric::accuracy}, run.pipeline));
   return run;
@@ -73,8 +75,8 @@ Run single_run(const MakeOptimizer& make = sgd) {
   return run;
 }
 
-models::DataLoader training_data() {
-  return models::DataLoader(random_images(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 3});
+models::DataLoader training_data(const Device& device = cpu()) {
+  return models::DataLoader(random_images(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 3, .device = device});
 }
 
 // The largest relative difference between the stage's parameters and the
@@ -238,6 +240,25 @@ TEST_CASE("Pipeline: a checkpoint is one single-process file; resuming on the sa
   world.barrier();  // rank 0 removes the directory only after everyone has read the file
 }
 
+TEST_CASE("Pipeline: stages on GPUs train as stages on the CPU, activations and gradients staged through the host") {
+  const Communicator world = Communicator::world();
+  if (!every_rank_has_a_gpu(world)) {
+    MESSAGE("skipped: a rank has no CUDA device");
+    return;
+  }
+  // Ranks may share a GPU: the messages go through host memory over MPI.
+  const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
+  auto cpu_data = training_data();
+  Run on_cpu = pipeline_run(world, {.micro_batches = 3});
+  on_cpu.trainer->fit(cpu_data, {.epochs = 2});
+  auto gpu_data = training_data(gpu);
+  Run on_gpu = pipeline_run(world, {.micro_batches = 3}, sgd, gpu);
+  on_gpu.trainer->fit(gpu_data, {.epochs = 2});
+  // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
+  CHECK(max_relative_difference(flat_parameters(*on_gpu.model), flat_parameters(*on_cpu.model)) <= 1e-4);
+  for (const Tensor& parameter : on_gpu.model->parameters()) CHECK(parameter.device() == gpu);
+}
+
 TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equals one process at batch B") {
   const Communicator world = Communicator::world();
   Run single = single_run();
@@ -295,6 +316,10 @@ TEST_CASE("Pipeline: stages that do not fit the ranks or the model are refused o
   optim::Trainer trainer(whole, layers::cross_entropy, sgd(whole->parameters()), quiet_options({}, pipeline));
   auto data = training_data();
   CHECK(throws_error_mentioning([&] { trainer.fit(data, {.epochs = 1}); }, {"Pipeline"}));
+  // A model that is not a Sequential cannot be cut into stages.
+  auto dense = std::make_shared<layers::Dense>(144, 10, true, &generator);
+  optim::Trainer not_sequential(dense, layers::cross_entropy, sgd(dense->parameters()), quiet_options({}, pipeline));
+  CHECK(throws_error_mentioning([&] { not_sequential.fit(data, {.epochs = 1}); }, {"was given a Dense, not a Sequential"}));
   CHECK(throws_error_mentioning([&] { parallel::build_stage(models::model_layers("lenet5"), *pipeline); },
                                 {"the model has 12 layers"}));
 }
