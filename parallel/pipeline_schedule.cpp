@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
 
 namespace ddl::parallel {
 
@@ -139,12 +140,7 @@ struct StageProgress {
 }  // namespace
 
 PipelineSchedule parse_pipeline_schedule(std::string_view name) {
-  for (const PipelineSchedule schedule : kSchedules) {
-    if (pipeline_schedule_name(schedule) == name) return schedule;
-  }
-  std::vector<std::string_view> known;
-  for (const PipelineSchedule schedule : kSchedules) known.push_back(pipeline_schedule_name(schedule));
-  detail::fail("unknown pipeline schedule '{}'; known: {}", name, fmt::join(known, ", "));
+  return choice_by_name(name, kSchedules, pipeline_schedule_name, "pipeline schedule");
 }
 
 std::string_view pipeline_schedule_name(PipelineSchedule schedule) {

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/random.hpp>
@@ -219,12 +220,7 @@ void check_stages_cover(const std::vector<StageRange>& stages, std::size_t layer
 }  // namespace
 
 StageBalance parse_stage_balance(std::string_view name) {
-  for (const StageBalance balance : kBalances) {
-    if (stage_balance_name(balance) == name) return balance;
-  }
-  std::vector<std::string_view> known;
-  for (const StageBalance balance : kBalances) known.push_back(stage_balance_name(balance));
-  detail::fail("unknown stage balance '{}'; known: {}", name, fmt::join(known, ", "));
+  return choice_by_name(name, kBalances, stage_balance_name, "stage balance");
 }
 
 std::string_view stage_balance_name(StageBalance balance) {

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
 
 namespace ddl::parallel {
 
@@ -26,12 +27,7 @@ std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
 }
 
 AllreduceAlgorithm parse_allreduce(const std::string& name) {
-  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
-    if (algorithm_name(algorithm) == name) return algorithm;
-  }
-  std::vector<std::string> known;
-  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) known.push_back(algorithm_name(algorithm));
-  throw Error(fmt::format("unknown allreduce algorithm '{}'; known: {}", name, fmt::join(known, ", ")));
+  return choice_by_name(name, all_allreduce_algorithms(), algorithm_name, "allreduce algorithm");
 }
 
 void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, WireFormat wire) {
