@@ -2,6 +2,7 @@
 #include "pipeline_setup.hpp"
 
 #include <cstring>
+#include <iostream>
 
 #include <fmt/format.h>
 
@@ -50,6 +51,12 @@ PipelineSetup make_pipeline(const TrainOptions& o, const Shape& sample_shape, co
       const std::int64_t micro_batch = (o.batch_size / data_parallel + micro_batches - 1) / micro_batches;
       std::string problem;
       if (balance != parallel::StageBalance::Time || world.rank() == 0) {
+        if (balance == parallel::StageBalance::Time && !o.quiet) {
+          std::cout << fmt::format("Timing each of the {} layers' forward and backward at micro-batch {} on {} "
+                                   "(--balance time)...\n",
+                                   layers.size(), micro_batch, device.str())
+                    << std::flush;
+        }
         try {
           costs = parallel::layer_costs(layers, balance, sample_shape, micro_batch, device);
         } catch (const Error& error) {

@@ -259,6 +259,41 @@ TEST_CASE("Pipeline: stages on GPUs train as stages on the CPU, activations and 
   for (const Tensor& parameter : on_gpu.model->parameters()) CHECK(parameter.device() == gpu);
 }
 
+TEST_CASE("Pipeline: every stage's report reaches every rank: its memory, messages and time") {
+  const Communicator world = Communicator::world();
+  Run run = pipeline_run(world, {.micro_batches = 3, .schedule = PipelineSchedule::GPipe});
+  auto monitor = std::make_shared<optim::StepMemoryMonitor>(std::vector<Device>{cpu()});
+  auto data = training_data();
+  run.trainer->fit(data, {.epochs = 1, .callbacks = {monitor}});
+  const auto reports = parallel::gather_stage_reports(*run.pipeline, *run.model, run.trainer->optimizer(), monitor.get());
+  REQUIRE(reports.size() == static_cast<std::size_t>(world.size()));
+  const auto split = parallel::balanced_split(std::vector<double>(7, 1.0), world.size());
+  const layers::LayerList list = small_cnn_layers();
+  const std::vector<std::size_t> layer_bytes = list.parameter_bytes();
+  for (int s = 0; s < world.size(); ++s) {
+    CAPTURE(s);
+    const parallel::StageReport& r = reports[static_cast<std::size_t>(s)];
+    CHECK(r.stage == s);
+    CHECK(r.layers == split[static_cast<std::size_t>(s)]);
+    double bytes = 0.0;
+    for (std::size_t l = r.layers.first; l <= r.layers.last; ++l) bytes += static_cast<double>(layer_bytes[l]);
+    CHECK(r.parameter_bytes == bytes);
+    CHECK(r.optimizer_bytes == bytes);  // SGD's momentum: one buffer per parameter
+    CHECK(r.statistics.steps == 4);
+    CHECK(r.statistics.peak_micro_batches == 3);  // GPipe holds every micro-batch
+    // Activations on, gradients back: 3 a step each way, but none beyond the ends.
+    const int directions = (s > 0 ? 1 : 0) + (s + 1 < world.size() ? 1 : 0);
+    CHECK(r.statistics.messages == 4 * 3 * directions);
+    CHECK(r.statistics.compute_seconds > 0.0);
+    CHECK(r.statistics.compute_seconds <= r.statistics.step_seconds);
+    CHECK(r.peak_resident_bytes > 0.0);
+  }
+  CHECK(reports[0].peak_activation_bytes > 0.0);
+  const std::string table = parallel::format_stage_reports(reports, run.pipeline->options());
+  CHECK(table.find(fmt::format("textbook (p-1)/(M+p-1) = {:.1f}%", 100.0 * (world.size() - 1) / (3 + world.size() - 1))) !=
+        std::string::npos);
+}
+
 TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equals one process at batch B") {
   const Communicator world = Communicator::world();
   Run single = single_run();
