@@ -137,18 +137,19 @@ void StallInspector::arrive(std::int64_t step, const std::string& what) {
   for (Request& reply : replies) reply.wait();
 }
 
-Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what) {
+Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what, bool or_the_only_one) {
   // A rank without its GPU must not leave the others waiting in the first
   // collective, so every rank learns here whether all have theirs.
   const int gpus = device_count(DeviceType::CUDA);
+  const bool the_only_one = or_the_only_one && gpus == 1;
   std::string problem;
-  if (comm.local_rank() >= gpus) {
+  if (comm.local_rank() >= gpus && !the_only_one) {
     problem = fmt::format("{}: rank {} is rank {} of {} on its node, which has {} GPU(s); {} takes one GPU per rank "
                           "(name a device, cuda:0, to make the ranks share one, which NCCL does not allow)",
                           who, comm.rank(), comm.local_rank(), comm.local_size(), gpus, what);
   }
   agree_all_can_proceed(comm, problem, who + ": choosing each rank's GPU");
-  return cuda(comm.local_rank());
+  return cuda(the_only_one ? 0 : comm.local_rank());
 }
 
 }  // namespace ddl::parallel

@@ -39,8 +39,11 @@ void agree_all_can_proceed(const Communicator& comm, const std::string& problem,
 // cuda:<node-local rank>, once every rank has checked that its node has that
 // GPU (collective): one GPU per rank. `who` ("DataParallel") and `what`
 // ("data parallelism") name the strategy in the error a rank without its GPU
-// raises on every rank.
-Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what);
+// raises on every rank. With `or_the_only_one`, a rank that sees a single
+// GPU takes it (CUDA_VISIBLE_DEVICES set per rank, as srun --gpus-per-task
+// does; or ranks sharing one GPU, which only MPI's host messages allow).
+Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what,
+                 bool or_the_only_one = false);
 
 class StallInspector {
  public:

@@ -112,7 +112,8 @@ class Pipeline : public optim::Strategy {
   int world_size() const override;
   // Every stage of a pipeline reads every batch of the pipeline's shard.
   optim::Shard shard() const override;
-  // cuda:<node-local rank> for CUDA, once every rank has checked it has it.
+  // cuda:<node-local rank> for CUDA, or the only GPU a rank sees, once every
+  // rank has checked it has one (collective).
   Device device(DeviceType type) override;
   // Checks that `model` is this stage's part (built by build_stage); with
   // several pipelines, the first one's state is broadcast to the others.

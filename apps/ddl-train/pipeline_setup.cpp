@@ -13,7 +13,9 @@
 
 namespace ddl::apps {
 
-Device pipeline_gpu() { return parallel::local_gpu(parallel::Communicator::world(), "ddl-train", "--parallel pipeline"); }
+Device pipeline_gpu() {
+  return parallel::local_gpu(parallel::Communicator::world(), "ddl-train", "--parallel pipeline", true);
+}
 
 PipelineShape pipeline_shape(const TrainOptions& o) {
   const parallel::Communicator world = parallel::Communicator::world();
