@@ -27,8 +27,8 @@ std::string nccl_problem(ncclResult_t result, const char* call, int rank) {
   return fmt::format("NcclCommunicator: {} failed on rank {}: {}", call, rank, ncclGetErrorString(result));
 }
 
-// Why this rank cannot drive a GPU of its own, if it cannot.
-std::string missing_gpu(const Communicator& mpi) {
+// Why this rank cannot drive `device`, if it cannot.
+std::string missing_gpu(const Communicator& mpi, int device, bool chosen) {
   const int devices = cuda_backend::device_count();
   if (devices == 0) {
     return fmt::format(
@@ -36,7 +36,11 @@ std::string missing_gpu(const Communicator& mpi) {
         "per rank on a node",
         mpi.rank(), mpi.local_rank(), cuda_backend::unavailable_reason());
   }
-  if (mpi.local_rank() >= devices) {
+  if (chosen && device >= devices) {
+    return fmt::format("NcclCommunicator: rank {} was given cuda:{}, but its node has {} GPU(s)", mpi.rank(), device,
+                       devices);
+  }
+  if (!chosen && mpi.local_rank() >= devices) {
     return fmt::format(
         "NcclCommunicator: rank {} is rank {} on its node, but the node has {} GPU(s); NCCL needs one "
         "GPU per rank on a node: launch at most {} rank(s) per node",
@@ -119,17 +123,24 @@ struct NcclCommunicator::State {
   }
 
   // Queues `operation` (an NCCL call) on NCCL's stream after the compute
-  // stream's work so far, and waits until it is done, within the stall
-  // timeout. The host's wait is what orders NCCL's result before later
-  // compute: kernels queued on the compute stream after this returns start
-  // after NCCL has finished, so no event back to the compute stream is needed.
+  // stream's work so far, and returns once NCCL has taken it (a nonblocking
+  // communicator's call may still be in progress when it returns).
   template <class Operation>
-  void run(const std::string& what, Operation operation) {
+  void queue(const std::string& what, Operation operation) {
     const cuda_backend::DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device).handle));
     DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
     const ncclResult_t queued = operation();
     if (queued != ncclSuccess && queued != ncclInProgress) abort_and_throw(what, ncclGetErrorString(queued));
+  }
+
+  // queue(), then waits until it is done, within the stall timeout. The
+  // host's wait is what orders NCCL's result before later compute: kernels
+  // queued on the compute stream after this returns start after NCCL has
+  // finished, so no event back to the compute stream is needed.
+  template <class Operation>
+  void run(const std::string& what, Operation operation) {
+    queue(what, operation);
     wait(what, true);
   }
 
@@ -138,7 +149,9 @@ struct NcclCommunicator::State {
   // its part or failed; then NCCL's stream says when the GPU's part is done
   // (skipped for the bootstrap, which queues no GPU work). A peer that
   // fails or never comes finishes neither, hence the stall timeout.
-  void wait(const std::string& what, bool on_stream) {
+  // `until` (an event recorded after the operation) instead of the whole
+  // stream marks the GPU's part of one queued message.
+  void wait(const std::string& what, bool on_stream, cudaEvent_t until = nullptr) {
     const bool done = poll_within_stall_timeout([&] {
       ncclResult_t async = ncclSuccess;
       const ncclResult_t queried = ncclCommGetAsyncError(comm, &async);
@@ -147,7 +160,7 @@ struct NcclCommunicator::State {
       }
       if (async == ncclInProgress) return false;
       if (!on_stream) return true;
-      const cudaError_t status = cudaStreamQuery(stream);
+      const cudaError_t status = until != nullptr ? cudaEventQuery(until) : cudaStreamQuery(stream);
       if (status != cudaSuccess && status != cudaErrorNotReady) {
         abort_and_throw(what, fmt::format("{}: {}", cudaGetErrorName(status), cudaGetErrorString(status)));
       }
@@ -171,17 +184,56 @@ struct NcclCommunicator::State {
   }
 };
 
+// A queued message: the communicator that carries it and an event recorded
+// on NCCL's stream right after it.
+struct NcclMessage::State {
+  std::shared_ptr<NcclCommunicator::State> comm;
+  cudaEvent_t done = nullptr;
+  std::string what;
+};
+
+NcclMessage::NcclMessage(std::shared_ptr<State> state) : state_(std::move(state)) {}
+NcclMessage::NcclMessage(NcclMessage&&) noexcept = default;
+
+NcclMessage& NcclMessage::operator=(NcclMessage&& other) noexcept {
+  if (this != &other) {
+    try {
+      wait();
+    } catch (...) {  // a move must not throw; the error already reached the waiter or is lost with the message
+    }
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+NcclMessage::~NcclMessage() {
+  try {
+    wait();
+  } catch (...) {  // destructors must not throw: an unwaited message's error is dropped with it
+  }
+}
+
+void NcclMessage::wait() {
+  if (!state_) return;
+  const std::shared_ptr<State> state = std::move(state_);
+  NcclCommunicator::State& comm = *state->comm;
+  const cuda_backend::DeviceGuard guard(comm.device);
+  if (comm.comm != nullptr) comm.wait(state->what, true, state->done);
+  cudaEventDestroy(state->done);
+}
+
 bool NcclCommunicator::built() { return true; }
 
-NcclCommunicator NcclCommunicator::create(const Communicator& mpi) {
+NcclCommunicator NcclCommunicator::create(const Communicator& mpi, std::optional<int> device) {
   // The ranks first agree that each has its GPU, so one rank's error is an
   // error on every rank instead of the others stalling in the bootstrap.
-  agree_all_can_proceed(mpi, missing_gpu(mpi), "NcclCommunicator: finding each rank's GPU");
+  agree_all_can_proceed(mpi, missing_gpu(mpi, device.value_or(mpi.local_rank()), device.has_value()),
+                        "NcclCommunicator: finding each rank's GPU");
   auto state = std::make_shared<State>(mpi);
   State& s = *state;
   s.rank = mpi.rank();
   s.size = mpi.size();
-  s.device = mpi.local_rank();
+  s.device = device.value_or(mpi.local_rank());
   const cuda_backend::DeviceGuard guard(s.device);
   ncclUniqueId id{};
   agree_all_can_proceed(mpi, s.rank == 0 ? nccl_problem(ncclGetUniqueId(&id), "ncclGetUniqueId", 0) : std::string(),
@@ -244,6 +296,45 @@ void NcclCommunicator::recv(const Tensor& tensor, int peer) const {
   s.run(fmt::format("receive of {} bytes from rank {}", tensor.nbytes(), peer), [&] {
     return ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream);
   });
+}
+
+namespace {
+
+// Queues a send or receive and the event that marks its end on NCCL's stream.
+template <class Operation>
+std::shared_ptr<NcclMessage::State> queue_message(const std::shared_ptr<NcclCommunicator::State>& comm,
+                                                  std::string what, Operation operation) {
+  NcclCommunicator::State& s = *comm;
+  s.queue(what, operation);
+  // A nonblocking communicator takes the call in the background: the
+  // event must follow NCCL's work on the stream, so wait for it to be taken.
+  s.wait(what, false);
+  auto message = std::make_shared<NcclMessage::State>();
+  message->comm = comm;
+  message->what = std::move(what);
+  const cuda_backend::DeviceGuard guard(s.device);
+  DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->done, cudaEventDisableTiming));
+  DDL_CUDA_CHECK(s.device, cudaEventRecord(message->done, s.stream));
+  return message;
+}
+
+}  // namespace
+
+NcclMessage NcclCommunicator::send_async(const Tensor& tensor, int peer) const {
+  State& s = *state_;
+  s.check_peer_to_peer(tensor, peer, "send_async", "send to");
+  return NcclMessage(queue_message(state_, fmt::format("send of {} bytes to rank {}", tensor.nbytes(), peer), [&] {
+    return ncclSend(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream);
+  }));
+}
+
+NcclMessage NcclCommunicator::recv_async(const Tensor& tensor, int peer) const {
+  State& s = *state_;
+  s.check_peer_to_peer(tensor, peer, "recv_async", "receive from");
+  return NcclMessage(
+      queue_message(state_, fmt::format("receive of {} bytes from rank {}", tensor.nbytes(), peer), [&] {
+        return ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream);
+      }));
 }
 
 }  // namespace ddl::parallel

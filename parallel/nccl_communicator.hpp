@@ -20,16 +20,41 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include <ddl/core/tensor.hpp>
 #include <ddl/parallel/communicator.hpp>
 
 namespace ddl::parallel {
 
+// A point-to-point message queued on NCCL's stream (send_async,
+// recv_async): wait() returns once it is done, within the stall timeout; the
+// tensor must live until then. Destroying an unfinished message waits.
+class NcclMessage {
+ public:
+  NcclMessage() = default;
+  NcclMessage(NcclMessage&&) noexcept;
+  NcclMessage& operator=(NcclMessage&&) noexcept;
+  NcclMessage(const NcclMessage&) = delete;
+  NcclMessage& operator=(const NcclMessage&) = delete;
+  ~NcclMessage();
+
+  void wait();
+  bool pending() const { return state_ != nullptr; }
+
+  struct State;
+
+ private:
+  friend class NcclCommunicator;
+  explicit NcclMessage(std::shared_ptr<State> state);
+  std::shared_ptr<State> state_;
+};
+
 class NcclCommunicator {
  public:
-  // Collective over `mpi`'s ranks: every rank must call it.
-  static NcclCommunicator create(const Communicator& mpi);
+  // Collective over `mpi`'s ranks: every rank must call it. Each rank drives
+  // `device` (default: its node-local rank's GPU).
+  static NcclCommunicator create(const Communicator& mpi, std::optional<int> device = std::nullopt);
   // Whether ddl was built with NCCL.
   static bool built();
 
@@ -44,6 +69,12 @@ class NcclCommunicator {
   // Point-to-point; the receiver's tensor has the sender's shape and dtype.
   void send(const Tensor& tensor, int peer) const;
   void recv(const Tensor& tensor, int peer) const;
+  // The same without waiting: queued on NCCL's stream after the compute
+  // stream's work so far. Messages with one peer are matched in the order
+  // they are queued, so each side queues them in one order (a pipeline uses
+  // one communicator per direction of each link for this).
+  NcclMessage send_async(const Tensor& tensor, int peer) const;
+  NcclMessage recv_async(const Tensor& tensor, int peer) const;
 
   struct State;
 

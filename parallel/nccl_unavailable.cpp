@@ -18,7 +18,7 @@ namespace {
 }  // namespace
 
 bool NcclCommunicator::built() { return false; }
-NcclCommunicator NcclCommunicator::create(const Communicator& mpi) { unavailable(mpi.rank()); }
+NcclCommunicator NcclCommunicator::create(const Communicator& mpi, std::optional<int>) { unavailable(mpi.rank()); }
 int NcclCommunicator::rank() const { unavailable(-1); }
 int NcclCommunicator::size() const { unavailable(-1); }
 int NcclCommunicator::device() const { unavailable(-1); }
@@ -26,5 +26,14 @@ void NcclCommunicator::allreduce(const Tensor&) const { unavailable(-1); }
 void NcclCommunicator::broadcast(const Tensor&, int) const { unavailable(-1); }
 void NcclCommunicator::send(const Tensor&, int) const { unavailable(-1); }
 void NcclCommunicator::recv(const Tensor&, int) const { unavailable(-1); }
+NcclMessage NcclCommunicator::send_async(const Tensor&, int) const { unavailable(-1); }
+NcclMessage NcclCommunicator::recv_async(const Tensor&, int) const { unavailable(-1); }
+
+// No message can exist either: moving or dropping an empty one does nothing.
+struct NcclMessage::State {};
+NcclMessage::NcclMessage(NcclMessage&&) noexcept = default;
+NcclMessage& NcclMessage::operator=(NcclMessage&&) noexcept = default;
+NcclMessage::~NcclMessage() = default;
+void NcclMessage::wait() {}
 
 }  // namespace ddl::parallel

@@ -16,6 +16,7 @@
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/initial_state.hpp>
+#include <ddl/parallel/stage_links.hpp>
 #include <ddl/parallel/stage_state.hpp>
 
 namespace ddl::parallel {
@@ -110,6 +111,11 @@ Device stage_device(const layers::Module& model, const optim::Batch& batch) {
 }  // namespace
 
 struct Pipeline::State {
+  State(Communicator world_ranks, Communicator pipeline, std::vector<StageRange> stage_ranges,
+        PipelineOptions pipeline_options)
+      : world(std::move(world_ranks)), comm(std::move(pipeline)), stages(std::move(stage_ranges)),
+        options(pipeline_options), stage(comm.rank()) {}
+
   Communicator world;  // every rank of the strategy: metrics, agreement
   Communicator comm;   // this pipeline, one rank per stage
   std::optional<Communicator> data;  // hybrid: this stage in every pipeline
@@ -119,6 +125,8 @@ struct Pipeline::State {
   // Learned at the first batch: the sample shapes at this stage's input
   // and output, and (on rank 0) at the last stage's output.
   std::optional<Shape> input_sample, output_sample, model_output_sample;
+  // How activations and gradients travel, chosen at the first batch too.
+  std::optional<StageLinks> links;
   PipelineStatistics statistics;
 
   bool first() const { return stage == 0; }
@@ -135,6 +143,7 @@ struct Pipeline::State {
     if (!last()) send_shape(comm, *output_sample, stage + 1);
     if (last() && !first()) send_shape(comm, *output_sample, 0);
     if (first()) model_output_sample = last() ? *output_sample : recv_shape(comm, static_cast<int>(stages.size()) - 1);
+    links.emplace(comm, device, options.nccl);
   }
 };
 
@@ -154,18 +163,19 @@ class Pipeline::StageRun {
     for (std::size_t m = 0; m < count; ++m) {
       const auto tag = static_cast<int>(m);
       if (!s_.first()) {
-        activations_in_.push_back(s_.comm.irecv(with_batch(cuts_[m].size, *s_.input_sample), DType::Float32,
-                                                s_.stage - 1, kActivationTag + tag));
+        activations_in_.push_back(s_.links->receive(StageLinks::Neighbour::previous,
+                                                    with_batch(cuts_[m].size, *s_.input_sample), kActivationTag + tag));
       }
       if (training_ && !s_.last()) {
-        gradients_in_.push_back(s_.comm.irecv(with_batch(cuts_[m].size, *s_.output_sample), DType::Float32,
-                                              s_.stage + 1, kGradientTag + tag));
+        gradients_in_.push_back(s_.links->receive(StageLinks::Neighbour::next,
+                                                  with_batch(cuts_[m].size, *s_.output_sample), kGradientTag + tag));
       }
     }
     if (s_.first() && !s_.last()) {
       const int last = static_cast<int>(s_.stages.size()) - 1;
-      output_in_ = s_.comm.irecv(with_batch(batch.size(), *s_.model_output_sample), DType::Float32, last, kOutputTag);
-      if (loss_) loss_in_ = s_.comm.irecv({}, DType::Float32, last, kLossTag);
+      output_in_.mpi =
+          s_.comm.irecv(with_batch(batch.size(), *s_.model_output_sample), DType::Float32, last, kOutputTag);
+      if (loss_) loss_in_.mpi = s_.comm.irecv({}, DType::Float32, last, kLossTag);
     }
   }
 
@@ -186,7 +196,7 @@ class Pipeline::StageRun {
         losses_[static_cast<std::size_t>(m)] = loss;
       }
     } else {
-      send(output, s_.stage + 1, kActivationTag + m);
+      send(StageLinks::Neighbour::next, output, kActivationTag + m);
     }
     if (training_) {
       inputs_[static_cast<std::size_t>(m)] = input;
@@ -217,7 +227,8 @@ class Pipeline::StageRun {
     }
     if (!s_.first()) {
       const Tensor gradient = inputs_[k].grad();
-      send(gradient.defined() ? gradient : zeros_like(inputs_[k]), s_.stage - 1, kGradientTag + m);
+      send(StageLinks::Neighbour::previous, gradient.defined() ? gradient : zeros_like(inputs_[k]),
+           kGradientTag + m);
     }
     inputs_[k] = outputs_[k] = losses_[k] = Tensor();  // the activations go
     --held_;
@@ -227,7 +238,7 @@ class Pipeline::StageRun {
   // Waits for the sends; rank 0 returns the batch's output and mean loss,
   // which the last stage sends it, and every other rank nothing.
   optim::StepOutput finish() {
-    for (TensorMessage& message : sends_) message.request.wait();
+    for (StageMessage& message : sends_) message.wait();
     optim::StepOutput result;
     if (s_.last()) {
       const Tensor output = results_.size() == 1 ? results_.front() : concat(results_);
@@ -249,15 +260,15 @@ class Pipeline::StageRun {
 
  private:
   // A received tensor on this stage's device; the wait is not compute time.
-  Tensor take(TensorMessage& message) {
+  Tensor take(StageMessage& message) {
     const auto start = Clock::now();
-    message.request.wait();
+    Tensor tensor = message.take(device_);
     compute_seconds_ -= seconds_since(start);
-    return message.host.to(device_);
+    return tensor;
   }
 
-  void send(const Tensor& tensor, int peer, int tag) {
-    sends_.push_back(s_.comm.isend(tensor, peer, tag));
+  void send(StageLinks::Neighbour to, const Tensor& tensor, int tag) {
+    sends_.push_back(s_.links->send(to, tensor, tag));
     ++s_.statistics.messages;
     s_.statistics.bytes += static_cast<std::int64_t>(tensor.nbytes());
   }
@@ -269,8 +280,8 @@ class Pipeline::StageRun {
   const optim::LossFunction& loss_;
   std::vector<MicroBatch> cuts_;
   Device device_;
-  std::vector<TensorMessage> activations_in_, gradients_in_, sends_;
-  TensorMessage output_in_, loss_in_;
+  std::vector<StageMessage> activations_in_, gradients_in_, sends_;
+  StageMessage output_in_, loss_in_;  // rank 0's, from the last stage over MPI
   std::vector<Tensor> inputs_, outputs_, losses_, results_;
   double loss_sum_ = 0.0;
   double compute_seconds_ = 0.0;
@@ -289,11 +300,9 @@ Pipeline::Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOp
     : Pipeline(ProcessGrid{comm, comm, comm.split(comm.rank(), 0)}, std::move(stages), options) {}
 
 Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options)
-    : state_(std::make_shared<State>(State{std::move(grid.world), std::move(grid.pipeline), std::nullopt,
-                                           std::move(stages), options, 0, {}, {}, {}, {}})) {
+    : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
   State& s = *state_;
   if (grid.data.size() > 1) s.data = std::move(grid.data);
-  s.stage = s.comm.rank();
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
             "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
   DDL_CHECK(options.micro_batches >= 1 && options.micro_batches <= kMaxMicroBatches,
@@ -315,6 +324,7 @@ const StageRange& Pipeline::layers() const { return state_->stages[static_cast<s
 const std::vector<StageRange>& Pipeline::stages() const { return state_->stages; }
 const PipelineOptions& Pipeline::options() const { return state_->options; }
 const Communicator& Pipeline::communicator() const { return state_->comm; }
+bool Pipeline::over_nccl() const { return state_->links && state_->links->over_nccl(); }
 PipelineStatistics Pipeline::statistics() const { return state_->statistics; }
 int Pipeline::data_parallel() const { return state_->data ? state_->data->size() : 1; }
 int Pipeline::rank() const { return state_->world.rank(); }

@@ -55,6 +55,10 @@ struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // Hybrid: how a stage's gradients are averaged over the pipelines.
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
+  // Between stages that each drive a GPU of their own, send activations and
+  // gradients with NCCL on the GPU (where ddl has NCCL); otherwise, and
+  // when false, over MPI through host memory.
+  bool nccl = true;
 };
 
 // The ranks as dp pipelines of pp stages (Megatron's and DeepSpeed's grid):
@@ -104,6 +108,9 @@ class Pipeline : public optim::Strategy {
   const PipelineOptions& options() const;
   const Communicator& communicator() const;
   PipelineStatistics statistics() const;
+  // Whether activations and gradients travel over NCCL (decided at the
+  // first batch; false before it).
+  bool over_nccl() const;
 
   // Pipelines in the grid (1 without one).
   int data_parallel() const;
