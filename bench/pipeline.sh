@@ -3,7 +3,7 @@
 # pipeline against PyTorch's own pipelining (bench/torch_pipeline.py) on the
 # 784-4096x7-10 MLP (wide_mlp, 103,944,202 parameters), batch 128, SGD lr
 # 0.01, 1 thread per rank, alternating every configuration `rounds` times
-# (odd rounds in reverse order) so all see the same machine load.
+# (every second round in reverse order) so all see the same machine load.
 #
 #   bench/pipeline.sh [build-dir] [rounds]        e.g. bench/pipeline.sh build-cpu 3
 #   bench/pipeline.sh --summary <logs>/results.tsv  (the tables again, from a run's results)
@@ -176,7 +176,7 @@ run_torch() {
 }
 
 # One round of the throughput sweep (a, e) and the mnist_cnn balances (d), as
-# a list of commands run in order (reversed in odd rounds).
+# a list of commands run in order (reversed in even rounds).
 round_commands() {
   local r=$1
   echo "run_ddl 'ddl 1 process, 1 thread' $r 0 ${wide[*]}"
