@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+"""PyTorch peer for ddl's pipeline: torch.distributed.pipelining on the CPU.
+
+The model is ddl's wide_mlp, the 784-4096x7-10 MLP of DESIGN.md (Flatten,
+Dense 784->4096, ReLU, 6 x (Dense 4096->4096, ReLU), Dense 4096->10: 16
+layers, 103,944,202 parameters), trained on random 28x28 inputs and 10-class
+labels with cross-entropy (batch mean) and SGD, as ddl-train --optimizer sgd.
+
+  --stages 1   a plain training loop in this process (the baseline); with
+               --micro-batches M > 1, gradient accumulation over M slices
+               of each batch, one optimizer step per batch (a pipeline's
+               arithmetic without its bubble or messages);
+  --stages P   P processes (torch.multiprocessing spawn, gloo on 127.0.0.1),
+               each holding only its stage's layers, PipelineStage +
+               ScheduleGPipe or Schedule1F1B with --micro-batches M.
+
+Each process runs --threads intra-op threads and 1 inter-op thread, under
+the larger glibc malloc threshold of DESIGN.md (the script re-executes
+itself with GLIBC_TUNABLES set when it is not). Prints samples/s over the
+timed steps after --warmup steps, samples/s over every step (warm-up
+included, as ddl-train's epoch figure counts), and each rank's peak RSS
+(getrusage ru_maxrss), after importing torch and at the end.
+
+  bench/.venv-peers/bin/python3 bench/torch_pipeline.py --stages 2 --micro-batches 4 --schedule 1f1b
+"""
+import os
+import sys
+
+TUNABLES = "glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296"
+if os.environ.get("GLIBC_TUNABLES") != TUNABLES:
+    os.environ["GLIBC_TUNABLES"] = TUNABLES
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+import argparse  # noqa: E402
+import resource  # noqa: E402
+import socket  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.multiprocessing as mp  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+
+def peak_rss_mib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # Linux: KiB
+
+
+def wide_mlp_layers(first, last):
+    """Layers [first, last) of ddl's wide_mlp, in ddl's numbering."""
+    width = 4096
+    makers = [lambda: nn.Flatten(), lambda: nn.Linear(784, width), lambda: nn.ReLU()]
+    for _ in range(6):
+        makers += [lambda: nn.Linear(width, width), lambda: nn.ReLU()]
+    makers.append(lambda: nn.Linear(width, 10))
+    assert len(makers) == 16
+    return nn.Sequential(*(make() for make in makers[first:last]))
+
+
+def stage_bounds(split, stages):
+    starts = [0] + split + [16]
+    assert len(starts) == stages + 1, f"--split needs {stages - 1} cut(s), got {split}"
+    return list(zip(starts[:-1], starts[1:]))
+
+
+def make_optimizer(args, parameters):
+    if args.optimizer == "sgd":
+        return torch.optim.SGD(parameters, lr=args.lr)
+    return torch.optim.Adadelta(parameters, lr=args.lr, rho=0.95, eps=1e-7)
+
+
+def set_threads(threads):
+    torch.set_num_threads(threads)
+    torch.set_num_interop_threads(1)
+
+
+def batch(args):
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(args.batch, 1, 28, 28, generator=generator)
+    y = torch.randint(0, 10, (args.batch,), generator=generator)
+    return x, y
+
+
+def single_process(args):
+    set_threads(args.threads)
+    rss_import = peak_rss_mib()
+    torch.manual_seed(1)
+    model = wide_mlp_layers(0, 16)
+    optimizer = make_optimizer(args, model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+    x, y = batch(args)
+
+    xs, ys = x.tensor_split(args.micro_batches), y.tensor_split(args.micro_batches)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        for xm, ym in zip(xs, ys):  # each slice's loss counts with its share of the batch
+            loss = loss_fn(model(xm), ym) * (len(ym) / args.batch)
+            loss.backward()
+        optimizer.step()
+
+    start = time.perf_counter()
+    for _ in range(args.warmup):
+        step()
+    timed = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    end = time.perf_counter()
+    report(args, [dict(rank=0, layers="0-15", rss_import=rss_import, rss_peak=peak_rss_mib())],
+           timed_s=end - timed, all_s=end - start)
+
+
+def report(args, ranks, timed_s, all_s):
+    what = (f"1 process, {args.micro_batches} micro-batch(es) accumulated" if args.stages == 1 else
+            f"{args.stages} stages, {args.schedule}, M={args.micro_batches}")
+    print(f"torch {torch.__version__} {what}, {args.threads} thread(s) per rank, batch {args.batch}, "
+          f"{args.optimizer} lr {args.lr}")
+    print(f"RESULT samples/s {args.steps * args.batch / timed_s:.1f} (timed {args.steps} steps after "
+          f"{args.warmup} warm-up); all steps {(args.steps + args.warmup) * args.batch / all_s:.1f}")
+    for r in ranks:
+        print(f"RANK {r['rank']} layers {r['layers']} peak-RSS-MiB {r['rss_peak']:.0f} "
+              f"(after import {r['rss_import']:.0f})")
+
+
+def stage_worker(rank, args, port):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    set_threads(args.threads)
+    rss_import = peak_rss_mib()
+    dist.init_process_group("gloo", rank=rank, world_size=args.stages)
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    first, last = stage_bounds(args.split, args.stages)[rank]
+    torch.manual_seed(1 + rank)
+    module = wide_mlp_layers(first, last)
+    stage = PipelineStage(module, rank, args.stages, torch.device("cpu"))
+    loss_fn = nn.CrossEntropyLoss()
+    kind = Schedule1F1B if args.schedule == "1f1b" else ScheduleGPipe
+    refused = None
+    try:
+        schedule = kind(stage, n_microbatches=args.micro_batches, loss_fn=loss_fn)
+    except Exception as error:  # PyTorch's 1F1B refuses M < stages
+        refused = f"{type(error).__name__}: {error}"
+    if refused is not None:
+        if rank == 0:
+            print(f"torch {torch.__version__} {args.stages} stages, {args.schedule}, M={args.micro_batches}: "
+                  f"REFUSED {refused}")
+        dist.destroy_process_group()
+        return
+    optimizer = make_optimizer(args, module.parameters())
+    x, y = batch(args)
+    last_stage = rank == args.stages - 1
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        if rank == 0:
+            schedule.step(x)
+        elif last_stage:
+            schedule.step(target=y, losses=[])
+        else:
+            schedule.step()
+        optimizer.step()
+
+    dist.barrier()
+    start = time.perf_counter()
+    for _ in range(args.warmup):
+        step()
+    dist.barrier()
+    timed = time.perf_counter()
+    for _ in range(args.steps):
+        step()
+    dist.barrier()  # the timed steps end when the slowest stage ends
+    end = time.perf_counter()
+    mine = dict(rank=rank, layers=f"{first}-{last - 1}", rss_import=rss_import, rss_peak=peak_rss_mib())
+    everyone = [None] * args.stages
+    dist.all_gather_object(everyone, mine)
+    if rank == 0:
+        report(args, everyone, timed_s=end - timed, all_s=end - start)
+    dist.destroy_process_group()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stages", type=int, default=2)
+    parser.add_argument("--micro-batches", type=int, default=0,
+                        help="default: 1 for one process, 2 x stages for a pipeline (as ddl-train)")
+    parser.add_argument("--schedule", choices=["1f1b", "gpipe"], default="1f1b")
+    parser.add_argument("--split", default="",
+                        help="the first layer of each stage after the first, in ddl's numbering (ddl-train "
+                             "--split); default: ddl's --balance parameters cut (8 for 2 stages, 4,8,12 for 4)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--optimizer", choices=["sgd", "adadelta"], default="sgd")
+    parser.add_argument("--lr", type=float, default=0.01)
+    args = parser.parse_args()
+    if args.micro_batches <= 0:
+        args.micro_batches = 1 if args.stages == 1 else 2 * args.stages
+    defaults = {2: "8", 4: "4,8,12"}
+    args.split = [int(s) for s in (args.split or defaults.get(args.stages, "")).split(",") if s]
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(args.threads)
+    if args.stages == 1:
+        single_process(args)
+    else:
+        stage_bounds(args.split, args.stages)
+        mp.spawn(stage_worker, args=(args, free_port()), nprocs=args.stages, join=True)
+
+
+if __name__ == "__main__":
+    main()
