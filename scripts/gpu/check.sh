@@ -22,3 +22,10 @@ echo "NCCL, 1 rank: exit $? ($(grep 'test cases:' "$out/nccl.log"))"
 echo "ctest: exit $? ($(grep 'tests passed' "$out/ctest.log"))"
 "$build/apps/ddl-train" --device cuda --epochs 2 --threads 4 > "$out/train.log" 2>&1
 echo "ddl-train --device cuda: exit $? ($(tail -n 1 "$out/train.log"))"
+# Model parallelism: layers on the CPU and the GPU in one process, and a
+# 2-stage pipeline whose ranks share the GPU (so over MPI, not NCCL).
+"$build/apps/ddl-train" --device cuda --placement 0-6=cpu:0,7-10=cuda:0 --epochs 1 --threads 4 > "$out/placement.log" 2>&1
+echo "ddl-train --placement 0-6=cpu:0,7-10=cuda:0: exit $? ($(grep '^test accuracy' "$out/placement.log"))"
+DDL_STALL_TIMEOUT=60 mpiexec -n 2 "$build/apps/ddl-train" --parallel pipeline --device cuda --epochs 1 --threads 4 \
+  > "$out/pipeline.log" 2>&1
+echo "ddl-train --parallel pipeline --device cuda (2 ranks, one GPU): exit $? ($(grep '^test accuracy' "$out/pipeline.log"))"
