@@ -18,7 +18,7 @@ install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${C
 # compiles every installed header on its own, so a public header that
 # needed one of these would fail it.
 set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hpp functors.hpp gemm_args.hpp
-    kernel_list.hpp kernels.hpp ops/helpers.hpp)
+    kernel_list.hpp kernels.hpp log_sum_exp.hpp ops/helpers.hpp)
 set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp dropout_kernels.hpp layer_kernels.hpp loss_kernels.hpp
     pool2d_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)

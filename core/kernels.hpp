@@ -8,6 +8,7 @@
 
 #include <ddl/core/functors.hpp>
 #include <ddl/core/kernel_list.hpp>
+#include <ddl/core/log_sum_exp.hpp>
 #include <ddl/core/macros.hpp>
 #include <ddl/core/random.hpp>
 #include <ddl/core/shape.hpp>
@@ -146,14 +147,10 @@ struct SoftmaxLanes {
   bool take_log;
   DDL_HOST_DEVICE void operator()(Index j) const {
     const Index base = lanes.first(j), step = lanes.inner;
-    float peak = x[base];
-    for (Index k = 1; k < lanes.n; ++k) peak = fmaxf(peak, x[base + k * step]);
-    double total = 0.0;
-    for (Index k = 0; k < lanes.n; ++k) total += expf(x[base + k * step] - peak);
-    const float log_total = static_cast<float>(::log(total));
+    const LaneLogSumExp lse = lane_log_sum_exp(x + base, lanes.n, step);
     for (Index k = 0; k < lanes.n; ++k) {
-      const float shifted = x[base + k * step] - peak - log_total;
-      y[base + k * step] = take_log ? shifted : expf(shifted);
+      const double log_p = lse.log_probability(x[base + k * step]);
+      y[base + k * step] = static_cast<float>(take_log ? log_p : ::exp(log_p));
     }
   }
 };

@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdint>
 
+#include <ddl/core/log_sum_exp.hpp>
 #include <ddl/core/macros.hpp>
 
 namespace ddl::kernels {
 
-// loss[r] = logsumexp(logits[r, :]) - logits[r, label[r]].
+// loss[r] = logsumexp(logits[r, :]) - logits[r, label[r]]: minus the label's
+// log-probability, formed in double and rounded once (core/log_sum_exp.hpp).
 template <class Label>
 struct CrossEntropyRows {
   const float* logits;
@@ -18,11 +20,7 @@ struct CrossEntropyRows {
   std::int64_t classes;
   DDL_HOST_DEVICE void operator()(std::int64_t r) const {
     const float* row = logits + r * classes;
-    float peak = row[0];
-    for (std::int64_t c = 1; c < classes; ++c) peak = fmaxf(peak, row[c]);
-    double total = 0.0;
-    for (std::int64_t c = 0; c < classes; ++c) total += expf(row[c] - peak);
-    losses[r] = static_cast<float>(::log(total)) + peak - row[labels[r]];
+    losses[r] = static_cast<float>(-lane_log_sum_exp(row, classes, 1).log_probability(row[labels[r]]));
   }
 };
 
@@ -42,15 +40,14 @@ struct CrossEntropyGradRows {
   DDL_HOST_DEVICE void operator()(std::int64_t r) const {
     const float* row = logits + r * classes;
     float* out = grad + r * classes;
-    float peak = row[0];
-    for (std::int64_t c = 1; c < classes; ++c) peak = fmaxf(peak, row[c]);
-    double total = 0.0;
-    for (std::int64_t c = 0; c < classes; ++c) total += expf(row[c] - peak);
-    const float row_scale = upstream[r * upstream_stride] * scale;
-    const float inverse_total = static_cast<float>(1.0 / total);
+    const LaneLogSumExp lse = lane_log_sum_exp(row, classes, 1);
+    const double row_scale = static_cast<double>(upstream[r * upstream_stride]) * scale;
+    const auto label = static_cast<std::int64_t>(labels[r]);
     for (std::int64_t c = 0; c < classes; ++c) {
-      const float p = expf(row[c] - peak) * inverse_total;
-      out[c] = row_scale * (p - (c == static_cast<std::int64_t>(labels[r]) ? 1.0f : 0.0f));
+      // p - 1 for the label by expm1: a confident row's p rounds to 1, and
+      // its gradient, -(1 - p), to 0.
+      const double log_p = lse.log_probability(row[c]);
+      out[c] = static_cast<float>(row_scale * (c == label ? ::expm1(log_p) : ::exp(log_p)));
     }
   }
 };

@@ -7,6 +7,7 @@
 #include <ddl/layers/loss.hpp>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -88,6 +89,28 @@ TEST_CASE("cross_entropy stays finite for logits of +-1e4") {
   for (const float g : logits.grad().to_vector<float>()) CHECK(std::isfinite(g));
   const Tensor soft = layers::cross_entropy(logits.detach(), from_vector({0.0f, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f}, {2, 3}));
   CHECK(std::isfinite(soft.item()));
+}
+
+TEST_CASE("cross_entropy: each row's loss and gradient are float32's rounding of the exact ones, confident and tied rows included") {
+  constexpr std::int64_t kRows = 400, kClasses = 10;
+  const test::LabelledLogits data = test::confident_logits(kRows, kClasses, 17);
+  const Tensor logits = from_vector(data.logits, {kRows, kClasses}).set_requires_grad();
+  const Tensor losses = layers::cross_entropy(logits, from_vector(data.labels, {kRows}), layers::Reduction::None);
+  sum(losses).backward();
+  std::vector<float> loss_exact, grad_exact;
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    const std::vector<double> log_p = test::reference_log_softmax(data.logits.data() + r * kClasses, kClasses);
+    const auto label = static_cast<std::size_t>(data.labels[static_cast<std::size_t>(r)]);
+    loss_exact.push_back(static_cast<float>(-log_p[label]));
+    // p - 1 for the label by expm1: a confident row's gradient is -rest, not 0.
+    for (std::size_t c = 0; c < log_p.size(); ++c)
+      grad_exact.push_back(static_cast<float>(c == label ? std::expm1(log_p[c]) : std::exp(log_p[c])));
+  }
+  // One rounding to float (half an ulp) and double's own error; losses of
+  // 1e-16 included, so the tolerance is relative, with a denormal's floor.
+  const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
+  CHECK(all_close(losses, loss_exact, tiny, eps));
+  CHECK(all_close(logits.grad(), grad_exact, tiny, eps));
 }
 
 TEST_CASE("cross_entropy rejects labels out of range and mismatched shapes") {

@@ -48,6 +48,39 @@ Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& devi
   return from_vector(values, shape, TensorOptions{}.with_device(device));
 }
 
+LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> offset(20.0f, 100.0f), noise(-1.0f, 1.0f), margin(0.0f, 40.0f);
+  LabelledLogits out;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float base = offset(rng) * (r % 2 == 0 ? 1.0f : -1.0f);
+    const std::int64_t label = r % classes;
+    const auto row = static_cast<std::ptrdiff_t>(out.logits.size());
+    for (std::int64_t c = 0; c < classes; ++c) out.logits.push_back(base + noise(rng));
+    float* values = out.logits.data() + row;
+    switch (r % 4) {
+      case 0: values[label] = base + 1.0f + margin(rng); break;  // wins, by a little or by far
+      case 1: values[label] = base - 1.0f - margin(rng); break;  // loses by far
+      case 2: values[label] = values[(label + 1) % classes] = base + 2.0f; break;  // a tie for the top
+      default: break;                                                            // in the crowd
+    }
+    out.labels.push_back(label);
+  }
+  return out;
+}
+
+std::vector<double> reference_log_softmax(const float* row, std::int64_t n) {
+  const auto top = static_cast<std::int64_t>(std::max_element(row, row + n) - row);
+  const double peak = row[top];
+  double rest = 0.0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (k != top) rest += std::exp(static_cast<double>(row[k]) - peak);
+  }
+  std::vector<double> log_p;
+  for (std::int64_t k = 0; k < n; ++k) log_p.push_back((static_cast<double>(row[k]) - peak) - std::log1p(rest));
+  return log_p;
+}
+
 std::ostream& operator<<(std::ostream& os, const Comparison& comparison) {
   return os << (comparison.ok ? "ok" : comparison.report);
 }

@@ -41,6 +41,20 @@ Tensor away_from_zero_tensor(const Shape& shape, Generator& generator, const Dev
 // few of them are exact in float whatever their order.
 Tensor distinct_tensor(const Shape& shape, std::mt19937& rng, const Device& device = cpu(), float spacing = 0.1f);
 
+// Logits that stress a softmax, `classes` per row, with one label per row:
+// the label's class wins by a little or by far (its loss is then tiny beside
+// logits of 20 to 100), loses by far, ties for the top with another class, or
+// sits in the crowd; rows centred on positive and negative offsets.
+struct LabelledLogits {
+  std::vector<float> logits;
+  std::vector<std::int64_t> labels;
+};
+LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::uint32_t seed);
+
+// log(softmax(row)) in double: the first largest value taken out and the rest
+// summed, so every log-probability is exact to double's precision.
+std::vector<double> reference_log_softmax(const float* row, std::int64_t n);
+
 // Reference NumPy broadcasting by index arithmetic, independent of the
 // library's kernels: y[i] = op(a[ia], b[ib]) where ia and ib come from
 // unravelling i in the result shape and zeroing the index of every dim in

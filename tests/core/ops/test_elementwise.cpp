@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "support/gradcheck.hpp"
@@ -145,6 +146,26 @@ TEST_CASE("sigmoid: saturates without overflow for large inputs") {
   CHECK(values[2] == 0.5f);
   CHECK(values[3] == 1.0f);
   CHECK(values[4] == 1.0f);
+}
+
+TEST_CASE("sigmoid and tanh: saturated and tiny inputs are within float32's own error of the exact values") {
+  // Saturated inputs (|x| up to 100, results down to 1e-44) and tiny ones
+  // (tanh x = x): a relative error of an expf or tanhf plus a division.
+  std::mt19937 rng(206);
+  std::vector<float> x;
+  for (const float magnitude : {1e-30f, 1e-6f, 1.0f, 10.0f, 30.0f, 60.0f, 100.0f}) {
+    std::uniform_real_distribution<float> near(0.5f * magnitude, magnitude);
+    for (int i = 0; i < 50; ++i) x.push_back(i % 2 == 0 ? near(rng) : -near(rng));
+  }
+  std::vector<float> sigmoid_exact, tanh_exact;
+  for (const float v : x) {
+    sigmoid_exact.push_back(static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(v)))));
+    tanh_exact.push_back(static_cast<float>(std::tanh(static_cast<double>(v))));
+  }
+  const Tensor input = from_vector(x, {static_cast<std::int64_t>(x.size())});
+  const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
+  CHECK(all_close(sigmoid(input), sigmoid_exact, tiny, 2 * eps));
+  CHECK(all_close(tanh(input), tanh_exact, tiny, 2 * eps));
 }
 
 TEST_CASE("relu: the gradient is zero for negative inputs and at zero, one for positive inputs") {

@@ -5,6 +5,7 @@
 #include <ddl/ddl.hpp>
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "support/gradcheck.hpp"
@@ -88,6 +89,27 @@ TEST_CASE("softmax and log_softmax: large logits stay finite and exact") {
   CHECK(logs[0] == doctest::Approx(-std::log1p(e)).epsilon(1e-6));
   CHECK(logs[2] == doctest::Approx(-1e4 - std::log1p(e)).epsilon(1e-6));
   for (const float v : logs) CHECK(std::isfinite(v));
+}
+
+TEST_CASE("softmax and log_softmax: every value is float32's rounding of the exact one, confident and tied rows included") {
+  constexpr std::int64_t kRows = 400, kClasses = 10;
+  const test::LabelledLogits data = test::confident_logits(kRows, kClasses, 505);
+  std::vector<float> log_exact, exact;
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    for (const double log_p : test::reference_log_softmax(data.logits.data() + r * kClasses, kClasses)) {
+      log_exact.push_back(static_cast<float>(log_p));
+      exact.push_back(static_cast<float>(std::exp(log_p)));
+    }
+  }
+  // One rounding to float and double's own error, relative: a winner's
+  // log-probability of -1e-16 and a loser's probability of 1e-40 included.
+  const Tensor x = from_vector(data.logits, {kRows, kClasses});
+  const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
+  CHECK(all_close(log_softmax(x, 1), log_exact, tiny, eps));
+  CHECK(all_close(softmax(x, 1), exact, tiny, eps));
+  // The same along dim 0 of the transpose: lanes with a stride.
+  const Tensor columns = transpose(x);
+  CHECK(all_close(transpose(log_softmax(columns, 0)), log_exact, tiny, eps));
 }
 
 TEST_CASE("softmax and log_softmax: gradients along each dim match finite differences") {
