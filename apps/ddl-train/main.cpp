@@ -215,6 +215,8 @@ int run(TrainOptions& o) {
   trainer_options.verbosity = o.quiet ? optim::Verbosity::quiet : optim::Verbosity::progress;
   trainer_options.strategy = strategy;
   trainer_options.batches_per_step = o.accumulate;
+  trainer_options.on_non_finite = o.on_nonfinite == "skip" ? optim::TrainerOptions::OnNonFinite::skip
+                                                           : optim::TrainerOptions::OnNonFinite::stop;
   optim::Trainer trainer(model, task.loss, optimizer, trainer_options);
 
   optim::FitOptions fit;
@@ -339,6 +341,9 @@ int main(int argc, char** argv) {
   } catch (const ddl::apps::UsageError& error) {
     std::cerr << "ddl-train: error: " << error.what() << " (see --help)\n";
     return 2;
+  } catch (const ddl::optim::NonFiniteLoss& error) {
+    std::cerr << "ddl-train: error: " << error.what() << " (--on-nonfinite skip)\n";
+    return 1;
   } catch (const std::exception& error) {
     std::cerr << "ddl-train: error: " << error.what() << '\n';
     return 1;

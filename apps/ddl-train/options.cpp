@@ -86,6 +86,10 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "Stop after this many epochs without a better validation score (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--on-nonfinite", o.on_nonfinite,
+                 "A step whose loss is NaN or infinite: stop (exit 1, before its update) or skip its update")
+      ->check(CLI::IsMember({"stop", "skip"}))
+      ->capture_default_str();
   app.add_option("--train-limit", o.train_limit, "Use only the first N training samples (-1: all)")
       ->capture_default_str();
   app.add_option("--test-limit", o.test_limit, "Use only the first N test samples (-1: all)")->capture_default_str();

@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string log_csv;
   std::string log_jsonl;
   std::int64_t early_stopping = 0;  // patience in epochs; 0: off
+  std::string on_nonfinite = "stop";  // stop | skip: a step whose loss is NaN or infinite
   std::int64_t train_limit = -1;
   std::int64_t test_limit = -1;
   std::int64_t samples = 20000;     // materials_mlp: synthetic training curves

@@ -13,11 +13,13 @@
 //       begin_step(model)             the gradients start afresh
 //       forward_backward(model, loss, batch_k, share_k)   for k = 0 .. K-1
 //       synchronize_gradients(model)
-//       update(model, optimizer)
+//       sum_over_ranks(whether a loss was not finite)   every rank agrees
+//       update(model, optimizer)                        unless it was
 //     sum_over_ranks(metric sums)
 //   evaluate / predict: begin_epoch, next_batch and forward per batch,
 //     (evaluate) sum_over_ranks
-//   save_checkpoint: gather_state(model, state) on every rank; the root writes it
+//   save_checkpoint: sum_over_ranks(whether the state is not finite), then
+//     gather_state(model, state) on every rank; the root writes it
 //   load_checkpoint: every rank reads the file, select_state(model, state)
 //
 // Every hook is called on every rank, so a strategy may run collectives in

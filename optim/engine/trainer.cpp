@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -45,6 +46,17 @@ std::int64_t required_integer(const Checkpoint& checkpoint, const std::string& p
   DDL_CHECK(found != checkpoint.integers.end(), "checkpoint '{}' is not a Trainer checkpoint: it has no integer '{}'",
             path, name);
   return found->second;
+}
+
+// The name of the first float tensor of `tensors` holding a NaN or an
+// infinity, or empty. x * 0 is NaN exactly where x is not finite, so one
+// sum per tensor finds it on any device.
+std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& tensors, const std::string& prefix) {
+  for (const auto& [name, tensor] : tensors) {
+    if (tensor.dtype() != DType::Float32 || tensor.numel() == 0) continue;
+    if (std::isnan(ddl::sum(ddl::mul(tensor.detach(), 0.0f)).to(cpu()).item())) return prefix + name;
+  }
+  return {};
 }
 
 }  // namespace
@@ -144,7 +156,9 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   strategy_->begin_epoch(train, epoch_);
   MetricAccumulator metrics(options_.metrics);
   const auto start = Clock::now();
-  std::int64_t batches = 0;
+  const std::int64_t steps_per_epoch =
+      (train.batches_per_epoch(strategy_->shard()) + options_.batches_per_step - 1) / options_.batches_per_step;
+  std::int64_t batches = 0, steps = 0, skipped = 0;
   std::vector<Batch> step_batches;
   for (bool exhausted = false; !exhausted;) {
     step_batches.clear();
@@ -158,7 +172,10 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
     }
     if (step_batches.empty()) break;
     for (Callback* callback : callbacks) callback->on_batch_begin(*this, step_);
-    train_step(step_batches, metrics);
+    ++steps;
+    const std::string where =
+        fmt::format("epoch {}, step {} of {} (step {} overall)", epoch_ + 1, steps, steps_per_epoch, step_ + 1);
+    if (!train_step(step_batches, metrics, where)) ++skipped;
     ++step_;
     batches += static_cast<std::int64_t>(step_batches.size());
     const Logs running = metrics.logs();
@@ -168,25 +185,56 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   const double seconds = seconds_since(start);
   DDL_CHECK(batches > 0, "fit: the training data gave no batch in epoch {} (rank {} of {}): is the data set smaller "
             "than one batch with drop_last set?", epoch_ + 1, strategy_->rank(), strategy_->world_size());
+  if (skipped == steps) {
+    throw Error(fmt::format("fit: every one of the {} steps of epoch {} had a non-finite loss and was "
+                                    "skipped: training is not progressing (lower the learning rate?)",
+                                    steps, epoch_ + 1));
+  }
   strategy_->sum_over_ranks(metrics.sums());
   Logs logs = metrics.logs();
+  if (options_.on_non_finite == TrainerOptions::OnNonFinite::skip) logs.set("skipped_steps", static_cast<double>(skipped));
   logs.set("samples_per_s", seconds > 0.0 ? metrics.samples() / seconds : 0.0);
   return logs;
 }
 
-void Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics) {
+bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics, const std::string& where) {
   double samples = 0.0;
   for (const Batch& batch : batches) samples += static_cast<double>(batch.size());
   strategy_->begin_step(*model_);
+  std::vector<StepOutput> results;
+  std::optional<float> bad_loss;  // this rank's first non-finite loss of the step
   for (std::size_t k = 0; k < batches.size(); ++k) {
     // A rank that reads no data (a parameter server) has empty batches and no loss to scale.
     const StepShare share{.loss_scale = samples > 0.0 ? static_cast<double>(batches[k].size()) / samples : 1.0,
                           .last = k + 1 == batches.size()};
-    const StepOutput result = strategy_->forward_backward(*model_, loss_, batches[k], share);
-    metrics.add(result.output, batches[k].targets, result.loss);
+    results.push_back(strategy_->forward_backward(*model_, loss_, batches[k], share));
+    if (const Tensor& loss = results.back().loss; loss.defined() && !bad_loss) {
+      if (const float value = loss.detach().to(cpu()).item(); !std::isfinite(value)) bad_loss = value;
+    }
   }
   strategy_->synchronize_gradients(*model_);
+  // Agreed over the ranks (one small collective per step), since a loss
+  // exists only where a strategy computes one (the last pipeline stage) and
+  // every rank must then take the same branch. The second value names the
+  // rank when only one had it.
+  std::vector<double> agreed{bad_loss ? 1.0 : 0.0, bad_loss ? static_cast<double>(strategy_->rank()) : 0.0};
+  strategy_->sum_over_ranks(agreed);
+  if (agreed[0] > 0.0) {
+    std::string what = fmt::format("the loss is {} at {}", bad_loss ? fmt::format("{}", *bad_loss) : "not finite", where);
+    if (strategy_->world_size() > 1) {
+      what += agreed[0] == 1.0 ? fmt::format(" on rank {}", agreed[1]) : fmt::format(" on {} ranks", agreed[0]);
+    }
+    if (options_.on_non_finite == TrainerOptions::OnNonFinite::stop) {
+      throw NonFiniteLoss(fmt::format("fit: {}: training stopped before this step's update, so the model keeps the "
+                                      "weights of the step before; lower the learning rate, or skip such steps",
+                                      what));
+    }
+    print(fmt::format("Skipped a step: {}", what));
+    return false;
+  }
+  for (std::size_t k = 0; k < batches.size(); ++k) metrics.add(results[k].output, batches[k].targets, results[k].loss);
   strategy_->update(*model_, *optimizer_);
+  return true;
 }
 
 Logs Trainer::evaluate(BatchSource& data) {
@@ -238,6 +286,19 @@ Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
 
 void Trainer::save_checkpoint(const std::string& path) const {
   TrainingState state{model_->state_dict(), optimizer_->state()};
+  // Non-finite weights never replace a good checkpoint: every rank checks
+  // the state it holds and all agree before anything is gathered or written.
+  std::string bad = first_non_finite(state.model, "model.");
+  if (bad.empty()) bad = first_non_finite(state.optimizer, "optimizer.");
+  std::vector<double> agreed{bad.empty() ? 0.0 : 1.0, bad.empty() ? 0.0 : static_cast<double>(strategy_->rank())};
+  strategy_->sum_over_ranks(agreed);
+  if (agreed[0] > 0.0) {
+    throw Error(fmt::format(
+        "save_checkpoint '{}': not written, since the state to save is not finite ({}); the file there, if any, is "
+        "kept", path, !bad.empty() ? fmt::format("{} holds NaN or infinity", bad)
+                      : agreed[0] == 1.0 ? fmt::format("on rank {}", agreed[1])
+                                         : fmt::format("on {} ranks", agreed[0])));
+  }
   strategy_->gather_state(*model_, state);
   if (!strategy_->is_root()) return;
   write_checkpoint_file(path, make_checkpoint(state));

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <ddl/core/error.hpp>
 #include <ddl/core/random.hpp>
 #include <ddl/core/tensor.hpp>
 #include <ddl/layers/module.hpp>
@@ -47,6 +48,20 @@ struct TrainerOptions {
   // batch hooks and per-step schedules count optimizer steps (on_batch_begin
   // comes once the step's batches are read).
   std::int64_t batches_per_step = 1;
+  // What a step whose loss is NaN or infinite on any rank does; the check is
+  // agreed over the ranks before the update, so the weights never take a
+  // non-finite step. stop: fit() throws NonFiniteLoss naming the epoch, the
+  // step and the rank (Keras' TerminateOnNaN, but before the damage). skip:
+  // the step's update is dropped and counted in the logs' "skipped_steps"
+  // (as mixed-precision trainers skip overflowing steps); an epoch whose
+  // every step is skipped stops all the same.
+  enum class OnNonFinite { stop, skip } on_non_finite = OnNonFinite::stop;
+};
+
+// fit() stopped at a step whose loss was not finite, before its update.
+class NonFiniteLoss : public Error {
+ public:
+  using Error::Error;
 };
 
 struct FitOptions {
@@ -86,7 +101,8 @@ class Trainer {
   // it changes anything; the callbacks' state is restored when the next
   // fit() starts. Checkpoints are taken between epochs; a resumed fit()
   // continues bitwise as the uninterrupted run would on the same hardware,
-  // thread count and rank count.
+  // thread count and rank count. A state holding NaN or infinity on any
+  // rank is not written (an error on every rank; the file there is kept).
   void save_checkpoint(const std::string& path) const;
   void load_checkpoint(const std::string& path);
 
@@ -105,8 +121,10 @@ class Trainer {
 
  private:
   Logs train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress);
-  // One optimizer step over `batches` (gradient accumulation when several).
-  void train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics);
+  // One optimizer step over `batches` (gradient accumulation when several);
+  // false when it was skipped for a non-finite loss. `where` names the step
+  // in errors ("epoch 2/5, step 7 of 40").
+  bool train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics, const std::string& where);
   // Runs the strategy's prepare() once, and again after a checkpoint load.
   void ensure_prepared();
   Checkpoint make_checkpoint(const TrainingState& state) const;

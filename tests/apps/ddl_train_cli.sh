@@ -33,7 +33,7 @@ case $case_name in
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
-      --dp --pp --accumulate; do
+      --dp --pp --accumulate --on-nonfinite; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -69,6 +69,31 @@ case $case_name in
     [[ $(head -n 1 "$work/log.csv" | cut -d, -f1) == epoch ]] || fail "the CSV log has no header"
     [[ $(wc -l < "$work/log.csv") -eq 3 ]] || fail "the CSV log should hold a header and 2 epochs: $(cat "$work/log.csv")"
     echo "ok: resumed at epoch 2 from last.ckpt, the CSV log continued"
+    ;;
+  diverged)
+    # A run that diverges (SGD at lr 1e6: the loss turns NaN within a few
+    # steps) stops with exit 1 before the update, and leaves the last good
+    # checkpoints as they were; skipping every step of an epoch stops too.
+    args=(--train-limit 256 --test-limit 128 --batch-size 64 --threads 1 --optimizer sgd --checkpoint-dir "$work/ckpt")
+    "$train" "${args[@]}" --epochs 1 --lr 0.01 > "$work/good" 2>&1 || fail "the good run exited $?: $(cat "$work/good")"
+    cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"
+    "$train" "${args[@]}" --epochs 2 --lr 1e6 --resume > "$work/out" 2> "$work/err"
+    rc=$?
+    [[ $rc -eq 1 ]] || fail "the diverging run exited $rc, expected 1: $(cat "$work/err")"
+    grep -qE "the loss is -?nan at epoch 2, step [0-9]+ of 4 .*stopped before this step's update.*--on-nonfinite skip" \
+      "$work/err" || fail "no message naming the epoch and step: $(cat "$work/err")"
+    cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by the diverged run"
+    cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by the diverged run"
+    rm -rf "$work/ckpt"
+    "$train" "${args[@]}" --epochs 1 --lr 1e6 > "$work/out" 2> "$work/err"
+    [[ $? -eq 1 && ! -e "$work/ckpt/best.ckpt" && ! -e "$work/ckpt/last.ckpt" ]] ||
+      fail "a fresh diverging run saved a checkpoint or did not exit 1: $(cat "$work/err")"
+    "$train" "${args[@]}" --epochs 3 --lr 1e6 --on-nonfinite skip > "$work/out" 2> "$work/err"
+    rc=$?
+    grep -q "^Skipped a step: the loss is" "$work/out" || fail "skipped steps are not reported: $(cat "$work/out")"
+    [[ $rc -eq 1 ]] && grep -qE "every one of the 4 steps of epoch [23] had a non-finite loss and was skipped" "$work/err" ||
+      fail "skipping every step of an epoch did not stop with exit 1 ($rc): $(cat "$work/err")"
+    echo "ok: a diverged run stops at its first NaN step with exit 1 and keeps the good checkpoints"
     ;;
   placement)
     args=(--train-limit 256 --test-limit 128 --epochs 1 --threads 1 --batch-size 32)

@@ -25,20 +25,6 @@ using parallel::Pipeline;
 using parallel::PipelineOptions;
 using parallel::PipelineSchedule;
 
-// small_cnn as a LayerList: Conv 1-4 3x3, ReLU, MaxPool 2, Flatten, Dense 100-16,
-// Tanh, Dense 16-10. Seven layers, enough for four stages; no dropout.
-layers::LayerList small_cnn_layers() {
-  layers::LayerList list;
-  list.emplace_init<layers::Conv2d>(1, 4, layers::Conv2dOptions{})
-      .emplace<layers::ReLU>()
-      .emplace<layers::MaxPool2d>()
-      .emplace<layers::Flatten>()
-      .emplace_init<layers::Dense>(100, 16, true)
-      .emplace<layers::Tanh>()
-      .emplace_init<layers::Dense>(16, 10, true);
-  return list;
-}
-
 constexpr std::uint64_t kSeed = 9;
 
 std::shared_ptr<optim::Optimizer> sgd(std::vector<Tensor> parameters) {

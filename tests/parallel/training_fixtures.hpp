@@ -1,4 +1,5 @@
-// What the multi-rank training tests share: a small CNN without dropout,
+// What the multi-rank training tests share: a small CNN without dropout (a
+// Sequential, and a LayerList for pipelines),
 // random images whose count divides by 2, 3 and 4 ranks and by the batch,
 // a two-epoch training run under a given strategy (on the CPU or a GPU),
 // and the comparison of the weights it ends with.
@@ -30,6 +31,20 @@ inline std::shared_ptr<layers::Sequential> small_cnn(std::uint64_t seed) {
       .emplace<layers::Flatten>()
       .emplace<layers::Dense>(100, 10, true, &generator);
   return model;
+}
+
+// small_cnn as a LayerList: Conv 1-4 3x3, ReLU, MaxPool 2, Flatten, Dense 100-16,
+// Tanh, Dense 16-10. Seven layers, enough for four stages; no dropout.
+inline layers::LayerList small_cnn_layers() {
+  layers::LayerList list;
+  list.emplace_init<layers::Conv2d>(1, 4, layers::Conv2dOptions{})
+      .emplace<layers::ReLU>()
+      .emplace<layers::MaxPool2d>()
+      .emplace<layers::Flatten>()
+      .emplace_init<layers::Dense>(100, 16, true)
+      .emplace<layers::Tanh>()
+      .emplace_init<layers::Dense>(16, 10, true);
+  return list;
 }
 
 inline models::Dataset random_images() {

@@ -6,17 +6,23 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
+#include <ddl/layers/loss.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/optim/engine/batch_source.hpp>
+#include <ddl/optim/engine/trainer.hpp>
+
+#include "support/test_data.hpp"
 
 namespace ddl::test {
 
@@ -89,5 +95,24 @@ inline std::shared_ptr<ddl::layers::Sequential> make_classifier(std::uint64_t se
   model->emplace<ddl::layers::Dense>(16, 3, true, &generator);
   return model;
 }
+
+// Cross-entropy, times `poison` (NaN or infinity) at the calls listed
+// (0-based, counted per instance): the poison flows into the gradients as a
+// real divergence's would.
+inline optim::LossFunction poisoned_loss(std::set<int> calls, float poison) {
+  auto count = std::make_shared<int>(0);
+  return [calls = std::move(calls), poison, count](const Tensor& output, const Tensor& target) {
+    const Tensor loss = layers::cross_entropy(output, target);
+    return calls.count((*count)++) != 0 ? loss * poison : loss;
+  };
+}
+
+// The weights after every step that fit() completed.
+struct WeightsAfterEachStep : ddl::optim::Callback {
+  std::vector<std::vector<float>> weights;
+  void on_batch_end(ddl::optim::Trainer& trainer, std::int64_t /*step*/, const ddl::optim::Logs& /*logs*/) override {
+    weights.push_back(flat_parameters(trainer.model()));
+  }
+};
 
 }  // namespace ddl::test

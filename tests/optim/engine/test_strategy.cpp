@@ -136,9 +136,9 @@ TEST_CASE("Trainer: the strategy's hooks are called in the documented order") {
       "prepare",
       "begin_epoch 0",
       "next_batch 4", "next_batch 4",
-      "begin_step", "forward_backward 0.5", "forward_backward 0.5 last", "synchronize_gradients", "update",
+      "begin_step", "forward_backward 0.5", "forward_backward 0.5 last", "synchronize_gradients", "sum_over_ranks", "update",
       "next_batch 2", "next_batch end",
-      "begin_step", "forward_backward 1 last", "synchronize_gradients", "update",
+      "begin_step", "forward_backward 1 last", "synchronize_gradients", "sum_over_ranks", "update",
       "sum_over_ranks",
       // validation
       "begin_epoch 0",
@@ -154,7 +154,7 @@ TEST_CASE("Trainer: the strategy's hooks are called in the documented order") {
   trainer.save_checkpoint((dir.path / "a.ckpt").string());
   const std::vector<std::string> predict_and_save{
       "begin_epoch 0", "next_batch 4", "forward", "next_batch 4", "forward", "next_batch 2", "forward",
-      "next_batch end", "gather_state",
+      "next_batch end", "sum_over_ranks", "gather_state",
   };
   CHECK(strategy->calls == predict_and_save);
   strategy->calls.clear();
