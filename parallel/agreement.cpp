@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kArrivalTag = 901;
 constexpr int kGoTag = 902;
-constexpr std::size_t kEntryBytes = 480;  // a description is cut to this length in the report
+constexpr std::size_t kEntryBytes = 1024;  // a description or an error is cut to this length
 
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t hash = 1469598103934665603ull;
@@ -30,10 +30,19 @@ std::vector<T> gather(const Communicator& comm, const std::vector<T>& mine) {
   return all;
 }
 
+// Every rank's `text`, cut to kEntryBytes - 1 bytes (collective).
+std::vector<std::string> gather_texts(const Communicator& comm, const std::string& text) {
+  std::vector<char> entry(kEntryBytes, '\0');
+  std::memcpy(entry.data(), text.data(), std::min(text.size(), kEntryBytes - 1));
+  const auto entries = gather(comm, entry);
+  std::vector<std::string> texts;
+  for (int r = 0; r < comm.size(); ++r) texts.emplace_back(entries.data() + static_cast<std::size_t>(r) * kEntryBytes);
+  return texts;
+}
+
 }  // namespace
 
-std::string layout_disagreement(const Communicator& comm, const std::vector<std::string>& lines,
-                                const std::string& what) {
+std::optional<Disagreement> first_disagreement(const Communicator& comm, const std::vector<std::string>& lines) {
   const int p = comm.size();
   const auto counts = gather(comm, std::vector<std::int64_t>{static_cast<std::int64_t>(lines.size())});
   const std::int64_t longest = *std::max_element(counts.begin(), counts.end());
@@ -46,17 +55,21 @@ std::string layout_disagreement(const Communicator& comm, const std::vector<std:
       if (all[static_cast<std::size_t>(r * longest + i)] != all[static_cast<std::size_t>(i)]) first_difference = i;
     }
   }
-  if (first_difference < 0) return {};
-
-  std::vector<char> entry(kEntryBytes, '\0');
+  if (first_difference < 0) return std::nullopt;
   const std::string mine = first_difference < static_cast<std::int64_t>(lines.size())
                                ? lines[static_cast<std::size_t>(first_difference)]
                                : std::string("nothing (it has only ") + std::to_string(lines.size()) + " entries)";
-  std::memcpy(entry.data(), mine.data(), std::min(mine.size(), kEntryBytes - 1));
-  const auto entries = gather(comm, entry);
-  std::string report = fmt::format("{}: the ranks disagree on entry {} of {}", what, first_difference, longest);
-  for (int r = 0; r < p; ++r) {
-    report += fmt::format("; rank {} has '{}'", r, std::string(entries.data() + r * kEntryBytes));
+  return Disagreement{first_difference, longest, gather_texts(comm, mine)};
+}
+
+std::string layout_disagreement(const Communicator& comm, const std::vector<std::string>& lines,
+                                const std::string& what) {
+  const auto disagreement = first_disagreement(comm, lines);
+  if (!disagreement) return {};
+  std::string report =
+      fmt::format("{}: the ranks disagree on entry {} of {}", what, disagreement->entry, disagreement->entries);
+  for (std::size_t r = 0; r < disagreement->per_rank.size(); ++r) {
+    report += fmt::format("; rank {} has '{}'", r, disagreement->per_rank[r]);
   }
   return report + "; every rank must build the same model and submit the same tensors";
 }
@@ -66,17 +79,31 @@ void agree_on_layout(const Communicator& comm, const std::vector<std::string>& l
   if (!disagreement.empty()) comm.abort(disagreement + " (aborting every rank)");
 }
 
-void agree_all_can_proceed(const Communicator& comm, const std::string& problem, const std::string& what) {
+std::vector<RankProblem> gather_problems(const Communicator& comm, const std::string& problem) {
   std::vector<double> blocked(static_cast<std::size_t>(comm.size()), 0.0);
   blocked[static_cast<std::size_t>(comm.rank())] = problem.empty() ? 0.0 : 1.0;
   comm.sum_doubles(blocked);
-  if (!problem.empty()) throw Error(problem);
-  std::vector<int> ranks;
+  if (std::all_of(blocked.begin(), blocked.end(), [](double b) { return b == 0.0; })) return {};
+  const std::vector<std::string> texts = gather_texts(comm, problem);
+  std::vector<RankProblem> problems;
   for (int r = 0; r < comm.size(); ++r) {
-    if (blocked[static_cast<std::size_t>(r)] != 0.0) ranks.push_back(r);
+    if (blocked[static_cast<std::size_t>(r)] != 0.0) problems.push_back({r, texts[static_cast<std::size_t>(r)]});
   }
-  DDL_CHECK(ranks.empty(), "{}: rank {} cannot go on because rank(s) {} cannot (their errors say why)", what,
-            comm.rank(), fmt::join(ranks, ", "));
+  return problems;
+}
+
+std::string describe_problems(const std::vector<RankProblem>& problems) {
+  std::vector<std::string> parts;
+  for (const RankProblem& problem : problems) parts.push_back(fmt::format("rank {}: {}", problem.rank, problem.what));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+void agree_all_can_proceed(const Communicator& comm, const std::string& problem, const std::string& what) {
+  const std::vector<RankProblem> problems = gather_problems(comm, problem);
+  if (!problem.empty()) throw Error(problem);
+  DDL_CHECK(problems.empty(), "{}: rank {} cannot go on because {} cannot ({})", what, comm.rank(),
+            problems.size() == 1 ? fmt::format("rank {}", problems.front().rank) : std::string("other ranks"),
+            describe_problems(problems));
 }
 
 void StallInspector::arrive(std::int64_t step, const std::string& what) {

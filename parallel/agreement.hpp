@@ -5,19 +5,31 @@
 //     ranks compare it entry by entry; a difference aborts every rank with
 //     the entry and what each rank has there.
 //   agree_all_can_proceed: before a step that needs every rank (starting
-//     NCCL), a rank's local problem becomes an error on every rank.
+//     NCCL, ddl-train's start-up), a rank's local problem becomes an error
+//     on every rank, quoting it.
 //   StallInspector: at a fixed point of every step each rank reports to
 //     rank 0; a rank that does not arrive within the stall timeout is named
 //     by rank 0, and the job aborts instead of hanging.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ddl/parallel/communicator.hpp>
 
 namespace ddl::parallel {
+
+// Where the ranks' `lines` first differ: the entry's index, the most lines
+// any rank has, and each rank's line there (cut to 1 KiB); nullopt when
+// every rank has the same lines. Collective.
+struct Disagreement {
+  std::int64_t entry;
+  std::int64_t entries;
+  std::vector<std::string> per_rank;
+};
+std::optional<Disagreement> first_disagreement(const Communicator& comm, const std::vector<std::string>& lines);
 
 // `lines` describe this rank's layout, one entry each (name, shape, dtype).
 // Returns when every rank has the same lines; otherwise every rank prints
@@ -33,8 +45,19 @@ std::string layout_disagreement(const Communicator& comm, const std::vector<std:
 // Every rank says whether it can go on: `problem` is empty, or why not.
 // Returns when no rank has a problem; otherwise throws on every rank, so no
 // rank goes ahead into a collective the others will never join: a rank with
-// a problem throws it, the others an error naming the ranks that had one.
+// a problem throws it, the others an error quoting the ranks that had one.
 void agree_all_can_proceed(const Communicator& comm, const std::string& problem, const std::string& what);
+
+// The ranks whose `problem` is not empty, each with its text (cut to 1 KiB),
+// in rank order; empty when none has one. Collective: one small sum when
+// all is well.
+struct RankProblem {
+  int rank;
+  std::string what;
+};
+std::vector<RankProblem> gather_problems(const Communicator& comm, const std::string& problem);
+// "rank 1: <its problem>; rank 3: <its problem>".
+std::string describe_problems(const std::vector<RankProblem>& problems);
 
 // cuda:<node-local rank>, once every rank has checked that its node has that
 // GPU (collective): one GPU per rank. `who` ("DataParallel") and `what`

@@ -7,6 +7,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -34,6 +35,7 @@
 #include <ddl/parallel/pipeline_report.hpp>
 
 #include "pipeline_setup.hpp"
+#include "start_up.hpp"
 #endif
 
 #include "options.hpp"
@@ -42,23 +44,33 @@
 namespace ddl::apps {
 namespace {
 
-// --device: a device by name, or by type alone ("cuda"), which `by_type`
-// resolves (under data parallelism or a pipeline, this rank's GPU on its
-// node).
-Device choose_device(const std::string& text, const std::function<Device(DeviceType)>& by_type) {
+// --device's text, checked before any rank waits for another: a device
+// this machine has, or a type alone.
+void check_device_option(const std::string& text) {
   Device device = cpu();
   try {
     device = Device::parse(text);
-    if (text.find(':') == std::string::npos) device = by_type(device.type());
   } catch (const Error& error) {
     throw UsageError(fmt::format("--device {}: {}", text, error.what()));
   }
   const int count = device_count(device.type());
-  if (device.index() >= count) {
+  if (text.find(':') != std::string::npos && device.index() >= count) {
     throw UsageError(fmt::format("--device {}: this machine has {} such device(s){}", text, count,
                                  device.is_cuda() ? "" : " (set DDL_CPU_DEVICES for more logical CPU devices)"));
   }
-  return device;
+}
+
+// --device: a device by name, or by type alone ("cuda"), which `by_type`
+// resolves (under data parallelism or a pipeline, this rank's GPU on its
+// node).
+Device choose_device(const std::string& text, const std::function<Device(DeviceType)>& by_type) {
+  const Device device = Device::parse(text);  // check_device_option has vetted it
+  if (text.find(':') != std::string::npos) return device;
+  try {
+    return by_type(device.type());
+  } catch (const Error& error) {
+    throw UsageError(fmt::format("--device {}: {}", text, error.what()));
+  }
 }
 
 std::shared_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o, std::vector<Tensor> params) {
@@ -136,8 +148,43 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
 #endif
 }
 
-int run(TrainOptions& o) {
-  resolve_defaults(o);
+int run(const CLI::App& app, TrainOptions& o, std::string problem) {
+  // Start-up: what a rank can get wrong on its own (its command line, its
+  // device, its data) is caught, so that under mpiexec every rank learns of
+  // it before any of them waits for the others.
+  bool usage = !problem.empty();
+  std::optional<Task> loaded;
+  if (problem.empty()) {
+    try {
+      resolve_defaults(o);
+      check_device_option(o.device);
+      if (o.threads > 0) set_num_threads(o.threads);
+      loaded = make_task(o);
+    } catch (const UsageError& error) {
+      problem = error.what();
+      usage = true;
+    } catch (const std::exception& error) {
+      problem = error.what();
+    }
+  }
+#if DDL_WITH_MPI_BUILD
+  std::optional<parallel::Communicator> job;  // the ranks, when mpiexec started several
+  if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
+    job = parallel::Communicator::world();
+    agree_start_up(*job, problem, usage);
+    std::vector<std::string> settings = shared_settings(app);
+    for (std::string& line : data_fingerprint(*loaded)) settings.push_back(std::move(line));
+    agree_settings(*job, settings);
+  }
+#else
+  (void)app;
+#endif
+  if (!problem.empty()) {
+    if (usage) throw UsageError(problem);
+    throw std::runtime_error(problem);
+  }
+  const Task& task = *loaded;
+
   auto strategy = make_strategy(o);
   const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
   // The ranks that share each batch (a pipeline's stages all read all of it;
@@ -160,8 +207,6 @@ int run(TrainOptions& o) {
 #endif
     return strategy ? strategy->device(type) : single_process.device(type);
   });
-  if (o.threads > 0) set_num_threads(o.threads);
-  const Task task = make_task(o);
   const auto dims = task.train.inputs.shape().to_vector();
   const Shape sample_shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()));
 
@@ -269,13 +314,25 @@ int run(TrainOptions& o) {
   }
   const auto last = std::filesystem::path(o.checkpoint_dir) / "last.ckpt";
   if (o.resume) {
-    if (std::filesystem::exists(last)) {
-      trainer.load_checkpoint(last.string());
-      trainer.print(
-          fmt::format("Resumed from {} after epoch {} (step {})", last.string(), trainer.epoch(), trainer.step()));
-    } else {
-      trainer.print(fmt::format("No checkpoint at {}: starting from scratch", last.string()));
+    // Every rank reads the checkpoint: one that cannot, or that reads
+    // another epoch, stops them all.
+    problem.clear();
+    const bool found = std::filesystem::exists(last);
+    try {
+      if (found) trainer.load_checkpoint(last.string());
+    } catch (const std::exception& error) {
+      problem = error.what();
     }
+#if DDL_WITH_MPI_BUILD
+    if (job) {
+      agree_start_up(*job, problem, false);
+      agree_settings(*job, {fmt::format("resumed after epoch {} (step {})", trainer.epoch(), trainer.step())});
+    }
+#endif
+    if (!problem.empty()) throw std::runtime_error(problem);
+    trainer.print(found ? fmt::format("Resumed from {} after epoch {} (step {})", last.string(),
+                                      trainer.epoch(), trainer.step())
+                        : fmt::format("No checkpoint at {}: starting from scratch", last.string()));
   }
 
   const auto start = std::chrono::steady_clock::now();
@@ -329,15 +386,18 @@ int main(int argc, char** argv) {
   CLI::App app{"", "ddl-train"};
   ddl::apps::TrainOptions options;
   ddl::apps::add_options(app, options);
+  std::string parse_problem;  // reported by run(), after the ranks agree on it
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help
-    std::cerr << "ddl-train: error: " << error.what() << " (see --help)\n";
-    return 2;
+    parse_problem = error.what();
   }
   try {
-    return ddl::apps::run(options);
+    return ddl::apps::run(app, options, parse_problem);
+  } catch (const ddl::apps::AgreedError& error) {
+    if (error.reporter) std::cerr << "ddl-train: error: " << error.what() << '\n';
+    return error.exit_code;
   } catch (const ddl::apps::UsageError& error) {
     std::cerr << "ddl-train: error: " << error.what() << " (see --help)\n";
     return 2;

@@ -1,6 +1,8 @@
 // ddl-train's options (see options.hpp).
 #include "options.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <ddl/models/data/fashion_mnist.hpp>
@@ -211,6 +213,18 @@ void resolve_defaults(TrainOptions& o) {
   if (o.test_limit == 0 || o.test_limit < -1) {
     throw UsageError(fmt::format("--test-limit must be -1 or positive, got {}", o.test_limit));
   }
+}
+
+std::vector<std::string> shared_settings(const CLI::App& app) {
+  std::vector<std::string> settings;
+  for (const CLI::Option* option : app.get_options()) {
+    const std::string name = option->get_name();
+    if (std::find(kPerRankOptions.begin(), kPerRankOptions.end(), name) != kPerRankOptions.end()) continue;
+    const std::string value = option->count() > 0 ? fmt::format("{}", fmt::join(option->results(), " "))
+                                                  : option->get_default_str();
+    settings.push_back(name + " " + value);
+  }
+  return settings;
 }
 
 }  // namespace ddl::apps

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -17,6 +18,20 @@ namespace ddl::apps {
 struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// An error every rank of an MPI job raised together, after agreeing on it
+// (start_up.hpp): rank 0 alone prints it, and every rank exits with its code.
+struct AgreedError : std::runtime_error {
+  AgreedError(const std::string& message, int code, bool printed_here)
+      : std::runtime_error(message), exit_code(code), reporter(printed_here) {}
+  int exit_code;
+  bool reporter;
+};
+
+// The options whose values may differ between the ranks of one job: where
+// each finds its data and writes its files, and how it uses its own node.
+inline const std::vector<std::string> kPerRankOptions{"--data",  "--threads", "--device",    "--prefetch",
+                                                      "--quiet", "--log-csv", "--log-jsonl", "--checkpoint-dir"};
 
 struct TrainOptions {
   std::string model = "mnist_cnn";
@@ -70,6 +85,10 @@ struct TrainOptions {
 
 // Declares every option on `app`, writing into `options`.
 void add_options(CLI::App& app, TrainOptions& options);
+
+// "--name value" for every option of `app` but kPerRankOptions, after
+// parsing: the value given, or the default (what the ranks must agree on).
+std::vector<std::string> shared_settings(const CLI::App& app);
 
 // Fills the model- and optimizer-dependent defaults and checks combinations
 // CLI11 cannot (throws UsageError naming the option).

@@ -1,7 +1,11 @@
 // The tasks of the bundled models (see task.hpp).
 #include "task.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <utility>
+
+#include <zlib.h>
 
 #include <fmt/format.h>
 
@@ -91,6 +95,27 @@ Task materials(const TrainOptions& options) {
 
 Task make_task(const TrainOptions& options) {
   return options.model == "materials_mlp" ? materials(options) : image_classification(options);
+}
+
+std::vector<std::string> data_fingerprint(const Task& task) {
+  std::vector<std::string> lines;
+  for (const auto& [name, data] : {std::pair{"training data", &task.train}, std::pair{"test data", &task.test}}) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    for (const Tensor* tensor : {&data->inputs, &data->targets}) {
+      const Tensor host = tensor->to(cpu());
+      // zlib takes at most 4 GiB per call.
+      const auto* bytes = static_cast<const Bytef*>(host.raw_data());
+      for (std::size_t done = 0; done < host.nbytes();) {
+        const auto chunk = static_cast<uInt>(std::min<std::size_t>(host.nbytes() - done, 1u << 30));
+        crc = crc32(crc, bytes + done, chunk);
+        done += chunk;
+      }
+    }
+    const auto dims = data->inputs.shape().to_vector();
+    lines.push_back(fmt::format("{}: {} samples of [{}], CRC-32 {:08x}", name, dims.front(),
+                                fmt::join(dims.begin() + 1, dims.end(), ", "), crc));
+  }
+  return lines;
 }
 
 }  // namespace ddl::apps

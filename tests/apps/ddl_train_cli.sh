@@ -139,6 +139,47 @@ case $case_name in
     grep -q "^Epoch 2/2 - " "$work/out" || fail "epoch 2 not trained: $(cat "$work/out")"
     echo "ok: parameter server checkpointed on every rank and resumed"
     ;;
+  ranks-disagree)
+    # Ranks started with different options, different data or different
+    # checkpoints, or one rank failing to start, end every rank within
+    # seconds (far below the stall timeout) naming the difference.
+    args=(--train-limit 256 --test-limit 128 --epochs 1 --threads 1 --batch-size 64 --quiet --parallel data)
+    expect_agreed_error() {
+      local code=$1 text=$2
+      shift 2
+      local start=$SECONDS
+      DDL_STALL_TIMEOUT=60 timeout 50 mpiexec "$@" > "$work/out" 2> "$work/err"
+      local rc=$? took=$((SECONDS - start))
+      [[ $rc -eq $code ]] || fail "mpiexec $* exited $rc, expected $code: $(cat "$work/err")"
+      grep -qF -- "$text" "$work/err" || fail "mpiexec $*: stderr lacks '$text': $(cat "$work/err")"
+      [[ $(grep -c "ddl-train: error" "$work/err") -eq 1 ]] || fail "not exactly one error line: $(cat "$work/err")"
+      [[ $took -le 15 ]] || fail "mpiexec $* took $took s to fail"
+      echo "ok: exit $code in ${took} s: $(cat "$work/err")"
+    }
+    expect_agreed_error 2 "rank 0 has '--lr 1', rank 1 has '--lr 0.1'" \
+      -n 1 "$train" "${args[@]}" --lr 1 : -n 1 "$train" "${args[@]}" --lr 0.1
+    expect_agreed_error 2 "rank 0 has '--allreduce ring', rank 1 has '--allreduce tree'" \
+      -n 1 "$train" "${args[@]}" : -n 1 "$train" "${args[@]}" --allreduce tree
+    mkdir "$work/empty"
+    expect_agreed_error 2 "a rank could not start: rank 1: --data $work/empty" \
+      -n 1 "$train" "${args[@]}" : -n 1 "$train" "${args[@]}" --data "$work/empty"
+    # The same files but one test label changed.
+    data=/usr/share/datasets/fashion-mnist
+    mkdir "$work/other" && cp "$data"/* "$work/other/"
+    gunzip -c "$data/t10k-labels-idx1-ubyte.gz" > "$work/labels"
+    first=$(od -An -tu1 -j8 -N1 "$work/labels" | tr -d ' ')
+    printf "\\x0$(( (first + 1) % 10 ))" | dd of="$work/labels" bs=1 seek=8 conv=notrunc status=none
+    gzip -c "$work/labels" > "$work/other/t10k-labels-idx1-ubyte.gz"
+    expect_agreed_error 2 "rank 1 has 'test data: 128 samples of [1, 28, 28], CRC-32" \
+      -n 1 "$train" "${args[@]}" : -n 1 "$train" "${args[@]}" --data "$work/other"
+    # Rank 1 finds no checkpoint where rank 0 resumes after epoch 1.
+    resumed=(--train-limit 256 --test-limit 128 --threads 1 --batch-size 64 --quiet --parallel data --resume)
+    mpiexec -n 2 "$train" "${resumed[@]}" --epochs 1 --checkpoint-dir "$work/ckpt" > "$work/out" 2>&1 ||
+      fail "first run: $(cat "$work/out")"
+    expect_agreed_error 2 "rank 0 has 'resumed after epoch 1 (step 4)', rank 1 has 'resumed after epoch 0 (step 0)'" \
+      -n 1 "$train" "${resumed[@]}" --epochs 2 --checkpoint-dir "$work/ckpt" \
+      : -n 1 "$train" "${resumed[@]}" --epochs 2 --checkpoint-dir "$work/none"
+    ;;
   pipeline)
     args=(--train-limit 512 --test-limit 256 --threads 1 --batch-size 64)
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --micro-batches 3 --schedule gpipe --balance parameters \

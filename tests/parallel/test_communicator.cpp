@@ -18,6 +18,7 @@
 using namespace ddl;
 using ddl::parallel::Communicator;
 using ddl::parallel::NcclCommunicator;
+using ddl::parallel::RankProblem;
 
 namespace {
 
@@ -96,7 +97,7 @@ TEST_CASE("Communicator: broadcast_bytes copies the root's bytes to every rank")
   world.barrier();
 }
 
-TEST_CASE("agree_all_can_proceed: one rank's problem is an error on every rank, naming who had it") {
+TEST_CASE("agree_all_can_proceed: one rank's problem is an error on every rank, quoting it and naming who had it") {
   const Communicator world = Communicator::world();
   agree_all_can_proceed(world, "", "nothing wrong");  // returns on every rank
   const int last = world.size() - 1;
@@ -105,10 +106,45 @@ TEST_CASE("agree_all_can_proceed: one rank's problem is an error on every rank, 
     CHECK(test::throws_error_mentioning([&] { agree_all_can_proceed(world, problem, "saving"); }, {"has no disk"}));
   } else {
     CHECK(test::throws_error_mentioning([&] { agree_all_can_proceed(world, problem, "saving"); },
-                                        {"saving: rank " + std::to_string(world.rank()), "rank(s) " + std::to_string(last),
-                                         "their errors say why"}));
+                                        {"saving: rank " + std::to_string(world.rank()),
+                                         "because rank " + std::to_string(last) + " cannot",
+                                         "rank " + std::to_string(last) + ": rank " + std::to_string(last) +
+                                             " has no disk"}));
   }
   world.barrier();
+}
+
+TEST_CASE("gather_problems: every failing rank's own message reaches every rank in rank order, long ones cut") {
+  const Communicator world = Communicator::world();
+  CHECK(parallel::gather_problems(world, "").empty());
+  // The odd ranks fail; rank 1's message is longer than the 1 KiB carried.
+  std::string problem;
+  if (world.rank() % 2 == 1) problem = "rank " + std::to_string(world.rank()) + " failed" + std::string(world.rank() == 1 ? 5000 : 0, '!');
+  const std::vector<RankProblem> problems = parallel::gather_problems(world, problem);
+  REQUIRE(problems.size() == static_cast<std::size_t>(world.size() / 2));
+  for (std::size_t i = 0; i < problems.size(); ++i) {
+    const int rank = 2 * static_cast<int>(i) + 1;
+    CHECK(problems[i].rank == rank);
+    CHECK(problems[i].what.rfind("rank " + std::to_string(rank) + " failed", 0) == 0);
+    CHECK(problems[i].what.size() <= 1023);
+  }
+  CHECK(parallel::describe_problems(problems).rfind("rank 1: rank 1 failed", 0) == 0);
+}
+
+TEST_CASE("first_disagreement: the first line that differs, with each rank's line there") {
+  const Communicator world = Communicator::world();
+  CHECK_FALSE(parallel::first_disagreement(world, {"--lr 1", "--seed 2"}).has_value());
+  const auto disagreement = parallel::first_disagreement(world, {"--lr 1", "--seed " + std::to_string(world.rank() == 0 ? 1 : 2)});
+  REQUIRE(disagreement.has_value());
+  CHECK(disagreement->entry == 1);
+  CHECK(disagreement->entries == 2);
+  REQUIRE(disagreement->per_rank.size() == static_cast<std::size_t>(world.size()));
+  CHECK(disagreement->per_rank[0] == "--seed 1");
+  CHECK(disagreement->per_rank.back() == "--seed 2");
+  // A rank with fewer lines differs where it has none.
+  const auto shorter = parallel::first_disagreement(world, world.rank() == 0 ? std::vector<std::string>{"a"} : std::vector<std::string>{"a", "b"});
+  REQUIRE(shorter.has_value());
+  CHECK(shorter->per_rank[0] == "nothing (it has only 1 entries)");
 }
 
 TEST_CASE("NcclCommunicator: without NCCL or without a GPU, create() says which, naming the rank") {
