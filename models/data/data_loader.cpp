@@ -104,6 +104,9 @@ void DataLoader::begin_epoch(std::int64_t epoch, optim::Shard shard) {
     (*shard_order)[static_cast<std::size_t>(i)] = order[static_cast<std::size_t>(position % epoch_length_)];
   }
   shard_order_ = std::move(shard_order);
+  // Positions rank + i * world below the epoch's length are samples of
+  // their own; the ones past it wrapped around (padding).
+  shard_samples_ = (epoch_length_ - shard.rank + shard.world - 1) / shard.world;
   batch_count_ = batches_per_epoch(shard);
   next_batch_ = 0;
   if (options_.prefetch > 0 && batch_count_ > 0) {
@@ -134,7 +137,8 @@ optim::Batch DataLoader::gather(const std::vector<std::int64_t>& order, std::int
   const std::int64_t begin = k * options_.batch_size;
   const std::int64_t count = std::min(options_.batch_size, static_cast<std::int64_t>(order.size()) - begin);
   optim::Batch batch{Tensor::empty(batch_shape(inputs.shape(), count), {DType::Float32, inputs.device()}),
-                     Tensor::empty(batch_shape(targets.shape(), count), {targets.dtype(), targets.device()})};
+                     Tensor::empty(batch_shape(targets.shape(), count), {targets.dtype(), targets.device()}),
+                     std::max<std::int64_t>(0, begin + count - shard_samples_)};
 
   const std::int64_t input_numel = sample_shape(inputs.shape()).numel();
   const std::size_t target_bytes =

@@ -98,6 +98,7 @@ class DataLoader : public optim::BatchSource {
   // The current epoch: this shard's sample order, and how far next() got.
   bool epoch_started_ = false;
   std::shared_ptr<const std::vector<std::int64_t>> shard_order_;
+  std::int64_t shard_samples_ = 0;  // of the shard order, those before the padding
   std::int64_t batch_count_ = 0;
   std::int64_t next_batch_ = 0;
   // Declared last: destroyed first, joining its thread before the state that

@@ -15,6 +15,10 @@ namespace ddl::optim {
 struct Batch {
   Tensor inputs;   // [B, ...]
   Tensor targets;  // [B] class labels or [B, k] regression targets
+  // The last `padding` samples repeat earlier ones of the epoch, so that
+  // every rank's shard has as many (PyTorch's DistributedSampler pads the
+  // same way): they train like the others, but no metric counts them.
+  std::int64_t padding = 0;
   std::int64_t size() const { return inputs.defined() ? inputs.size(0) : 0; }
 };
 

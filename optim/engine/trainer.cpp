@@ -232,7 +232,7 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
     print(fmt::format("Skipped a step: {}", what));
     return false;
   }
-  for (std::size_t k = 0; k < batches.size(); ++k) metrics.add(results[k].output, batches[k].targets, results[k].loss);
+  for (std::size_t k = 0; k < batches.size(); ++k) add_metrics(metrics, results[k], batches[k]);
   strategy_->update(*model_, *optimizer_);
   return true;
 }
@@ -245,7 +245,7 @@ Logs Trainer::evaluate(BatchSource& data) {
   MetricAccumulator metrics(options_.metrics);
   while (const auto batch = strategy_->next_batch(data)) {
     const StepOutput result = strategy_->forward(*model_, *batch, loss_);
-    metrics.add(result.output, batch->targets, result.loss);
+    add_metrics(metrics, result, *batch);
   }
   strategy_->sum_over_ranks(metrics.sums());
   DDL_CHECK(metrics.samples() > 0, "evaluate: no rank computed an output (did the data give no batch?)");
@@ -267,6 +267,21 @@ Tensor Trainer::predict(BatchSource& data) {
   DDL_CHECK(any_batch, "predict: the data gave no batch");
   if (outputs.empty()) return {};
   return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);
+}
+
+void Trainer::add_metrics(MetricAccumulator& metrics, const StepOutput& result, const Batch& batch) const {
+  if (batch.padding == 0 || !result.output.defined()) {
+    metrics.add(result.output, batch.targets, result.loss);
+    return;
+  }
+  // The batch's loss is a mean that counts the padding too: the samples of
+  // their own get theirs anew (the last batch of a shard only).
+  const std::int64_t own = batch.size() - batch.padding;
+  if (own == 0) return;
+  const NoGradGuard no_grad;
+  const Tensor output = ddl::slice(result.output.detach(), 0, own);
+  const Tensor targets = ddl::slice(batch.targets, 0, own);
+  metrics.add(output, targets, loss_(output, targets));
 }
 
 Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {

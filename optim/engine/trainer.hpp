@@ -125,6 +125,8 @@ class Trainer {
   // false when it was skipped for a non-finite loss. `where` names the step
   // in errors ("epoch 2/5, step 7 of 40").
   bool train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics, const std::string& where);
+  // Adds a batch's output and loss to `metrics`, all but its padding.
+  void add_metrics(MetricAccumulator& metrics, const StepOutput& result, const Batch& batch) const;
   // Runs the strategy's prepare() once, and again after a checkpoint load.
   void ensure_prepared();
   Checkpoint make_checkpoint(const TrainingState& state) const;

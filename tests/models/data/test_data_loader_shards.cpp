@@ -41,6 +41,30 @@ TEST_CASE("DataLoader: shards of 37 samples have equal sizes and together cover 
   }
 }
 
+TEST_CASE("DataLoader: the padding is marked, so the samples not marked cover the epoch exactly once") {
+  for (const int world : {2, 3, 4, 5}) {
+    for (const std::int64_t batch_size : {1, 4, 8}) {
+      CAPTURE(world);
+      CAPTURE(batch_size);
+      DataLoader loader(indexed_dataset(37), {.batch_size = batch_size, .shuffle = true, .seed = 4, .prefetch = 2});
+      std::multiset<std::int64_t> own;
+      for (int rank = 0; rank < world; ++rank) {
+        const std::vector<optim::Batch> batches = read_epoch(loader, 2, {rank, world});
+        for (std::size_t k = 0; k < batches.size(); ++k) {
+          // Only a shard's last batch may carry padding, at its end.
+          if (k + 1 < batches.size()) CHECK(batches[k].padding == 0);
+          CHECK(batches[k].padding <= batches[k].size());
+          const std::vector<std::int64_t> indices = indices_of(batches[k]);
+          own.insert(indices.begin(), indices.end() - batches[k].padding);
+        }
+      }
+      std::vector<std::int64_t> every(37);
+      std::iota(every.begin(), every.end(), 0);
+      CHECK(std::vector<std::int64_t>(own.begin(), own.end()) == every);
+    }
+  }
+}
+
 TEST_CASE("DataLoader: rank r takes positions r, r + world, ... of the wrapped epoch order") {
   DataLoader one_rank(indexed_dataset(37), {.batch_size = 37, .shuffle = true, .seed = 8});
   const std::vector<std::int64_t> order = indices_of(read_epoch(one_rank, 2));
