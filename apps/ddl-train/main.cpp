@@ -39,6 +39,7 @@
 #endif
 
 #include "options.hpp"
+#include "resume_guard.hpp"
 #include "task.hpp"
 
 namespace ddl::apps {
@@ -167,13 +168,15 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
       problem = error.what();
     }
   }
+  std::vector<std::string> fingerprint;  // of the data, where ranks or checkpoints compare it
 #if DDL_WITH_MPI_BUILD
   std::optional<parallel::Communicator> job;  // the ranks, when mpiexec started several
   if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
     job = parallel::Communicator::world();
     agree_start_up(*job, problem, usage);
+    fingerprint = data_fingerprint(*loaded);
     std::vector<std::string> settings = shared_settings(app);
-    for (std::string& line : data_fingerprint(*loaded)) settings.push_back(std::move(line));
+    settings.insert(settings.end(), fingerprint.begin(), fingerprint.end());
     agree_settings(*job, settings);
   }
 #else
@@ -278,6 +281,13 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
         optim::EarlyStoppingOptions{.monitor = monitor, .patience = o.early_stopping}));
   }
   if (!o.checkpoint_dir.empty()) {
+    if (fingerprint.empty()) fingerprint = data_fingerprint(task);
+    fit.callbacks.push_back(std::make_shared<ResumeGuard>(
+        std::vector<std::pair<std::string, std::string>>{{"--batch-size", std::to_string(o.batch_size)},
+                                                         {"--accumulate", std::to_string(o.accumulate)},
+                                                         {"--seed", std::to_string(o.seed)},
+                                                         {"training data", fingerprint.front()}},
+        o.resume_changed));
     fit.callbacks.push_back(std::make_shared<optim::ModelCheckpoint>(
         optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor}));
   }

@@ -81,7 +81,10 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->default_str("DDL_NUM_THREADS, else every core");
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "Save last.ckpt every epoch and best.ckpt at the best validation score here");
-  app.add_flag("--resume", o.resume, "Continue from <checkpoint-dir>/last.ckpt if it exists");
+  app.add_flag("--resume", o.resume, "Continue from <checkpoint-dir>/last.ckpt if it exists, bit for bit");
+  app.add_flag("--resume-changed", o.resume_changed,
+               "Let --resume go on with another --batch-size, --accumulate, --seed or training data than the "
+               "checkpoint's (then no longer bit for bit)");
   app.add_option("--log-csv", o.log_csv, "Append each epoch's metrics to this CSV file");
   app.add_option("--log-jsonl", o.log_jsonl, "Append each epoch's metrics to this JSON-lines file");
   app.add_option("--early-stopping", o.early_stopping,
@@ -189,6 +192,7 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
+  if (o.resume_changed && !o.resume) throw UsageError("--resume-changed applies to --resume");
   const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
   if (!pipelined) {
     for (const auto& [set, name] : {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},

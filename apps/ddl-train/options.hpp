@@ -52,6 +52,7 @@ struct TrainOptions {
   int threads = 0;                  // 0: DDL_NUM_THREADS or every core
   std::string checkpoint_dir;
   bool resume = false;
+  bool resume_changed = false;      // --resume under another batch size, seed or data
   std::string log_csv;
   std::string log_jsonl;
   std::int64_t early_stopping = 0;  // patience in epochs; 0: off

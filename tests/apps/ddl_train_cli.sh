@@ -69,6 +69,28 @@ case $case_name in
     [[ $(head -n 1 "$work/log.csv" | cut -d, -f1) == epoch ]] || fail "the CSV log has no header"
     [[ $(wc -l < "$work/log.csv") -eq 3 ]] || fail "the CSV log should hold a header and 2 epochs: $(cat "$work/log.csv")"
     echo "ok: resumed at epoch 2 from last.ckpt, the CSV log continued"
+    # Another batch size, seed or training set would not resume bit for bit.
+    cp "$work/ckpt/last.ckpt" "$work/kept.ckpt"
+    for change in "--batch-size 32" "--seed 7" "--train-limit 448"; do
+      read -r name value <<< "$change"
+      changed=() replaced=0
+      for ((i = 0; i < ${#args[@]}; i++)); do
+        changed+=("${args[i]}")
+        if [[ ${args[i]} == "$name" ]]; then changed+=("$value"); replaced=1; i=$((i + 1)); fi
+      done
+      [[ $replaced -eq 1 ]] || changed+=("$name" "$value")
+      "$train" "${changed[@]}" --epochs 3 --resume > "$work/out" 2> "$work/err"
+      rc=$?
+      [[ $rc -eq 2 ]] || fail "a resume with $change exited $rc, expected 2: $(cat "$work/err")"
+      grep -q "the checkpoint was written by a run with other settings (.* was .*, now .*).*--resume-changed" \
+        "$work/err" || fail "the change $change is not named: $(cat "$work/err")"
+      cmp -s "$work/ckpt/last.ckpt" "$work/kept.ckpt" || fail "a refused resume changed last.ckpt"
+    done
+    "$train" "${args[@]/#64/32}" --epochs 3 --resume --resume-changed > "$work/out" 2>&1 ||
+      fail "--resume-changed exited $?: $(cat "$work/out")"
+    [[ $(grep -c "^Resuming with changed settings (--batch-size was 64, now 32): .*no longer bit for bit" \
+      "$work/out") -eq 1 ]] || fail "no one-line notice of the inexact resume: $(cat "$work/out")"
+    echo "ok: a resume under another batch size, seed or training set is refused, or goes on with a notice"
     ;;
   diverged)
     # A run that diverges (SGD at lr 1e6: the loss turns NaN within a few
