@@ -280,6 +280,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
     fit.callbacks.push_back(std::make_shared<optim::EarlyStopping>(
         optim::EarlyStoppingOptions{.monitor = monitor, .patience = o.early_stopping}));
   }
+  std::shared_ptr<optim::ModelCheckpoint> checkpoints;
   if (!o.checkpoint_dir.empty()) {
     if (fingerprint.empty()) fingerprint = data_fingerprint(task);
     fit.callbacks.push_back(std::make_shared<ResumeGuard>(
@@ -288,8 +289,9 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
                                                          {"--seed", std::to_string(o.seed)},
                                                          {"training data", fingerprint.front()}},
         o.resume_changed));
-    fit.callbacks.push_back(std::make_shared<optim::ModelCheckpoint>(
-        optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor}));
+    checkpoints = std::make_shared<optim::ModelCheckpoint>(
+        optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor});
+    fit.callbacks.push_back(checkpoints);
   }
   // Placement and pipelines report each device's memory at the end.
   std::shared_ptr<optim::StepMemoryMonitor> memory;
@@ -298,8 +300,26 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
                                                                   : parallel::placement_devices(*model));
     fit.callbacks.push_back(memory);
   }
-  if (!o.log_csv.empty()) fit.callbacks.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
-  if (!o.log_jsonl.empty()) fit.callbacks.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
+  std::vector<std::shared_ptr<optim::FileLogger>> logs;
+  if (!o.log_csv.empty()) logs.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
+  if (!o.log_jsonl.empty()) logs.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
+  fit.callbacks.insert(fit.callbacks.end(), logs.begin(), logs.end());
+  // Rank 0's files are tried now, not after the first epoch's work: the
+  // checkpoint directory written to, the logs opened and locked.
+  problem.clear();
+  std::vector<std::string> stale;
+  if (root) {
+    try {
+      if (checkpoints) stale = checkpoints->prepare_directory();
+      for (const auto& log : logs) log->open();
+    } catch (const std::exception& error) {
+      problem = error.what();
+    }
+  }
+#if DDL_WITH_MPI_BUILD
+  if (job) agree_start_up(*job, problem, true);
+#endif
+  if (!problem.empty()) throw UsageError(problem);
 
   if (!o.quiet && root) {
     std::string ranks;
@@ -321,6 +341,10 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
     // A pipeline stage holds its own layers alone: the stage table stands
     // for the summary.
     std::cout << (pipelined ? stages : layers::summary(*model, sample_shape)) << '\n';
+  }
+  if (!stale.empty()) {
+    trainer.print(fmt::format("Removed {} temporary checkpoint file(s) that killed runs left: {}", stale.size(),
+                              fmt::join(stale, ", ")));
   }
   const auto last = std::filesystem::path(o.checkpoint_dir) / "last.ckpt";
   if (o.resume) {

@@ -1,11 +1,15 @@
 // ModelCheckpoint, EarlyStopping and LrScheduler (see callbacks.hpp).
 #include <ddl/optim/engine/callbacks.hpp>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <system_error>
 
 #include <ddl/core/check.hpp>
+#include <ddl/optim/engine/checkpoint.hpp>
 #include <ddl/optim/engine/trainer.hpp>
 
 namespace ddl::optim {
@@ -62,10 +66,30 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
 std::string ModelCheckpoint::last_path() const { return (std::filesystem::path(options_.directory) / "last.ckpt").string(); }
 std::string ModelCheckpoint::best_path() const { return (std::filesystem::path(options_.directory) / "best.ckpt").string(); }
 
-void ModelCheckpoint::on_train_begin(Trainer& /*trainer*/) {
+std::vector<std::string> ModelCheckpoint::prepare_directory() const {
   std::error_code error;
   std::filesystem::create_directories(options_.directory, error);
   DDL_CHECK(!error, "ModelCheckpoint: cannot create the directory '{}': {}", options_.directory, error.message());
+  // A probe written and removed now, rather than a failure after the first
+  // epoch's work.
+  const std::string probe = checkpoint_temp_path((std::filesystem::path(options_.directory) / "probe").string());
+  {
+    std::ofstream file(probe);
+    file << "ddl";
+    file.flush();
+    DDL_CHECK(file.good(), "ModelCheckpoint: cannot write in the directory '{}': {}", options_.directory,
+              std::strerror(errno));
+  }
+  std::filesystem::remove(probe, error);
+  return remove_stale_temp_files(options_.directory);
+}
+
+void ModelCheckpoint::on_train_begin(Trainer& trainer) {
+  const std::vector<std::string> stale = prepare_directory();
+  if (!stale.empty()) {
+    trainer.print(fmt::format("Removed {} temporary checkpoint file(s) that killed runs left: {}", stale.size(),
+                              fmt::join(stale, ", ")));
+  }
 }
 
 void ModelCheckpoint::on_epoch_end(Trainer& trainer, std::int64_t epoch, const Logs& logs) {

@@ -55,6 +55,11 @@ struct ModelCheckpointOptions {
 class ModelCheckpoint : public Callback {
  public:
   explicit ModelCheckpoint(ModelCheckpointOptions options);
+  // Creates the directory, checks that a file can be written there, and
+  // removes the temp files of writers killed mid-write (returning their
+  // paths); throws ddl::Error naming the directory. on_train_begin calls
+  // it; call it before on the root to find a problem before training.
+  std::vector<std::string> prepare_directory() const;
   void on_train_begin(Trainer& trainer) override;
   void on_epoch_end(Trainer& trainer, std::int64_t epoch, const Logs& logs) override;
   bool saves_checkpoints() const override { return true; }

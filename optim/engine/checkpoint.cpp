@@ -7,6 +7,7 @@
 #include <ddl/optim/engine/checkpoint.hpp>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -32,6 +33,15 @@ static_assert(std::endian::native == std::endian::little,
               "the checkpoint format is little-endian and is written with memcpy of host integers");
 
 namespace {
+
+// What follows a checkpoint's name in its temp file, before the writer's pid:
+// ".tmp.<host>." keeps writers on hosts sharing a file system apart, so a
+// host removes only its own dead processes' files.
+std::string temp_marker() {
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) return ".tmp.";
+  return fmt::format(".tmp.{}.", host.data());
+}
 
 constexpr std::array<char, 8> kMagic{'D', 'D', 'L', 'C', 'K', 'P', 'T', '\0'};
 constexpr std::size_t kHeaderSize = 8 + 4 + 4 + 8 + 4;
@@ -337,7 +347,7 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& checkpoint
   DDL_CHECK(checkpoint.tensors.size() <= std::numeric_limits<std::uint32_t>::max(),
             "write_checkpoint_file: {}: too many tensors ({})", path, checkpoint.tensors.size());
 
-  const std::string temp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
+  const std::string temp = checkpoint_temp_path(path);
   TempFileGuard guard(temp);
   File file(std::fopen(temp.c_str(), "wbe"));
   DDL_CHECK(file != nullptr, "write_checkpoint_file: {}: cannot create temp file {}: {}", path, temp, std::strerror(errno));
@@ -361,6 +371,29 @@ void write_checkpoint_file(const std::string& path, const Checkpoint& checkpoint
             temp, std::strerror(errno));
   guard.commit();
   sync_directory(path);
+}
+
+std::string checkpoint_temp_path(const std::string& path) {
+  return fmt::format("{}{}{}", path, temp_marker(), static_cast<long>(::getpid()));
+}
+
+std::vector<std::string> remove_stale_temp_files(const std::string& directory) {
+  std::vector<std::string> removed;
+  std::error_code error;
+  const std::string marker = temp_marker();
+  for (const auto& entry : std::filesystem::directory_iterator(directory, error)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t at = name.rfind(marker);
+    if (at == std::string::npos) continue;
+    const std::string pid_text = name.substr(at + marker.size());
+    if (pid_text.empty() || pid_text.find_first_not_of("0123456789") != std::string::npos) continue;
+    const long pid = std::stol(pid_text);
+    // kill(pid, 0) fails with ESRCH only when no such process exists; a
+    // living writer (of this run or another) keeps its file.
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (std::filesystem::remove(entry.path(), error)) removed.push_back(entry.path().string());
+  }
+  return removed;
 }
 
 Checkpoint read_checkpoint_file(const std::string& path, const Device& device) {

@@ -69,7 +69,7 @@ struct Checkpoint {
 inline constexpr std::uint32_t kCheckpointVersion = 1;
 inline constexpr std::size_t kCheckpointMaxNameLength = 4096;
 
-// Writes `checkpoint` to `path` + ".tmp.<pid>", flushes and fsyncs it, renames
+// Writes `checkpoint` to checkpoint_temp_path(path), flushes and fsyncs it, renames
 // it over `path` and fsyncs the directory: readers see the old file or the
 // new one, never a mix, even if the process dies mid-write. Tensors may live
 // on any device (they are copied to the host one at a time). Throws ddl::Error
@@ -77,6 +77,15 @@ inline constexpr std::size_t kCheckpointMaxNameLength = 4096;
 // after removing the temp file; an existing checkpoint at `path` is then
 // untouched. Names must be 1 .. 4096 bytes and tensor names unique.
 void write_checkpoint_file(const std::string& path, const Checkpoint& checkpoint);
+
+// The temp file a checkpoint at `path` is written to first:
+// path + ".tmp.<host>.<pid>".
+std::string checkpoint_temp_path(const std::string& path);
+
+// Removes from `directory` the temp files of writers on this host that no
+// longer run (killed mid-write) and returns their paths; files of living
+// processes and of other hosts stay.
+std::vector<std::string> remove_stale_temp_files(const std::string& directory);
 
 // Reads and validates the whole file (see the format above) and returns its
 // contents with every tensor on `device`. Throws ddl::Error naming the file

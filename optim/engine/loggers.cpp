@@ -1,6 +1,10 @@
 // FileLogger, CsvLogger and JsonLinesLogger (see loggers.hpp).
 #include <ddl/optim/engine/loggers.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -32,12 +36,36 @@ FileLogger::FileLogger(std::string path, bool append, const char* who)
   DDL_CHECK(!path_.empty(), "{}: the path is empty", who_);
 }
 
-void FileLogger::on_train_begin(Trainer& /*trainer*/) {
+FileLogger::~FileLogger() { close(); }
+
+void FileLogger::open() {
+  if (file_.is_open()) return;
+  // The lock comes before truncating: a file another run is writing must
+  // not lose its lines. flock's lock belongs to this descriptor alone, so
+  // the stream's own open and close leave it be.
+  lock_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  DDL_CHECK(lock_ >= 0, "{}: cannot open '{}' for writing: {}", who_, path_, std::strerror(errno));
+  if (::flock(lock_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(lock_);
+    lock_ = -1;
+    DDL_CHECK(error != EWOULDBLOCK, "{}: '{}' is being written by another process (it holds the file's lock): two "
+              "runs sharing one log would interleave their lines; give each run its own file", who_, path_);
+    throw Error(fmt::format("{}: cannot lock '{}': {}", who_, path_, std::strerror(error)));
+  }
   file_.open(path_, append_ ? std::ios::app : std::ios::trunc);
   DDL_CHECK(file_.is_open(), "{}: cannot open '{}' for writing: {}", who_, path_, std::strerror(errno));
 }
 
-void FileLogger::on_train_end(Trainer& /*trainer*/) { file_.close(); }
+void FileLogger::close() {
+  if (file_.is_open()) file_.close();
+  if (lock_ >= 0) ::close(lock_);  // releases the lock
+  lock_ = -1;
+}
+
+void FileLogger::on_train_begin(Trainer& /*trainer*/) { open(); }
+
+void FileLogger::on_train_end(Trainer& /*trainer*/) { close(); }
 
 void FileLogger::write_line(const std::string& line) {
   file_ << line << '\n' << std::flush;

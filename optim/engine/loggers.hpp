@@ -14,8 +14,17 @@ namespace ddl::optim {
 
 // What both loggers share: the file, opened when training begins (appended
 // to, or replaced), one flushed line per epoch, closed when training ends.
+// While open, the file is locked (flock): a second logger on it, in this
+// process or another, is refused instead of interleaving its lines.
 class FileLogger : public Callback {
  public:
+  ~FileLogger() override;
+  FileLogger(const FileLogger&) = delete;
+  FileLogger& operator=(const FileLogger&) = delete;
+
+  // Opens and locks the file now (training does it otherwise), so that a
+  // problem shows before training; throws ddl::Error naming the file.
+  void open();
   void on_train_begin(Trainer& trainer) override;
   void on_train_end(Trainer& trainer) override;
   bool root_only() const override { return true; }
@@ -30,8 +39,11 @@ class FileLogger : public Callback {
  private:
   std::string path_;
   bool append_;
+  void close();
+
   const char* who_;
   std::ofstream file_;
+  int lock_ = -1;  // the descriptor holding the lock
 };
 
 // Columns: the names of the first epoch's logs ("epoch", "loss", ...). With

@@ -117,6 +117,32 @@ case $case_name in
       fail "skipping every step of an epoch did not stop with exit 1 ($rc): $(cat "$work/err")"
     echo "ok: a diverged run stops at its first NaN step with exit 1 and keeps the good checkpoints"
     ;;
+  files)
+    # Rank 0's files are tried before training: a checkpoint directory that
+    # cannot be made, and a log another process holds, end the run at once
+    # (exit 2); temp files of writers killed mid-write are removed.
+    args=(--train-limit 256 --test-limit 128 --threads 1 --epochs 1 --batch-size 64)
+    touch "$work/a-file"
+    expect_usage_error 2 "cannot create the directory '$work/a-file/ckpt'" "${args[@]}" --checkpoint-dir "$work/a-file/ckpt"
+    mkdir "$work/ckpt"
+    # A dead writer of this host (pid 2^22 + 1 is above Linux's pid_max), and
+    # one of another host, which must stay.
+    head -c 4096 /dev/urandom > "$work/ckpt/last.ckpt.tmp.$(hostname).4194305"
+    head -c 4096 /dev/urandom > "$work/ckpt/last.ckpt.tmp.another-host.4194305"
+    "$train" "${args[@]}" --checkpoint-dir "$work/ckpt" > "$work/out" 2>&1 || fail "run exited $?: $(cat "$work/out")"
+    grep -q "^Removed 1 temporary checkpoint file(s) that killed runs left: .*tmp.$(hostname).4194305" "$work/out" ||
+      fail "the stale temp file was not reported: $(cat "$work/out")"
+    [[ ! -e "$work/ckpt/last.ckpt.tmp.$(hostname).4194305" ]] || fail "the stale temp file is still there"
+    [[ -e "$work/ckpt/last.ckpt.tmp.another-host.4194305" ]] || fail "another host's temp file was removed"
+    echo "ok: the stale temp file of a dead writer removed, another host's kept"
+    echo "epoch,loss" > "$work/log.csv"
+    flock -o "$work/log.csv" sleep 20 &
+    holder=$!
+    sleep 0.5
+    expect_usage_error 2 "'$work/log.csv' is being written by another process" "${args[@]}" --log-csv "$work/log.csv"
+    pkill -P "$holder"; kill "$holder" 2> /dev/null; wait "$holder" 2> /dev/null
+    [[ $(cat "$work/log.csv") == "epoch,loss" ]] || fail "the locked log was changed: $(cat "$work/log.csv")"
+    ;;
   placement)
     args=(--train-limit 256 --test-limit 128 --epochs 1 --threads 1 --batch-size 32)
     DDL_CPU_DEVICES=2 "$train" "${args[@]}" --placement 0-6=cpu:0,7-10=cpu:1 > "$work/out" 2>&1 ||

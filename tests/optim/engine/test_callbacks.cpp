@@ -734,3 +734,37 @@ TEST_CASE("Callbacks: a logger whose file cannot be opened is an error naming th
       },
       {"JsonLinesLogger", "'" + jsonl + "'"}));
 }
+
+TEST_CASE("Callbacks: a log file another logger holds is refused, whatever the format, and stays as it was") {
+  TempDir dir("callbacks");
+  const std::string path = (dir.path / "log.csv").string();
+  optim::CsvLogger first(path);
+  first.open();
+  for (const bool append : {false, true}) {
+    optim::CsvLogger csv(path, append);
+    CHECK(throws_error_mentioning([&] { csv.open(); }, {"CsvLogger", "'" + path + "'", "another process"}));
+    optim::JsonLinesLogger jsonl(path, append);
+    CHECK(throws_error_mentioning([&] { jsonl.open(); }, {"JsonLinesLogger", "'" + path + "'", "another process"}));
+  }
+  Problem problem;
+  auto model = test::make_classifier(7, false);
+  Trainer trainer(model, layers::cross_entropy, sgd(model, 0.1), quiet_options());
+  trainer.fit(problem.batches, {.epochs = 1, .callbacks = {std::shared_ptr<optim::CsvLogger>(&first, [](auto*) {})}});
+  // Once training ends the file is closed and unlocked: another logger may write it.
+  optim::CsvLogger second(path, true);
+  second.open();
+}
+
+TEST_CASE("Callbacks: ModelCheckpoint's directory is made and tried before training, and an impossible one named") {
+  TempDir dir("callbacks");
+  const std::string file = (dir.path / "a-file").string();
+  std::ofstream(file) << "x";
+  optim::ModelCheckpoint impossible({.directory = file + "/ckpt"});
+  CHECK(throws_error_mentioning([&] { (void)impossible.prepare_directory(); },
+                                {"ModelCheckpoint", "cannot create the directory", file + "/ckpt"}));
+  optim::ModelCheckpoint fine({.directory = (dir.path / "deep" / "ckpt").string()});
+  CHECK(fine.prepare_directory().empty());
+  CHECK(std::filesystem::is_directory(dir.path / "deep" / "ckpt"));
+  CHECK(std::filesystem::is_empty(dir.path / "deep" / "ckpt"));  // the probe is gone
+}
+

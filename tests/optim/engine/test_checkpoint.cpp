@@ -492,3 +492,21 @@ TEST_CASE("checkpoint: restore_tensors with a missing, unexpected or misshapen t
 
   CHECK(values_of(targets) == before);
 }
+
+TEST_CASE("checkpoint: temp files of dead writers on this host are removed; living and other hosts' ones stay") {
+  TempDir dir("checkpoint");
+  const std::string path = (dir.path / "last.ckpt").string();
+  const std::string mine = optim::checkpoint_temp_path(path);  // this process: alive
+  CHECK(mine.rfind(path + ".tmp.", 0) == 0);
+  const std::string marker = mine.substr(path.size(), mine.rfind('.') + 1 - path.size());  // ".tmp.<host>."
+  // Above Linux's largest pid_max (2^22): no such process can exist.
+  const std::string dead = path + marker + "4194305";
+  const std::string other_host = path + ".tmp.some-other-host.4194305";
+  const std::string not_a_pid = path + marker + "12x";
+  for (const std::string& name : {mine, dead, other_host, not_a_pid}) std::ofstream(name) << "partial";
+  CHECK(optim::remove_stale_temp_files(dir.path.string()) == std::vector<std::string>{dead});
+  for (const std::string& name : {mine, other_host, not_a_pid}) CHECK(std::filesystem::exists(name));
+  CHECK_FALSE(std::filesystem::exists(dead));
+  CHECK(optim::remove_stale_temp_files((dir.path / "missing").string()).empty());
+}
+
