@@ -2,9 +2,15 @@
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 
+#include <sched.h>
+
 #include <Eigen/Core>
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -13,13 +19,14 @@
 namespace ddl::config {
 namespace {
 
-int read_positive_int(const char* name, int fallback) {
+int read_positive_int(const char* name, int fallback, int most) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long parsed = std::strtol(value, &end, 10);
-  DDL_CHECK(*end == '\0' && parsed > 0 && parsed <= 4096, "environment variable {}={} is not a positive integer", name,
-            value);
+  DDL_CHECK(*end == '\0' && errno == 0 && parsed > 0 && parsed <= most,
+            "environment variable {}={} is not an integer from 1 to {}", name, value, most);
   return static_cast<int>(parsed);
 }
 
@@ -33,7 +40,7 @@ int default_threads() {
 
 int& thread_setting() {
   static int threads = [] {
-    const int n = read_positive_int("DDL_NUM_THREADS", default_threads());
+    const int n = read_positive_int("DDL_NUM_THREADS", default_threads(), kMaxThreads);
 #ifdef _OPENMP
     omp_set_num_threads(n);
 #endif
@@ -50,7 +57,8 @@ double positive_double_from_environment(const char* name, double fallback) {
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
   const double parsed = std::strtod(value, &end);
-  DDL_CHECK(*end == '\0' && parsed > 0.0, "environment variable {}={} is not a positive number", name, value);
+  DDL_CHECK(*end == '\0' && std::isfinite(parsed) && parsed > 0.0, "environment variable {}={} is not a positive number",
+            name, value);
   return parsed;
 }
 
@@ -58,20 +66,35 @@ std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fall
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   const long long parsed = std::strtoll(value, &end, 10);
-  DDL_CHECK(*end == '\0' && parsed > 0, "environment variable {}={} is not a positive byte count", name, value);
+  DDL_CHECK(*end == '\0' && errno == 0 && parsed > 0, "environment variable {}={} is not a positive byte count", name,
+            value);
   return parsed;
 }
 
 int cpu_device_count() {
-  static const int count = read_positive_int("DDL_CPU_DEVICES", 1);
+  static const int count = read_positive_int("DDL_CPU_DEVICES", 1, 4096);
   return count;
 }
 
 int num_threads() { return thread_setting(); }
 
+int available_cpus() {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (::sched_getaffinity(0, sizeof(cpus), &cpus) == 0) return CPU_COUNT(&cpus);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+void check_environment() {
+  (void)cpu_device_count();
+  (void)num_threads();
+}
+
 void set_num_threads(int threads) {
-  DDL_CHECK(threads > 0, "set_num_threads: thread count must be positive, got {}", threads);
+  DDL_CHECK(threads > 0 && threads <= kMaxThreads, "set_num_threads: the thread count must be from 1 to {}, got {}",
+            kMaxThreads, threads);
   thread_setting() = threads;
 #ifdef _OPENMP
   omp_set_num_threads(threads);

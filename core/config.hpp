@@ -14,8 +14,18 @@ int cpu_device_count();
 // threads used by CPU kernels and Eigen's GEMM.
 int num_threads();
 
-// Overrides DDL_NUM_THREADS for the rest of the process.
+// Overrides DDL_NUM_THREADS for the rest of the process (1 to kMaxThreads:
+// far past any core count, below where OpenMP's runtime breaks).
+inline constexpr int kMaxThreads = 1024;
 void set_num_threads(int threads);
+
+// The CPUs this process may run on (its affinity mask): more threads than
+// these only slow the kernels down.
+int available_cpus();
+
+// Reads every core DDL_* variable now, so a bad value is an error here (at
+// start-up) rather than wherever it is first used; parallel has its own.
+void check_environment();
 
 // The readers of DDL_* variables, for the settings other modules keep
 // beside their code (parallel/config.hpp): the variable's value, or

@@ -93,8 +93,17 @@ std::vector<RankProblem> gather_problems(const Communicator& comm, const std::st
 }
 
 std::string describe_problems(const std::vector<RankProblem>& problems) {
+  // Ranks with the same message (a bad variable everywhere) share one entry.
+  std::vector<std::pair<std::string, std::vector<int>>> grouped;
+  for (const RankProblem& problem : problems) {
+    auto same = std::find_if(grouped.begin(), grouped.end(), [&](const auto& g) { return g.first == problem.what; });
+    if (same == grouped.end()) same = grouped.insert(grouped.end(), {problem.what, {}});
+    same->second.push_back(problem.rank);
+  }
   std::vector<std::string> parts;
-  for (const RankProblem& problem : problems) parts.push_back(fmt::format("rank {}: {}", problem.rank, problem.what));
+  for (const auto& [what, ranks] : grouped) {
+    parts.push_back(fmt::format("rank{} {}: {}", ranks.size() == 1 ? "" : "s", fmt::join(ranks, ", "), what));
+  }
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 

@@ -56,7 +56,7 @@ struct RankProblem {
   std::string what;
 };
 std::vector<RankProblem> gather_problems(const Communicator& comm, const std::string& problem);
-// "rank 1: <its problem>; rank 3: <its problem>".
+// "rank 1: <its problem>; ranks 0, 3: <the problem both had>".
 std::string describe_problems(const std::vector<RankProblem>& problems);
 
 // cuda:<node-local rank>, once every rank has checked that its node has that

@@ -24,4 +24,10 @@ std::int64_t ring_segment_bytes();
 // each rank's window holds two of them.
 std::int64_t shm_segment_bytes();
 
+// The getters above fall back to the default on a bad value, since they run
+// inside waits and at exit; this reads every variable strictly and throws
+// ddl::Error naming a bad one (the strategies' constructors call it, and
+// ddl-train at start-up).
+void check_environment();
+
 }  // namespace ddl::parallel::config

@@ -129,6 +129,7 @@ struct DataParallel::State {
 
 DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
     : state_(std::make_shared<State>(std::move(comm), options)) {
+  config::check_environment();  // a bad DDL_* value named here, not in a later wait
   if (state_->options.bucket_bytes == 0) state_->options.bucket_bytes = config::fusion_threshold_bytes();
   DDL_CHECK(state_->options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive, got {}",
             state_->options.bucket_bytes);

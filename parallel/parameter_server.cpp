@@ -123,6 +123,7 @@ struct ParameterServer::State {
 
 ParameterServer::ParameterServer(Communicator comm, ParameterServerOptions options)
     : state_(std::make_unique<State>(std::move(comm), options)) {
+  config::check_environment();  // a bad DDL_* value named here, not in a later wait
   State& s = *state_;
   DDL_CHECK(options.servers >= 1 && options.servers < s.comm.size(),
             "ParameterServer: {} server(s) among {} ranks leaves no worker; use 1 .. {} servers", options.servers,

@@ -12,6 +12,7 @@
 
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/agreement.hpp>
@@ -301,6 +302,7 @@ Pipeline::Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOp
 
 Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options)
     : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
+  config::check_environment();  // a bad DDL_* value named here, not in a later wait
   State& s = *state_;
   if (grid.data.size() > 1) s.data = std::move(grid.data);
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),

@@ -34,6 +34,8 @@
 #include <ddl/parallel/parameter_server.hpp>
 #include <ddl/parallel/pipeline_report.hpp>
 
+#include <ddl/parallel/config.hpp>
+
 #include "pipeline_setup.hpp"
 #include "start_up.hpp"
 #endif
@@ -44,6 +46,19 @@
 
 namespace ddl::apps {
 namespace {
+
+// Every DDL_* variable, read now: a bad value is a usage error before any
+// rank waits for another.
+void check_environment() {
+  try {
+    config::check_environment();
+#if DDL_WITH_MPI_BUILD
+    parallel::config::check_environment();
+#endif
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
+}
 
 // --device's text, checked before any rank waits for another: a device
 // this machine has, or a type alone.
@@ -157,6 +172,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
   std::optional<Task> loaded;
   if (problem.empty()) {
     try {
+      check_environment();
       resolve_defaults(o);
       check_device_option(o.device);
       if (o.threads > 0) set_num_threads(o.threads);

@@ -2,9 +2,12 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
+#include <ddl/core/config.hpp>
 #include <ddl/models/data/fashion_mnist.hpp>
 #include <ddl/models/zoo.hpp>
 
@@ -28,6 +31,26 @@ double default_lr(const std::string& model, const std::string& optimizer) {
   if (optimizer == "adam") return is_materials(model) ? 4.7331e-4 : 1e-3;  // the materials study's rate
   return 0.01;                              // SGD, Adagrad
 }
+
+namespace {
+
+// CLI11's PositiveNumber and NonNegativeNumber let NaN and infinity through
+// and print DBL_MAX in full: this names the bound in a few characters.
+CLI::Validator finite_number(bool zero_allowed) {
+  return CLI::Validator(
+      [zero_allowed](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
+        if (!std::isfinite(value) || (zero_allowed ? value < 0.0 : value <= 0.0)) {
+          return fmt::format("{} is not a finite number {} 0", text, zero_allowed ? ">=" : ">");
+        }
+        return {};
+      },
+      zero_allowed ? "NUMBER >= 0" : "NUMBER > 0");
+}
+
+}  // namespace
 
 void add_options(CLI::App& app, TrainOptions& o) {
   app.description(
@@ -56,28 +79,28 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::IsMember(kOptimizers))
       ->default_str("adadelta; adam for materials_mlp");
   app.add_option("--lr", o.lr, "Learning rate")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(false))
       ->default_str("adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp), sgd and adagrad 0.01");
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
   app.add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum (needs --momentum > 0)");
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay (SGD, Adam)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--lr-schedule", o.lr_schedule, "constant, step (x0.1 every --lr-step epochs) or cosine")
       ->check(CLI::IsMember(kSchedules))
       ->capture_default_str();
   app.add_option("--lr-step", o.lr_step_epochs, "Epochs between the step schedule's drops")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(false))
       ->capture_default_str();
   app.add_option("--warmup-epochs", o.warmup_epochs, "Linear learning-rate warm-up from 0 over this many epochs")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--device", o.device,
                  "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
                  "rank>), and --allreduce builtin then reduces with NCCL")->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->default_str("DDL_NUM_THREADS, else every core");
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "Save last.ckpt every epoch and best.ckpt at the best validation score here");
@@ -89,7 +112,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--log-jsonl", o.log_jsonl, "Append each epoch's metrics to this JSON-lines file");
   app.add_option("--early-stopping", o.early_stopping,
                  "Stop after this many epochs without a better validation score (0: never)")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--on-nonfinite", o.on_nonfinite,
                  "A step whose loss is NaN or infinite: stop (exit 1, before its update) or skip its update")
@@ -102,7 +125,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(std::int64_t{10}, std::int64_t{100000000}))
       ->capture_default_str();
   app.add_option("--noise", o.noise, "materials_mlp: Gaussian stress noise in MPa")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
   app.add_flag("!--no-validation", o.validate, "Skip evaluating the test set after every epoch");
   app.add_option("--prefetch", o.prefetch, "Batches prepared ahead by the loader's thread (0: none)")
@@ -123,29 +146,29 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::IsMember(kAllreduceNames))
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(false))
       ->capture_default_str();
   app.add_flag("!--no-overlap", o.overlap,
                "Reduce gradients after backward instead of during it (with one bucket they always are)");
   app.add_flag("--fp16-compression", o.fp16_compression,
                "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(false))
       ->capture_default_str();
   app.add_flag("--async", o.asynchronous, "--parallel ps: apply each worker's gradients as they arrive");
   app.add_option("--max-staleness", o.max_staleness, "--parallel ps --async: pushes a worker may run ahead")
-      ->check(CLI::NonNegativeNumber)
+      ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--batch-per-rank", o.batch_per_rank,
                  "Samples per rank per step instead of --batch-size (the global batch grows with the ranks)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
   app.add_option("--stages", o.stages, "--parallel pipeline: stages, one per rank")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_number(false))
       ->default_str("the rank count");
   app.add_option("--dp", o.dp, "--parallel hybrid: pipelines, each training on its share of every batch")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(false));
   app.add_option("--pp", o.pp, "--parallel hybrid: stages per pipeline (--dp x --pp must be the rank count)")
-      ->check(CLI::PositiveNumber);
+      ->check(finite_number(false));
   app.add_option("--micro-batches", o.micro_batches,
                  "--parallel pipeline: micro-batches per batch (sizes differ by at most one; a batch smaller than "
                  "this gets one per sample). More shrink the bubble (p-1)/(M+p-1) but make each product smaller")
@@ -190,6 +213,11 @@ void resolve_defaults(TrainOptions& o) {
   if (o.momentum > 0.0 && o.optimizer != "sgd") throw UsageError("--momentum applies to --optimizer sgd only");
   if (o.fp16_compression && (o.parallel != "data" || o.allreduce != "ring")) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
+  }
+  if (o.threads > config::available_cpus()) {
+    throw UsageError(fmt::format("--threads {}: this process may run on {} CPU(s), and more threads than CPUs only "
+                                 "slow every kernel down",
+                                 o.threads, config::available_cpus()));
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
   if (o.resume_changed && !o.resume) throw UsageError("--resume-changed applies to --resume");

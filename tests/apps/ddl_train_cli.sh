@@ -51,6 +51,12 @@ case $case_name in
     expect_usage_error 2 "--accumulate" --accumulate 0
     expect_usage_error 2 "--placement places layers inside one process" --placement 0-10=cpu:0 --parallel data
     expect_usage_error 2 "--micro-batches applies to --parallel pipeline" --micro-batches 4
+    expect_usage_error 2 "--lr: nan is not a finite number > 0" --lr nan
+    expect_usage_error 2 "--weight-decay: 1e999 is not a finite number >= 0" --weight-decay 1e999
+    expect_usage_error 2 "--threads 100000: this process may run on" --threads 100000
+    DDL_NUM_THREADS=100000 expect_usage_error 2 "DDL_NUM_THREADS=100000 is not an integer from 1 to 1024"
+    DDL_STALL_TIMEOUT=abc expect_usage_error 2 "DDL_STALL_TIMEOUT=abc is not a positive number"
+    DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
@@ -196,7 +202,7 @@ case $case_name in
       local code=$1 text=$2
       shift 2
       local start=$SECONDS
-      DDL_STALL_TIMEOUT=60 timeout 50 mpiexec "$@" > "$work/out" 2> "$work/err"
+      DDL_STALL_TIMEOUT=${DDL_STALL_TIMEOUT:-60} timeout 50 mpiexec "$@" > "$work/out" 2> "$work/err"
       local rc=$? took=$((SECONDS - start))
       [[ $rc -eq $code ]] || fail "mpiexec $* exited $rc, expected $code: $(cat "$work/err")"
       grep -qF -- "$text" "$work/err" || fail "mpiexec $*: stderr lacks '$text': $(cat "$work/err")"
@@ -208,6 +214,8 @@ case $case_name in
       -n 1 "$train" "${args[@]}" --lr 1 : -n 1 "$train" "${args[@]}" --lr 0.1
     expect_agreed_error 2 "rank 0 has '--allreduce ring', rank 1 has '--allreduce tree'" \
       -n 1 "$train" "${args[@]}" : -n 1 "$train" "${args[@]}" --allreduce tree
+    DDL_STALL_TIMEOUT=0 expect_agreed_error 2 "ranks could not start: ranks 0, 1: environment variable DDL_STALL_TIMEOUT=0" \
+      -n 2 "$train" "${args[@]}"
     mkdir "$work/empty"
     expect_agreed_error 2 "a rank could not start: rank 1: --data $work/empty" \
       -n 1 "$train" "${args[@]}" : -n 1 "$train" "${args[@]}" --data "$work/empty"

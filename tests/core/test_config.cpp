@@ -19,8 +19,31 @@ TEST_CASE("config: cpu_device_count follows DDL_CPU_DEVICES") {
   CHECK(device_count(DeviceType::CPU) == expected);
 }
 
-TEST_CASE("config: set_num_threads rejects a non-positive count") {
+TEST_CASE("config: set_num_threads rejects a count below 1 or above kMaxThreads") {
   CHECK(throws_error_mentioning([] { set_num_threads(0); }, {"set_num_threads", "0"}));
+  CHECK(throws_error_mentioning([] { set_num_threads(config::kMaxThreads + 1); },
+                                {"set_num_threads", "from 1 to 1024", "1025"}));
+  CHECK(config::available_cpus() >= 1);
+}
+
+TEST_CASE("config: the environment readers refuse anything but a positive number, naming the variable") {
+  for (const char* bad : {"abc", "0", "-5", "nan", "inf", "1e999", "12x"}) {
+    CAPTURE(bad);
+    ::setenv("DDL_TEST_VALUE", bad, 1);
+    CHECK(throws_error_mentioning([] { (void)config::positive_double_from_environment("DDL_TEST_VALUE", 1.0); },
+                                  {"DDL_TEST_VALUE", bad, "not a positive number"}));
+    CHECK(throws_error_mentioning([] { (void)config::positive_bytes_from_environment("DDL_TEST_VALUE", 1); },
+                                  {"DDL_TEST_VALUE", bad, "not a positive byte count"}));
+  }
+  ::setenv("DDL_TEST_VALUE", "99999999999999999999999", 1);  // past int64
+  CHECK(throws_error_mentioning([] { (void)config::positive_bytes_from_environment("DDL_TEST_VALUE", 1); },
+                                {"DDL_TEST_VALUE"}));
+  ::setenv("DDL_TEST_VALUE", "2.5", 1);
+  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.0) == 2.5);
+  ::unsetenv("DDL_TEST_VALUE");
+  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.5) == 1.5);
+  CHECK(config::positive_bytes_from_environment("DDL_TEST_VALUE", 7) == 7);
+  config::check_environment();  // this process's own variables are fine
 }
 
 TEST_CASE("config: results are bitwise the same with one thread and with two") {

@@ -2,6 +2,7 @@
 // ranks: ranks and node-local ranks, split, messages of tensors and bytes,
 // the sums and gathers used for metrics and negotiation.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstring>
 #include <numeric>
@@ -10,6 +11,7 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>
 
@@ -129,6 +131,11 @@ TEST_CASE("gather_problems: every failing rank's own message reaches every rank 
     CHECK(problems[i].what.size() <= 1023);
   }
   CHECK(parallel::describe_problems(problems).rfind("rank 1: rank 1 failed", 0) == 0);
+  // The same message on every rank is one entry.
+  const auto everywhere = parallel::gather_problems(world, "no disk");
+  std::vector<std::string> ranks;
+  for (int r = 0; r < world.size(); ++r) ranks.push_back(std::to_string(r));
+  CHECK(parallel::describe_problems(everywhere) == fmt::format("ranks {}: no disk", fmt::join(ranks, ", ")));
 }
 
 TEST_CASE("first_disagreement: the first line that differs, with each rank's line there") {
@@ -145,6 +152,16 @@ TEST_CASE("first_disagreement: the first line that differs, with each rank's lin
   const auto shorter = parallel::first_disagreement(world, world.rank() == 0 ? std::vector<std::string>{"a"} : std::vector<std::string>{"a", "b"});
   REQUIRE(shorter.has_value());
   CHECK(shorter->per_rank[0] == "nothing (it has only 1 entries)");
+}
+
+TEST_CASE("parallel config: check_environment names a bad variable; the getters keep their default meanwhile") {
+  parallel::config::check_environment();
+  const std::int64_t segment = parallel::config::ring_segment_bytes();
+  ::setenv("DDL_FUSION_THRESHOLD", "lots", 1);
+  CHECK(test::throws_error_mentioning([] { parallel::config::check_environment(); },
+                                      {"DDL_FUSION_THRESHOLD=lots", "not a positive byte count"}));
+  ::unsetenv("DDL_FUSION_THRESHOLD");
+  CHECK(parallel::config::ring_segment_bytes() == segment);
 }
 
 TEST_CASE("NcclCommunicator: without NCCL or without a GPU, create() says which, naming the rank") {
