@@ -306,7 +306,8 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
                                                          {"training data", fingerprint.front()}},
         o.resume_changed));
     checkpoints = std::make_shared<optim::ModelCheckpoint>(
-        optim::ModelCheckpointOptions{.directory = o.checkpoint_dir, .monitor = monitor});
+        optim::ModelCheckpointOptions{
+            .directory = o.checkpoint_dir, .monitor = monitor, .every_steps = o.checkpoint_every_steps});
     fit.callbacks.push_back(checkpoints);
   }
   // Placement and pipelines report each device's memory at the end.
@@ -376,12 +377,15 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
 #if DDL_WITH_MPI_BUILD
     if (job) {
       agree_start_up(*job, problem, false);
-      agree_settings(*job, {fmt::format("resumed after epoch {} (step {})", trainer.epoch(), trainer.step())});
+      agree_settings(*job, {fmt::format("resumed after epoch {} and {} batches (step {})", trainer.epoch(),
+                                        trainer.epoch_batches(), trainer.step())});
     }
 #endif
     if (!problem.empty()) throw std::runtime_error(problem);
-    trainer.print(found ? fmt::format("Resumed from {} after epoch {} (step {})", last.string(),
-                                      trainer.epoch(), trainer.step())
+    const std::string where = trainer.epoch_batches() > 0 ? fmt::format("in epoch {} after batch {}", trainer.epoch() + 1,
+                                                                         trainer.epoch_batches())
+                                                           : fmt::format("after epoch {}", trainer.epoch());
+    trainer.print(found ? fmt::format("Resumed from {} {} (step {})", last.string(), where, trainer.step())
                         : fmt::format("No checkpoint at {}: starting from scratch", last.string()));
   }
 

@@ -104,6 +104,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->default_str("DDL_NUM_THREADS, else every core");
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "Save last.ckpt every epoch and best.ckpt at the best validation score here");
+  app.add_option("--checkpoint-every-steps", o.checkpoint_every_steps,
+                 "Also save last.ckpt every N optimizer steps, mid-epoch too (0: only at each epoch's end); "
+                 "--resume continues from there bit for bit")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 40))
+      ->capture_default_str();
   app.add_flag("--resume", o.resume, "Continue from <checkpoint-dir>/last.ckpt if it exists, bit for bit");
   app.add_flag("--resume-changed", o.resume_changed,
                "Let --resume go on with another --batch-size, --accumulate, --seed or training data than the "
@@ -221,6 +226,9 @@ void resolve_defaults(TrainOptions& o) {
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
   if (o.resume_changed && !o.resume) throw UsageError("--resume-changed applies to --resume");
+  if (o.checkpoint_every_steps > 0 && o.checkpoint_dir.empty()) {
+    throw UsageError("--checkpoint-every-steps needs --checkpoint-dir");
+  }
   const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
   if (!pipelined) {
     for (const auto& [set, name] : {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},

@@ -52,6 +52,7 @@ struct TrainOptions {
   int threads = 0;                  // 0: DDL_NUM_THREADS or every core
   std::string checkpoint_dir;
   bool resume = false;
+  std::int64_t checkpoint_every_steps = 0;  // also last.ckpt every N steps (0: at epochs' ends only)
   bool resume_changed = false;      // --resume under another batch size, seed or data
   std::string log_csv;
   std::string log_jsonl;

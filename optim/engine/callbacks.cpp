@@ -61,6 +61,7 @@ ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options)
     : options_(std::move(options)), monitor_(options_.monitor, options_.mode) {
   DDL_CHECK(!options_.directory.empty(), "ModelCheckpoint: the directory is empty");
   DDL_CHECK(options_.keep_every >= 0, "ModelCheckpoint: keep_every must be >= 0, got {}", options_.keep_every);
+  DDL_CHECK(options_.every_steps >= 0, "ModelCheckpoint: every_steps must be >= 0, got {}", options_.every_steps);
 }
 
 std::string ModelCheckpoint::last_path() const { return (std::filesystem::path(options_.directory) / "last.ckpt").string(); }
@@ -90,6 +91,10 @@ void ModelCheckpoint::on_train_begin(Trainer& trainer) {
     trainer.print(fmt::format("Removed {} temporary checkpoint file(s) that killed runs left: {}", stale.size(),
                               fmt::join(stale, ", ")));
   }
+}
+
+void ModelCheckpoint::on_batch_end(Trainer& trainer, std::int64_t step, const Logs& /*logs*/) {
+  if (options_.every_steps > 0 && (step + 1) % options_.every_steps == 0) trainer.save_checkpoint(last_path());
 }
 
 void ModelCheckpoint::on_epoch_end(Trainer& trainer, std::int64_t epoch, const Logs& logs) {

@@ -45,9 +45,13 @@ struct ModelCheckpointOptions {
   std::string monitor = "val_loss";   // the metric "best" refers to
   MonitorMode mode = MonitorMode::automatic;
   std::int64_t keep_every = 0;        // also <directory>/epoch-<k>.ckpt every k epochs (0: never)
+  // Also last.ckpt every this many optimizer steps (0: never), mid-epoch
+  // too: a resume from it continues bit for bit (Trainer::load_checkpoint).
+  std::int64_t every_steps = 0;
 };
 
-// Saves Trainer checkpoints (Trainer::save_checkpoint) at the end of epochs.
+// Saves Trainer checkpoints (Trainer::save_checkpoint) at the end of epochs,
+// and every `every_steps` steps.
 // Runs after every other callback and on every rank: only the root writes,
 // but a strategy may first gather state from the other ranks (the
 // parameter server's optimizer state), and every rank decides alike since
@@ -61,6 +65,7 @@ class ModelCheckpoint : public Callback {
   // it; call it before on the root to find a problem before training.
   std::vector<std::string> prepare_directory() const;
   void on_train_begin(Trainer& trainer) override;
+  void on_batch_end(Trainer& trainer, std::int64_t step, const Logs& logs) override;
   void on_epoch_end(Trainer& trainer, std::int64_t epoch, const Logs& logs) override;
   bool saves_checkpoints() const override { return true; }
   std::string state_key() const override { return "model_checkpoint"; }

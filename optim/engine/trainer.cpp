@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -129,6 +130,7 @@ History Trainer::fit(BatchSource& train, const FitOptions& options) {
     const auto epoch_start = Clock::now();
     progress.begin_epoch(epoch_, options.epochs, train.batches_per_epoch(strategy_->shard()));
     const Logs train_logs = train_epoch(train, callbacks, progress);
+    in_epoch_ = {};
 
     Logs logs;
     logs.set("epoch", static_cast<double>(epoch_ + 1));
@@ -158,7 +160,26 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   const auto start = Clock::now();
   const std::int64_t steps_per_epoch =
       (train.batches_per_epoch(strategy_->shard()) + options_.batches_per_step - 1) / options_.batches_per_step;
-  std::int64_t batches = 0, steps = 0, skipped = 0;
+  // A checkpoint taken mid-epoch: the batches it had trained are read again
+  // and dropped, so the data order and every later draw are those of the
+  // uninterrupted run.
+  std::int64_t& batches = in_epoch_.batches;
+  std::int64_t& steps = in_epoch_.steps;
+  std::int64_t& skipped = in_epoch_.skipped;
+  for (std::int64_t b = 0; b < batches; ++b) {
+    DDL_CHECK(strategy_->next_batch(train).has_value(),
+              "fit: the checkpoint resumes epoch {} after {} batches, but this data gives only {}: is it the "
+              "data the checkpoint was trained on?", epoch_ + 1, batches, b);
+  }
+  if (!in_epoch_.resumed_sums.empty()) {
+    DDL_CHECK(in_epoch_.resumed_sums.size() == metrics.sums().size(),
+              "fit: the checkpoint holds {} metric sums for the epoch in progress, this trainer's metrics {}",
+              in_epoch_.resumed_sums.size(), metrics.sums().size());
+    metrics.sums() = in_epoch_.resumed_sums;
+    in_epoch_.resumed_sums.clear();
+  }
+  in_epoch_.metrics = &metrics;
+  if (batches > 0) progress.update(batches, metrics.samples() * strategy_->shard().world, metrics.logs());
   std::vector<Batch> step_batches;
   for (bool exhausted = false; !exhausted;) {
     step_batches.clear();
@@ -182,6 +203,7 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
     progress.update(batches, metrics.samples() * strategy_->shard().world, running);
     for (Callback* callback : callbacks) callback->on_batch_end(*this, step_ - 1, running);
   }
+  in_epoch_.metrics = nullptr;
   const double seconds = seconds_since(start);
   DDL_CHECK(batches > 0, "fit: the training data gave no batch in epoch {} (rank {} of {}): is the data set smaller "
             "than one batch with drop_last set?", epoch_ + 1, strategy_->rank(), strategy_->world_size());
@@ -284,7 +306,7 @@ void Trainer::add_metrics(MetricAccumulator& metrics, const StepOutput& result, 
   metrics.add(output, targets, loss_(output, targets));
 }
 
-Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
+Checkpoint Trainer::make_checkpoint(const TrainingState& state, const std::vector<double>& epoch_sums) const {
   Checkpoint checkpoint;
   add_tensors(checkpoint, "model.", state.model);
   add_tensors(checkpoint, "optimizer.", state.optimizer);
@@ -292,6 +314,15 @@ Checkpoint Trainer::make_checkpoint(const TrainingState& state) const {
   checkpoint.integers["step"] = step_;
   checkpoint.integers["rng.seed"] = static_cast<std::int64_t>(generator_->seed());
   checkpoint.integers["rng.offset"] = static_cast<std::int64_t>(generator_->offset());
+  if (in_epoch_.batches > 0) {
+    checkpoint.integers["epoch.batches"] = in_epoch_.batches;
+    checkpoint.integers["epoch.steps"] = in_epoch_.steps;
+    checkpoint.integers["epoch.skipped"] = in_epoch_.skipped;
+    // Doubles kept exactly, as their bits.
+    for (std::size_t i = 0; i < epoch_sums.size(); ++i) {
+      checkpoint.integers[fmt::format("epoch.metric_sum.{}", i)] = std::bit_cast<std::int64_t>(epoch_sums[i]);
+    }
+  }
   checkpoint.strings["optimizer"] = optimizer_->name();
   for (const Callback* callback : active_callbacks_) {
     if (!callback->state_key().empty()) callback->save_state(checkpoint, callback_prefix(*callback));
@@ -315,8 +346,14 @@ void Trainer::save_checkpoint(const std::string& path) const {
                                          : fmt::format("on {} ranks", agreed[0])));
   }
   strategy_->gather_state(*model_, state);
+  // Mid-epoch, the metrics so far: each rank holds its own, the file their total.
+  std::vector<double> epoch_sums;
+  if (in_epoch_.metrics != nullptr) {
+    epoch_sums = in_epoch_.metrics->sums();
+    strategy_->sum_over_ranks(epoch_sums);
+  }
   if (!strategy_->is_root()) return;
-  write_checkpoint_file(path, make_checkpoint(state));
+  write_checkpoint_file(path, make_checkpoint(state, epoch_sums));
 }
 
 void Trainer::load_checkpoint(const std::string& path) {
@@ -331,6 +368,18 @@ void Trainer::load_checkpoint(const std::string& path) {
   const std::int64_t step = required_integer(checkpoint, path, "step");
   const std::int64_t seed = required_integer(checkpoint, path, "rng.seed");
   const std::int64_t offset = required_integer(checkpoint, path, "rng.offset");
+  EpochPosition position;  // a checkpoint taken mid-epoch: how far it got
+  if (const auto batches = checkpoint.integers.find("epoch.batches"); batches != checkpoint.integers.end()) {
+    position.batches = batches->second;
+    position.steps = required_integer(checkpoint, path, "epoch.steps");
+    position.skipped = required_integer(checkpoint, path, "epoch.skipped");
+    for (std::size_t i = 0;; ++i) {
+      const auto sum = checkpoint.integers.find(fmt::format("epoch.metric_sum.{}", i));
+      if (sum == checkpoint.integers.end()) break;
+      // The total goes to the root alone, since fit() sums over the ranks.
+      position.resumed_sums.push_back(strategy_->is_root() ? std::bit_cast<double>(sum->second) : 0.0);
+    }
+  }
 
   // Both restores validate before they write; the model is restored first
   // and put back if the optimizer's state then turns out not to fit, so a
@@ -354,6 +403,7 @@ void Trainer::load_checkpoint(const std::string& path) {
   }
   epoch_ = epoch;
   step_ = step;
+  in_epoch_ = std::move(position);
   generator_->set_state(static_cast<std::uint64_t>(seed), static_cast<std::uint64_t>(offset));
   checkpoint.tensors.clear();
   pending_callback_state_ = std::move(checkpoint);

@@ -94,12 +94,14 @@ class Trainer {
   // Checkpoints hold the model's parameters and buffers ("model.<name>"),
   // the optimizer's state ("optimizer.<entry>"), the epoch and step counts,
   // the generator's seed and offset, and the state of the callbacks of the
-  // running fit(). Saving writes atomically (optim/engine/checkpoint.hpp) and, under
+  // running fit(); saved from a callback's on_batch_end (mid-epoch), also
+  // how far the epoch got and its metrics so far, summed over the ranks.
+  // Saving writes atomically (optim/engine/checkpoint.hpp) and, under
   // a strategy, on the root rank only; call it on every rank all the same,
   // since a strategy may first gather state held elsewhere (the parameter
   // server's optimizer state). Loading validates everything before
   // it changes anything; the callbacks' state is restored when the next
-  // fit() starts. Checkpoints are taken between epochs; a resumed fit()
+  // fit() starts. A resumed fit(), between epochs or mid-epoch,
   // continues bitwise as the uninterrupted run would on the same hardware,
   // thread count and rank count. A state holding NaN or infinity on any
   // rank is not written (an error on every rank; the file there is kept).
@@ -108,6 +110,10 @@ class Trainer {
 
   std::int64_t epoch() const { return epoch_; }  // epochs completed
   std::int64_t step() const { return step_; }    // optimizer steps taken
+  // Batches of the epoch in progress already trained: set during fit(), and
+  // after loading a checkpoint taken mid-epoch, where the next fit() resumes
+  // (0 between epochs).
+  std::int64_t epoch_batches() const { return in_epoch_.batches; }
   // Asks fit() to stop after the current epoch (early stopping).
   void request_stop() { stop_requested_ = true; }
   // Prints `line` and a newline where progress goes, unless quiet or not the
@@ -129,7 +135,7 @@ class Trainer {
   void add_metrics(MetricAccumulator& metrics, const StepOutput& result, const Batch& batch) const;
   // Runs the strategy's prepare() once, and again after a checkpoint load.
   void ensure_prepared();
-  Checkpoint make_checkpoint(const TrainingState& state) const;
+  Checkpoint make_checkpoint(const TrainingState& state, const std::vector<double>& epoch_sums) const;
   std::ostream& out() const;
   bool prints() const;
 
@@ -141,6 +147,16 @@ class Trainer {
   Generator* generator_;
   std::int64_t epoch_ = 0;
   std::int64_t step_ = 0;
+  // How far the epoch in progress got. During fit() `metrics` points at its
+  // running sums; after a mid-epoch load, `resumed_sums` holds the sums to
+  // start from (the ranks' total on the root, zeros elsewhere).
+  struct EpochPosition {
+    std::int64_t batches = 0;
+    std::int64_t steps = 0;
+    std::int64_t skipped = 0;
+    MetricAccumulator* metrics = nullptr;
+    std::vector<double> resumed_sums;
+  } in_epoch_;
   bool stop_requested_ = false;
   bool prepared_ = false;
   // Callbacks of the fit() in progress (for their state in checkpoints), and

@@ -232,7 +232,7 @@ case $case_name in
     resumed=(--train-limit 256 --test-limit 128 --threads 1 --batch-size 64 --quiet --parallel data --resume)
     mpiexec -n 2 "$train" "${resumed[@]}" --epochs 1 --checkpoint-dir "$work/ckpt" > "$work/out" 2>&1 ||
       fail "first run: $(cat "$work/out")"
-    expect_agreed_error 2 "rank 0 has 'resumed after epoch 1 (step 4)', rank 1 has 'resumed after epoch 0 (step 0)'" \
+    expect_agreed_error 2 "rank 0 has 'resumed after epoch 1 and 0 batches (step 4)', rank 1 has 'resumed after epoch 0 and 0 batches (step 0)'" \
       -n 1 "$train" "${resumed[@]}" --epochs 2 --checkpoint-dir "$work/ckpt" \
       : -n 1 "$train" "${resumed[@]}" --epochs 2 --checkpoint-dir "$work/none"
     ;;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/data_parallel.hpp>
@@ -163,6 +165,43 @@ TEST_CASE("DataParallel: evaluate averages over every rank's shard like one proc
     correct += static_cast<double>(std::max_element(row, row + 10) - row == labels[i]);
   }
   CHECK(logs.at("accuracy") == doctest::Approx(correct / 47.0).epsilon(1e-12));
+}
+
+TEST_CASE("DataParallel: a checkpoint taken mid-epoch resumes bit for bit, the ranks' metrics included") {
+  const Communicator world = Communicator::world();
+  std::optional<test::TempDir> directory;
+  const std::string path = test::shared_path(world, directory, "last.ckpt");
+  const auto every_3_steps = std::make_shared<optim::ModelCheckpoint>(optim::ModelCheckpointOptions{
+      .directory = std::filesystem::path(path).parent_path().string(), .save_best = false, .every_steps = 3});
+  const auto run = [&](std::vector<std::shared_ptr<optim::Callback>> callbacks, bool resume) {
+    auto model = small_cnn(5);
+    optim::Trainer trainer(model, layers::cross_entropy, test::sgd_with_momentum()(model->parameters()),
+                           test::quiet_options({optim::Metric::accuracy}, std::make_shared<DataParallel>(world)));
+    if (resume) trainer.load_checkpoint(path);
+    // 47 samples: the last batch of a shard holds padding.
+    const models::Dataset all = random_images();
+    models::DataLoader loader({slice(all.inputs, 0, 47), slice(all.targets, 0, 47)},
+                              {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
+    optim::History history;
+    try {
+      history = trainer.fit(loader, {.epochs = 2, .callbacks = std::move(callbacks)});
+    } catch (const test::StopAt::Stopped&) {
+      CHECK_FALSE(resume);
+    }
+    return std::make_pair(test::flat_parameters(*model), history);
+  };
+  const auto [expected, uninterrupted] = run({}, false);
+  // 4 steps per epoch: saved after the sixth (2 into epoch 2), stopped before the seventh.
+  (void)run({every_3_steps, std::make_shared<test::StopAt>(6)}, false);
+  world.barrier();
+  const auto [resumed, rest] = run({}, true);
+  CHECK(resumed == expected);
+  REQUIRE(rest.epochs.size() == 1);
+  for (const char* name : {"loss", "accuracy"}) {
+    CAPTURE(name);
+    CHECK(rest.epochs[0].at(name) == uninterrupted.epochs[1].at(name));
+  }
+  world.barrier();
 }
 
 namespace {

@@ -78,19 +78,6 @@ double stage_difference(const layers::Module& stage, const layers::Module& whole
   return worst;
 }
 
-// A path in rank 0's temporary directory, known to every rank.
-std::string shared_path(const Communicator& comm, std::optional<TempDir>& directory, const std::string& file) {
-  std::array<char, 512> path{};
-  if (comm.rank() == 0) {
-    directory.emplace("pipeline_checkpoint");
-    const std::string full = (directory->path / file).string();
-    REQUIRE(full.size() < path.size());
-    std::memcpy(path.data(), full.c_str(), full.size());
-  }
-  comm.broadcast_bytes(std::as_writable_bytes(std::span<char>(path)), 0);
-  return path.data();
-}
-
 }  // namespace
 
 TEST_CASE("Pipeline: training equals one process at the same batch, for both schedules and any micro-batch count") {
@@ -224,6 +211,36 @@ TEST_CASE("Pipeline: a checkpoint is one single-process file; resuming on the sa
     }
   }
   world.barrier();  // rank 0 removes the directory only after everyone has read the file
+}
+
+TEST_CASE("Pipeline: a checkpoint taken mid-epoch resumes bit for bit, metrics included") {
+  const Communicator world = Communicator::world();
+  std::optional<TempDir> directory;
+  const std::string path = shared_path(world, directory, "last.ckpt");
+  const auto every_3_steps = std::make_shared<optim::ModelCheckpoint>(optim::ModelCheckpointOptions{
+      .directory = std::filesystem::path(path).parent_path().string(), .save_best = false, .every_steps = 3});
+  auto data = training_data();  // 4 steps per epoch
+  Run straight = pipeline_run(world, {.micro_batches = 2});
+  const optim::History uninterrupted = straight.trainer->fit(data, {.epochs = 2});
+
+  Run first = pipeline_run(world, {.micro_batches = 2});
+  first.trainer->fit(data, {.epochs = 1, .callbacks = {every_3_steps}});
+  // Saved at epoch 1's end, then after 2 steps of epoch 2 (the sixth step).
+  CHECK_THROWS_AS(first.trainer->fit(data, {.epochs = 2, .callbacks = {every_3_steps, std::make_shared<StopAt>(7)}}),
+                  StopAt::Stopped);
+  world.barrier();
+
+  Run resumed = pipeline_run(world, {.micro_batches = 2});
+  resumed.trainer->load_checkpoint(path);
+  CHECK(resumed.trainer->epoch_batches() == 2);
+  const optim::History rest = resumed.trainer->fit(data, {.epochs = 2});
+  CHECK(flat_parameters(*resumed.model) == flat_parameters(*straight.model));
+  if (world.rank() == 0) {
+    REQUIRE(rest.epochs.size() == 1);
+    CHECK(rest.epochs[0].at("loss") == uninterrupted.epochs[1].at("loss"));
+    CHECK(rest.epochs[0].at("accuracy") == uninterrupted.epochs[1].at("accuracy"));
+  }
+  world.barrier();
 }
 
 TEST_CASE("Pipeline: stages on GPUs train as stages on the CPU, activations and gradients staged through the host") {

@@ -10,10 +10,14 @@
 #include <cmath>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <ddl/ddl.hpp>
 
+#include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
 
 namespace ddl::test {
@@ -90,6 +94,31 @@ inline bool every_rank_has_a_gpu(const parallel::Communicator& comm) {
   comm.sum_doubles(without);
   return without[0] == 0.0;
 }
+
+// A path in rank 0's temporary directory, known to every rank.
+inline std::string shared_path(const parallel::Communicator& comm, std::optional<TempDir>& directory, const std::string& file) {
+  std::array<char, 512> path{};
+  if (comm.rank() == 0) {
+    directory.emplace("pipeline_checkpoint");
+    const std::string full = (directory->path / file).string();
+    REQUIRE(full.size() < path.size());
+    std::memcpy(path.data(), full.c_str(), full.size());
+  }
+  comm.broadcast_bytes(std::as_writable_bytes(std::span<char>(path)), 0);
+  return path.data();
+}
+
+// Ends a fit() as a kill would, after the checkpoints of the steps before:
+// throws StopAt::Stopped when step `at` is about to begin (on every rank
+// alike, before the step's first message).
+struct StopAt : optim::Callback {
+  std::int64_t at;
+  explicit StopAt(std::int64_t step) : at(step) {}
+  void on_batch_begin(optim::Trainer& /*trainer*/, std::int64_t step) override {
+    if (step == at) throw Stopped{};
+  }
+  struct Stopped {};
+};
 
 inline double max_relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
   double worst = 0.0;

@@ -2,14 +2,18 @@
 // metrics average over every sample, evaluate / predict, checkpoints that
 // resume bitwise and refuse a trainer they do not fit, progress output.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
+#include <filesystem>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/optim/adadelta.hpp>
 #include <ddl/optim/adam.hpp>
+#include <ddl/optim/engine/callbacks.hpp>
 #include <ddl/optim/engine/trainer.hpp>
 #include <ddl/optim/sgd.hpp>
 
@@ -137,6 +141,63 @@ TEST_CASE("Trainer: training resumed from a checkpoint equals uninterrupted trai
     CAPTURE(resumed_state[i].first);
     if (resumed_state[i].second.dtype() == DType::Float32) {
       CHECK(resumed_state[i].second.to_vector<float>() == uninterrupted_state[i].second.to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("Trainer: training resumed from a mid-epoch checkpoint equals uninterrupted training bit for bit") {
+  const auto data = test::make_blobs(41, 21);  // batches of 6: 7 per epoch
+  TempDir dir("trainer");
+  // Stops the run (as a kill would) when step `at` is about to begin.
+  struct Interrupt : optim::Callback {
+    std::int64_t at;
+    explicit Interrupt(std::int64_t step) : at(step) {}
+    void on_batch_begin(Trainer& /*trainer*/, std::int64_t step) override {
+      if (step == at) throw std::runtime_error("interrupted");
+    }
+  };
+  for (const std::int64_t batches_per_step : {1, 2}) {
+    CAPTURE(batches_per_step);
+    const std::string path = dir.file(fmt::format("last-{}.ckpt", batches_per_step));
+    const auto make = [&](std::uint64_t seed) {
+      manual_seed(seed);
+      auto model = test::make_classifier(13, /*dropout=*/true);
+      auto optimizer = std::make_shared<optim::Adadelta>(model->parameters(), optim::AdadeltaOptions{});
+      optim::TrainerOptions options = quiet_options();
+      options.batches_per_step = batches_per_step;
+      return std::make_pair(model, std::make_unique<Trainer>(model, layers::cross_entropy, optimizer, options));
+    };
+    const auto every_3_steps = std::make_shared<optim::ModelCheckpoint>(
+        optim::ModelCheckpointOptions{.directory = dir.path.string(), .save_best = false, .every_steps = 3});
+    TensorBatches batches(data.inputs, data.labels, 6, /*shuffle=*/true);
+
+    auto [model, trainer] = make(77);
+    const optim::History uninterrupted = trainer->fit(batches, {.epochs = 3});
+    const std::vector<float> expected = flat_parameters(*model);
+
+    // Steps per epoch: 7 of one batch, or 4 of two (the last of one). The
+    // run stops in epoch 2 after its checkpoint of step 9 (or 6): 2 steps in.
+    const std::int64_t per_epoch = batches_per_step == 1 ? 7 : 4;
+    auto [first_model, first] = make(77);
+    CHECK_THROWS_AS(first->fit(batches, {.epochs = 3,
+                                         .callbacks = {every_3_steps, std::make_shared<Interrupt>(per_epoch + 3)}}),
+                    std::runtime_error);
+    std::filesystem::rename(dir.file("last.ckpt"), path);
+
+    auto [resumed_model, resumed] = make(12345);  // the checkpoint must bring back the generator, not this
+    resumed->load_checkpoint(path);
+    CHECK(resumed->epoch() == 1);
+    CHECK(resumed->step() == per_epoch + 2);
+    CHECK(resumed->epoch_batches() == 2 * batches_per_step);
+    const optim::History rest = resumed->fit(batches, {.epochs = 3});
+    CHECK(resumed->step() == 3 * per_epoch);
+    CHECK(flat_parameters(*resumed_model) == expected);
+    // The interrupted epoch's metrics count the batches before the checkpoint too.
+    REQUIRE(rest.epochs.size() == 2);
+    for (const char* name : {"loss", "accuracy"}) {
+      CAPTURE(name);
+      CHECK(rest.epochs[0].at(name) == uninterrupted.epochs[1].at(name));
+      CHECK(rest.epochs[1].at(name) == uninterrupted.epochs[2].at(name));
     }
   }
 }
