@@ -19,7 +19,8 @@
 //   evaluate / predict: begin_epoch, next_batch and forward per batch,
 //     (evaluate) sum_over_ranks
 //   save_checkpoint: sum_over_ranks(whether the state is not finite), then
-//     gather_state(model, state) on every rank; the root writes it
+//     gather_state(model, state) on every rank, (mid-epoch) sum_over_ranks(
+//     metric sums); the root writes it; sum_over_ranks(whether it failed)
 //   load_checkpoint: every rank reads the file, select_state(model, state)
 //
 // Every hook is called on every rank, so a strategy may run collectives in

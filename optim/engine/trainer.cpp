@@ -352,8 +352,20 @@ void Trainer::save_checkpoint(const std::string& path) const {
     epoch_sums = in_epoch_.metrics->sums();
     strategy_->sum_over_ranks(epoch_sums);
   }
-  if (!strategy_->is_root()) return;
-  write_checkpoint_file(path, make_checkpoint(state, epoch_sums));
+  // Only the root writes; whether it could is agreed, so that a full disk
+  // stops every rank at once rather than leaving the others waiting.
+  std::string failure;
+  if (strategy_->is_root()) {
+    try {
+      write_checkpoint_file(path, make_checkpoint(state, epoch_sums));
+    } catch (const Error& error) {
+      failure = error.what();
+    }
+  }
+  std::vector<double> failed{failure.empty() ? 0.0 : 1.0};
+  strategy_->sum_over_ranks(failed);
+  if (!failure.empty()) throw Error(failure);
+  DDL_CHECK(failed[0] == 0.0, "save_checkpoint '{}': the root rank could not write it (its error says why)", path);
 }
 
 void Trainer::load_checkpoint(const std::string& path) {

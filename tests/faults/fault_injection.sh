@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Fault injection against ddl-train, one case per ctest test:
+#   fault_injection.sh <path to ddl-train> <case>
+# Each case breaks a run on purpose (a rank killed or frozen mid-step, the
+# disk filling during a checkpoint, a diverging loss) and checks the exit
+# code, the time the job took to end, the message, and that the last good
+# checkpoint still loads: a resumed run finishes, and where the checkpoint
+# was taken mid-epoch, exactly as the uninterrupted run does.
+set -uo pipefail
+train=$1
+case_name=$2
+work=$(mktemp -d)
+cleanup() {
+  # A case that failed half-way may leave its job behind.
+  pkill -KILL -f -- "--checkpoint-dir $work/" 2> /dev/null
+  [[ -n "${mounted:-}" ]] && umount "$work/disk"
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A short data-parallel run: epochs of 10 steps, checkpointed every 4.
+args=(--model lenet5 --train-limit 2560 --test-limit 500 --threads 1 --batch-size 256 --parallel data)
+
+# The pid of rank $1 of the job whose checkpoints go to $2.
+rank_pid() {
+  local p
+  for p in $(pgrep -f -- "--checkpoint-dir $2"); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qx "PMI_RANK=$1"; then echo "$p"; return; fi
+  done
+}
+
+# Waits (at most 60 s) until the checkpoint $1 exists: the first is taken
+# 4 steps into epoch 1, and the job has 26 steps left.
+wait_for_checkpoint() {
+  local deadline=$((SECONDS + 60))
+  while [[ ! -e $1 ]]; do
+    ((SECONDS < deadline)) || fail "no checkpoint at $1 within 60 s"
+    sleep 0.05
+  done
+}
+
+# Starts the job in the background: mpiexec's pid in $job.
+start_job() {
+  local dir=$1
+  shift
+  (exec mpiexec -n 2 "$train" "${args[@]}" --epochs 3 --checkpoint-dir "$dir" --checkpoint-every-steps 4 "$@" \
+     > "$work/out" 2> "$work/err") &
+  job=$!
+}
+
+# Waits for the job; checks its exit code is not 0 and that it ended within
+# $1 seconds of $2 (a time from date +%s.%N).
+expect_failed_within() {
+  wait "$job"
+  local rc=$? took
+  took=$(echo "$(date +%s.%N) - $2" | bc)
+  [[ $rc -ne 0 ]] || fail "the job exited 0: $(tail -n 3 "$work/out")"
+  (($(echo "$took <= $1" | bc))) || fail "the job took $took s to end, more than $1 s"
+  echo "ok: exit $rc, $took s after the fault"
+}
+
+# The final line of an uninterrupted run, to compare resumed runs with.
+reference() {
+  mpiexec -n 2 "$train" "${args[@]}" --epochs 3 --checkpoint-dir "$work/reference" > "$work/reference.out" 2>&1 ||
+    fail "the reference run failed: $(cat "$work/reference.out")"
+  grep "^test accuracy" "$work/reference.out" | sed 's/; [0-9]* epoch(s) in .*//'
+}
+
+# Resumes from the checkpoint in $1 to the end and checks the result equals
+# the uninterrupted run's $2.
+expect_exact_resume() {
+  mpiexec -n 2 "$train" "${args[@]}" --epochs 3 --checkpoint-dir "$1" --resume > "$work/resumed" 2>&1 ||
+    fail "resuming from $1 failed: $(cat "$work/resumed")"
+  # Mid-epoch, unless a loaded machine let the job reach an epoch's end first.
+  grep -qE "^Resumed from $1/last.ckpt (in epoch [0-9] after batch|after epoch)" "$work/resumed" ||
+    fail "not resumed: $(head -n 20 "$work/resumed")"
+  local result
+  result=$(grep "^test accuracy" "$work/resumed" | sed 's/; [0-9]* epoch(s) in .*//')
+  [[ $result == "$2" ]] || fail "the resumed run ended with '$result', the uninterrupted one with '$2'"
+  echo "ok: $(grep "^Resumed" "$work/resumed"), and ended as the uninterrupted run: $result"
+}
+
+case $case_name in
+  kill-rank)
+    # kill -9 of a rank mid-step ends the job at once; the checkpoint before stays.
+    expected=$(reference)
+    start_job "$work/ckpt"
+    wait_for_checkpoint "$work/ckpt/last.ckpt"
+    pid=$(rank_pid 1 "$work/ckpt")
+    [[ -n $pid ]] || fail "rank 1 not found"
+    start=$(date +%s.%N)
+    kill -KILL "$pid"
+    expect_failed_within 10 "$start"
+    cat "$work/out" "$work/err" | grep -q "Killed (signal 9)" || fail "no word of the killed rank: $(tail -n 5 "$work/out")"
+    expect_exact_resume "$work/ckpt" "$expected"
+    ;;
+  stop-rank)
+    # A frozen rank (SIGSTOP) is named by rank 0 once the stall timeout passes.
+    expected=$(reference)
+    export DDL_STALL_TIMEOUT=3
+    start_job "$work/ckpt"
+    wait_for_checkpoint "$work/ckpt/last.ckpt"
+    pid=$(rank_pid 1 "$work/ckpt")
+    [[ -n $pid ]] || fail "rank 1 not found"
+    start=$(date +%s.%N)
+    kill -STOP "$pid"
+    expect_failed_within 15 "$start"
+    kill -KILL "$pid" 2> /dev/null
+    # Rank 0 names rank 1 when the stall is at a step's arrival check; inside
+    # a small collective it can only say that another rank is missing.
+    grep -qE "stalled: .*(rank\(s\) 1 have not reached|with rank 1 has not completed|one of them is missing)" \
+      "$work/err" || fail "no word of the stall: $(tail -n 5 "$work/err")"
+    unset DDL_STALL_TIMEOUT
+    expect_exact_resume "$work/ckpt" "$expected"
+    ;;
+  disk-full)
+    # The disk fills up between two checkpoints: the write fails, names the
+    # reason, and the checkpoint already there stays whole.
+    if [[ $(id -u) -ne 0 ]] || ! mkdir "$work/disk" || ! mount -t tmpfs -o size=32m tmpfs "$work/disk" 2> /dev/null; then
+      echo "skipped: mounting a small tmpfs needs root (and a mount namespace that allows it)"
+      exit 77
+    fi
+    mounted=1
+    expected=$(reference)
+    start_job "$work/disk/ckpt"
+    wait_for_checkpoint "$work/disk/ckpt/last.ckpt"
+    cp "$work/disk/ckpt/last.ckpt" "$work/before-full.ckpt"
+    # What the job had just written stays; what it writes next finds no room.
+    head -c 64m /dev/zero > "$work/disk/filler" 2> /dev/null
+    start=$(date +%s.%N)
+    expect_failed_within 30 "$start"
+    grep -q "No space left on device" "$work/err" || fail "no word of the full disk: $(tail -n 5 "$work/err")"
+    ls "$work/disk/ckpt" | grep -q "\.tmp\." && fail "a temp file was left: $(ls "$work/disk/ckpt")"
+    rm "$work/disk/filler"
+    mkdir "$work/ckpt" && cp "$work/disk/ckpt/last.ckpt" "$work/ckpt/"
+    expect_exact_resume "$work/ckpt" "$expected"
+    ;;
+  nan-loss)
+    # A diverging run (SGD at lr 1e6 on mnist_cnn: NaN within a few steps)
+    # stops at its first non-finite step, before the update, and the good
+    # checkpoint of the epoch before stays and resumes.
+    nan_args=(--model mnist_cnn --train-limit 512 --test-limit 128 --threads 1 --batch-size 64 --parallel data
+              --optimizer sgd --checkpoint-dir "$work/ckpt")
+    mpiexec -n 2 "$train" "${nan_args[@]}" --lr 0.01 --epochs 1 > "$work/out" 2>&1 ||
+      fail "the good epoch failed: $(cat "$work/out")"
+    cp "$work/ckpt/last.ckpt" "$work/good.ckpt"
+    start=$(date +%s.%N)
+    (exec mpiexec -n 2 "$train" "${nan_args[@]}" --lr 1e6 --epochs 2 --resume > "$work/out" 2> "$work/err") &
+    job=$!
+    expect_failed_within 30 "$start"
+    grep -qE "the loss is (-?nan|-?inf|not finite) at epoch 2, step [0-9]+ of 8 .*before this step's update" \
+      "$work/err" || fail "no message naming the step: $(tail -n 5 "$work/err")"
+    cmp -s "$work/ckpt/last.ckpt" "$work/good.ckpt" || fail "the diverged run replaced last.ckpt"
+    mpiexec -n 2 "$train" "${nan_args[@]}" --lr 0.01 --epochs 2 --resume > "$work/resumed" 2>&1 ||
+      fail "the kept checkpoint does not resume: $(cat "$work/resumed")"
+    grep -q "^test accuracy" "$work/resumed" || fail "no final line: $(tail -n 3 "$work/resumed")"
+    echo "ok: stopped at '$(grep -o "the loss is [^:]*" "$work/err" | head -n 1)'; last.ckpt kept and resumed"
+    ;;
+  *)
+    fail "unknown case '$case_name'"
+    ;;
+esac
