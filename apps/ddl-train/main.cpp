@@ -303,6 +303,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
         std::vector<std::pair<std::string, std::string>>{{"--batch-size", std::to_string(o.batch_size)},
                                                          {"--accumulate", std::to_string(o.accumulate)},
                                                          {"--seed", std::to_string(o.seed)},
+                                                         {"data-parallel ranks", std::to_string(world)},
                                                          {"training data", fingerprint.front()}},
         o.resume_changed));
     checkpoints = std::make_shared<optim::ModelCheckpoint>(

@@ -111,8 +111,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_flag("--resume", o.resume, "Continue from <checkpoint-dir>/last.ckpt if it exists, bit for bit");
   app.add_flag("--resume-changed", o.resume_changed,
-               "Let --resume go on with another --batch-size, --accumulate, --seed or training data than the "
-               "checkpoint's (then no longer bit for bit)");
+               "Let --resume go on with another --batch-size, --accumulate, --seed, training data or number of "
+               "data-parallel ranks than the checkpoint's (then no longer bit for bit)");
   app.add_option("--log-csv", o.log_csv, "Append each epoch's metrics to this CSV file");
   app.add_option("--log-jsonl", o.log_jsonl, "Append each epoch's metrics to this JSON-lines file");
   app.add_option("--early-stopping", o.early_stopping,

@@ -1,6 +1,6 @@
 // ddl-train's promise that --resume continues bit for bit: the settings that
 // decide the steps (the global batch size, the accumulation, the seed, the
-// training data) are kept in every checkpoint, and a resume under other
+// training data, the ranks that share each batch) are kept in every checkpoint, and a resume under other
 // values is refused naming each change, unless --resume-changed allows it,
 // which one line then reports.
 #pragma once

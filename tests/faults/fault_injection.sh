@@ -158,6 +158,33 @@ case $case_name in
     grep -q "^test accuracy" "$work/resumed" || fail "no final line: $(tail -n 3 "$work/resumed")"
     echo "ok: stopped at '$(grep -o "the loss is [^:]*" "$work/err" | head -n 1)'; last.ckpt kept and resumed"
     ;;
+  elastic)
+    # ddl-elastic restarts a job whose rank was killed from its last
+    # checkpoint on one rank fewer; it still trains every epoch and learns.
+    elastic=$(dirname "$0")/../../apps/ddl-elastic
+    elastic_args=(--model lenet5 --train-limit 2400 --test-limit 500 --threads 1 --batch-size 240 --epochs 3
+                  --parallel data --checkpoint-dir "$work/ckpt" --checkpoint-every-steps 4)
+    ("$elastic" --ranks 3 --min-ranks 2 -- "$train" "${elastic_args[@]}" > "$work/out" 2> "$work/err") &
+    job=$!
+    wait_for_checkpoint "$work/ckpt/last.ckpt"
+    pid=$(rank_pid 1 "$work/ckpt")
+    [[ -n $pid ]] || fail "rank 1 not found"
+    kill -KILL "$pid"
+    wait "$job" || fail "ddl-elastic exited $?: $(tail -n 5 "$work/err")"
+    grep -q "^ddl-elastic: the job failed (exit [0-9]*) after [0-9]* s; restart 1 of at most 3 .* on 2 rank(s)" \
+      "$work/err" || fail "no restart on 2 ranks: $(cat "$work/err")"
+    grep -q "^Resuming with changed settings (data-parallel ranks was 3, now 2)" "$work/out" ||
+      fail "the resume on 2 ranks was not announced: $(cat "$work/out")"
+    grep -q "^Epoch 3/3 - " "$work/out" || fail "epoch 3 not trained: $(tail -n 5 "$work/out")"
+    accuracy=$(grep "^test accuracy" "$work/out" | tail -n 1 | sed 's/test accuracy \([0-9.]*\)%.*/\1/')
+    (($(echo "$accuracy >= 50" | bc))) || fail "the restarted run reached only $accuracy% test accuracy"
+    echo "ok: rank 1 killed, restarted on 2 ranks, 3 epochs trained, test accuracy $accuracy%"
+    # What a restart cannot mend is not retried.
+    "$elastic" --ranks 2 --min-ranks 1 -- "$train" "${elastic_args[@]}" --bogus > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] && grep -q "usage error (exit 2): not restarting" "$work/err" ||
+      fail "a usage error was retried: $(cat "$work/err")"
+    echo "ok: a usage error is not retried"
+    ;;
   *)
     fail "unknown case '$case_name'"
     ;;
