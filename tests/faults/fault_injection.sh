@@ -41,6 +41,16 @@ wait_for_checkpoint() {
   done
 }
 
+# Once the job's first checkpoint is in $2, sends signal $1 to its rank 1;
+# sets $pid, and $start to when the signal went.
+signal_rank_1() {
+  wait_for_checkpoint "$2/last.ckpt"
+  pid=$(rank_pid 1 "$2")
+  [[ -n $pid ]] || fail "rank 1 not found"
+  start=$(date +%s.%N)
+  kill "-$1" "$pid"
+}
+
 # Starts the job in the background: mpiexec's pid in $job.
 start_job() {
   local dir=$1
@@ -87,11 +97,7 @@ case $case_name in
     # kill -9 of a rank mid-step ends the job at once; the checkpoint before stays.
     expected=$(reference)
     start_job "$work/ckpt"
-    wait_for_checkpoint "$work/ckpt/last.ckpt"
-    pid=$(rank_pid 1 "$work/ckpt")
-    [[ -n $pid ]] || fail "rank 1 not found"
-    start=$(date +%s.%N)
-    kill -KILL "$pid"
+    signal_rank_1 KILL "$work/ckpt"
     expect_failed_within 10 "$start"
     cat "$work/out" "$work/err" | grep -q "Killed (signal 9)" || fail "no word of the killed rank: $(tail -n 5 "$work/out")"
     expect_exact_resume "$work/ckpt" "$expected"
@@ -101,11 +107,7 @@ case $case_name in
     expected=$(reference)
     export DDL_STALL_TIMEOUT=3
     start_job "$work/ckpt"
-    wait_for_checkpoint "$work/ckpt/last.ckpt"
-    pid=$(rank_pid 1 "$work/ckpt")
-    [[ -n $pid ]] || fail "rank 1 not found"
-    start=$(date +%s.%N)
-    kill -STOP "$pid"
+    signal_rank_1 STOP "$work/ckpt"
     expect_failed_within 15 "$start"
     kill -KILL "$pid" 2> /dev/null
     # Rank 0 names rank 1 when the stall is at a step's arrival check; inside
@@ -166,10 +168,7 @@ case $case_name in
                   --parallel data --checkpoint-dir "$work/ckpt" --checkpoint-every-steps 4)
     ("$elastic" --ranks 3 --min-ranks 2 -- "$train" "${elastic_args[@]}" > "$work/out" 2> "$work/err") &
     job=$!
-    wait_for_checkpoint "$work/ckpt/last.ckpt"
-    pid=$(rank_pid 1 "$work/ckpt")
-    [[ -n $pid ]] || fail "rank 1 not found"
-    kill -KILL "$pid"
+    signal_rank_1 KILL "$work/ckpt"
     wait "$job" || fail "ddl-elastic exited $?: $(tail -n 5 "$work/err")"
     grep -q "^ddl-elastic: the job failed (exit [0-9]*) after [0-9]* s; restart 1 of at most 3 .* on 2 rank(s)" \
       "$work/err" || fail "no restart on 2 ranks: $(cat "$work/err")"
