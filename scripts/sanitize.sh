@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Builds ddl with sanitizers and runs the tests under them; README command (2)
+# runs it after the main suite. Both builds are CPU-only (a sanitizer cannot
+# see into CUDA kernels, and CI has no GPU) and live in folders of their own.
+#
+#   asan  AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan: the
+#         whole ctest suite, MPI tests included, but the end-to-end trainings
+#         (long_tests below). Any finding fails its test
+#         (-fno-sanitize-recover=all; leaks are reported at exit).
+#   tsan  ThreadSanitizer, in build-tsan: the tests whose code runs threads of
+#         ddl's own, the loader's prefetcher and data parallelism's
+#         communication thread (tsan_tests below).
+#
+# Usage: scripts/sanitize.sh [asan] [tsan] [--all] [-- ctest arguments]
+#   no variant runs both; --all runs long_tests too (asan: about 8 minutes
+#   more); ctest arguments narrow a run, e.g.
+#   scripts/sanitize.sh asan -- -R BatchPrefetcher
+#   DDL_SANITIZE_JOBS   build jobs (default: nproc)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+variants=()
+all=false
+while (($#)); do
+  case $1 in
+    asan | tsan) variants+=("$1") ;;
+    --all) all=true ;;
+    --) shift; break ;;
+    *) echo "sanitize.sh: unknown argument '$1' (expected asan, tsan, --all or -- ctest arguments)" >&2; exit 2 ;;
+  esac
+  shift
+done
+ctest_args=("$@")
+((${#variants[@]})) || variants=(asan tsan)
+jobs=${DDL_SANITIZE_JOBS:-$(nproc)}
+
+# The end-to-end trainings of tests/models/test_training.cpp take 450 s
+# under ASan at -O1 (2 cores), more than the rest of the suite. They check
+# accuracy and bitwise resume; the code they run (conv2d, Adadelta, the
+# Trainer, checkpoints, the prefetcher) is run under ASan by the unit tests
+# and by ddl-train's command-line tests, which train mnist_cnn too.
+long_tests='^Training: '
+# The ctest tests that run ddl's own threads: the prefetcher and the loaders
+# that use it, and the MPI program, whose DataParallel cases reduce buckets
+# on the communication thread (several buckets, overlap on and off).
+tsan_tests='^(BatchPrefetcher:|DataLoader:|ddl_mpi_tests_2_ranks$)'
+skip=()
+if ! $all; then skip=(-E "$long_tests"); fi
+
+build_and_test() {
+  local variant=$1 sanitizers=$2
+  shift 2
+  local build_dir=build-$variant
+  # The flags also go to the environment: the packaging test configures an
+  # outside project against this build, which must link the same runtime.
+  export CXXFLAGS="$sanitizers -fno-omit-frame-pointer" LDFLAGS="$sanitizers"
+  # Debug at -O1: assertions on, stack traces whole, and fast enough for CI.
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+    -DCMAKE_CXX_FLAGS="$CXXFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$LDFLAGS" \
+    -DDDL_CUDA=OFF -DDDL_NCCL=OFF -DDDL_BUILD_BENCH=OFF -DDDL_BUILD_EXAMPLES=OFF
+  cmake --build "$build_dir" -j"$jobs"
+  (cd "$build_dir" && ctest --output-on-failure --timeout 900 "$@")
+}
+
+for variant in "${variants[@]}"; do
+  echo "== sanitize: $variant"
+  case $variant in
+    asan)
+      export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1"
+      export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+      build_and_test asan "-fsanitize=address,undefined -fno-sanitize-recover=all" \
+        "${skip[@]}" "${ctest_args[@]}"
+      ;;
+    tsan)
+      export TSAN_OPTIONS="second_deadlock_stack=1"
+      # MPICH's UCX patches madvise, which glibc calls as a thread exits,
+      # into a hook that takes a lock TSan intercepts on a thread it has
+      # already let go: every thread's exit crashed. The hooks serve RDMA
+      # registration caches, which shared memory on one node does not use.
+      export UCX_MEM_MMAP_HOOK_MODE=none
+      # libgomp is not built for TSan, so the synchronisation inside an
+      # OpenMP team is invisible to it and every parallel loop would look
+      # racy: kernels run on one thread, and the threads TSan checks are
+      # ddl's own.
+      export OMP_NUM_THREADS=1 DDL_NUM_THREADS=1
+      build_and_test tsan "-fsanitize=thread" -R "$tsan_tests" "${skip[@]}" "${ctest_args[@]}"
+      ;;
+  esac
+done
