@@ -20,9 +20,12 @@ struct CpuMemory {
 
 using CpuPool = detail::CachingPool<CpuMemory>;
 
+// Never destroyed: a tensor held by a static destroyed after the pools
+// would return its block to a destroyed pool, and at exit LeakSanitizer
+// would count every block a destroyed pool had cached as leaked.
 CpuPool& cpu_pool(int index) {
-  static std::vector<CpuPool> pools(static_cast<std::size_t>(config::cpu_device_count()));
-  return pools[static_cast<std::size_t>(index)];
+  static auto* const pools = new std::vector<CpuPool>(static_cast<std::size_t>(config::cpu_device_count()));
+  return (*pools)[static_cast<std::size_t>(index)];
 }
 
 void* cpu_allocate(int index, std::size_t bytes) {
