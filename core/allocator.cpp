@@ -20,20 +20,12 @@ struct CpuMemory {
 
 using CpuPool = detail::CachingPool<CpuMemory>;
 
-// One pool per logical CPU device. At exit the pools give their cached
-// blocks back: the pool's maps are the only record of them, so otherwise
-// every run ended leaking its cache, and a leak checker (LeakSanitizer in
-// scripts/sanitize.sh) could not tell that from a tensor really leaked.
-struct CpuPools {
-  std::vector<CpuPool> pools{static_cast<std::size_t>(config::cpu_device_count())};
-  ~CpuPools() {
-    for (std::size_t i = 0; i < pools.size(); ++i) pools[i].release_cache(static_cast<int>(i));
-  }
-};
-
+// Never destroyed: a tensor held by a static destroyed after the pools
+// would return its block to a destroyed pool, and at exit LeakSanitizer
+// would count every block a destroyed pool had cached as leaked.
 CpuPool& cpu_pool(int index) {
-  static CpuPools all;
-  return all.pools[static_cast<std::size_t>(index)];
+  static auto* const pools = new std::vector<CpuPool>(static_cast<std::size_t>(config::cpu_device_count()));
+  return (*pools)[static_cast<std::size_t>(index)];
 }
 
 void* cpu_allocate(int index, std::size_t bytes) {

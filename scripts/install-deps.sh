@@ -13,6 +13,9 @@ packages=(
   libcli11-dev         # command-line options
   nlohmann-json3-dev   # JSON traces and logs
   dataset-fashion-mnist
+  # scripts/fuzz.sh: clang; its runtimes (libFuzzer, ASan, UBSan: clang_rt.*
+  # in libclang-rt-14-dev, only recommended by clang); clang's OpenMP
+  clang libclang-rt-14-dev libomp-14-dev
 )
 
 missing=()

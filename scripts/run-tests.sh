@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README command (2): installs dependencies, builds, and runs the whole test
 # suite with ctest (which prints its summary), then under the sanitizers
-# (scripts/sanitize.sh). .ci/run calls exactly this.
+# (scripts/sanitize.sh), then the fuzzers for a short while
+# (DDL_FUZZ_SECONDS=0: built, not run). .ci/run calls exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -10,3 +11,7 @@ scripts/build.sh
 # The suite again under AddressSanitizer + UBSan, and the threaded tests under
 # ThreadSanitizer, each in a CPU-only build of its own.
 scripts/sanitize.sh
+# Then libFuzzer on every parser of outside bytes (scripts/fuzz.sh): 20 s a
+# target, 7 targets, about 2 min plus 2-3 min of clang build on 2 cores:
+# enough to replay the seeds and catch a regression without doubling CI.
+DDL_FUZZ_SECONDS=${DDL_FUZZ_SECONDS:-20} scripts/fuzz.sh

@@ -37,9 +37,11 @@ struct CudaMemory {
 
 using CudaPool = detail::CachingPool<CudaMemory>;
 
+// Never destroyed, as the CPU pools (core/allocator.cpp): a tensor held by
+// a static may be freed after the pools' destruction would have run.
 CudaPool& pool(int device) {
-  static std::vector<CudaPool> pools(static_cast<std::size_t>(device_count()));
-  return pools.at(static_cast<std::size_t>(device));
+  static auto* const pools = new std::vector<CudaPool>(static_cast<std::size_t>(device_count()));
+  return pools->at(static_cast<std::size_t>(device));
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <memory>
 
+#include <fmt/ranges.h>
+
 #include <ddl/core/check.hpp>
 #include <ddl/core/shape.hpp>
 
@@ -95,25 +97,38 @@ IdxArray read_idx(const std::string& path) {
   std::vector<std::uint8_t> header(static_cast<std::size_t>(rank) * 4);
   DDL_CHECK(read_some(file.get(), header.data(), header.size(), path) == header.size(),
             "read_idx: {}: truncated: the header promises {} dimensions but ends early", path, rank);
-  // Extents are < 2^32 each; cap the total at 2^40 bytes so a corrupt header
-  // cannot overflow the product.
-  constexpr std::int64_t kMaxBytes = std::int64_t{1} << 40;
-  std::int64_t total = 1;
   for (int d = 0; d < rank; ++d) {
     const std::uint8_t* b = header.data() + 4 * d;
-    const std::int64_t extent =
-        (std::int64_t{b[0]} << 24) | (std::int64_t{b[1]} << 16) | (std::int64_t{b[2]} << 8) | std::int64_t{b[3]};
-    result.dims.push_back(extent);
-    total = extent == 0 ? 0 : std::min(total * extent, kMaxBytes + 1);
+    result.dims.push_back((std::int64_t{b[0]} << 24) | (std::int64_t{b[1]} << 16) | (std::int64_t{b[2]} << 8) |
+                          std::int64_t{b[3]});
   }
-  DDL_CHECK(total <= kMaxBytes, "read_idx: {}: the header promises more than 2^40 values", path);
+  // Extents are < 2^32 each. The product of the non-zero ones is capped at
+  // 2^40, checked before each multiplication, so no product overflows, here
+  // or later in Shape::numel (a zero extent anywhere does not excuse the others).
+  constexpr std::int64_t kMaxValues = std::int64_t{1} << 40;
+  std::int64_t nonzero_product = 1;
+  bool empty = false;
+  for (const std::int64_t extent : result.dims) {
+    if (extent == 0) {
+      empty = true;
+      continue;
+    }
+    DDL_CHECK(nonzero_product <= kMaxValues / extent,
+              "read_idx: {}: implausible dims [{}]: the header promises more than 2^40 values", path,
+              fmt::join(result.dims, ", "));
+    nonzero_product *= extent;
+  }
+  const std::int64_t total = empty ? 0 : nonzero_product;
 
-  // Grow the buffer as data arrives rather than trusting the header's size.
-  constexpr std::size_t kChunk = std::size_t{64} << 20;
+  // Grow the buffer as data arrives rather than trusting the header's size:
+  // each read asks for as much as there is already (1 MiB at first), so a
+  // short file whose header promises terabytes costs a megabyte, not the
+  // promise, and a real one is read in a few doublings.
+  constexpr std::size_t kFirstRead = std::size_t{1} << 20;
   const auto expected = static_cast<std::size_t>(total);
   std::size_t have = 0;
   while (have < expected) {
-    const std::size_t want = std::min(kChunk, expected - have);
+    const std::size_t want = std::min(std::max(kFirstRead, have), expected - have);
     result.data.resize(have + want);
     const std::size_t got = read_some(file.get(), result.data.data() + have, want, path);
     have += got;

@@ -161,3 +161,15 @@ TEST_CASE("load_idx_classification rejects labels outside 0..9") {
   CHECK_THROWS_WITH_AS(load_idx_classification(dir.file("images"), dir.file("labels")),
                        doctest::Contains(dir.file("labels").c_str()), Error);
 }
+
+// Found by fuzz/idx.cpp: the product of the extents overflowed int64 (UB)
+// before it was compared with the 2^40 cap.
+TEST_CASE("read_idx rejects dims whose product is past 2^40, even beside a zero extent") {
+  TempDir dir("idx");
+  const std::uint8_t max = 0xFF;
+  write_bytes(dir.file("huge"), {0, 0, 0x08, 3, max, max, max, max, max, max, max, max, max, max, max, max});
+  check_read_fails(dir.file("huge"), "implausible dims [4294967295, 4294967295, 4294967295]");
+  // Empty, but Shape::numel would overflow on the way to the zero.
+  write_bytes(dir.file("huge_empty"), {0, 0, 0x08, 3, max, max, max, max, max, max, max, max, 0, 0, 0, 0});
+  check_read_fails(dir.file("huge_empty"), "more than 2^40 values");
+}
