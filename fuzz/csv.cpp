@@ -3,7 +3,6 @@
 // returns a [rows, cols] table or throws ddl::Error. The values it returns,
 // printed in fmt's shortest exact form, read back bit for bit.
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -16,10 +15,9 @@
 
 namespace {
 
-bool same_value(float a, float b) {
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  return std::memcmp(&a, &b, sizeof a) == 0;  // tells -0 from 0
-}
+// Bit for bit, so -0 differs from 0 (read_csv refuses NaN, which has no
+// one bit pattern).
+bool same_value(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
 std::string print_csv(const ddl::Tensor& values, char delimiter) {
   std::string text;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -79,6 +80,10 @@ CsvTable read_csv(const std::string& path, const CsvOptions& options) {
       // Out of float range: from_chars reports result_out_of_range.
       DDL_CHECK(status != std::errc::result_out_of_range,
                 "read_csv: {}: line {}, column {}: '{}' is out of float32 range", path, line_number, c + 1, cell);
+      // from_chars reads "nan" and "inf" too; a value of training data that
+      // is not finite would only show up later as a non-finite loss.
+      DDL_CHECK(std::isfinite(value), "read_csv: {}: line {}, column {}: '{}' is not a finite number", path,
+                line_number, c + 1, cell);
       values.push_back(value);
     }
   }

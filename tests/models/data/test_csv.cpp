@@ -65,6 +65,15 @@ TEST_CASE("read_csv names the file, line and column of a cell that is not a numb
   CHECK_THROWS_WITH_AS(read_csv(trailing.path), doctest::Contains("'2.5kg' is not a number"), Error);
 }
 
+TEST_CASE("read_csv refuses NaN and infinity, which from_chars would read, naming the cell") {
+  for (const std::string cell : {"nan", "NaN", "inf", "-infinity", "+inf"}) {
+    CAPTURE(cell);
+    const TempCsv file("1,2\n3," + cell + "\n");
+    CHECK_THROWS_WITH_AS(read_csv(file.path),
+                         doctest::Contains(("line 2, column 2: '" + cell + "' is not a finite number").c_str()), Error);
+  }
+}
+
 TEST_CASE("read_csv names the line of a ragged row") {
   const TempCsv file("1,2,3\n4,5,6\n7,8\n");
   CHECK_THROWS_WITH_AS(read_csv(file.path),
