@@ -60,6 +60,23 @@ std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& 
   return {};
 }
 
+// The ranks on which a condition holds, agreed with one small sum over them
+// so that every rank takes the same branch: how many, and which one when it
+// is one.
+struct FlaggedRanks {
+  int count = 0;
+  int rank = 0;  // when count is 1
+  std::string describe() const {
+    return count == 1 ? fmt::format("rank {}", rank) : fmt::format("{} ranks", count);
+  }
+};
+
+FlaggedRanks flagged_ranks(Strategy& strategy, bool flag) {
+  std::vector<double> sums{flag ? 1.0 : 0.0, flag ? static_cast<double>(strategy.rank()) : 0.0};
+  strategy.sum_over_ranks(sums);
+  return {static_cast<int>(sums[0]), static_cast<int>(sums[1])};
+}
+
 }  // namespace
 
 Trainer::Trainer(std::shared_ptr<layers::Module> model, LossFunction loss, std::shared_ptr<Optimizer> optimizer,
@@ -236,16 +253,11 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
   }
   strategy_->synchronize_gradients(*model_);
   // Agreed over the ranks (one small collective per step), since a loss
-  // exists only where a strategy computes one (the last pipeline stage) and
-  // every rank must then take the same branch. The second value names the
-  // rank when only one had it.
-  std::vector<double> agreed{bad_loss ? 1.0 : 0.0, bad_loss ? static_cast<double>(strategy_->rank()) : 0.0};
-  strategy_->sum_over_ranks(agreed);
-  if (agreed[0] > 0.0) {
+  // exists only where a strategy computes one (the last pipeline stage).
+  const FlaggedRanks non_finite = flagged_ranks(*strategy_, bad_loss.has_value());
+  if (non_finite.count > 0) {
     std::string what = fmt::format("the loss is {} at {}", bad_loss ? fmt::format("{}", *bad_loss) : "not finite", where);
-    if (strategy_->world_size() > 1) {
-      what += agreed[0] == 1.0 ? fmt::format(" on rank {}", agreed[1]) : fmt::format(" on {} ranks", agreed[0]);
-    }
+    if (strategy_->world_size() > 1) what += " on " + non_finite.describe();
     if (options_.on_non_finite == TrainerOptions::OnNonFinite::stop) {
       throw NonFiniteLoss(fmt::format("fit: {}: training stopped before this step's update, so the model keeps the "
                                       "weights of the step before; lower the learning rate, or skip such steps",
@@ -336,14 +348,10 @@ void Trainer::save_checkpoint(const std::string& path) const {
   // the state it holds and all agree before anything is gathered or written.
   std::string bad = first_non_finite(state.model, "model.");
   if (bad.empty()) bad = first_non_finite(state.optimizer, "optimizer.");
-  std::vector<double> agreed{bad.empty() ? 0.0 : 1.0, bad.empty() ? 0.0 : static_cast<double>(strategy_->rank())};
-  strategy_->sum_over_ranks(agreed);
-  if (agreed[0] > 0.0) {
+  if (const FlaggedRanks non_finite = flagged_ranks(*strategy_, !bad.empty()); non_finite.count > 0) {
     throw Error(fmt::format(
         "save_checkpoint '{}': not written, since the state to save is not finite ({}); the file there, if any, is "
-        "kept", path, !bad.empty() ? fmt::format("{} holds NaN or infinity", bad)
-                      : agreed[0] == 1.0 ? fmt::format("on rank {}", agreed[1])
-                                         : fmt::format("on {} ranks", agreed[0])));
+        "kept", path, !bad.empty() ? fmt::format("{} holds NaN or infinity", bad) : "on " + non_finite.describe()));
   }
   strategy_->gather_state(*model_, state);
   // Mid-epoch, the metrics so far: each rank holds its own, the file their total.
@@ -362,10 +370,9 @@ void Trainer::save_checkpoint(const std::string& path) const {
       failure = error.what();
     }
   }
-  std::vector<double> failed{failure.empty() ? 0.0 : 1.0};
-  strategy_->sum_over_ranks(failed);
+  const FlaggedRanks failed = flagged_ranks(*strategy_, !failure.empty());
   if (!failure.empty()) throw Error(failure);
-  DDL_CHECK(failed[0] == 0.0, "save_checkpoint '{}': the root rank could not write it (its error says why)", path);
+  DDL_CHECK(failed.count == 0, "save_checkpoint '{}': the root rank could not write it (its error says why)", path);
 }
 
 void Trainer::load_checkpoint(const std::string& path) {
