@@ -50,11 +50,15 @@
 #include <ddl/optim/sgd.hpp>
 
 // parallel/: placement inside one process, the pipeline's schedules and its
-// stage split (always built); communicators, collectives and the strategies across ranks
-// (built with MPI only)
+// stage split, tiled inference on one process's devices (always built);
+// communicators, collectives and the strategies across ranks (built with MPI
+// only)
 #include <ddl/parallel/pipeline_schedule.hpp>
 #include <ddl/parallel/placement.hpp>
+#include <ddl/parallel/receptive_field.hpp>
 #include <ddl/parallel/stage_split.hpp>
+#include <ddl/parallel/tile_plan.hpp>
+#include <ddl/parallel/tiled_inference.hpp>
 #if DDL_WITH_MPI_BUILD
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>

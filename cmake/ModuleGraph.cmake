@@ -13,6 +13,7 @@ set(DDL_MODULE_DEPENDS_models core layers optim)
 # Headers private to their module: no other module may include them.
 set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/mpi_internal.hpp)
 # parallel/'s single-process part (placement inside one process, the
-# pipeline's pure schedules and how it splits a model into stages): built and
-# installed without MPI too.
-set(DDL_PARALLEL_SINGLE_PROCESS placement pipeline_schedule stage_split)
+# pipeline's pure schedules and how it splits a model into stages, tiled
+# inference on the devices of one process): built and installed without MPI
+# too.
+set(DDL_PARALLEL_SINGLE_PROCESS placement pipeline_schedule stage_split receptive_field tile_plan tiled_inference)

@@ -30,6 +30,7 @@ class Softmax : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Softmax"; }
   std::string describe() const override;
+  int dim() const { return dim_; }
 
  private:
   int dim_;
@@ -45,6 +46,7 @@ class LogSoftmax : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "LogSoftmax"; }
   std::string describe() const override;
+  int dim() const { return dim_; }
 
  private:
   int dim_;

@@ -61,12 +61,18 @@ Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tens
             "conv2d: input of shape {} padded by {} ({}x{}) is smaller than the kernel of weight {} dilated by {} "
             "({}x{})",
             input.shape(), g.padding, padded_h, padded_w, weight.shape(), g.dilation, span_h, span_w);
-  g.out_height = (padded_h - span_h) / g.stride + 1;
-  g.out_width = (padded_w - span_w) / g.stride + 1;
+  g.out_height = conv2d_output_extent(g.height, g.kernel_h, options);
+  g.out_width = conv2d_output_extent(g.width, g.kernel_w, options);
   return g;
 }
 
 }  // namespace
+
+std::int64_t conv2d_output_extent(std::int64_t in, std::int64_t kernel, const Conv2dOptions& options) {
+  const std::int64_t span = options.dilation * (kernel - 1) + 1;  // the dilated kernel's extent
+  const std::int64_t room = in + 2 * options.padding - span;
+  return room < 0 ? 0 : room / options.stride + 1;
+}
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
   const Conv2dGeometry g = geometry_of(input, weight, bias, options);

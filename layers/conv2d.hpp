@@ -39,6 +39,12 @@ struct Conv2dOptions {
 // (and the same for OW). Differentiable with respect to all three.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
 
+// The output extent along one axis by that formula, for an input extent `in`
+// and a kernel of `kernel` taps along it, or 0 where the dilated kernel does
+// not fit the padded input. Tiled inference (parallel/receptive_field.hpp)
+// plans tiles with it.
+std::int64_t conv2d_output_extent(std::int64_t in, std::int64_t kernel, const Conv2dOptions& options);
+
 class Conv2d : public Module {
  public:
   // weight [out_channels, in_channels, kernel height, kernel width]: OIHW,

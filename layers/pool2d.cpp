@@ -20,10 +20,6 @@ using pool2d_detail::Mode;
 
 namespace {
 
-std::int64_t effective_stride(const Pool2dOptions& options) {
-  return options.stride == 0 ? options.kernel_size : options.stride;
-}
-
 // The checks that need no input, shared by the functional ops and the modules.
 void check_options(const Pool2dOptions& options, const char* who) {
   DDL_CHECK(options.kernel_size > 0, "{}: kernel_size must be positive, got {}", who, options.kernel_size);
@@ -36,16 +32,6 @@ void check_options(const Pool2dOptions& options, const char* who) {
             options.kernel_size, options.kernel_size / 2);
 }
 
-// One axis's output extent (the formula in pool2d.hpp); `in` + 2 padding is
-// at least the kernel.
-std::int64_t pooled_extent(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t padding,
-                           bool ceil_mode) {
-  const std::int64_t room = in + 2 * padding - kernel;
-  std::int64_t extent = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
-  if (ceil_mode && (extent - 1) * stride >= in + padding) --extent;
-  return extent;
-}
-
 Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const char* who) {
   check_options(options, who);
   require_float(input, who);
@@ -55,14 +41,14 @@ Geometry geometry_of(const Tensor& input, const Pool2dOptions& options, const ch
   DDL_CHECK(k <= padded_h && k <= padded_w,
             "{}: kernel {}x{} is larger than the input of shape {} with padding {} ({}x{})", who, k, k, input.shape(),
             p, padded_h, padded_w);
-  const std::int64_t s = effective_stride(options);
+  const std::int64_t s = options.window_stride();
   Geometry g{};
   g.batch = input.size(0);
   g.channels = input.size(1);
   g.height = input.size(2);
   g.width = input.size(3);
-  g.out_height = pooled_extent(g.height, k, s, p, options.ceil_mode);
-  g.out_width = pooled_extent(g.width, k, s, p, options.ceil_mode);
+  g.out_height = pool2d_output_extent(g.height, options);
+  g.out_width = pool2d_output_extent(g.width, options);
   g.kernel = k;
   g.stride = s;
   g.padding = p;
@@ -144,11 +130,21 @@ Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
 // Options at their defaults are left out.
 std::string describe_pool(const char* type, const Pool2dOptions& options, bool is_average) {
   return fmt::format("{}(kernel_size={}, stride={}, padding={}{}{})", type, options.kernel_size,
-                     effective_stride(options), options.padding, options.ceil_mode ? ", ceil_mode=true" : "",
+                     options.window_stride(), options.padding, options.ceil_mode ? ", ceil_mode=true" : "",
                      is_average && !options.count_include_pad ? ", count_include_pad=false" : "");
 }
 
 }  // namespace
+
+std::int64_t pool2d_output_extent(std::int64_t in, const Pool2dOptions& options) {
+  const std::int64_t stride = options.window_stride();
+  const std::int64_t room = in + 2 * options.padding - options.kernel_size;
+  if (room < 0) return 0;
+  std::int64_t extent = (options.ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  // PyTorch's rule: a ceil_mode window may not start in the right padding.
+  if (options.ceil_mode && (extent - 1) * stride >= in + options.padding) --extent;
+  return extent;
+}
 
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options) { return pool2d(input, options, Mode::Max); }
 

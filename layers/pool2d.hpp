@@ -29,6 +29,9 @@ struct Pool2dOptions {
   // size counting padded positions (the default, PyTorch's too), or by the
   // input positions the window covers.
   bool count_include_pad = true;
+
+  // The step between windows: stride, or kernel_size where stride is 0.
+  std::int64_t window_stride() const { return stride == 0 ? kernel_size : stride; }
 };
 
 // Output extent, per axis: floor((in + 2 padding - kernel) / stride) + 1,
@@ -36,6 +39,11 @@ struct Pool2dOptions {
 // then start in the right padding (PyTorch's rule: every window starts
 // inside the input or its left padding, so none is wholly padding).
 //
+// The output extent along one axis of extent `in` by that formula, or 0 where
+// no window fits (in + 2 padding < kernel_size). Tiled inference
+// (parallel/receptive_field.hpp) plans tiles with it.
+std::int64_t pool2d_output_extent(std::int64_t in, const Pool2dOptions& options);
+
 // max_pool2d: padded positions never win (they act as -infinity); a NaN in a
 // window wins, so NaNs propagate. Backward sends each output's gradient to
 // the position of its window's maximum (the first one in row-major order on

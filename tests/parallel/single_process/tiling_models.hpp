@@ -1,0 +1,66 @@
+// Small fully-convolutional models for the tiling tests, one per kind of
+// geometry: dilation, stride and pooling (ceil_mode, padding), residual
+// blocks with batch norm, and a plain stack whose reach is easy to check.
+#pragma once
+
+#include <memory>
+
+#include <ddl/ddl.hpp>
+
+namespace ddl::test {
+
+// Conv 3x3 dilations 1, 2, 4 (padding = dilation), ReLU after each, then a
+// 1x1 head to 3 channels: stride 1, reach 7 on every side.
+inline std::shared_ptr<layers::Sequential> dilated_model(std::int64_t channels, Generator& generator) {
+  auto model = std::make_shared<layers::Sequential>();
+  std::int64_t in = channels;
+  for (std::int64_t dilation : {1, 2, 4}) {
+    model->add(std::make_shared<layers::Conv2d>(
+        in, 6, layers::Conv2dOptions{.kernel_size = 3, .padding = dilation, .dilation = dilation}, &generator));
+    model->add(std::make_shared<layers::ReLU>());
+    in = 6;
+  }
+  model->add(std::make_shared<layers::Conv2d>(6, 3, layers::Conv2dOptions{.kernel_size = 1}, &generator));
+  return model;
+}
+
+// A strided convolution, max pooling with padding and ceil_mode, an
+// unpadded rectangular convolution, average pooling with padding: stride 8.
+inline std::shared_ptr<layers::Sequential> strided_model(std::int64_t channels, Generator& generator) {
+  auto model = std::make_shared<layers::Sequential>();
+  model->add(std::make_shared<layers::Conv2d>(channels, 5, layers::Conv2dOptions{.kernel_size = 3, .stride = 2,
+                                                                                 .padding = 1},
+                                              &generator));
+  model->add(std::make_shared<layers::Tanh>());
+  model->add(std::make_shared<layers::MaxPool2d>(
+      layers::Pool2dOptions{.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true}));
+  model->add(std::make_shared<layers::Conv2d>(5, 4, layers::Conv2dOptions{.kernel_size = {3, 2}}, &generator));
+  model->add(std::make_shared<layers::Sigmoid>());
+  model->add(std::make_shared<layers::AvgPool2d>(layers::Pool2dOptions{.kernel_size = 2, .padding = 1}));
+  return model;
+}
+
+// Conv, batch norm, a basic block, a strided basic block with a projection
+// shortcut, dropout and a softmax over the channels, with batch-norm
+// statistics that are not the identity's.
+inline std::shared_ptr<layers::Sequential> residual_model(std::int64_t channels, Generator& generator) {
+  auto model = std::make_shared<layers::Sequential>();
+  model->add(std::make_shared<layers::Conv2d>(channels, 4, layers::Conv2dOptions{.kernel_size = 3, .padding = 1},
+                                              &generator));
+  model->add(std::make_shared<layers::BatchNorm2d>(4));
+  model->add(std::make_shared<layers::ReLU>());
+  model->add(layers::basic_block(4, 4, 1, &generator));
+  model->add(layers::basic_block(4, 6, 2, &generator));
+  model->add(std::make_shared<layers::Dropout>(0.3f));
+  model->add(std::make_shared<layers::Softmax>(1));
+  std::vector<layers::NamedTensor> statistics;
+  for (const auto& [name, tensor] : model->named_buffers()) {
+    const bool variance = name.ends_with("running_var");
+    statistics.emplace_back(name, uniform(tensor.shape(), variance ? 0.5f : -0.5f, variance ? 2.0f : 0.5f, {},
+                                          &generator));
+  }
+  model->load_state_dict(statistics, false);
+  return model;
+}
+
+}  // namespace ddl::test
