@@ -64,6 +64,7 @@
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/data_parallel.hpp>
+#include <ddl/parallel/distributed_tiles.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
 #include <ddl/parallel/initial_state.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>

@@ -160,6 +160,13 @@ double TilePlan::read_ratio() const {
   return read / static_cast<double>(input[2] * input[3]);
 }
 
+void TilePlan::check_input(const Tensor& tensor, const char* who) const {
+  DDL_CHECK(tensor.defined() && tensor.dtype() == DType::Float32, "{}: expected a float32 input of shape {}", who,
+            input);
+  DDL_CHECK(tensor.shape() == input, "{}: the input has shape {}, but the plan was made for {}", who, tensor.shape(),
+            input);
+}
+
 std::string TilePlan::describe() const {
   std::int64_t tallest = 0, widest = 0;
   for (const Tile& tile : tiles) {

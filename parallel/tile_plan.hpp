@@ -27,6 +27,7 @@
 
 #include <ddl/core/device.hpp>
 #include <ddl/core/shape.hpp>
+#include <ddl/core/tensor.hpp>
 #include <ddl/layers/module.hpp>
 #include <ddl/parallel/receptive_field.hpp>
 
@@ -97,6 +98,9 @@ struct TilePlan {
   // The input pixels all tiles read over the image's: 1 without overlap,
   // above 1 by the halos' recomputation.
   double read_ratio() const;
+  // Throws ddl::Error unless `input` is a float32 tensor of the plan's input
+  // shape; `who` names the caller.
+  void check_input(const Tensor& input, const char* who) const;
   // What the plan is, in one paragraph: grid, tile sizes, halo, receptive
   // field, the recomputation and the memory estimates.
   std::string describe() const;

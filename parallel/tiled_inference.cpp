@@ -30,65 +30,51 @@ void copy_region(const Tensor& source, const Region& from, Tensor& target, std::
   }
 }
 
-Tensor crop(const Tensor& source, const Region& region) {
-  Tensor part = Tensor::empty({source.size(0), source.size(1), region.rows.size(), region.cols.size()},
-                              {DType::Float32, source.device(), false});
-  copy_region(source, region, part, 0, 0);
-  return part;
-}
-
-// Evaluation mode for as long as it lives, then the mode the model had.
-class EvaluationScope {
- public:
-  explicit EvaluationScope(layers::Module& model) : model_(model), was_training_(model.is_training()) { model.eval(); }
-  ~EvaluationScope() { model_.train(was_training_); }
-  EvaluationScope(const EvaluationScope&) = delete;
-  EvaluationScope& operator=(const EvaluationScope&) = delete;
-
- private:
-  layers::Module& model_;
-  bool was_training_;
-};
-
-// Puts the model back on the device its parameters and buffers were on
-// (nothing to do for a model without any: pooling only).
-class DeviceScope {
- public:
-  explicit DeviceScope(layers::Module& model) : model_(model) {
-    const auto state = model.state_dict();
-    if (!state.empty()) home_ = state.front().second.device();
-  }
-  ~DeviceScope() {
-    if (!home_) return;
-    try {
-      model_.to(*home_);
-    } catch (const std::exception&) {
-      // Leaving the model where it is beats ending the program in a
-      // destructor; the error that unwound us is the one to report.
-    }
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  layers::Module& model_;
-  std::optional<Device> home_;
-};
-
 void check_run(const Tensor& input, const TilePlan& plan, const std::vector<Device>& devices) {
-  DDL_CHECK(input.defined() && input.dtype() == DType::Float32,
-            "tiled_forward: expected a float32 input of shape {}", plan.input);
-  DDL_CHECK(input.shape() == plan.input, "tiled_forward: the input has shape {}, but the plan was made for {}",
-            input.shape(), plan.input);
+  plan.check_input(input, "tiled_forward");
   DDL_CHECK(!devices.empty(), "tiled_forward: no devices to run the {} tiles on", plan.tiles.size());
   for (const Device& device : devices) check_device_exists(device);
 }
 
 }  // namespace
 
-Tensor run_tile(layers::Module& model, const Tensor& input, const Tile& tile, const Device& device) {
-  const Tensor computed = model.forward(crop(input, tile.input).to(device)).to(input.device());
-  return crop(computed, tile.keep);
+InferenceScope::InferenceScope(layers::Module& model, const Device& device)
+    : model_(model), was_training_(model.is_training()) {
+  const auto state = model.state_dict();
+  if (!state.empty()) home_ = state.front().second.device();
+  model.eval();
+  move_to(device);
+}
+
+InferenceScope::~InferenceScope() {
+  model_.train(was_training_);
+  if (!home_) return;
+  try {
+    model_.to(*home_);
+  } catch (const std::exception&) {
+    // Leaving the model where it is beats ending the program in a
+    // destructor; the error that unwound the scope is the one to report.
+  }
+}
+
+void InferenceScope::move_to(const Device& device) { model_.to(device); }
+
+Tensor crop(const Tensor& input, const Region& region) {
+  DDL_CHECK(input.device().is_cpu() && input.dim() == 4 && input.dtype() == DType::Float32,
+            "crop: expected a float32 NCHW tensor in host memory, got {} {} on {}", dtype_name(input.dtype()),
+            input.shape(), input.device().str());
+  DDL_CHECK(region.rows.begin >= 0 && region.cols.begin >= 0 && region.rows.end <= input.size(2) &&
+                region.cols.end <= input.size(3) && region.pixels() > 0,
+            "crop: rows [{}, {}) x columns [{}, {}) do not lie inside {}", region.rows.begin, region.rows.end,
+            region.cols.begin, region.cols.end, input.shape());
+  Tensor part = Tensor::empty({input.size(0), input.size(1), region.rows.size(), region.cols.size()},
+                              {DType::Float32, input.device(), false});
+  copy_region(input, region, part, 0, 0);
+  return part;
+}
+
+Tensor run_tile(layers::Module& model, const Tensor& tile_input, const Tile& tile, const Device& device) {
+  return crop(model.forward(tile_input.to(device)).to(tile_input.device()), tile.keep);
 }
 
 void paste_tile(Tensor& output, const Tile& tile, const Tensor& owned) {
@@ -104,16 +90,15 @@ Tensor tiled_forward(layers::Module& model, const Tensor& input, const TilePlan&
   check_run(input, plan, devices);
   const Tensor host = input.device().is_cpu() ? input : input.to(cpu());
   Tensor output = Tensor::empty(plan.output, {DType::Float32, host.device(), false});
-  DeviceScope device_scope(model);
-  NoGradGuard no_grad;
-  EvaluationScope evaluation(model);
+  InferenceScope scope(model, devices.front());
   std::size_t done = 0;
   // Device by device, so that each receives the model once.
   for (std::size_t d = 0; d < devices.size() && d < plan.tiles.size(); ++d) {
-    model.to(devices[d]);
+    scope.move_to(devices[d]);
     for (std::size_t i = d; i < plan.tiles.size(); i += devices.size()) {
-      paste_tile(output, plan.tiles[i], run_tile(model, host, plan.tiles[i], devices[d]));
-      if (progress) progress(plan.tiles[i], ++done, plan.tiles.size());
+      const Tile& tile = plan.tiles[i];
+      paste_tile(output, tile, run_tile(model, crop(host, tile.input), tile, devices[d]));
+      if (progress) progress(tile, ++done, plan.tiles.size());
     }
   }
   return output;

@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <vector>
 
+#include <ddl/core/autograd.hpp>
 #include <ddl/core/device.hpp>
 #include <ddl/core/tensor.hpp>
 #include <ddl/layers/module.hpp>
@@ -36,12 +38,34 @@ Tensor tiled_forward(layers::Module& model, const Tensor& input, const TilePlan&
                      const std::vector<Device>& devices, const TileProgress& progress = {});
 
 // The building blocks, for running chosen tiles (e.g. a rank writing its own
-// part of the output to disk):
-// The output pixels `tile` owns, [N, K, rows, cols] in host memory: its input
-// region is cut out of `input` (host memory), copied to the model's device
-// `device`, run, and the kept region copied back. The model must already be
-// on `device` and in evaluation mode; gradients must be off (NoGradGuard).
-Tensor run_tile(layers::Module& model, const Tensor& input, const Tile& tile, const Device& device);
+// part of the output to disk, or distributed_tiles.hpp):
+
+// Moves `model` to `device` and runs it in evaluation mode without gradients
+// for as long as the scope lives; then moves it back to the device its
+// parameters were on and restores its training mode.
+class InferenceScope {
+ public:
+  InferenceScope(layers::Module& model, const Device& device);
+  ~InferenceScope();
+  InferenceScope(const InferenceScope&) = delete;
+  InferenceScope& operator=(const InferenceScope&) = delete;
+
+  void move_to(const Device& device);
+
+ private:
+  layers::Module& model_;
+  std::optional<Device> home_;  // none for a model without parameters or buffers
+  bool was_training_;
+  NoGradGuard no_grad_;
+};
+
+// The pixels `region` of every plane of an NCHW float32 tensor in host
+// memory, as a new tensor on the same device.
+Tensor crop(const Tensor& input, const Region& region);
+// The output pixels `tile` owns, [N, K, rows, cols] in host memory, from the
+// tile's input region `tile_input` (crop(image, tile.input)): runs the model
+// on `device`, where an InferenceScope has put it.
+Tensor run_tile(layers::Module& model, const Tensor& tile_input, const Tile& tile, const Device& device);
 // Writes a tile's owned output (from run_tile) into the whole output.
 void paste_tile(Tensor& output, const Tile& tile, const Tensor& owned);
 
