@@ -14,6 +14,7 @@
 // and are held to the issue's bound of 1e-6 relative to the output's
 // largest value.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -227,6 +228,35 @@ TEST_CASE("SpatialModel::memory: the estimate is what the device's allocator cou
       parallel::tiled_forward(*model, input, plan, {cpu(1)});
       CHECK(memory_stats(cpu(1)).peak_bytes - before == expected);
     }
+  }
+}
+
+TEST_CASE("tiled_forward: on a CUDA device, tiles agree with the whole image to the devices' own difference") {
+  if (device_count(DeviceType::CUDA) == 0) {
+    MESSAGE("skipped: needs a CUDA device, and this machine has none");
+    return;
+  }
+  Generator generator(18);
+  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model}) {
+    const auto model = make(3, generator);
+    CAPTURE(model->describe());
+    const Tensor input = uniform({2, 3, 53, 47}, -1.0f, 1.0f, {}, &generator);
+    const Tensor on_cpu = whole_image(*model, input);
+    const auto whole = plan_tiles(*model, input.shape(), {}, DeviceType::CUDA);
+    const Tensor on_gpu = parallel::tiled_forward(*model, input, whole, {cuda(0)});
+    // cuDNN picks its algorithm per shape, so a tile may round as either
+    // device does: held to twice what the two devices differ by.
+    const auto plan = plan_tiles(*model, input.shape(), {.grid_rows = 3, .grid_cols = 2}, DeviceType::CUDA);
+    const Tensor tiled = parallel::tiled_forward(*model, input, plan, {cuda(0), cpu(1)});
+    const double devices_apart = relative_difference(on_gpu, on_cpu);
+    CAPTURE(devices_apart);
+    CHECK(relative_difference(tiled, on_cpu) <= 2.0 * devices_apart + 1e-6);
+    // The estimate leaves out cuDNN's workspaces, which come on top.
+    reset_peak_memory_stats(cuda(0));
+    parallel::tiled_forward(*model, input, plan, {cuda(0)});
+    const std::size_t peak = memory_stats(cuda(0)).peak_bytes;
+    MESSAGE(fmt::format("cuda:0 peak {} bytes, estimate {} without workspaces", peak, plan.largest_tile.tensors));
+    CHECK(peak >= plan.largest_tile.tensors);
   }
 }
 
