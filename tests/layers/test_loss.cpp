@@ -64,6 +64,24 @@ Tensor one_hot(const std::vector<std::int64_t>& labels, std::int64_t classes) {
   return from_vector(values, {static_cast<std::int64_t>(labels.size()), classes});
 }
 
+// Each row's loss and its gradient (softmax - one-hot) from float64
+// log-probabilities, rounded once to float.
+struct ExactRows {
+  std::vector<float> losses, gradients;
+};
+ExactRows exact_rows(const test::LabelledLogits& data, std::int64_t classes) {
+  ExactRows exact;
+  for (std::size_t r = 0; r < data.labels.size(); ++r) {
+    const std::vector<double> log_p = test::reference_log_softmax(data.logits.data() + r * classes, classes);
+    const auto label = static_cast<std::size_t>(data.labels[r]);
+    exact.losses.push_back(static_cast<float>(-log_p[label]));
+    // p - 1 for the label by expm1: a confident row's gradient is -rest, not 0.
+    for (std::size_t c = 0; c < log_p.size(); ++c)
+      exact.gradients.push_back(static_cast<float>(c == label ? std::expm1(log_p[c]) : std::exp(log_p[c])));
+  }
+  return exact;
+}
+
 // Spatial logits [N, C, d1, ..., dk] hold row (n, p) of a [N·P, C] matrix at
 // [n, c, p]: the layout a segmentation network's output has. Moves values
 // from rows to that layout, or back.
@@ -126,20 +144,12 @@ TEST_CASE("cross_entropy: each row's loss and gradient are float32's rounding of
   const Tensor logits = from_vector(data.logits, {kRows, kClasses}).set_requires_grad();
   const Tensor losses = layers::cross_entropy(logits, from_vector(data.labels, {kRows}), layers::Reduction::None);
   sum(losses).backward();
-  std::vector<float> loss_exact, grad_exact;
-  for (std::int64_t r = 0; r < kRows; ++r) {
-    const std::vector<double> log_p = test::reference_log_softmax(data.logits.data() + r * kClasses, kClasses);
-    const auto label = static_cast<std::size_t>(data.labels[static_cast<std::size_t>(r)]);
-    loss_exact.push_back(static_cast<float>(-log_p[label]));
-    // p - 1 for the label by expm1: a confident row's gradient is -rest, not 0.
-    for (std::size_t c = 0; c < log_p.size(); ++c)
-      grad_exact.push_back(static_cast<float>(c == label ? std::expm1(log_p[c]) : std::exp(log_p[c])));
-  }
+  const ExactRows exact = exact_rows(data, kClasses);
   // One rounding to float (half an ulp) and double's own error; losses of
   // 1e-16 included, so the tolerance is relative, with a denormal's floor.
   const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
-  CHECK(all_close(losses, loss_exact, tiny, eps));
-  CHECK(all_close(logits.grad(), grad_exact, tiny, eps));
+  CHECK(all_close(losses, exact.losses, tiny, eps));
+  CHECK(all_close(logits.grad(), exact.gradients, tiny, eps));
 }
 
 TEST_CASE("cross_entropy rejects labels out of range and mismatched shapes") {
@@ -220,17 +230,10 @@ TEST_CASE("cross_entropy over spatial logits: each position's loss and gradient 
         layers::cross_entropy(logits, from_vector(data.labels, without_classes(shape)), layers::Reduction::None);
     CHECK(losses.shape() == without_classes(shape));
     sum(losses).backward();
-    std::vector<float> loss_exact, grad_rows;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const std::vector<double> log_p = test::reference_log_softmax(data.logits.data() + r * classes, classes);
-      const auto label = static_cast<std::size_t>(data.labels[static_cast<std::size_t>(r)]);
-      loss_exact.push_back(static_cast<float>(-log_p[label]));
-      for (std::size_t c = 0; c < log_p.size(); ++c)
-        grad_rows.push_back(static_cast<float>(c == label ? std::expm1(log_p[c]) : std::exp(log_p[c])));
-    }
+    const ExactRows exact = exact_rows(data, classes);
     const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
-    CHECK(all_close(losses, loss_exact, tiny, eps));
-    CHECK(all_close(logits.grad(), move_classes(grad_rows, samples, classes, true), tiny, eps));
+    CHECK(all_close(losses, exact.losses, tiny, eps));
+    CHECK(all_close(logits.grad(), move_classes(exact.gradients, samples, classes, true), tiny, eps));
   }
 }
 
