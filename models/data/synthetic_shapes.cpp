@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/random.hpp>
@@ -20,6 +21,8 @@ constexpr float kTwoPi = 6.28318530717958647692f;
 constexpr int kImageCounterBits = 40;
 constexpr std::uint64_t kNoiseBlock = std::uint64_t{1} << 39;
 constexpr std::int64_t kMaxShapesPerImage = std::int64_t{1} << 20;
+
+float pixel_centre(std::int64_t i) { return static_cast<float>(i) + 0.5f; }
 
 // A uniform float in [low, high) from 32 random bits.
 float uniform(float low, float high, std::uint32_t bits) { return low + (high - low) * (1.0f - uint_to_unit_float(bits)); }
@@ -41,8 +44,23 @@ struct Background {
     offset -= 0.5f * (slope_x * static_cast<float>(width) + slope_y * static_cast<float>(height));
   }
 
-  float operator()(float x, float y) const {
-    return offset + slope_x * x + slope_y * y + amplitude * std::sin(wave_x * x + wave_y * y + phase);
+  // Fills `pixels` (height x width). The wave is separable, sin(a + b) =
+  // sin a cos b + cos a sin b, so a pixel costs two products, not a sine.
+  void fill(float* pixels, std::int64_t height, std::int64_t width) const {
+    std::vector<float> sin_x(static_cast<std::size_t>(width)), cos_x(static_cast<std::size_t>(width));
+    for (std::int64_t x = 0; x < width; ++x) {
+      const float a = wave_x * pixel_centre(x) + phase;
+      sin_x[static_cast<std::size_t>(x)] = amplitude * std::sin(a);
+      cos_x[static_cast<std::size_t>(x)] = amplitude * std::cos(a);
+    }
+    for (std::int64_t y = 0; y < height; ++y) {
+      const float b = wave_y * pixel_centre(y), sin_b = std::sin(b), cos_b = std::cos(b);
+      const float row = offset + slope_y * pixel_centre(y);
+      for (std::int64_t x = 0; x < width; ++x) {
+        const auto i = static_cast<std::size_t>(x);
+        pixels[y * width + x] = row + slope_x * pixel_centre(x) + sin_x[i] * cos_b + cos_x[i] * sin_b;
+      }
+    }
   }
 };
 
@@ -95,14 +113,11 @@ struct ImageGenerator {
     const std::uint64_t seed = options.seed;
     float* pixel = inputs + image * pixels;
     std::int64_t* label = targets + image * pixels;
-    const auto centre = [](std::int64_t i) { return static_cast<float>(i) + 0.5f; };
-
-    const Background background(Philox4x32(base, seed), Philox4x32(base + 1, seed), height, width);
-    for (std::int64_t y = 0; y < height; ++y) {
-      for (std::int64_t x = 0; x < width; ++x) pixel[y * width + x] = background(centre(x), centre(y));
-    }
+    Background(Philox4x32(base, seed), Philox4x32(base + 1, seed), height, width).fill(pixel, height, width);
     std::fill(label, label + pixels, kShapesBackground);
 
+    // Each shape sets its pixels' contrast; a later one replaces an earlier one's.
+    std::vector<float> contrast(static_cast<std::size_t>(pixels), 0.0f);
     for (std::int64_t s = 0; s < options.shapes_per_image; ++s) {
       const auto block = base + 2 + 2 * static_cast<std::uint64_t>(s);
       const Figure shape(Philox4x32(block, seed), Philox4x32(block + 1, seed), options);
@@ -114,12 +129,13 @@ struct ImageGenerator {
       };
       for (std::int64_t y = first(shape.cy - reach); y < last(shape.cy + reach, height); ++y) {
         for (std::int64_t x = first(shape.cx - reach); x < last(shape.cx + reach, width); ++x) {
-          if (!shape.contains(centre(x), centre(y))) continue;
-          pixel[y * width + x] = background(centre(x), centre(y)) + shape.contrast;
+          if (!shape.contains(pixel_centre(x), pixel_centre(y))) continue;
+          contrast[static_cast<std::size_t>(y * width + x)] = shape.contrast;
           label[y * width + x] = shape.kind;
         }
       }
     }
+    for (std::int64_t p = 0; p < pixels; ++p) pixel[p] += contrast[static_cast<std::size_t>(p)];
 
     if (options.noise == 0.0f) return;
     // Box–Muller, both outputs of each pair: one block is 4 pixels' noise.
