@@ -80,7 +80,8 @@ std::string write_synced(const std::string& temp, const std::vector<std::uint8_t
   } else if (::fsync(::fileno(file)) != 0) {
     problem = fmt::format("cannot fsync {}: {}", temp, std::strerror(errno));
   }
-  if (std::fclose(file) != 0 && problem.empty()) problem = fmt::format("cannot close {}: {}", temp, std::strerror(errno));
+  if (std::fclose(file) != 0 && problem.empty())
+    problem = fmt::format("cannot close {}: {}", temp, std::strerror(errno));
   return problem;
 }
 
@@ -109,8 +110,8 @@ Image gray_from(const std::vector<float>& host, const Tensor& values, float low,
 }  // namespace
 
 void write_png(const std::string& path, const Image& image) {
-  DDL_CHECK(image.channels == 1 || image.channels == 3, "write_png: {}: images have 1 (gray) or 3 (RGB) channels, got {}",
-            path, image.channels);
+  DDL_CHECK(image.channels == 1 || image.channels == 3,
+            "write_png: {}: images have 1 (gray) or 3 (RGB) channels, got {}", path, image.channels);
   DDL_CHECK(image.height >= 1 && image.height <= kMaxSide && image.width >= 1 && image.width <= kMaxSide,
             "write_png: {}: height and width must be in [1, 2^31 - 1], got {} x {}", path, image.height, image.width);
   const auto expected = static_cast<std::size_t>(image.height) * static_cast<std::size_t>(image.width) *

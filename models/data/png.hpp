@@ -43,13 +43,13 @@ Image grayscale_image(const Tensor& values);
 // Class colours: background (0) black, then colours that stay apart for
 // readers with the common colour-vision deficiencies (Okabe & Ito 2008).
 inline constexpr std::array<std::array<std::uint8_t, 3>, 8> kClassPalette{{{0, 0, 0},
-                                                                             {230, 159, 0},
-                                                                             {86, 180, 233},
-                                                                             {0, 158, 115},
-                                                                             {240, 228, 66},
-                                                                             {0, 114, 178},
-                                                                             {213, 94, 0},
-                                                                             {204, 121, 167}}};
+                                                                           {230, 159, 0},
+                                                                           {86, 180, 233},
+                                                                           {0, 158, 115},
+                                                                           {240, 228, 66},
+                                                                           {0, 114, 178},
+                                                                           {213, 94, 0},
+                                                                           {204, 121, 167}}};
 
 // A class map [H, W] of int32 or int64 labels (on any device) as RGB, class
 // c in kClassPalette[c]. Throws ddl::Error naming a label outside 0 .. 7 and

@@ -25,7 +25,9 @@ constexpr std::int64_t kMaxShapesPerImage = std::int64_t{1} << 20;
 float pixel_centre(std::int64_t i) { return static_cast<float>(i) + 0.5f; }
 
 // A uniform float in [low, high) from 32 random bits.
-float uniform(float low, float high, std::uint32_t bits) { return low + (high - low) * (1.0f - uint_to_unit_float(bits)); }
+float uniform(float low, float high, std::uint32_t bits) {
+  return low + (high - low) * (1.0f - uint_to_unit_float(bits));
+}
 
 // A ramp plus a plane wave, in pixel coordinates.
 struct Background {
@@ -88,9 +90,12 @@ struct Figure {
   bool contains(float x, float y) const {
     const float dx = x - cx, dy = y - cy;
     switch (kind) {
-      case kShapesDisc: return dx * dx + dy * dy <= half_x * half_x;
-      case kShapesRectangle: return std::abs(dx) <= half_x && std::abs(dy) <= half_y;
-      default: break;
+      case kShapesDisc:
+        return dx * dx + dy * dy <= half_x * half_x;
+      case kShapesRectangle:
+        return std::abs(dx) <= half_x && std::abs(dy) <= half_y;
+      default:
+        break;
     }
     // Inside a counter-clockwise triangle: left of (or on) every edge.
     for (int k = 0; k < 3; ++k) {
@@ -123,7 +128,9 @@ struct ImageGenerator {
       const Figure shape(Philox4x32(block, seed), Philox4x32(block + 1, seed), options);
       // The pixels whose centres may lie inside: a box of the largest half side.
       const float reach = std::max(shape.half_x, shape.half_y);
-      const auto first = [](float low) { return std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(low))); };
+      const auto first = [](float low) {
+        return std::max<std::int64_t>(0, static_cast<std::int64_t>(std::floor(low)));
+      };
       const auto last = [](float high, std::int64_t size) {
         return std::min<std::int64_t>(size, static_cast<std::int64_t>(std::ceil(high)) + 1);
       };
@@ -159,16 +166,15 @@ Dataset make_shapes(const ShapesOptions& options) {
   DDL_CHECK(options.samples >= 1 && options.samples < (std::int64_t{1} << (64 - kImageCounterBits)),
             "make_shapes: samples must be in [1, 2^24), got {}", options.samples);
   DDL_CHECK(options.height >= 1 && options.height <= kMaxSide && options.width >= 1 && options.width <= kMaxSide,
-            "make_shapes: height and width must be in [1, {}], got {} x {}", kMaxSide, options.height,
-            options.width);
+            "make_shapes: height and width must be in [1, {}], got {} x {}", kMaxSide, options.height, options.width);
   DDL_CHECK(options.shapes_per_image >= 0 && options.shapes_per_image <= kMaxShapesPerImage,
             "make_shapes: shapes_per_image must be in [0, {}], got {}", kMaxShapesPerImage, options.shapes_per_image);
   DDL_CHECK(std::isfinite(options.min_size) && std::isfinite(options.max_size) && options.min_size >= 1.0f &&
                 options.min_size <= options.max_size,
             "make_shapes: shape sizes need 1 <= min_size <= max_size (finite), got min_size {} and max_size {}",
             options.min_size, options.max_size);
-  DDL_CHECK(std::isfinite(options.noise) && options.noise >= 0.0f,
-            "make_shapes: noise must be finite and >= 0, got {}", options.noise);
+  DDL_CHECK(std::isfinite(options.noise) && options.noise >= 0.0f, "make_shapes: noise must be finite and >= 0, got {}",
+            options.noise);
   const std::int64_t n = options.samples, h = options.height, w = options.width;
   Dataset data{Tensor::empty(Shape{n, 1, h, w}), Tensor::empty(Shape{n, h, w}, {.dtype = DType::Int64})};
   const ImageGenerator generate{data.inputs.data<float>(), data.targets.data<std::int64_t>(), options};

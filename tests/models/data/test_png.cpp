@@ -62,9 +62,10 @@ Image decode_png(const std::vector<std::uint8_t>& file) {
   CHECK(types == std::vector<std::string>{"IHDR", "IDAT", "IEND"});
   REQUIRE(header.size() == 13);
   Image image{big_endian(header, 4), big_endian(header, 0), header[9] == 0 ? 1 : 3, {}};  // IHDR: width, height
-  CHECK(header[8] == 8);                         // bit depth
-  CHECK((header[9] == 0 || header[9] == 2));     // gray or RGB
-  CHECK((header[10] == 0 && header[11] == 0 && header[12] == 0));  // deflate, adaptive filters, no interlace
+  // Bit depth 8, gray or RGB, deflate, adaptive filters, no interlace.
+  CHECK(header[8] == 8);
+  CHECK((header[9] == 0 || header[9] == 2));
+  CHECK((header[10] == 0 && header[11] == 0 && header[12] == 0));
   const auto row_bytes = static_cast<std::size_t>(image.width * image.channels);
   std::vector<std::uint8_t> rows((row_bytes + 1) * static_cast<std::size_t>(image.height));
   uLongf size = rows.size();
@@ -81,7 +82,8 @@ Image decode_png(const std::vector<std::uint8_t>& file) {
 Image random_image(std::int64_t height, std::int64_t width, int channels, std::mt19937& rng) {
   Image image{height, width, channels, {}};
   std::uniform_int_distribution<int> byte(0, 255);
-  for (std::int64_t i = 0; i < height * width * channels; ++i) image.pixels.push_back(static_cast<std::uint8_t>(byte(rng)));
+  for (std::int64_t i = 0; i < height * width * channels; ++i)
+    image.pixels.push_back(static_cast<std::uint8_t>(byte(rng)));
   return image;
 }
 
@@ -110,11 +112,17 @@ TEST_CASE("write_png: gray and RGB images of awkward sizes decode to the pixels 
 TEST_CASE("write_png: an image of the wrong shape is an error naming the file, and nothing is written") {
   test::TempDir dir("png");
   const std::string path = dir.file("bad.png");
-  CHECK(throws_error_mentioning([&] { write_png(path, Image{2, 2, 2, std::vector<std::uint8_t>(8)}); },
-                                {"write_png", path, "2"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        write_png(path, Image{2, 2, 2, std::vector<std::uint8_t>(8)});
+      },
+      {"write_png", path, "2"}));
   CHECK(throws_error_mentioning([&] { write_png(path, Image{0, 5, 1, {}}); }, {"write_png", path, "0 x 5"}));
-  CHECK(throws_error_mentioning([&] { write_png(path, Image{2, 3, 3, std::vector<std::uint8_t>(17)}); },
-                                {"write_png", path, "18 bytes", "17"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        write_png(path, Image{2, 3, 3, std::vector<std::uint8_t>(17)});
+      },
+      {"write_png", path, "18 bytes", "17"}));
   CHECK(dir.entries().empty());
 }
 
@@ -145,7 +153,7 @@ TEST_CASE("write_png: a write that fails midway leaves the old file whole and no
   REQUIRE(setrlimit(RLIMIT_FSIZE, &limit) == 0);
   // Random bytes do not compress: about 30 kB of PNG.
   const auto refused = throws_error_mentioning([&] { write_png(path, random_image(100, 100, 3, rng)); },
-                                        {"write_png", path, "File too large"});
+                                               {"write_png", path, "File too large"});
   setrlimit(RLIMIT_FSIZE, &old_limit);
   signal(SIGXFSZ, old_handler);
   CHECK(refused);
@@ -167,10 +175,16 @@ TEST_CASE("grayscale_image maps low..high (or the image's own range) to 0..255, 
 
 TEST_CASE("grayscale_image refuses another shape, a non-finite value or an empty range") {
   CHECK(throws_error_mentioning([] { grayscale_image(zeros({1, 2, 2})); }, {"grayscale_image", "[1, 2, 2]"}));
-  CHECK(throws_error_mentioning([] { grayscale_image(from_vector({0.0f, NAN, 1.0f, 2.0f}, {2, 2})); },
-                                {"grayscale_image", "nan", "(0, 1)"}));
-  CHECK(throws_error_mentioning([] { grayscale_image(zeros({2, 2}), 1.0f, 1.0f); },
-                                {"grayscale_image", "low 1", "high 1"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        grayscale_image(from_vector({0.0f, NAN, 1.0f, 2.0f}, {2, 2}));
+      },
+      {"grayscale_image", "nan", "(0, 1)"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        grayscale_image(zeros({2, 2}), 1.0f, 1.0f);
+      },
+      {"grayscale_image", "low 1", "high 1"}));
 }
 
 TEST_CASE("class_image colours each class from the palette, int32 and int64 alike, and refuses unknown labels") {
@@ -187,7 +201,10 @@ TEST_CASE("class_image colours each class from the palette, int32 and int64 alik
             std::vector<std::uint8_t>(colour.begin(), colour.end()));
     }
   }
-  CHECK(throws_error_mentioning([] { class_image(from_vector(std::vector<std::int64_t>{0, 1, 8, 0}, {2, 2})); },
-                                {"class_image", "label 8", "(1, 0)"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        class_image(from_vector(std::vector<std::int64_t>{0, 1, 8, 0}, {2, 2}));
+      },
+      {"class_image", "label 8", "(1, 0)"}));
   CHECK(throws_error_mentioning([] { class_image(zeros({2, 2})); }, {"class_image", "float32"}));
 }
