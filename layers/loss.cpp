@@ -64,6 +64,44 @@ Tensor cross_entropy_with_labels(const Tensor& logits, const Tensor& labels, Red
   return loss;
 }
 
+Tensor cross_entropy_2d(const Tensor& logits, const Tensor& targets, Reduction reduction) {
+  if (targets.dtype() == DType::Float32) {
+    DDL_CHECK(targets.shape() == logits.shape(),
+              "cross_entropy: one-hot targets of shape {} do not match logits of shape {}", targets.shape(),
+              logits.shape());
+    return reduce_loss(neg(sum(mul(targets, log_softmax(logits, 1)), 1)), reduction);
+  }
+  DDL_CHECK(targets.shape() == Shape{logits.size(0)},
+            "cross_entropy: labels of shape {} do not match logits of shape {} (expected [{}])", targets.shape(),
+            logits.shape(), logits.size(0));
+  return targets.dtype() == DType::Int32 ? cross_entropy_with_labels<std::int32_t>(logits, targets, reduction)
+                                         : cross_entropy_with_labels<std::int64_t>(logits, targets, reduction);
+}
+
+// Logits [N, C, d1, ..., dk], as PyTorch takes them: each of the N·d1···dk
+// positions is one row of the 2-D loss, so the fused, max-shifted kernel
+// serves them all. Moving C last is one differentiable transpose of [N, C, P]
+// to [N, P, C]; one-hot targets [N, C, d1, ..., dk] move alike.
+Tensor spatial_cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction) {
+  const auto dims = logits.shape().to_vector();
+  const std::int64_t samples = dims[0], classes = dims[1];
+  const std::int64_t positions = logits.numel() / (samples * classes);
+  std::vector<std::int64_t> per_position{samples};
+  per_position.insert(per_position.end(), dims.begin() + 2, dims.end());
+  const bool one_hot = targets.dtype() == DType::Float32;
+  DDL_CHECK(one_hot ? targets.shape() == logits.shape() : targets.shape() == Shape(per_position),
+            "cross_entropy: targets of shape {} do not fit logits of shape {} (expected {} labels {} or one-hot "
+            "targets shaped like the logits)",
+            targets.shape(), logits.shape(), targets.dtype(), Shape(per_position));
+  const auto classes_last = [&](const Tensor& t) {
+    return transpose(t.reshape({samples, classes, positions})).reshape({samples * positions, classes});
+  };
+  const Tensor rows = classes_last(logits);
+  const Tensor losses =
+      cross_entropy_2d(rows, one_hot ? classes_last(targets) : targets.reshape({samples * positions}), reduction);
+  return reduction == Reduction::None ? losses.reshape(Shape(per_position)) : losses;
+}
+
 void check_same_shape(const Tensor& prediction, const Tensor& target, const char* name) {
   require_float(prediction, name);
   require_float(target, name);
@@ -77,21 +115,12 @@ namespace loss_detail {
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction) {
   require_float(logits, "cross_entropy");
-  DDL_CHECK(logits.dim() == 2 && logits.size(1) > 0 && logits.size(0) > 0,
-            "cross_entropy: expected logits [N, C] with N, C > 0, got {}", logits.shape());
+  DDL_CHECK(logits.dim() >= 2 && logits.numel() > 0,
+            "cross_entropy: expected logits [N, C] or [N, C, d1, ..., dk] with no empty dim, got {}", logits.shape());
   DDL_CHECK(targets.defined(), "cross_entropy: targets are undefined");
   require_same_device(logits, targets, "cross_entropy");
-  if (targets.dtype() == DType::Float32) {
-    DDL_CHECK(targets.shape() == logits.shape(),
-              "cross_entropy: one-hot targets of shape {} do not match logits of shape {}", targets.shape(),
-              logits.shape());
-    return reduce_loss(neg(sum(mul(targets, log_softmax(logits, 1)), 1)), reduction);
-  }
-  DDL_CHECK(targets.shape() == Shape{logits.size(0)},
-            "cross_entropy: labels of shape {} do not match logits of shape {} (expected [{}])", targets.shape(),
-            logits.shape(), logits.size(0));
-  return targets.dtype() == DType::Int32 ? cross_entropy_with_labels<std::int32_t>(logits, targets, reduction)
-                                         : cross_entropy_with_labels<std::int64_t>(logits, targets, reduction);
+  return logits.dim() > 2 ? spatial_cross_entropy(logits, targets, reduction)
+                         : cross_entropy_2d(logits, targets, reduction);
 }
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target, Reduction reduction) {

@@ -3,10 +3,13 @@
 //     logits [N, C] and integer labels [N] (int32 or int64) or one-hot /
 //     probability targets [N, C]; one value per sample. Each row is shifted
 //     by its max, so logits of +-1e4 give finite losses and gradients.
+//     Spatial logits [N, C, d1, ..., dk] (a segmentation network's, k >= 1)
+//     take labels [N, d1, ..., dk] or targets shaped like the logits, with
+//     one value per position, as PyTorch's cross_entropy.
 //   mse: (prediction - target)^2, mae: |prediction - target|, one value per
 //     element.
 // Gaps against PyTorch's cross_entropy: no class weights, ignore_index or
-// label_smoothing; logits must be 2-D ([N, C], no spatial dims).
+// label_smoothing.
 #pragma once
 
 #include <cstdint>
@@ -17,8 +20,10 @@ namespace ddl::layers {
 
 // What a loss returns from its per-sample (cross_entropy) or per-element
 // (mse, mae) values: their mean (a scalar), their sum (a scalar), or the
-// values themselves (None: shape [N] for cross_entropy, the prediction's
-// shape for mse and mae), e.g. to weight samples before reducing.
+// values themselves (None: shape [N] for cross_entropy, [N, d1, ..., dk]
+// for spatial logits, the prediction's shape for mse and mae), e.g. to
+// weight samples before reducing. Mean over spatial logits divides by
+// N·d1···dk, every position counting alike.
 enum class Reduction { Mean, Sum, None };
 
 namespace loss_detail {

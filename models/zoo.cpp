@@ -8,6 +8,7 @@
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/residual.hpp>
 #include <ddl/models/data/stress_strain.hpp>
+#include <ddl/models/data/synthetic_shapes.hpp>
 #include <ddl/models/zoo.hpp>
 
 #include <fmt/format.h>
@@ -91,6 +92,21 @@ LayerList wide_mlp_layers() {
   return layers;
 }
 
+// The context module of Yu & Koltun 2016, one channel in, a class map out.
+LayerList context_net_layers() {
+  constexpr std::int64_t kWidth = 16;
+  LayerList layers;
+  std::int64_t channels = 1;
+  for (const std::int64_t dilation : {1, 2, 4, 8}) {
+    // Padding equal to the dilation keeps H x W: (H + 2d - 2d - 1) + 1 = H.
+    layers.emplace_init<Conv2d>(channels, kWidth, Conv2dOptions{.kernel_size = 3, .padding = dilation, .dilation = dilation})
+        .emplace<ReLU>();
+    channels = kWidth;
+  }
+  layers.emplace_init<Conv2d>(kWidth, kShapesClasses, Conv2dOptions{.kernel_size = 1});
+  return layers;
+}
+
 }  // namespace
 
 std::shared_ptr<Sequential> mnist_cnn(Generator* generator) { return mnist_cnn_layers().build(generator); }
@@ -98,6 +114,7 @@ std::shared_ptr<Sequential> lenet5(Generator* generator) { return lenet5_layers(
 std::shared_ptr<Sequential> materials_mlp(Generator* generator) { return materials_mlp_layers().build(generator); }
 std::shared_ptr<Sequential> resnet_small(Generator* generator) { return resnet_small_layers().build(generator); }
 std::shared_ptr<Sequential> wide_mlp(Generator* generator) { return wide_mlp_layers().build(generator); }
+std::shared_ptr<Sequential> context_net(Generator* generator) { return context_net_layers().build(generator); }
 
 namespace {
 
@@ -108,7 +125,8 @@ const std::vector<std::pair<std::string, Layers>>& registry() {
                                                                   {"lenet5", lenet5_layers},
                                                                   {"materials_mlp", materials_mlp_layers},
                                                                   {"resnet_small", resnet_small_layers},
-                                                                  {"wide_mlp", wide_mlp_layers}};
+                                                                  {"wide_mlp", wide_mlp_layers},
+                                                                  {"context_net", context_net_layers}};
   return models;
 }
 

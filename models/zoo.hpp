@@ -47,8 +47,19 @@ std::shared_ptr<layers::Sequential> resnet_small(Generator* generator = nullptr)
 // parameters (397 MiB in float32; Adadelta's state doubles that again).
 std::shared_ptr<layers::Sequential> wide_mlp(Generator* generator = nullptr);
 
+// A fully-convolutional segmentation network: the basic context module of
+// Yu & Koltun 2016 ("Multi-Scale Context Aggregation by Dilated
+// Convolutions"), for 1xHxW images of any size and the kShapesClasses classes
+// of synthetic_shapes.hpp: four 3x3 convolutions 16 wide with dilation 1, 2,
+// 4, 8 (padding equal to the dilation, so H x W is kept), each followed by
+// ReLU, then a 1x1 convolution to 4 logits per pixel (no softmax: the loss
+// takes logits). The receptive field grows by 2·dilation per layer to
+// 1 + 2·(1 + 2 + 4 + 8) = 31x31 pixels. Only Conv2d and ReLU, so tiled
+// inference can analyse it. 7,188 parameters.
+std::shared_ptr<layers::Sequential> context_net(Generator* generator = nullptr);
+
 // The bundled models by name: the names above ("mnist_cnn", "lenet5",
-// "materials_mlp", "resnet_small", "wide_mlp"), so a command line or a
+// "materials_mlp", "resnet_small", "wide_mlp", "context_net"), so a command line or a
 // config file can pick one. An unknown name is an error listing the known
 // ones. make_model(name) is model_layers(name).build().
 std::shared_ptr<layers::Sequential> make_model(const std::string& name, Generator* generator = nullptr);

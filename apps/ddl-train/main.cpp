@@ -276,6 +276,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
 
   optim::TrainerOptions trainer_options;
   trainer_options.metrics = task.metrics;
+  trainer_options.classes = task.classes;
   trainer_options.verbosity = o.quiet ? optim::Verbosity::quiet : optim::Verbosity::progress;
   trainer_options.strategy = strategy;
   trainer_options.batches_per_step = o.accumulate;

@@ -60,7 +60,8 @@ struct TrainOptions {
   std::string on_nonfinite = "stop";  // stop | skip: a step whose loss is NaN or infinite
   std::int64_t train_limit = -1;
   std::int64_t test_limit = -1;
-  std::int64_t samples = 20000;     // materials_mlp: synthetic training curves
+  std::int64_t samples = 0;         // synthetic training samples; 0: the model's default
+  std::int64_t image_size = 64;     // context_net: the side of its square training images
   double noise = 2.0;               // materials_mlp: stress noise in MPa
   bool validate = true;
   int prefetch = 2;

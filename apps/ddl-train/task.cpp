@@ -14,6 +14,7 @@
 #include <ddl/layers/loss.hpp>
 #include <ddl/models/data/fashion_mnist.hpp>
 #include <ddl/models/data/stress_strain.hpp>
+#include <ddl/models/data/synthetic_shapes.hpp>
 
 namespace ddl::apps {
 namespace {
@@ -91,10 +92,44 @@ Task materials(const TrainOptions& options) {
   return task;
 }
 
+// The share of background pixels: what predicting background everywhere scores.
+double background_share(const Tensor& targets) {
+  const auto labels = targets.to(cpu()).to_vector<std::int64_t>();
+  const auto background = std::count(labels.begin(), labels.end(), models::kShapesBackground);
+  return static_cast<double>(background) / static_cast<double>(labels.size());
+}
+
+Task segmentation(const TrainOptions& options) {
+  models::ShapesOptions shapes;
+  shapes.samples = options.samples;
+  shapes.height = shapes.width = options.image_size;
+  shapes.seed = options.seed;
+  Task task;
+  task.train = models::make_shapes(shapes);
+  shapes.samples = std::max<std::int64_t>(options.samples / 5, 1);
+  shapes.seed = options.seed + 1;  // other images
+  task.test = models::make_shapes(shapes);
+  task.description = fmt::format("synthetic shapes: {} training and {} test images of {}x{}", task.train.size(),
+                                 task.test.size(), options.image_size, options.image_size);
+  task.loss = layers::cross_entropy;
+  task.metrics = {optim::Metric::accuracy, optim::Metric::mean_iou};
+  task.classes = models::kShapesClasses;
+  task.monitor = "val_accuracy";
+  task.report = [baseline = background_share(task.test.targets)](optim::Trainer& trainer, optim::BatchSource& test) {
+    const optim::Logs logs = trainer.evaluate(test);
+    return fmt::format("test pixel accuracy {:.2f}%, mean IoU {:.3f}, test loss {:.4f} (predicting background "
+                       "everywhere: {:.2f}%)",
+                       100.0 * logs.at("accuracy"), logs.at("mean_iou"), logs.at("loss"), 100.0 * baseline);
+  };
+  return task;
+}
+
 }  // namespace
 
 Task make_task(const TrainOptions& options) {
-  return options.model == "materials_mlp" ? materials(options) : image_classification(options);
+  if (options.model == "materials_mlp") return materials(options);
+  if (options.model == "context_net") return segmentation(options);
+  return image_classification(options);
 }
 
 std::vector<std::string> data_fingerprint(const Task& task) {

@@ -1,7 +1,9 @@
 // What ddl-train trains on for each bundled model: the data sets, the loss,
 // the metrics, and how the final result is reported. Image models read
 // Fashion-MNIST (or MNIST) files; materials_mlp generates stress-strain
-// curves and learns standardised targets, reported back in GPa and MPa.
+// curves and learns standardised targets, reported back in GPa and MPa;
+// context_net segments synthetic shapes, scored by pixel accuracy and mean
+// IoU beside predicting background everywhere.
 #pragma once
 
 #include <functional>
@@ -24,6 +26,7 @@ struct Task {
   std::optional<models::Normalization> normalization;  // of the inputs, from the training set
   optim::LossFunction loss;
   std::vector<optim::Metric> metrics;
+  std::int64_t classes = 0;  // the output's dim 1, for Metric::mean_iou
   std::string monitor;  // the validation metric "best" refers to
   // The final result on the test set, e.g. "test accuracy 91.23%, test loss 0.2512".
   std::function<std::string(optim::Trainer& trainer, optim::BatchSource& test)> report;

@@ -1,8 +1,13 @@
 // Metric accumulation (see metrics.hpp). Per batch only a few numbers reach
-// the host: the loss, the arg-max of each output row, or one summed |error|.
+// the host: the loss, the arg-max of each output row or position (and the
+// labels), or one summed |error|.
 #include <ddl/optim/engine/metrics.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <numeric>
+#include <span>
 
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
@@ -15,30 +20,83 @@ constexpr std::size_t kSamples = 0;
 constexpr std::size_t kLoss = 1;
 constexpr std::size_t kFirstMetric = 2;
 
-// Class labels as int64 on the host, from int labels [B] or one-hot rows [B, C].
-std::vector<std::int64_t> labels_of(const Tensor& targets, const Shape& output_shape) {
+// A batch's predicted and labelled class at every position, on the host:
+// outputs [B, C] or [B, C, d1, ..., dk] and targets int32/int64 labels
+// [B, d1, ..., dk] or one-hot float32 shaped like the output.
+struct Classified {
+  std::vector<std::int64_t> predicted, labels;
+  std::size_t positions;  // per sample: d1 · ... · dk (1 for [B, C])
+};
+
+Classified classify(const Tensor& output, const Tensor& targets, const char* metric) {
+  std::vector<std::int64_t> dims = output.shape().to_vector();
+  const auto positions = std::accumulate(dims.begin() + std::min<std::size_t>(dims.size(), 2), dims.end(),
+                                         std::int64_t{1}, std::multiplies<>());
+  DDL_CHECK(output.dim() >= 2 && output.size(1) > 0 && positions > 0 && targets.defined(),
+            "{}: needs outputs [B, C] or [B, C, d1, ..., dk] with C, d1, ..., dk > 0 and their targets, got outputs {} "
+            "and targets {}",
+            metric, output.shape(), targets.defined() ? targets.shape() : Shape{});
+  dims.erase(dims.begin() + 1);
+  const Shape per_position(dims);
   const Tensor host = targets.to(cpu());
-  if (host.dtype() == DType::Int64 && host.dim() == 1) return host.to_vector<std::int64_t>();
-  if (host.dtype() == DType::Int32 && host.dim() == 1) {
+  Classified result{ddl::argmax(output, 1).to(cpu()).to_vector<std::int64_t>(), {}, static_cast<std::size_t>(positions)};
+  if (host.dtype() == DType::Int64 && host.shape() == per_position) {
+    result.labels = host.to_vector<std::int64_t>();
+  } else if (host.dtype() == DType::Int32 && host.shape() == per_position) {
     const auto labels = host.to_vector<std::int32_t>();
-    return {labels.begin(), labels.end()};
+    result.labels.assign(labels.begin(), labels.end());
+  } else {
+    DDL_CHECK(host.dtype() == DType::Float32 && host.shape() == output.shape(),
+              "{}: targets must be integer labels {} or one-hot targets shaped like the output {}, got {} {}", metric,
+              per_position, output.shape(), host.dtype(), host.shape());
+    result.labels = ddl::argmax(host, 1).to_vector<std::int64_t>();
   }
-  DDL_CHECK(host.dtype() == DType::Float32 && host.shape() == output_shape,
-            "accuracy: targets must be integer labels [B] or one-hot rows shaped like the output {}, got {} {}",
-            output_shape, host.dtype(), host.shape());
-  return ddl::argmax(host, 1).to_vector<std::int64_t>();
+  return result;
 }
 
-// (correct predictions, samples) of one batch.
+// (sum over samples of each one's fraction of correct positions, samples) of
+// one batch: for [B, C] outputs, the correct predictions.
 std::pair<double, double> accuracy_sums(const Tensor& output, const Tensor& targets) {
-  DDL_CHECK(output.dim() == 2 && targets.defined() && targets.dim() >= 1 && targets.size(0) == output.size(0),
-            "accuracy: needs outputs [B, C] and targets with B rows, got outputs {} and targets {}", output.shape(),
-            targets.shape());
-  const auto predicted = ddl::argmax(output, 1).to(cpu()).to_vector<std::int64_t>();
-  const auto labels = labels_of(targets, output.shape());
-  double correct = 0.0;
-  for (std::size_t i = 0; i < predicted.size(); ++i) correct += predicted[i] == labels[i] ? 1.0 : 0.0;
-  return {correct, static_cast<double>(predicted.size())};
+  const Classified batch = classify(output, targets, "accuracy");
+  double sum = 0.0;
+  for (std::size_t first = 0; first < batch.predicted.size(); first += batch.positions) {
+    std::size_t correct = 0;
+    for (std::size_t i = first; i < first + batch.positions; ++i) correct += batch.predicted[i] == batch.labels[i];
+    sum += static_cast<double>(correct) / static_cast<double>(batch.positions);
+  }
+  return {sum, static_cast<double>(output.size(0))};
+}
+
+// Adds a batch's per-class intersections and unions to `sums` (2 · classes).
+void add_overlap_sums(const Tensor& output, const Tensor& targets, std::span<double> sums) {
+  const auto classes = static_cast<std::int64_t>(sums.size() / 2);
+  DDL_CHECK(output.dim() >= 2 && output.size(1) == classes,
+            "mean_iou: outputs {} do not hold the {} class scores it was set up for along dim 1", output.shape(),
+            classes);
+  const Classified batch = classify(output, targets, "mean_iou");
+  for (std::size_t i = 0; i < batch.labels.size(); ++i) {
+    const std::int64_t predicted = batch.predicted[i], label = batch.labels[i];
+    DDL_CHECK(label >= 0 && label < classes, "mean_iou: label {} at position {} is out of range for {} classes",
+              label, i, classes);
+    if (predicted == label) {
+      sums[static_cast<std::size_t>(label)] += 1.0;
+      sums[static_cast<std::size_t>(classes + label)] += 1.0;
+    } else {
+      sums[static_cast<std::size_t>(classes + predicted)] += 1.0;
+      sums[static_cast<std::size_t>(classes + label)] += 1.0;
+    }
+  }
+}
+
+double mean_iou_of(std::span<const double> sums) {
+  const std::size_t classes = sums.size() / 2;
+  double total = 0.0, present = 0.0;
+  for (std::size_t c = 0; c < classes; ++c) {
+    if (sums[classes + c] == 0.0) continue;  // neither predicted nor labelled: no score
+    total += sums[c] / sums[classes + c];
+    present += 1.0;
+  }
+  return present > 0.0 ? total / present : 0.0;
 }
 
 // (sum of |output - target|, elements) of one batch.
@@ -56,20 +114,32 @@ std::string metric_name(Metric metric) {
   switch (metric) {
     case Metric::accuracy: return "accuracy";
     case Metric::mae: return "mae";
+    case Metric::mean_iou: return "mean_iou";
   }
   return "unknown";
 }
 
 Metric parse_metric(const std::string& name) {
-  for (const Metric metric : {Metric::accuracy, Metric::mae}) {
+  for (const Metric metric : {Metric::accuracy, Metric::mae, Metric::mean_iou}) {
     if (metric_name(metric) == name) return metric;
   }
-  throw Error(fmt::format("unknown metric '{}'; known metrics: accuracy, mae", name));
+  throw Error(fmt::format("unknown metric '{}'; known metrics: accuracy, mae, mean_iou", name));
 }
 
-MetricAccumulator::MetricAccumulator(std::vector<Metric> metrics) : metrics_(std::move(metrics)) { reset(); }
+MetricAccumulator::MetricAccumulator(std::vector<Metric> metrics, std::int64_t classes)
+    : metrics_(std::move(metrics)) {
+  std::size_t next = kFirstMetric;
+  for (const Metric metric : metrics_) {
+    DDL_CHECK(metric != Metric::mean_iou || classes > 0,
+              "mean_iou needs the number of classes (the output's dim 1), got {}", classes);
+    offsets_.push_back(next);
+    next += metric == Metric::mean_iou ? 2 * static_cast<std::size_t>(classes) : 2;
+  }
+  offsets_.push_back(next);
+  reset();
+}
 
-void MetricAccumulator::reset() { sums_.assign(kFirstMetric + 2 * metrics_.size(), 0.0); }
+void MetricAccumulator::reset() { sums_.assign(offsets_.back(), 0.0); }
 
 void MetricAccumulator::add(const Tensor& output, const Tensor& targets, const Tensor& loss) {
   if (!output.defined()) return;
@@ -79,10 +149,15 @@ void MetricAccumulator::add(const Tensor& output, const Tensor& targets, const T
   sums_[kSamples] += batch;
   sums_[kLoss] += static_cast<double>(loss.detach().to(cpu()).item()) * batch;
   for (std::size_t m = 0; m < metrics_.size(); ++m) {
+    const std::span<double> slots(sums_.data() + offsets_[m], offsets_[m + 1] - offsets_[m]);
+    if (metrics_[m] == Metric::mean_iou) {
+      add_overlap_sums(detached, targets, slots);
+      continue;
+    }
     const auto [sum, count] = metrics_[m] == Metric::accuracy ? accuracy_sums(detached, targets)
                                                               : absolute_error_sums(detached, targets);
-    sums_[kFirstMetric + 2 * m] += sum;
-    sums_[kFirstMetric + 2 * m + 1] += count;
+    slots[0] += sum;
+    slots[1] += count;
   }
 }
 
@@ -91,7 +166,9 @@ Logs MetricAccumulator::logs(const std::string& prefix) const {
   const auto mean = [](double sum, double count) { return count > 0.0 ? sum / count : 0.0; };
   logs.set(prefix + "loss", mean(sums_[kLoss], sums_[kSamples]));
   for (std::size_t m = 0; m < metrics_.size(); ++m) {
-    logs.set(prefix + metric_name(metrics_[m]), mean(sums_[kFirstMetric + 2 * m], sums_[kFirstMetric + 2 * m + 1]));
+    const std::span<const double> slots(sums_.data() + offsets_[m], offsets_[m + 1] - offsets_[m]);
+    logs.set(prefix + metric_name(metrics_[m]),
+             metrics_[m] == Metric::mean_iou ? mean_iou_of(slots) : mean(slots[0], slots[1]));
   }
   return logs;
 }

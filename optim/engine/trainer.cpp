@@ -92,6 +92,7 @@ Trainer::Trainer(std::shared_ptr<layers::Module> model, LossFunction loss, std::
   DDL_CHECK(optimizer_ != nullptr, "Trainer: the optimizer is null");
   DDL_CHECK(options_.batches_per_step >= 1, "Trainer: batches_per_step must be >= 1, got {}",
             options_.batches_per_step);
+  MetricAccumulator(options_.metrics, options_.classes);  // refuses mean_iou without classes before any training
 }
 
 std::ostream& Trainer::out() const { return options_.out ? *options_.out : std::cout; }
@@ -173,7 +174,7 @@ History Trainer::fit(BatchSource& train, const FitOptions& options) {
 Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress) {
   model_->train();
   strategy_->begin_epoch(train, epoch_);
-  MetricAccumulator metrics(options_.metrics);
+  MetricAccumulator metrics(options_.metrics, options_.classes);
   const auto start = Clock::now();
   const std::int64_t steps_per_epoch =
       (train.batches_per_epoch(strategy_->shard()) + options_.batches_per_step - 1) / options_.batches_per_step;
@@ -276,7 +277,7 @@ Logs Trainer::evaluate(BatchSource& data) {
   const EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
   strategy_->begin_epoch(data, 0);
-  MetricAccumulator metrics(options_.metrics);
+  MetricAccumulator metrics(options_.metrics, options_.classes);
   while (const auto batch = strategy_->next_batch(data)) {
     const StepOutput result = strategy_->forward(*model_, *batch, loss_);
     add_metrics(metrics, result, *batch);

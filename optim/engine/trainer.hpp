@@ -30,6 +30,7 @@ namespace ddl::optim {
 
 struct TrainerOptions {
   std::vector<Metric> metrics{};  // reported besides the loss
+  std::int64_t classes = 0;       // the output's dim 1: Metric::mean_iou needs it
   Verbosity verbosity = Verbosity::progress;
   // Where progress goes (rank 0 only); nullptr: std::cout.
   std::ostream* out = nullptr;

@@ -33,7 +33,7 @@ case $case_name in
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
-      --dp --pp --accumulate --on-nonfinite; do
+      --dp --pp --accumulate --on-nonfinite --samples --image-size; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -163,6 +163,26 @@ case $case_name in
       "${args[@]}" --placement 0-6=cpu:0,7-10=cpu:2
     DDL_CPU_DEVICES=2 expect_usage_error 2 "layer(s) 10 have no device" "${args[@]}" --placement 0-9=cpu:1
     DDL_CPU_DEVICES=2 expect_usage_error 2 "no layer is named 'x'" "${args[@]}" --placement x=cpu:1
+    ;;
+  segmentation)
+    # context_net on synthetic shapes: a short run must beat predicting
+    # background everywhere (about 88.5% of the pixels) by 2 points.
+    "$train" --model context_net --epochs 2 --samples 600 --threads 1 -q > "$work/out" 2>&1 ||
+      fail "context_net exited $?: $(cat "$work/out")"
+    line=$(grep "^test pixel accuracy" "$work/out") || fail "no final line: $(cat "$work/out")"
+    [[ $line =~ ^test\ pixel\ accuracy\ ([0-9.]+)%,\ mean\ IoU\ ([0-9.]+),.*background\ everywhere:\ ([0-9.]+)%\) ]] ||
+      fail "final line not as documented: $line"
+    awk -v got="${BASH_REMATCH[1]}" -v baseline="${BASH_REMATCH[3]}" 'BEGIN { exit !(got > baseline + 2) }' ||
+      fail "pixel accuracy ${BASH_REMATCH[1]}% does not beat the background baseline ${BASH_REMATCH[3]}% by 2 points"
+    echo "ok: context_net reached ${BASH_REMATCH[1]}% (mean IoU ${BASH_REMATCH[2]}) against ${BASH_REMATCH[3]}%"
+    expect_usage_error 2 "--image-size: Value 4 not in range" --model context_net --image-size 4
+    ;;
+  segmentation-data-parallel)
+    mpiexec -n 2 "$train" --model context_net --parallel data --epochs 1 --samples 300 --threads 1 > "$work/out" 2>&1 ||
+      fail "2-rank context_net run exited $?: $(cat "$work/out")"
+    [[ $(grep -c "^test pixel accuracy .*mean IoU .*background everywhere: .* over 2 ranks$" "$work/out") -eq 1 ]] ||
+      fail "not exactly one final line: $(cat "$work/out")"
+    echo "ok: context_net trained data-parallel over 2 ranks, rank 0 alone reported"
     ;;
   data-parallel)
     args=(--train-limit 512 --test-limit 256 --epochs 1 --threads 1)

@@ -1,6 +1,7 @@
-// Losses (layers/loss.cpp): cross-entropy, MSE and MAE against float64
-// references and finite differences for each reduction, the fused
-// gradient against one-hot targets, stability for huge logits, errors.
+// Losses (layers/loss.cpp): cross-entropy (2-D and spatial), MSE and MAE
+// against float64 references and finite differences for each reduction,
+// the fused gradient against one-hot targets, stability for huge logits,
+// errors.
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
@@ -63,6 +64,52 @@ Tensor one_hot(const std::vector<std::int64_t>& labels, std::int64_t classes) {
   return from_vector(values, {static_cast<std::int64_t>(labels.size()), classes});
 }
 
+// Each row's loss and its gradient (softmax - one-hot) from float64
+// log-probabilities, rounded once to float.
+struct ExactRows {
+  std::vector<float> losses, gradients;
+};
+ExactRows exact_rows(const test::LabelledLogits& data, std::int64_t classes) {
+  ExactRows exact;
+  for (std::size_t r = 0; r < data.labels.size(); ++r) {
+    const std::vector<double> log_p = test::reference_log_softmax(data.logits.data() + r * classes, classes);
+    const auto label = static_cast<std::size_t>(data.labels[r]);
+    exact.losses.push_back(static_cast<float>(-log_p[label]));
+    // p - 1 for the label by expm1: a confident row's gradient is -rest, not 0.
+    for (std::size_t c = 0; c < log_p.size(); ++c)
+      exact.gradients.push_back(static_cast<float>(c == label ? std::expm1(log_p[c]) : std::exp(log_p[c])));
+  }
+  return exact;
+}
+
+// Spatial logits [N, C, d1, ..., dk] hold row (n, p) of a [N·P, C] matrix at
+// [n, c, p]: the layout a segmentation network's output has. Moves values
+// from rows to that layout, or back.
+std::vector<float> move_classes(const std::vector<float>& values, std::int64_t samples, std::int64_t classes,
+                                bool to_spatial) {
+  const auto positions = static_cast<std::int64_t>(values.size()) / (samples * classes);
+  std::vector<float> moved(values.size());
+  for (std::int64_t n = 0; n < samples; ++n)
+    for (std::int64_t p = 0; p < positions; ++p)
+      for (std::int64_t c = 0; c < classes; ++c) {
+        const auto row = static_cast<std::size_t>((n * positions + p) * classes + c);
+        const auto spatial = static_cast<std::size_t>((n * classes + c) * positions + p);
+        if (to_spatial) {
+          moved[spatial] = values[row];
+        } else {
+          moved[row] = values[spatial];
+        }
+      }
+  return moved;
+}
+
+// [N, d1, ..., dk] of a spatial logits shape [N, C, d1, ..., dk].
+Shape without_classes(const Shape& logits) {
+  std::vector<std::int64_t> dims = logits.to_vector();
+  dims.erase(dims.begin() + 1);
+  return Shape(dims);
+}
+
 }  // namespace
 
 TEST_CASE("cross_entropy with one-hot targets equals integer labels, value and gradient") {
@@ -97,20 +144,12 @@ TEST_CASE("cross_entropy: each row's loss and gradient are float32's rounding of
   const Tensor logits = from_vector(data.logits, {kRows, kClasses}).set_requires_grad();
   const Tensor losses = layers::cross_entropy(logits, from_vector(data.labels, {kRows}), layers::Reduction::None);
   sum(losses).backward();
-  std::vector<float> loss_exact, grad_exact;
-  for (std::int64_t r = 0; r < kRows; ++r) {
-    const std::vector<double> log_p = test::reference_log_softmax(data.logits.data() + r * kClasses, kClasses);
-    const auto label = static_cast<std::size_t>(data.labels[static_cast<std::size_t>(r)]);
-    loss_exact.push_back(static_cast<float>(-log_p[label]));
-    // p - 1 for the label by expm1: a confident row's gradient is -rest, not 0.
-    for (std::size_t c = 0; c < log_p.size(); ++c)
-      grad_exact.push_back(static_cast<float>(c == label ? std::expm1(log_p[c]) : std::exp(log_p[c])));
-  }
+  const ExactRows exact = exact_rows(data, kClasses);
   // One rounding to float (half an ulp) and double's own error; losses of
   // 1e-16 included, so the tolerance is relative, with a denormal's floor.
   const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
-  CHECK(all_close(losses, loss_exact, tiny, eps));
-  CHECK(all_close(logits.grad(), grad_exact, tiny, eps));
+  CHECK(all_close(losses, exact.losses, tiny, eps));
+  CHECK(all_close(logits.grad(), exact.gradients, tiny, eps));
 }
 
 TEST_CASE("cross_entropy rejects labels out of range and mismatched shapes") {
@@ -177,6 +216,87 @@ TEST_CASE("cross_entropy gradients match finite differences for every reduction"
       }
     }
   }
+}
+
+TEST_CASE("cross_entropy over spatial logits: each position's loss and gradient are float32's rounding of the exact ones") {
+  // Awkward extents, one to three spatial dims; confident and tied positions.
+  for (const Shape& shape : {Shape{3, 5, 7, 2}, Shape{2, 4, 13}, Shape{1, 3, 2, 3, 5}, Shape{5, 2, 1, 1}}) {
+    CAPTURE(shape);
+    const std::int64_t samples = shape[0], classes = shape[1];
+    const std::int64_t rows = shape.numel() / classes;
+    const test::LabelledLogits data = test::confident_logits(rows, classes, 31);
+    const Tensor logits = from_vector(move_classes(data.logits, samples, classes, true), shape).set_requires_grad();
+    const Tensor losses =
+        layers::cross_entropy(logits, from_vector(data.labels, without_classes(shape)), layers::Reduction::None);
+    CHECK(losses.shape() == without_classes(shape));
+    sum(losses).backward();
+    const ExactRows exact = exact_rows(data, classes);
+    const double tiny = std::numeric_limits<float>::denorm_min(), eps = std::numeric_limits<float>::epsilon();
+    CHECK(all_close(losses, exact.losses, tiny, eps));
+    CHECK(all_close(logits.grad(), move_classes(exact.gradients, samples, classes, true), tiny, eps));
+  }
+}
+
+TEST_CASE("cross_entropy over spatial logits reduces by mean, sum or not at all, with int64, int32 or one-hot targets") {
+  Generator generator(28);
+  std::mt19937 rng(28);
+  for (int trial = 0; trial < 6; ++trial) {
+    const Shape shape = test::random_shape(rng, 3 + trial % 3, 400);
+    CAPTURE(shape);
+    const std::int64_t samples = shape[0], classes = shape[1];
+    const Tensor logits = test::uniform_tensor(shape, generator, -3.0f, 3.0f);
+    const auto labels = random_labels(shape.numel() / classes, classes, rng);
+    const auto row_major = move_classes(logits.to_vector<float>(), samples, classes, false);
+    const auto per_position = reference_cross_entropy_rows(row_major, labels, classes);
+    const std::vector<std::int32_t> labels32(labels.begin(), labels.end());
+    const Tensor one_hot_targets =
+        from_vector(move_classes(one_hot(labels, classes).to_vector<float>(), samples, classes, true), shape);
+    for (const auto& [reduction, name] : kReductions) {
+      CAPTURE(name);
+      const std::vector<float> expected = reduced(per_position, reduction);
+      const Tensor from_labels = layers::cross_entropy(logits, from_vector(labels, without_classes(shape)), reduction);
+      CHECK(from_labels.shape() == (reduction == layers::Reduction::None ? without_classes(shape) : Shape{}));
+      CHECK(all_close(from_labels, expected, 1e-6, 1e-5));
+      CHECK(all_close(layers::cross_entropy(logits, from_vector(labels32, without_classes(shape)), reduction),
+                      expected, 1e-6, 1e-5));
+      CHECK(all_close(layers::cross_entropy(logits, one_hot_targets, reduction), expected, 1e-6, 1e-5));
+    }
+  }
+}
+
+TEST_CASE("cross_entropy over spatial logits: gradients match finite differences for every reduction") {
+  Generator generator(29);
+  std::mt19937 rng(29);
+  for (const Shape& shape : {Shape{2, 3, 5}, Shape{1, 2, 3, 2}, Shape{3, 5, 2, 1, 2}}) {
+    CAPTURE(shape);
+    const std::int64_t classes = shape[1];
+    const auto labels = random_labels(shape.numel() / classes, classes, rng);
+    const Tensor logits = test::uniform_tensor(shape, generator, -2.0f, 2.0f);
+    const Tensor targets = from_vector(labels, without_classes(shape));
+    for (const auto& [reduction, name] : kReductions) {
+      CAPTURE(name);
+      CHECK(gradcheck(
+          [&, r = reduction](const std::vector<Tensor>& t) { return layers::cross_entropy(t[0], targets, r); },
+          {logits}));
+    }
+  }
+}
+
+TEST_CASE("cross_entropy over spatial logits names both shapes when the targets do not fit") {
+  const Tensor logits = zeros({2, 3, 4, 5});
+  const TensorOptions int64{DType::Int64};
+  CHECK(throws_error_mentioning([&] { layers::cross_entropy(logits, zeros({2, 5, 4}, int64)); },
+                                {"cross_entropy", "[2, 5, 4]", "[2, 3, 4, 5]", "labels [2, 4, 5]"}));
+  CHECK(throws_error_mentioning([&] { layers::cross_entropy(logits, zeros({2, 4, 5})); },
+                                {"cross_entropy", "[2, 4, 5]", "[2, 3, 4, 5]", "one-hot"}));
+  CHECK(throws_error_mentioning([&] { layers::cross_entropy(logits, zeros({2, 20}, int64)); },
+                                {"cross_entropy", "[2, 20]", "[2, 3, 4, 5]"}));
+  CHECK(throws_error_mentioning([&] { layers::cross_entropy(zeros({2, 3, 0}), zeros({2, 0}, int64)); },
+                                {"cross_entropy", "[2, 3, 0]"}));
+  std::vector<std::int64_t> labels(40, 1);
+  labels[17] = 3;
+  CHECK(throws_error_mentioning([&] { layers::cross_entropy(logits, from_vector(labels, {2, 4, 5})); },
+                                {"cross_entropy", "label 3", "index 17", "3 classes"}));
 }
 
 TEST_CASE("mse_loss and mae_loss reduce by mean, sum or not at all, values and gradients") {

@@ -1,5 +1,6 @@
 // The bundled architectures (models/zoo.cpp) have exactly the parameter
-// counts their papers and Keras report, run end to end, and are found by name.
+// counts their papers and Keras report, run end to end, and are found by name;
+// context_net keeps the image size and has its stated receptive field.
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
@@ -96,13 +97,65 @@ TEST_CASE("the small ResNet maps a batch of images to 10 logits and trains every
   }
 }
 
+TEST_CASE("context_net has 7,188 parameters and keeps any image's height and width") {
+  const auto model = models::context_net();
+  CHECK(model->parameter_count() == 7188);
+  const std::string text = summary(*model, {1, 13, 37});
+  CHECK(text.find("(None, 16, 13, 37)") != std::string::npos);
+  CHECK(text.find("(None, 4, 13, 37)") != std::string::npos);
+  CHECK(text.find("dilation=8") != std::string::npos);
+}
+
+TEST_CASE("context_net: a pixel reaches exactly the outputs of its 31x31 receptive field") {
+  Generator generator(61);
+  const auto model = models::context_net(&generator);
+  const NoGradGuard no_grad;
+  constexpr std::int64_t kSide = 41, kCentre = 20;
+  const Tensor image = test::uniform_tensor({1, 1, kSide, kSide}, generator);
+  std::vector<float> changed_pixel = image.to_vector<float>();
+  changed_pixel[kCentre * kSide + kCentre] += 1.0f;
+  const auto before = (*model)(image).to_vector<float>();
+  const auto after = (*model)(from_vector(changed_pixel, {1, 1, kSide, kSide})).to_vector<float>();
+  std::int64_t farthest_x = 0, farthest_y = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (before[i] == after[i]) continue;
+    const auto pixel = static_cast<std::int64_t>(i) % (kSide * kSide);
+    farthest_y = std::max(farthest_y, std::abs(pixel / kSide - kCentre));
+    farthest_x = std::max(farthest_x, std::abs(pixel % kSide - kCentre));
+  }
+  CHECK(farthest_x == 15);
+  CHECK(farthest_y == 15);
+}
+
+TEST_CASE("context_net trains on segmentation: a few SGD steps on one batch lower the per-pixel loss") {
+  Generator generator(62);
+  const auto model = models::context_net(&generator);
+  const Tensor images = test::uniform_tensor({3, 1, 11, 17}, generator);
+  // Class 1 wherever the image is bright, else 0: learnable from one pixel.
+  const auto pixels = images.to_vector<float>();
+  std::vector<std::int64_t> labels;
+  for (const float value : pixels) labels.push_back(value > 0.3f ? 1 : 0);
+  const Tensor targets = from_vector(labels, {3, 11, 17});
+  const auto loss_now = [&] { return cross_entropy((*model)(images), targets); };
+  const float first = loss_now().item();
+  for (int step = 0; step < 10; ++step) {
+    const Tensor loss = loss_now();
+    model->zero_grad();
+    loss.backward();
+    const NoGradGuard no_grad;
+    for (const Tensor& p : model->parameters()) p.copy_from(p - p.grad() * 0.1f);
+  }
+  CHECK(loss_now().item() < 0.8f * first);
+}
+
 TEST_CASE("make_model builds every bundled model by name and lists the names for an unknown one") {
   CHECK(models::model_names() ==
-        std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small", "wide_mlp"});
+        std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small", "wide_mlp", "context_net"});
   CHECK(models::make_model("lenet5")->parameter_count() == 61706);
   CHECK(models::make_model("materials_mlp")->parameter_count() == 154314);
   CHECK(models::make_model("resnet_small")->parameter_count() == 77754);
   CHECK(models::make_model("mnist_cnn")->parameter_count() == 1199882);
+  CHECK(models::make_model("context_net")->parameter_count() == 7188);
   // wide_mlp is counted from its layers alone: building it takes 400 MB.
   std::size_t wide_bytes = 0;
   for (const std::size_t bytes : models::model_layers("wide_mlp").parameter_bytes()) wide_bytes += bytes;

@@ -1,11 +1,14 @@
-// Metrics and logs (optim/engine/metrics.hpp, logs.hpp, progress.hpp): accuracy and
-// mean absolute error summed over samples, not averaged over batches, sums a
-// strategy can add up over ranks, errors naming shapes and names, and the
-// duration format of the progress output.
+// Metrics and logs (optim/engine/metrics.hpp, logs.hpp, progress.hpp): accuracy
+// (per sample or per pixel), mean absolute error and mean IoU summed over
+// samples, not averaged over batches, sums a strategy can add up over ranks,
+// errors naming shapes and names, and the duration format of the progress
+// output.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -43,6 +46,52 @@ std::vector<std::string> names_of(const optim::Logs& logs) {
   std::vector<std::string> names;
   for (const auto& entry : logs) names.push_back(entry.first);
   return names;
+}
+
+// Segmentation logits [2, 3, 2, 2] whose arg-max maps are
+// sample 0: [[0, 1], [2, 2]] and sample 1: [[1, 1], [0, 2]] (no ties).
+// With `extra_classes` more classes scoring below every other.
+Tensor segmentation_logits(std::int64_t extra_classes = 0) {
+  const std::vector<float> planes{5, 0, 0, 0, 0, 5, 0, 0, 0, 0, 5, 5,   // sample 0: classes 0, 1, 2
+                                  0, 0, 5, 0, 5, 5, 0, 0, 0, 0, 0, 5};  // sample 1
+  std::vector<float> values;
+  for (std::size_t n = 0; n < 2; ++n) {
+    values.insert(values.end(), planes.begin() + 12 * n, planes.begin() + 12 * (n + 1));
+    values.insert(values.end(), static_cast<std::size_t>(4 * extra_classes), -9.0f);
+  }
+  return from_vector(values, {2, 3 + extra_classes, 2, 2});
+}
+
+// Against segmentation_logits(): sample 0 labels [[0, 1], [1, 0]] (2 of 4
+// right), sample 1 [[1, 1], [0, 1]] (3 of 4 right).
+const std::vector<std::int64_t> kSegmentationLabels{0, 1, 1, 0, 1, 1, 0, 1};
+
+// The class of each position of outputs [B, C, P] (the first largest score)
+// and per class the positions predicted and labelled alike and either way,
+// all counted in the test, apart from the library's argmax.
+struct ReferenceCounts {
+  std::vector<double> sample_accuracy, intersection, union_of;
+};
+ReferenceCounts reference_counts(const std::vector<float>& logits, const std::vector<std::int64_t>& labels,
+                                 std::int64_t samples, std::int64_t classes) {
+  const auto positions = static_cast<std::int64_t>(labels.size()) / samples;
+  ReferenceCounts counts{{}, std::vector<double>(classes, 0.0), std::vector<double>(classes, 0.0)};
+  for (std::int64_t n = 0; n < samples; ++n) {
+    double correct = 0.0;
+    for (std::int64_t p = 0; p < positions; ++p) {
+      std::int64_t best = 0;
+      for (std::int64_t c = 1; c < classes; ++c) {
+        if (logits[(n * classes + c) * positions + p] > logits[(n * classes + best) * positions + p]) best = c;
+      }
+      const std::int64_t label = labels[n * positions + p];
+      correct += best == label ? 1.0 : 0.0;
+      counts.intersection[best] += best == label ? 1.0 : 0.0;
+      counts.union_of[best] += 1.0;
+      counts.union_of[label] += best == label ? 0.0 : 1.0;
+    }
+    counts.sample_accuracy.push_back(correct / static_cast<double>(positions));
+  }
+  return counts;
 }
 
 }  // namespace
@@ -185,8 +234,101 @@ TEST_CASE("MetricAccumulator: mae of outputs and targets of different shapes is 
       {"mae", "[4, 3]", "[4, 2]"}));
 }
 
+TEST_CASE("MetricAccumulator: accuracy of segmentation logits is each sample's fraction of correct pixels, averaged") {
+  const std::vector<std::int32_t> labels32(kSegmentationLabels.begin(), kSegmentationLabels.end());
+  std::vector<float> one_hot(24, 0.0f);
+  for (std::size_t n = 0; n < 2; ++n)
+    for (std::size_t p = 0; p < 4; ++p) one_hot[(n * 3 + static_cast<std::size_t>(kSegmentationLabels[n * 4 + p])) * 4 + p] = 1;
+  for (const Tensor& targets : {from_vector(kSegmentationLabels, {2, 2, 2}), from_vector(labels32, {2, 2, 2}),
+                                from_vector(one_hot, {2, 3, 2, 2})}) {
+    MetricAccumulator metrics({Metric::accuracy});
+    metrics.add(segmentation_logits(), targets, scalar_loss(1.0));
+    CHECK(metrics.logs().at("accuracy") == doctest::Approx((2.0 / 4.0 + 3.0 / 4.0) / 2.0).epsilon(1e-15));
+    CHECK(metrics.samples() == 2.0);
+  }
+}
+
+TEST_CASE("MetricAccumulator: pixel accuracy and mean IoU of random segmentations over batches of awkward sizes equal a float64 count") {
+  std::mt19937 rng(41);
+  Generator generator(41);
+  for (const auto& [samples, classes, height, width] :
+       {std::array<std::int64_t, 4>{7, 3, 5, 13}, {5, 7, 1, 11}, {3, 2, 13, 7}}) {
+    CAPTURE(classes);
+    const Tensor logits = test::uniform_tensor({samples, classes, height, width}, generator);
+    std::uniform_int_distribution<std::int64_t> pick(0, classes - 1);
+    std::vector<std::int64_t> labels(static_cast<std::size_t>(samples * height * width));
+    for (auto& label : labels) label = pick(rng);
+    const ReferenceCounts counts = reference_counts(logits.to_vector<float>(), labels, samples, classes);
+    double accuracy = 0.0, iou = 0.0, present = 0.0;
+    for (const double a : counts.sample_accuracy) accuracy += a;
+    for (std::int64_t c = 0; c < classes; ++c) {
+      if (counts.union_of[c] == 0.0) continue;
+      iou += counts.intersection[c] / counts.union_of[c];
+      present += 1.0;
+    }
+    const Tensor targets = from_vector(labels, {samples, height, width});
+    MetricAccumulator metrics({Metric::accuracy, Metric::mean_iou}, classes);
+    // Batches of 1, 2, then the rest: sums, not means of batch means.
+    for (const auto& [first, last] : {std::pair<std::int64_t, std::int64_t>{0, 1}, {1, 3}, {3, samples}}) {
+      metrics.add(slice(logits, first, last), slice(targets, first, last), scalar_loss(1.0));
+    }
+    CHECK(metrics.logs().at("accuracy") == doctest::Approx(accuracy / static_cast<double>(samples)).epsilon(1e-12));
+    CHECK(metrics.logs().at("mean_iou") == doctest::Approx(iou / present).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("MetricAccumulator: mean_iou averages intersection over union over the classes predicted or labelled") {
+  // Predicted [[0, 1], [2, 2]] and [[1, 1], [0, 2]] against labels
+  // [[0, 1], [1, 0]] and [[1, 1], [0, 1]]: class 0 is predicted or
+  // labelled at 3 positions and both at 2, class 1 at 5 and 3, class 2 at 3
+  // and none; a fourth class, neither predicted nor labelled, does not count.
+  for (const std::int64_t extra : {0, 1}) {
+    MetricAccumulator metrics({Metric::mean_iou}, 3 + extra);
+    metrics.add(segmentation_logits(extra), from_vector(kSegmentationLabels, {2, 2, 2}), scalar_loss(1.0));
+    CHECK(metrics.logs().at("mean_iou") == doctest::Approx((2.0 / 3.0 + 3.0 / 5.0 + 0.0) / 3.0).epsilon(1e-15));
+    CHECK(metrics.sums().size() == 2 + 2 * static_cast<std::size_t>(3 + extra));
+  }
+}
+
+TEST_CASE("MetricAccumulator: mean_iou sums of two ranks added element-wise give the mean IoU of all their data") {
+  std::mt19937 rng(43);
+  Generator generator(43);
+  const Tensor logits = test::uniform_tensor({9, 5, 3, 7}, generator);
+  std::uniform_int_distribution<std::int64_t> pick(0, 4);
+  std::vector<std::int64_t> labels(9 * 3 * 7);
+  for (auto& label : labels) label = pick(rng);
+  const Tensor targets = from_vector(labels, {9, 3, 7});
+  MetricAccumulator rank0({Metric::mean_iou}, 5), rank1({Metric::mean_iou}, 5), combined({Metric::mean_iou}, 5);
+  rank0.add(slice(logits, 0, 4), slice(targets, 0, 4), scalar_loss(1.0));
+  rank1.add(slice(logits, 4, 9), slice(targets, 4, 9), scalar_loss(1.0));
+  combined.add(logits, targets, scalar_loss(1.0));
+  for (std::size_t i = 0; i < rank0.sums().size(); ++i) rank0.sums()[i] += rank1.sums()[i];
+  CHECK(rank0.logs().at("mean_iou") == doctest::Approx(combined.logs().at("mean_iou")).epsilon(1e-15));
+}
+
+TEST_CASE("MetricAccumulator: mean_iou without a class count, with outputs of another class count or with labels out of range is an error") {
+  CHECK(throws_error_mentioning([] { MetricAccumulator metrics({Metric::mean_iou}); }, {"mean_iou", "classes"}));
+  MetricAccumulator metrics({Metric::mean_iou}, 4);
+  CHECK(throws_error_mentioning(
+      [&] { metrics.add(segmentation_logits(), from_vector(kSegmentationLabels, {2, 2, 2}), scalar_loss(1.0)); },
+      {"mean_iou", "[2, 3, 2, 2]", "4 class"}));
+  std::vector<std::int64_t> labels = kSegmentationLabels;
+  labels[6] = 3;
+  MetricAccumulator three({Metric::mean_iou}, 3);
+  CHECK(throws_error_mentioning(
+      [&] { three.add(segmentation_logits(), from_vector(labels, {2, 2, 2}), scalar_loss(1.0)); },
+      {"mean_iou", "label 3", "position 6", "3 classes"}));
+}
+
+TEST_CASE("MetricAccumulator: accuracy of segmentation logits with labels of another shape is an error naming both shapes") {
+  MetricAccumulator metrics({Metric::accuracy});
+  CHECK(throws_error_mentioning(
+      [&] { metrics.add(segmentation_logits(), from_vector(kSegmentationLabels, {2, 4}), scalar_loss(1.0)); },
+      {"accuracy", "[2, 3, 2, 2]", "[2, 2, 2]", "[2, 4]"}));
+}
+
 TEST_CASE("MetricAccumulator: metric_name and parse_metric are inverses") {
-  for (const Metric metric : {Metric::accuracy, Metric::mae}) {
+  for (const Metric metric : {Metric::accuracy, Metric::mae, Metric::mean_iou}) {
     CHECK(optim::parse_metric(optim::metric_name(metric)) == metric);
   }
   CHECK(optim::metric_name(Metric::accuracy) == "accuracy");
@@ -194,7 +336,7 @@ TEST_CASE("MetricAccumulator: metric_name and parse_metric are inverses") {
 }
 
 TEST_CASE("MetricAccumulator: parse_metric of an unknown name is an error listing the known names") {
-  CHECK(throws_error_mentioning([] { optim::parse_metric("acc"); }, {"'acc'", "accuracy", "mae"}));
+  CHECK(throws_error_mentioning([] { optim::parse_metric("acc"); }, {"'acc'", "accuracy", "mae", "mean_iou"}));
 }
 
 TEST_CASE("Logs: entries keep the order in which they were first set") {
