@@ -80,6 +80,8 @@
 #include <ddl/models/data/fashion_mnist.hpp>
 #include <ddl/models/data/idx.hpp>
 #include <ddl/models/data/normalization.hpp>
+#include <ddl/models/data/png.hpp>
 #include <ddl/models/data/sampler.hpp>
 #include <ddl/models/data/stress_strain.hpp>
+#include <ddl/models/data/synthetic_shapes.hpp>
 #include <ddl/models/zoo.hpp>

@@ -17,8 +17,8 @@
 //   mpiexec -n 2 build/bench/ddl_bench_tiled_inference
 #include <cstdlib>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/distributed_tiles.hpp>
@@ -75,8 +75,8 @@ void tile_count_table(const parallel::Communicator* comm, layers::Module& model,
     if (grid == settings.grids.front()) whole_ms = timing.median_ms;
     const std::size_t peak = comm == nullptr ? measured_peak(model, image, plan) : 0;
     if (!root) continue;
-    fmt::print("{:>6} {:>10} {:>10.1f} {:>10.2f} {:>12.3f} {:>12.3f} {:>12} {:>12.1f}\n", fmt::format("{}x{}", grid, grid),
-               plan.tiles.size(), timing.median_ms,
+    fmt::print("{:>6} {:>10} {:>10.1f} {:>10.2f} {:>12.3f} {:>12.3f} {:>12} {:>12.1f}\n",
+               fmt::format("{}x{}", grid, grid), plan.tiles.size(), timing.median_ms,
                static_cast<double>(settings.size * settings.size) / (timing.median_ms * 1e3),
                timing.median_ms / whole_ms, plan.read_ratio(),
                comm == nullptr ? fmt::format("{:.1f}", mib(peak)) : std::string("-"), mib(plan.largest_tile.tensors));
@@ -91,10 +91,12 @@ void image_size_table(layers::Module& model, const Settings& settings, Generator
   for (const std::int64_t side : settings.sizes) {
     const Tensor image = uniform({1, settings.channels, side, side}, 0.0f, 1.0f, {}, &generator);
     const auto whole = parallel::plan_tiles(model, image.shape(), {});
-    const auto tiled = parallel::plan_tiles(model, image.shape(), {.tile_rows = settings.tile, .tile_cols = settings.tile});
-    fmt::print("{:>8} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f}\n", side, mib(measured_peak(model, image, whole)),
-               mib(whole.whole_image.tensors), mib(measured_peak(model, image, tiled)),
-               mib(tiled.largest_tile.tensors), mib(tiled.largest_tile.im2col));
+    const auto tiled =
+        parallel::plan_tiles(model, image.shape(), {.tile_rows = settings.tile, .tile_cols = settings.tile});
+    fmt::print("{:>8} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f}\n", side,
+               mib(measured_peak(model, image, whole)), mib(whole.whole_image.tensors),
+               mib(measured_peak(model, image, tiled)), mib(tiled.largest_tile.tensors),
+               mib(tiled.largest_tile.im2col));
   }
 }
 

@@ -77,7 +77,8 @@ Tensor stitch_on_root(const Communicator& comm, layers::Module& model, const Ten
   const auto send_round = [&](std::size_t round) {
     std::vector<TensorMessage> messages;
     for (std::size_t i = round * per_round; i < std::min(tiles, (round + 1) * per_round); ++i) {
-      if (owner(i, ranks) != root) messages.push_back(comm.isend(crop(image, plan.tiles[i].input), owner(i, ranks), kTileInputTag));
+      if (owner(i, ranks) != root)
+        messages.push_back(comm.isend(crop(image, plan.tiles[i].input), owner(i, ranks), kTileInputTag));
     }
     sent.push_back(std::move(messages));
   };
@@ -89,7 +90,8 @@ Tensor stitch_on_root(const Communicator& comm, layers::Module& model, const Ten
       if (owner(i, ranks) == root) {
         paste_tile(output, tile, run_tile(model, crop(image, tile.input), tile, device));
       } else {
-        TensorMessage owned = comm.irecv(tile_output_shape(plan, tile), DType::Float32, owner(i, ranks), kTileOutputTag);
+        TensorMessage owned =
+            comm.irecv(tile_output_shape(plan, tile), DType::Float32, owner(i, ranks), kTileOutputTag);
         owned.request.wait();
         paste_tile(output, tile, owned.host);
       }
@@ -125,9 +127,10 @@ TilePlan plan_tiles(const Communicator& comm, const layers::Module& model, const
     for (std::size_t rank = 0; rank < disagreement->per_rank.size(); ++rank) {
       per_rank += fmt::format("{}rank {}: {}", rank == 0 ? "" : "; ", rank, disagreement->per_rank[rank]);
     }
-    throw Error(fmt::format("tiled inference: the ranks planned different tiles (other options, model or input "
-                            "shape): {}",
-                            per_rank));
+    throw Error(
+        fmt::format("tiled inference: the ranks planned different tiles (other options, model or input "
+                    "shape): {}",
+                    per_rank));
   }
   return *plan;
 }
@@ -147,10 +150,11 @@ Tensor tiled_forward(const Communicator& comm, layers::Module& model, const Tens
   // Every rank learns whether all can start, so that a bad input on the root
   // or a missing device on another stops every rank, none waiting for tiles.
   throw_if_any_rank_fails(comm, problem_of([&] {
-    DDL_CHECK(root >= 0 && root < comm.size(), "tiled_forward: root {} is not a rank of {}", root, comm.size());
-    check_device_exists(device);
-    if (rank == root) plan.check_input(input, "tiled_forward");
-  }));
+                            DDL_CHECK(root >= 0 && root < comm.size(), "tiled_forward: root {} is not a rank of {}",
+                                      root, comm.size());
+                            check_device_exists(device);
+                            if (rank == root) plan.check_input(input, "tiled_forward");
+                          }));
   InferenceScope scope(model, device);
   try {
     if (rank == root) {

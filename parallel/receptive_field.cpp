@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/error.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
@@ -60,9 +61,8 @@ std::vector<Layer> read_children(const layers::Module& module, const std::string
 }
 
 [[noreturn]] void refuse(const layers::Module& module, const std::string& path, const std::string& why) {
-  throw Error(fmt::format(
-      "tiled inference needs a fully-convolutional model, but layer '{}' ({}) is not: {}", path.empty() ? "model" : path,
-      module.describe(), why));
+  throw Error(fmt::format("tiled inference needs a fully-convolutional model, but layer '{}' ({}) is not: {}",
+                          path.empty() ? "model" : path, module.describe(), why));
 }
 
 Layer read_layer(const layers::Module& module, const std::string& path) {
@@ -98,7 +98,8 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
     layer.kind = Kind::Pointwise;
     layer.allocates = false;
   } else if (const auto* softmax = dynamic_cast<const layers::Softmax*>(&module)) {
-    if (!along_channels(softmax->dim())) refuse(module, path, "a softmax over a spatial axis mixes a whole row of pixels");
+    if (!along_channels(softmax->dim()))
+      refuse(module, path, "a softmax over a spatial axis mixes a whole row of pixels");
     layer.kind = Kind::Pointwise;
   } else if (const auto* log_softmax = dynamic_cast<const layers::LogSoftmax*>(&module)) {
     if (!along_channels(log_softmax->dim())) {
@@ -108,7 +109,8 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
   } else if (const auto* residual = dynamic_cast<const layers::Residual*>(&module)) {
     layer.kind = Kind::Residual;
     layer.body = {read_layer(residual->body(), child_path(path, "body"))};
-    if (residual->shortcut() != nullptr) layer.shortcut = {read_layer(*residual->shortcut(), child_path(path, "shortcut"))};
+    if (residual->shortcut() != nullptr)
+      layer.shortcut = {read_layer(*residual->shortcut(), child_path(path, "shortcut"))};
     layer.relu_after = residual->activation() == layers::ResidualActivation::ReLU;
   } else if (dynamic_cast<const layers::Flatten*>(&module) || dynamic_cast<const layers::Dense*>(&module)) {
     refuse(module, path, "each of its outputs depends on every pixel of the image");
@@ -147,15 +149,17 @@ ReceptiveField field_of(const Layer& layer) {
       const AxisReach axis = window(layer.pool.kernel_size, layer.pool.window_stride(), layer.pool.padding);
       return {axis, axis};
     }
-    case Kind::Pointwise: return {};
-    case Kind::Sequence: return field_of(layer.body);
+    case Kind::Pointwise:
+      return {};
+    case Kind::Sequence:
+      return field_of(layer.body);
     case Kind::Residual: {
       const ReceptiveField body = field_of(layer.body), shortcut = field_of(layer.shortcut);
       if (body.rows.stride != shortcut.rows.stride || body.cols.stride != shortcut.cols.stride) {
-        throw Error(fmt::format("tiled inference: in {} the body steps {}x{} pixels and the shortcut {}x{}; their "
-                                "outputs line up only where the strides agree",
-                                layer.label(), body.rows.stride, body.cols.stride, shortcut.rows.stride,
-                                shortcut.cols.stride));
+        throw Error(
+            fmt::format("tiled inference: in {} the body steps {}x{} pixels and the shortcut {}x{}; their "
+                        "outputs line up only where the strides agree",
+                        layer.label(), body.rows.stride, body.cols.stride, shortcut.rows.stride, shortcut.cols.stride));
       }
       // An output sees what either branch sees.
       const auto merge = [](const AxisReach& a, const AxisReach& b) {
@@ -201,14 +205,18 @@ struct Walk {
   // `held`: bytes alive outside this layer, its input included.
   Result run(const Layer& layer, const Shape& in, std::size_t held) {
     switch (layer.kind) {
-      case Kind::Convolution: return convolution(layer, in, held);
+      case Kind::Convolution:
+        return convolution(layer, in, held);
       case Kind::MaxPooling:
-      case Kind::AvgPooling: return pooling(layer, in, held);
+      case Kind::AvgPooling:
+        return pooling(layer, in, held);
       case Kind::Pointwise:
         if (layer.allocates) alive(held + float_bytes(in));
         return {in, layer.allocates};
-      case Kind::Sequence: return sequence(layer.body, in, held);
-      case Kind::Residual: return residual(layer, in, held);
+      case Kind::Sequence:
+        return sequence(layer.body, in, held);
+      case Kind::Residual:
+        return residual(layer, in, held);
     }
     return {in, false};
   }
@@ -307,7 +315,10 @@ TileMemory SpatialModel::memory(const Shape& input, DeviceType device) const {
   const std::size_t input_bytes = float_bytes(input);
   walk.alive(input_bytes);
   walk.sequence(layers_, input, input_bytes);
-  return {parameter_bytes_ + walk.peak, walk.im2col};
+  // The CPU convolution spreads a batch's images over the threads, each
+  // with a buffer of its own.
+  const auto buffers = static_cast<std::size_t>(std::min<std::int64_t>(input[0], config::num_threads()));
+  return {parameter_bytes_ + walk.peak, walk.im2col * buffers};
 }
 
 ReceptiveField receptive_field(const layers::Module& model) { return SpatialModel(model).receptive_field(); }

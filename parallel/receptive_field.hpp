@@ -57,8 +57,9 @@ struct TileMemory {
   // at once, with cuDNN's convolution workspaces on CUDA left out (cuDNN
   // picks them at run time, at most 256 MiB).
   std::size_t tensors = 0;
-  // CPU convolutions' im2col buffers (one per thread, kept by the kernel and
-  // outside the allocator's count): the largest one for one thread.
+  // CPU convolutions' im2col buffers, kept by the kernel outside the
+  // allocator's count: the largest convolution's, once for each thread that
+  // takes an image (the batch size, at most the thread count).
   std::size_t im2col = 0;
 
   std::size_t total() const { return tensors + im2col; }

@@ -12,10 +12,16 @@
 namespace ddl::parallel {
 namespace {
 
-std::int64_t round_up(std::int64_t value, std::int64_t multiple) { return (value + multiple - 1) / multiple * multiple; }
+std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
+  return (value + multiple - 1) / multiple * multiple;
+}
 std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) { return (value + divisor - 1) / divisor; }
 
-std::string mib(std::size_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+// "12.3 MiB", or "850 KiB" below a MiB.
+std::string mib(std::size_t bytes) {
+  const double value = static_cast<double>(bytes);
+  return bytes < (1 << 20) ? fmt::format("{:.0f} KiB", value / 1024) : fmt::format("{:.1f} MiB", value / (1 << 20));
+}
 
 // What an owned output pixel needs beyond the input pixels under it: its
 // receptive field reaches `before` pixels before o * stride and `after`
@@ -78,9 +84,10 @@ Mode mode_of(const TilingOptions& options) {
   if (options.window_rows != 0 || options.window_cols != 0) given.emplace_back(Mode::Window, "a window");
   if (options.memory_budget != 0) given.emplace_back(Mode::Budget, "a memory budget");
   if (given.size() > 1) {
-    throw Error(fmt::format("tiled inference: give one way to cut the image (a grid, a tile size, a window or a "
-                            "memory budget), not {} and {}",
-                            given[0].second, given[1].second));
+    throw Error(
+        fmt::format("tiled inference: give one way to cut the image (a grid, a tile size, a window or a "
+                    "memory budget), not {} and {}",
+                    given[0].second, given[1].second));
   }
   return given.empty() ? Mode::Whole : given[0].first;
 }
@@ -99,9 +106,10 @@ struct AxisCut {
 
 std::vector<PixelRange> grid_axis(const AxisCut& axis, std::int64_t parts, const Shape& input, const Shape& output) {
   if (parts > axis.extent) {
-    throw Error(fmt::format("tiled inference: a grid of {} {} needs an output at least {} pixels wide that way, but "
-                            "input {} gives output {}: use at most {} {}",
-                            parts, axis.rows_or_cols, parts, input, output, axis.extent, axis.rows_or_cols));
+    throw Error(
+        fmt::format("tiled inference: a grid of {} {} needs an output at least {} pixels wide that way, but "
+                    "input {} gives output {}: use at most {} {}",
+                    parts, axis.rows_or_cols, parts, input, output, axis.extent, axis.rows_or_cols));
   }
   return split(axis.extent, std::max<std::int64_t>(parts, 1));
 }
@@ -110,10 +118,10 @@ std::vector<PixelRange> window_axis(const AxisCut& axis, std::int64_t window) {
   if (window == 0) return {{0, axis.extent}};
   const std::int64_t owned = (window - axis.before - axis.after) / axis.stride;
   if (owned < 1) {
-    throw Error(fmt::format("tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
-                            "after, stride {}) it owns no output pixel; the smallest window is {}",
-                            window, axis.rows_or_cols, axis.before, axis.after, axis.stride,
-                            axis.stride + axis.before + axis.after));
+    throw Error(fmt::format(
+        "tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
+        "after, stride {}) it owns no output pixel; the smallest window is {}",
+        window, axis.rows_or_cols, axis.before, axis.after, axis.stride, axis.stride + axis.before + axis.after));
   }
   return cut(axis.extent, owned);
 }
@@ -133,12 +141,12 @@ std::int64_t side_for_budget(const SpatialModel& model, const Shape& input, cons
   const auto need = [&](std::int64_t side) { return model.memory(largest_input(input, rows, cols, side), device); };
   const TileMemory smallest = need(1);
   if (smallest.total() > budget) {
-    throw Error(fmt::format("tiled inference: a memory budget of {} cannot hold even a tile of one output pixel, "
-                            "which reads {}x{} input pixels and needs {} ({} of tensors, the parameters {} of them, "
-                            "and {} of im2col buffers)",
-                            mib(budget), largest_input(input, rows, cols, 1)[2], largest_input(input, rows, cols, 1)[3],
-                            mib(smallest.total()), mib(smallest.tensors), mib(model.parameter_bytes()),
-                            mib(smallest.im2col)));
+    throw Error(
+        fmt::format("tiled inference: a memory budget of {} cannot hold even a tile of one output pixel, "
+                    "which reads {}x{} input pixels and needs {} ({} of tensors, the parameters {} of them, "
+                    "and {} of im2col buffers)",
+                    mib(budget), largest_input(input, rows, cols, 1)[2], largest_input(input, rows, cols, 1)[3],
+                    mib(smallest.total()), mib(smallest.tensors), mib(model.parameter_bytes()), mib(smallest.im2col)));
   }
   std::int64_t fits = 1, too_big = std::max(rows.extent, cols.extent) + 1;
   while (too_big - fits > 1) {
@@ -177,20 +185,25 @@ std::string TilePlan::describe() const {
   const auto memory = [&](const TileMemory& m) {
     return device == DeviceType::CPU ? fmt::format("{}{}{}", mib(m.tensors), im2col, mib(m.im2col)) : mib(m.tensors);
   };
-  return fmt::format("{}x{} tiles of up to {}x{} output pixels (input {} -> output {}); each reads a halo of {} "
-                     "(receptive field {}); the tiles read {:.3f}x the input's pixels; estimated memory per device: "
-                     "{} for the largest tile, {} for the whole image",
-                     grid_rows, grid_cols, tallest, widest, input, output, halo.describe(), field.describe(),
-                     read_ratio(), memory(largest_tile), memory(whole_image));
+  return fmt::format(
+      "{}x{} tiles of up to {}x{} output pixels (input {} -> output {}); each reads a halo of {} "
+      "(receptive field {}); the tiles read {:.3f}x the input's pixels; estimated memory per device: "
+      "{} for the largest tile, {} for the whole image",
+      grid_rows, grid_cols, tallest, widest, input, output, halo.describe(), field.describe(), read_ratio(),
+      memory(largest_tile), memory(whole_image));
 }
 
 TilePlan plan_tiles(const layers::Module& model, const Shape& input, const TilingOptions& options, DeviceType device) {
-  for (const auto& [value, name] : {std::pair{options.grid_rows, "grid_rows"}, {options.grid_cols, "grid_cols"},
-                                    {options.tile_rows, "tile_rows"}, {options.tile_cols, "tile_cols"},
-                                    {options.window_rows, "window_rows"}, {options.window_cols, "window_cols"}}) {
+  for (const auto& [value, name] : {std::pair{options.grid_rows, "grid_rows"},
+                                    {options.grid_cols, "grid_cols"},
+                                    {options.tile_rows, "tile_rows"},
+                                    {options.tile_cols, "tile_cols"},
+                                    {options.window_rows, "window_rows"},
+                                    {options.window_cols, "window_cols"}}) {
     check_not_negative(value, name);
   }
-  if (options.halo < -1) throw Error(fmt::format("tiled inference: halo must be -1 (automatic) or at least 0, got {}", options.halo));
+  if (options.halo < -1)
+    throw Error(fmt::format("tiled inference: halo must be -1 (automatic) or at least 0, got {}", options.halo));
   const Mode mode = mode_of(options);
   const SpatialModel spatial(model);
 
@@ -201,11 +214,11 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
   plan.needed = needed_halo(plan.field);
   plan.device = device;
   const Halo& need = plan.needed;
-  if (options.halo >= 0 &&
-      options.halo < std::max({need.top, need.bottom, need.left, need.right})) {
-    throw Error(fmt::format("tiled inference: a halo of {} pixels is too small for this model, whose receptive field is "
-                            "{}: exact tiles need {}",
-                            options.halo, plan.field.describe(), need.describe()));
+  if (options.halo >= 0 && options.halo < std::max({need.top, need.bottom, need.left, need.right})) {
+    throw Error(
+        fmt::format("tiled inference: a halo of {} pixels is too small for this model, whose receptive field is "
+                    "{}: exact tiles need {}",
+                    options.halo, plan.field.describe(), need.describe()));
   }
   plan.halo = halo_used(plan.field, need, options.halo);
 
@@ -213,7 +226,8 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
   const AxisCut cols{"columns", plan.output[3], plan.field.cols.stride, plan.halo.left, plan.halo.right, input[3]};
   std::vector<PixelRange> row_ranges{{0, rows.extent}}, col_ranges{{0, cols.extent}};
   switch (mode) {
-    case Mode::Whole: break;
+    case Mode::Whole:
+      break;
     case Mode::Grid:
       row_ranges = grid_axis(rows, options.grid_rows, input, plan.output);
       col_ranges = grid_axis(cols, options.grid_cols, input, plan.output);
@@ -241,8 +255,11 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
     for (std::size_t j = 0; j < col_ranges.size(); ++j) {
       const AxisTile r = axis_tile(row_ranges[i], rows.stride, rows.before, rows.after, rows.input_extent);
       const AxisTile c = axis_tile(col_ranges[j], cols.stride, cols.before, cols.after, cols.input_extent);
-      Tile tile{static_cast<std::int64_t>(i), static_cast<std::int64_t>(j), {row_ranges[i], col_ranges[j]},
-                {r.input, c.input}, {r.keep, c.keep}};
+      Tile tile{static_cast<std::int64_t>(i),
+                static_cast<std::int64_t>(j),
+                {row_ranges[i], col_ranges[j]},
+                {r.input, c.input},
+                {r.keep, c.keep}};
       // The model must run on the tile, and compute at least what it keeps.
       const Shape tile_input{input[0], input[1], tile.input.rows.size(), tile.input.cols.size()};
       const Shape tile_output = spatial.output_shape(tile_input);

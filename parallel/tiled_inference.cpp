@@ -81,8 +81,7 @@ void paste_tile(Tensor& output, const Tile& tile, const Tensor& owned) {
   DDL_CHECK(owned.shape() == Shape({output.size(0), output.size(1), tile.output.rows.size(), tile.output.cols.size()}),
             "paste_tile: tile ({}, {}) owns {}x{} pixels of output {}, but its output has shape {}", tile.grid_row,
             tile.grid_col, tile.output.rows.size(), tile.output.cols.size(), output.shape(), owned.shape());
-  copy_region(owned, {{0, owned.size(2)}, {0, owned.size(3)}}, output, tile.output.rows.begin,
-              tile.output.cols.begin);
+  copy_region(owned, {{0, owned.size(2)}, {0, owned.size(3)}}, output, tile.output.rows.begin, tile.output.cols.begin);
 }
 
 Tensor tiled_forward(layers::Module& model, const Tensor& input, const TilePlan& plan,

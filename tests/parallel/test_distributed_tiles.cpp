@@ -22,9 +22,7 @@ using parallel::TilingOptions;
 using ModelMaker = std::shared_ptr<layers::Sequential> (*)(std::int64_t, Generator&);
 
 // Each rank on a logical device of its own where there are enough.
-Device rank_device(const Communicator& comm) {
-  return cpu(comm.rank() % std::max(device_count(DeviceType::CPU), 1));
-}
+Device rank_device(const Communicator& comm) { return cpu(comm.rank() % std::max(device_count(DeviceType::CPU), 1)); }
 
 // The same model and image on every rank, from the same seed.
 struct Problem {
@@ -63,18 +61,17 @@ TEST_CASE("distributed tiled_forward: the root's stitched output equals the whol
     const Problem problem = make_problem(make, {2, 2, 45, 39});
     const Tensor whole = whole_image(*problem.model, problem.image);
     problem.model->train();
-    for (const TilingOptions& options : {TilingOptions{.grid_rows = 2, .grid_cols = 2},
-                                         TilingOptions{.grid_rows = 3, .grid_cols = 1},
-                                         TilingOptions{.grid_rows = 1, .grid_cols = 5}, TilingOptions{}}) {
+    for (const TilingOptions& options :
+         {TilingOptions{.grid_rows = 2, .grid_cols = 2}, TilingOptions{.grid_rows = 3, .grid_cols = 1},
+          TilingOptions{.grid_rows = 1, .grid_cols = 5}, TilingOptions{}}) {
       const auto plan = parallel::plan_tiles(comm, *problem.model, problem.image.shape(), options);
       CAPTURE(plan.describe());
       for (const int root : {0, comm.size() - 1}) {
         const Tensor input = comm.rank() == root ? problem.image : Tensor();
         std::size_t stitched = 0;
-        const Tensor output = parallel::tiled_forward(comm, *problem.model, input, plan, rank_device(comm), root,
-                                                      [&](const parallel::Tile&, std::size_t done, std::size_t) {
-                                                        stitched = done;
-                                                      });
+        const Tensor output =
+            parallel::tiled_forward(comm, *problem.model, input, plan, rank_device(comm), root,
+                                    [&](const parallel::Tile&, std::size_t done, std::size_t) { stitched = done; });
         if (comm.rank() == root) {
           CHECK(stitched == plan.tiles.size());
           check_close(output, whole);
@@ -99,9 +96,9 @@ TEST_CASE("distributed tiles: each rank runs its own share, and together they co
     parallel::InferenceScope scope(*problem.model, rank_device(comm));
     for (const std::size_t i : parallel::tiles_of_rank(plan, comm.rank(), comm.size())) {
       const auto& tile = plan.tiles[i];
-      parallel::paste_tile(mine, tile,
-                           parallel::run_tile(*problem.model, parallel::crop(problem.image, tile.input), tile,
-                                              rank_device(comm)));
+      parallel::paste_tile(
+          mine, tile,
+          parallel::run_tile(*problem.model, parallel::crop(problem.image, tile.input), tile, rank_device(comm)));
     }
   }
   const auto values = mine.to_vector<float>();

@@ -29,7 +29,8 @@ std::set<std::pair<std::int64_t, std::int64_t>> changed_pixels(const Tensor& a, 
   const std::int64_t rows = a.size(2), cols = a.size(3);
   std::set<std::pair<std::int64_t, std::int64_t>> changed;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    if (x[i] != y[i]) changed.emplace((static_cast<std::int64_t>(i) / cols) % rows, static_cast<std::int64_t>(i) % cols);
+    if (x[i] != y[i])
+      changed.emplace((static_cast<std::int64_t>(i) / cols) % rows, static_cast<std::int64_t>(i) % cols);
   }
   return changed;
 }
@@ -59,8 +60,12 @@ void perturb_pixels(layers::Module& model, const Tensor& input, Check&& check) {
   const Tensor base = model(input);
   const auto field = receptive_field(model);
   const std::int64_t rows = input.size(2), cols = input.size(3);
-  for (const auto& [row, col] : {std::pair{0L, 0L}, {rows - 1, cols - 1}, {rows / 2, 0L}, {3L, cols / 2},
-                                 {rows / 2, cols / 2 + 1}, {rows - 2, 1L}}) {
+  for (const auto& [row, col] : {std::pair{0L, 0L},
+                                 {rows - 1, cols - 1},
+                                 {rows / 2, 0L},
+                                 {3L, cols / 2},
+                                 {rows / 2, cols / 2 + 1},
+                                 {rows - 2, 1L}}) {
     std::vector<float> values = input.to_vector<float>();
     values[static_cast<std::size_t>(row * cols + col)] += 3.0f;  // channel 0
     const Tensor changed = model(from_vector(values, input.shape()));
@@ -91,8 +96,7 @@ TEST_CASE("receptive_field: each layer's window, stride and padding") {
   }
   SUBCASE("pooling windows, stride defaulting to the kernel") {
     CHECK(receptive_field(layers::MaxPool2d({.kernel_size = 2})).rows == AxisReach{2, 0, 1});
-    CHECK(receptive_field(layers::AvgPool2d({.kernel_size = 3, .stride = 1, .padding = 1})).cols ==
-          AxisReach{1, 1, 1});
+    CHECK(receptive_field(layers::AvgPool2d({.kernel_size = 3, .stride = 1, .padding = 1})).cols == AxisReach{1, 1, 1});
   }
   SUBCASE("pointwise layers add nothing; a residual block sees what either branch sees") {
     auto model = residual_model(2, generator);

@@ -102,7 +102,9 @@ TEST_CASE("tiled_forward: tile sizes, windows, budgets and wide halos are exact 
   Generator generator(12);
   const auto model = dilated_model(2, generator);
   const Tensor input = uniform({1, 2, 45, 38}, -1.0f, 1.0f, {}, &generator);
-  SUBCASE("a tile size whose last tiles are smaller") { check_exact(*model, input, {.tile_rows = 10, .tile_cols = 7}, {cpu(1)}); }
+  SUBCASE("a tile size whose last tiles are smaller") {
+    check_exact(*model, input, {.tile_rows = 10, .tile_cols = 7}, {cpu(1)});
+  }
   SUBCASE("a window of input pixels, halo included") {
     check_exact(*model, input, {.window_rows = 20, .window_cols = 16}, {cpu(0)});
   }
@@ -114,7 +116,9 @@ TEST_CASE("tiled_forward: tile sizes, windows, budgets and wide halos are exact 
     CHECK(plan.largest_tile.total() <= options.memory_budget);
     check_exact(*model, input, options, {cpu(0), cpu(1)});
   }
-  SUBCASE("a halo wider than needed") { check_exact(*model, input, {.grid_rows = 2, .grid_cols = 3, .halo = 11}, {cpu(0)}); }
+  SUBCASE("a halo wider than needed") {
+    check_exact(*model, input, {.grid_rows = 2, .grid_cols = 3, .halo = 11}, {cpu(0)});
+  }
 }
 
 TEST_CASE("plan_tiles: the tiles own every output pixel once and read inside the image") {
@@ -160,11 +164,12 @@ TEST_CASE("plan_tiles: what cannot be exact is refused, with what would work") {
   const auto model = dilated_model(1, generator);  // reaches 7 on every side
   const Shape input{1, 1, 40, 30};
   SUBCASE("a halo one pixel too small, with the halo needed on each side") {
-    CHECK_THROWS_WITH_AS(plan_tiles(*model, input, {.grid_rows = 2, .halo = 6}),
-                         doctest::Contains("a halo of 6 pixels is too small for this model, whose receptive field is "
-                                           "15x15 pixels, stride 1x1, reaching 7 above, 7 below, 7 left, 7 right: exact "
-                                           "tiles need 7 above, 7 below, 7 left, 7 right"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        plan_tiles(*model, input, {.grid_rows = 2, .halo = 6}),
+        doctest::Contains("a halo of 6 pixels is too small for this model, whose receptive field is "
+                          "15x15 pixels, stride 1x1, reaching 7 above, 7 below, 7 left, 7 right: exact "
+                          "tiles need 7 above, 7 below, 7 left, 7 right"),
+        Error);
     CHECK_NOTHROW(plan_tiles(*model, input, {.grid_rows = 2, .halo = 7}));
   }
   SUBCASE("a model with a Dense layer") {
@@ -187,9 +192,9 @@ TEST_CASE("plan_tiles: what cannot be exact is refused, with what would work") {
                          doctest::Contains("use at most 30 columns"), Error);
   }
   SUBCASE("a memory budget below the smallest tile's need") {
-    CHECK_THROWS_WITH_AS(plan_tiles(*model, input, {.memory_budget = 1000}),
-                         doctest::Contains("cannot hold even a tile of one output pixel, which reads 15x15 input pixels"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        plan_tiles(*model, input, {.memory_budget = 1000}),
+        doctest::Contains("cannot hold even a tile of one output pixel, which reads 15x15 input pixels"), Error);
   }
   SUBCASE("two ways of cutting at once, and negative sizes") {
     CHECK_THROWS_WITH_AS(plan_tiles(*model, input, {.grid_rows = 2, .memory_budget = 1 << 20}),
@@ -203,9 +208,9 @@ TEST_CASE("plan_tiles: what cannot be exact is refused, with what would work") {
   }
   SUBCASE("an input of another shape than the plan's") {
     const auto plan = plan_tiles(*model, input, {.grid_rows = 2});
-    CHECK_THROWS_WITH_AS(parallel::tiled_forward(*model, zeros({1, 1, 40, 31}), plan, {cpu(0)}),
-                         doctest::Contains("the input has shape [1, 1, 40, 31], but the plan was made for [1, 1, 40, 30]"),
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        parallel::tiled_forward(*model, zeros({1, 1, 40, 31}), plan, {cpu(0)}),
+        doctest::Contains("the input has shape [1, 1, 40, 31], but the plan was made for [1, 1, 40, 30]"), Error);
   }
 }
 

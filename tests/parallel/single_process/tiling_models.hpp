@@ -28,9 +28,8 @@ inline std::shared_ptr<layers::Sequential> dilated_model(std::int64_t channels, 
 // unpadded rectangular convolution, average pooling with padding: stride 8.
 inline std::shared_ptr<layers::Sequential> strided_model(std::int64_t channels, Generator& generator) {
   auto model = std::make_shared<layers::Sequential>();
-  model->add(std::make_shared<layers::Conv2d>(channels, 5, layers::Conv2dOptions{.kernel_size = 3, .stride = 2,
-                                                                                 .padding = 1},
-                                              &generator));
+  model->add(std::make_shared<layers::Conv2d>(
+      channels, 5, layers::Conv2dOptions{.kernel_size = 3, .stride = 2, .padding = 1}, &generator));
   model->add(std::make_shared<layers::Tanh>());
   model->add(std::make_shared<layers::MaxPool2d>(
       layers::Pool2dOptions{.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true}));
@@ -45,8 +44,8 @@ inline std::shared_ptr<layers::Sequential> strided_model(std::int64_t channels, 
 // statistics that are not the identity's.
 inline std::shared_ptr<layers::Sequential> residual_model(std::int64_t channels, Generator& generator) {
   auto model = std::make_shared<layers::Sequential>();
-  model->add(std::make_shared<layers::Conv2d>(channels, 4, layers::Conv2dOptions{.kernel_size = 3, .padding = 1},
-                                              &generator));
+  model->add(
+      std::make_shared<layers::Conv2d>(channels, 4, layers::Conv2dOptions{.kernel_size = 3, .padding = 1}, &generator));
   model->add(std::make_shared<layers::BatchNorm2d>(4));
   model->add(std::make_shared<layers::ReLU>());
   model->add(layers::basic_block(4, 4, 1, &generator));
@@ -56,8 +55,8 @@ inline std::shared_ptr<layers::Sequential> residual_model(std::int64_t channels,
   std::vector<layers::NamedTensor> statistics;
   for (const auto& [name, tensor] : model->named_buffers()) {
     const bool variance = name.ends_with("running_var");
-    statistics.emplace_back(name, uniform(tensor.shape(), variance ? 0.5f : -0.5f, variance ? 2.0f : 0.5f, {},
-                                          &generator));
+    statistics.emplace_back(name,
+                            uniform(tensor.shape(), variance ? 0.5f : -0.5f, variance ? 2.0f : 0.5f, {}, &generator));
   }
   model->load_state_dict(statistics, false);
   return model;
