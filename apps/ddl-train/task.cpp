@@ -44,14 +44,14 @@ Task image_classification(const TrainOptions& options) {
   return task;
 }
 
-// The per-column mean |prediction - target| of two [N, k] host tensors.
-std::vector<double> column_mae(const Tensor& prediction, const Tensor& target) {
+// Per column, the sum of |prediction - target| over the rows of two [N, k]
+// host tensors.
+std::vector<double> column_error_sums(const Tensor& prediction, const Tensor& target) {
   const auto p = prediction.to(cpu()).to_vector<float>();
   const auto t = target.to(cpu()).to_vector<float>();
   const auto columns = static_cast<std::size_t>(target.size(1));
   std::vector<double> sums(columns, 0.0);
   for (std::size_t i = 0; i < t.size(); ++i) sums[i % columns] += std::abs(static_cast<double>(p[i]) - t[i]);
-  for (double& sum : sums) sum /= static_cast<double>(target.size(0));
   return sums;
 }
 
@@ -80,14 +80,25 @@ Task materials(const TrainOptions& options) {
   task.monitor = "val_loss";
   task.report = [targets, test_targets = test.targets, train_targets = train.targets](optim::Trainer& trainer,
                                                                                       optim::BatchSource& data) {
-    const Tensor predicted = trainer.predict(data).to(cpu()) * targets.stddev + targets.mean;
-    const auto mae = column_mae(predicted, test_targets);
+    // Each rank adds up its own samples' errors (its shard's padding left
+    // out), then the ranks add theirs: every test sample counted once.
+    std::vector<double> sums(static_cast<std::size_t>(test_targets.size(1)) + 1, 0.0);  // per column, then rows
+    trainer.for_each_output(data, [&](const Tensor& output, const optim::Batch& batch) {
+      const std::int64_t own = batch.size() - batch.padding;
+      const Tensor predicted = ddl::slice(output.to(cpu()), 0, own) * targets.stddev + targets.mean;
+      const Tensor truth = ddl::slice(batch.targets.to(cpu()), 0, own) * targets.stddev + targets.mean;
+      const auto batch_sums = column_error_sums(predicted, truth);
+      for (std::size_t c = 0; c < batch_sums.size(); ++c) sums[c] += batch_sums[c];
+      sums.back() += static_cast<double>(own);
+    });
+    trainer.strategy().sum_over_ranks(sums);
     // The baseline: always predicting the training set's mean.
     const Tensor mean = ddl::mean(train_targets, 0, true) + ddl::zeros(test_targets.shape());
-    const auto baseline = column_mae(mean, test_targets);
+    const auto baseline = column_error_sums(mean, test_targets);
+    const auto rows = static_cast<double>(test_targets.size(0));
     return fmt::format("test MAE: Young's modulus {:.2f} GPa, yield stress {:.2f} MPa (predicting the mean: "
                        "{:.2f} GPa, {:.2f} MPa)",
-                       mae[0], mae[1], baseline[0], baseline[1]);
+                       sums[0] / sums.back(), sums[1] / sums.back(), baseline[0] / rows, baseline[1] / rows);
   };
   return task;
 }

@@ -287,19 +287,24 @@ Logs Trainer::evaluate(BatchSource& data) {
   return metrics.logs();
 }
 
-Tensor Trainer::predict(BatchSource& data) {
+void Trainer::for_each_output(BatchSource& data,
+                              const std::function<void(const Tensor& output, const Batch& batch)>& visit) {
   ensure_prepared();
   const EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
   strategy_->begin_epoch(data, 0);
-  std::vector<Tensor> outputs;
   bool any_batch = false;
   while (const auto batch = strategy_->next_batch(data)) {
     any_batch = true;
     // Only the rank that reports has outputs (see Strategy::forward).
-    if (Tensor output = strategy_->forward(*model_, *batch).output; output.defined()) outputs.push_back(std::move(output));
+    if (const Tensor output = strategy_->forward(*model_, *batch).output; output.defined()) visit(output, *batch);
   }
-  DDL_CHECK(any_batch, "predict: the data gave no batch");
+  DDL_CHECK(any_batch, "the data gave no batch to run the model on");
+}
+
+Tensor Trainer::predict(BatchSource& data) {
+  std::vector<Tensor> outputs;
+  for_each_output(data, [&](const Tensor& output, const Batch&) { outputs.push_back(output); });
   if (outputs.empty()) return {};
   return outputs.size() == 1 ? outputs.front() : ddl::concat(outputs);
 }

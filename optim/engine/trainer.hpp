@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -89,8 +90,17 @@ class Trainer {
   Logs evaluate(BatchSource& data);
   // The model's outputs for one pass of `data` (this rank's shard), in order,
   // concatenated along the first dim, in evaluation mode (undefined on a
-  // rank whose strategy does not compute, a parameter server).
+  // rank whose strategy does not compute, a parameter server). The shard's
+  // last batch may end in padding (Batch::padding): to pair outputs with
+  // targets under data parallelism, use for_each_output.
   Tensor predict(BatchSource& data);
+  // One pass of `data` (this rank's shard) in evaluation mode without
+  // gradients, calling `visit` with each batch's output and the batch; a
+  // rank whose strategy computes no output (a parameter server, a pipeline
+  // stage before the last) is not called. Statistics summed here over the
+  // batch's own samples (the first batch.size() - batch.padding) and then
+  // over the ranks (strategy().sum_over_ranks) cover every sample once.
+  void for_each_output(BatchSource& data, const std::function<void(const Tensor& output, const Batch& batch)>& visit);
 
   // Checkpoints hold the model's parameters and buffers ("model.<name>"),
   // the optimizer's state ("optimizer.<entry>"), the epoch and step counts,

@@ -203,6 +203,19 @@ case $case_name in
     [[ $rc -eq 2 ]] || fail "2 ranks without --parallel exited $rc, expected 2"
     grep -q "started as 2 MPI ranks without --parallel" "$work/err" || fail "no reason given: $(cat "$work/err")"
     echo "ok: 2 ranks without --parallel -> exit 2"
+    # The materials report pairs each rank's predictions with its own
+    # shard's targets: the 1-rank test MAE (it once read past the shard's
+    # predictions and printed 1e26 GPa). The two runs' weights differ by
+    # the allreduce's rounding only, far below the 1% allowed here.
+    materials=(--model materials_mlp --samples 1000 --epochs 2 --batch-size 76 --threads 1 --quiet)
+    "$train" "${materials[@]}" > "$work/one" 2>&1 || fail "materials_mlp on 1 rank exited $?: $(cat "$work/one")"
+    mpiexec -n 2 "$train" --parallel data "${materials[@]}" > "$work/two" 2>&1 ||
+      fail "materials_mlp on 2 ranks exited $?: $(cat "$work/two")"
+    one=$(sed -n "s/.*test MAE: Young's modulus \([0-9.]*\) GPa.*/\1/p" "$work/one")
+    two=$(sed -n "s/.*test MAE: Young's modulus \([0-9.]*\) GPa.*/\1/p" "$work/two")
+    awk -v a="$one" -v b="$two" 'BEGIN { exit !(a > 0 && b > 0 && (a - b) ^ 2 <= (0.01 * a) ^ 2) }' ||
+      fail "materials_mlp test MAE: 1 rank '$one' GPa, 2 ranks '$two' GPa"
+    echo "ok: materials_mlp over 2 ranks reports the 1-rank test MAE ($one and $two GPa)"
     # A parameter server's checkpoint gathers the server's optimizer state
     # from every rank: the run and its resumption must both finish.
     for epochs in 1 2; do
