@@ -44,8 +44,9 @@ std::string problem_of(Step&& step) {
   return {};
 }
 
-// What the ranks compare: the plan's description and a hash of every tile's
+// What the ranks compare: the plan's geometry and a hash of every tile's
 // regions (FNV-1a), so plans that differ only in how they cut disagree too.
+// Not the memory estimates, which count each rank's own threads.
 std::vector<std::string> plan_signature(const TilePlan& plan) {
   std::uint64_t hash = 14695981039346656037ull;
   for (const Tile& tile : plan.tiles) {
@@ -55,7 +56,8 @@ std::vector<std::string> plan_signature(const TilePlan& plan) {
       }
     }
   }
-  return {plan.describe(), fmt::format("tiles hash {:016x}", hash)};
+  return {fmt::format("{}x{} tiles (input {} -> output {}, halo {}, tiles hash {:016x})", plan.grid_rows,
+                      plan.grid_cols, plan.input, plan.output, plan.halo.describe(), hash)};
 }
 
 Shape tile_input_shape(const TilePlan& plan, const Tile& tile) {

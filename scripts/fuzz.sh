@@ -37,7 +37,7 @@ if ((seconds == 0)); then exit 0; fi
 # The largest input tried: 4096 bytes (many records past the seeds) unless
 # listed here: a checkpoint's name alone may be 4 KiB; strings need less.
 declare -A max_len=([checkpoint]=8192 [placement]=256 [stage_split]=256 [option_strings]=256
-                    [train_options]=1024)
+                    [train_options]=1024 [tile_plan]=64)
 targets=("$@")
 if ((${#targets[@]} == 0)); then
   for folder in fuzz/corpus/*/; do targets+=("$(basename "$folder")"); done
