@@ -7,7 +7,7 @@
 // whole-image inference, and the input, the true mask and the prediction
 // are written as PNG files.
 //
-//   tiled_segmentation                                  2x2 tiles on cpu:1 and cpu:2
+//   tiled_segmentation                                  3x3 tiles on cpu:1, cpu:2 and cpu:3
 //   tiled_segmentation --grid 3x4 --devices cpu:1,cpu:2,cpu:3
 //   tiled_segmentation --memory-budget-mib 8           tiles as large as 8 MiB allows
 //   mpiexec -n 2 tiled_segmentation --grid 4x4          trained data-parallel, tiles over the ranks
@@ -36,12 +36,12 @@ struct Options {
   std::int64_t samples = 2000;
   std::int64_t train_size = 64;
   std::int64_t height = 384, width = 512;
-  std::string grid = "2x2", tile, window;
+  std::string grid = "3x3", tile, window;
   double memory_budget_mib = 0;
   std::int64_t halo = -1;
   // cpu:0 holds the image and the stitched output; the tiles' devices hold
   // the model and one tile each, so their peaks show the tiles' memory.
-  std::vector<std::string> devices{"cpu:1", "cpu:2"};
+  std::vector<std::string> devices{"cpu:1", "cpu:2", "cpu:3"};
   std::string out = "tiled_segmentation";
   std::uint64_t seed = 1;
 };
