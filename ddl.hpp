@@ -29,6 +29,7 @@
 #include <ddl/layers/residual.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/layers/summary.hpp>
+#include <ddl/layers/upsample2d.hpp>
 
 // optim/: optimizers, learning-rate schedules and the training engine
 #include <ddl/optim/adadelta.hpp>

@@ -20,7 +20,7 @@ install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${C
 set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hpp functors.hpp gemm_args.hpp
     kernel_list.hpp kernels.hpp log_sum_exp.hpp ops/helpers.hpp)
 set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp dropout_kernels.hpp layer_kernels.hpp loss_kernels.hpp
-    pool2d_kernels.hpp)
+    pool2d_kernels.hpp upsample2d_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)
 set(ddl_internal_headers_parallel choice_by_name.hpp config.hpp mpi_internal.hpp stage_links.hpp stage_state.hpp collectives/half.hpp collectives/local_reduce.hpp
     collectives/segments.hpp)

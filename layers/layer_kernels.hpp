@@ -7,11 +7,13 @@
 #include <ddl/core/kernel_list.hpp>
 #include <ddl/layers/dropout_kernels.hpp>
 #include <ddl/layers/loss_kernels.hpp>
+#include <ddl/layers/upsample2d_kernels.hpp>
 
 // clang-format off
 #define DDL_LAYER_KERNELS(X)                                                                          \
   X(DropoutForward) X(DropoutBackward) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>) \
-  X(CrossEntropyGradRows<std::int32_t>) X(CrossEntropyGradRows<std::int64_t>)
+  X(CrossEntropyGradRows<std::int32_t>) X(CrossEntropyGradRows<std::int64_t>) X(Upsample2dForward)         \
+  X(Upsample2dBackward)
 // clang-format on
 
 namespace ddl::kernels {

@@ -24,6 +24,7 @@
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/pool2d.hpp>
+#include <ddl/layers/upsample2d.hpp>
 
 #include <functional>
 #include <iostream>
@@ -157,6 +158,8 @@ const std::vector<OpCase>& op_cases() {
       {"batch_norm2d eval", {{4, 3, 5, 7}, {3}, {3}}, V::kAny, [](Inputs x) { return batch_norm_case(x, false); }},
       {"dropout (same seed, same mask)", {{7, 13}}, V::kAny,
        [](Inputs x) { Generator g(5); return layers::dropout(x[0], 0.4f, true, &g); }},
+      {"upsample_nearest2d 2", {{2, 3, 5, 7}}, V::kAny, [](Inputs x) { return layers::upsample_nearest2d(x[0], 2); }},
+      {"upsample_nearest2d 3", {{1, 2, 3, 1}}, V::kAny, [](Inputs x) { return layers::upsample_nearest2d(x[0], 3); }},
       {"cross_entropy int64 labels", {{7, 5}}, V::kAny, [](Inputs x) {
          return layers::cross_entropy(x[0], from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 3, 3, 0}, {7},
                                                         {DType::Int64, x[0].device(), false}));
