@@ -4,7 +4,7 @@
 // numbers) and byte 5 the halo (-1 to 22); then 3 bytes per layer (its kind,
 // then two bytes of its geometry): convolutions of any kernel, stride,
 // padding and dilation, max and average pooling with padding and ceil_mode,
-// ReLU, and residual blocks. A plan is a ddl::Error or one whose tiles own
+// nearest upsampling by 1 to 3, ReLU, and residual blocks. A plan is a ddl::Error or one whose tiles own
 // every output pixel once and read inside the image on the stride, and whose
 // stitched output (for plans of at most 64 tiles) equals the whole image's to
 // float32 rounding.
@@ -23,14 +23,14 @@ using namespace ddl;
 
 // One layer from three bytes; `channels` is updated to its output's.
 std::shared_ptr<layers::Module> make_layer(const std::uint8_t* bytes, std::int64_t& channels, Generator& generator) {
-  const int kind = bytes[0] % 5;
+  const int kind = bytes[0] % 6;
   const std::int64_t a = bytes[1], b = bytes[2];
   const auto conv = [&](std::int64_t in, std::int64_t out, std::int64_t kernel_rows, std::int64_t kernel_cols,
                         std::int64_t stride, std::int64_t padding, std::int64_t dilation) {
     return std::make_shared<layers::Conv2d>(
         in, out,
-        layers::Conv2dOptions{.kernel_size = {kernel_rows, kernel_cols}, .stride = stride, .padding = padding,
-                              .dilation = dilation},
+        layers::Conv2dOptions{
+            .kernel_size = {kernel_rows, kernel_cols}, .stride = stride, .padding = padding, .dilation = dilation},
         &generator);
   };
   switch (kind) {
@@ -43,12 +43,18 @@ std::shared_ptr<layers::Module> make_layer(const std::uint8_t* bytes, std::int64
     case 1:
     case 2: {
       const std::int64_t kernel = 1 + a % 4;
-      const layers::Pool2dOptions options{.kernel_size = kernel, .stride = b % 4, .padding = a / 4 % (kernel / 2 + 1),
-                                          .ceil_mode = (b & 4) != 0, .count_include_pad = (b & 8) != 0};
+      const layers::Pool2dOptions options{.kernel_size = kernel,
+                                          .stride = b % 4,
+                                          .padding = a / 4 % (kernel / 2 + 1),
+                                          .ceil_mode = (b & 4) != 0,
+                                          .count_include_pad = (b & 8) != 0};
       if (kind == 1) return std::make_shared<layers::MaxPool2d>(options);
       return std::make_shared<layers::AvgPool2d>(options);
     }
-    case 3: return std::make_shared<layers::ReLU>();
+    case 3:
+      return std::make_shared<layers::ReLU>();
+    case 4:
+      return std::make_shared<layers::Upsample2d>(1 + a % 3);
     default: {
       // A body of one convolution that keeps or halves the size, and a 1x1
       // shortcut of the same stride where it halves.
@@ -65,11 +71,20 @@ parallel::TilingOptions options_from(const std::uint8_t* bytes) {
   parallel::TilingOptions options{.halo = static_cast<std::int64_t>(bytes[3] % 24) - 1};
   const std::int64_t x = bytes[1] % 12, y = bytes[2] % 12;
   switch (bytes[0] % 5) {
-    case 0: options.grid_rows = x, options.grid_cols = y; break;
-    case 1: options.tile_rows = x, options.tile_cols = y; break;
-    case 2: options.window_rows = 4 * x, options.window_cols = 4 * y; break;
-    case 3: options.memory_budget = static_cast<std::size_t>(x * 1024 + y * 65536); break;
-    default: break;
+    case 0:
+      options.grid_rows = x, options.grid_cols = y;
+      break;
+    case 1:
+      options.tile_rows = x, options.tile_cols = y;
+      break;
+    case 2:
+      options.window_rows = 4 * x, options.window_cols = 4 * y;
+      break;
+    case 3:
+      options.memory_budget = static_cast<std::size_t>(x * 1024 + y * 65536);
+      break;
+    default:
+      break;
   }
   return options;
 }
@@ -107,9 +122,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<int> owners(static_cast<std::size_t>(plan.output[2] * plan.output[3]), 0);
   for (const parallel::Tile& tile : plan.tiles) {
     const auto& in = tile.input;
-    fuzz::require(in.rows.begin >= 0 && in.cols.begin >= 0 && in.rows.end <= height && in.cols.end <= width &&
-                      in.pixels() > 0,
-                  "plan_tiles: a tile reads inside the image");
+    fuzz::require(
+        in.rows.begin >= 0 && in.cols.begin >= 0 && in.rows.end <= height && in.cols.end <= width && in.pixels() > 0,
+        "plan_tiles: a tile reads inside the image");
     fuzz::require(in.rows.begin % plan.field.rows.stride == 0 && in.cols.begin % plan.field.cols.stride == 0,
                   "plan_tiles: a tile starts on the stride");
     const Shape computed = spatial.output_shape({1, 1, in.rows.size(), in.cols.size()});
@@ -123,8 +138,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::require(std::all_of(owners.begin(), owners.end(), [](int n) { return n == 1; }),
                 "plan_tiles: every output pixel has one owner");
 
-  // Running thousands of one-pixel tiles would only slow the search.
-  if (plan.tiles.size() > 64) return 0;
+  // Running thousands of one-pixel tiles, or images upsampled to gigabytes,
+  // would only slow the search.
+  if (plan.tiles.size() > 64 || plan.whole_image.total() > (std::size_t{64} << 20)) return 0;
   const Tensor image = uniform(input, -1.0f, 1.0f, {}, &generator);
   model.eval();
   Tensor whole;

@@ -2,6 +2,7 @@
 #include <ddl/parallel/receptive_field.hpp>
 
 #include <algorithm>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -16,11 +17,12 @@
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/residual.hpp>
 #include <ddl/layers/sequential.hpp>
+#include <ddl/layers/upsample2d.hpp>
 
 namespace ddl::parallel {
 
 struct SpatialModel::Layer {
-  enum class Kind { Convolution, MaxPooling, AvgPooling, Pointwise, Sequence, Residual };
+  enum class Kind { Convolution, MaxPooling, AvgPooling, Upsampling, Pointwise, Sequence, Residual };
   Kind kind = Kind::Pointwise;
   std::string path;  // "2.body.0", as the model's parameter names spell it
   std::string name;  // the module's describe()
@@ -30,6 +32,8 @@ struct SpatialModel::Layer {
   layers::Conv2dOptions conv;
   // Pooling.
   layers::Pool2dOptions pool;
+  // Upsampling.
+  std::int64_t factor = 1;
   // Pointwise: false where the layer returns its input (Dropout in evaluation).
   bool allocates = true;
   // Sequence: the children. Residual: body and shortcut (empty: the identity),
@@ -91,6 +95,9 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
   } else if (const auto* avg_pool = dynamic_cast<const layers::AvgPool2d*>(&module)) {
     layer.kind = Kind::AvgPooling;
     layer.pool = avg_pool->options();
+  } else if (const auto* upsample = dynamic_cast<const layers::Upsample2d*>(&module)) {
+    layer.kind = Kind::Upsampling;
+    layer.factor = upsample->scale();
   } else if (dynamic_cast<const layers::ReLU*>(&module) || dynamic_cast<const layers::Tanh*>(&module) ||
              dynamic_cast<const layers::Sigmoid*>(&module) || dynamic_cast<const layers::BatchNorm2d*>(&module)) {
     layer.kind = Kind::Pointwise;
@@ -116,23 +123,40 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
     refuse(module, path, "each of its outputs depends on every pixel of the image");
   } else {
     refuse(module, path,
-           "tiling knows the geometry of Conv2d, MaxPool2d, AvgPool2d, ReLU, Tanh, Sigmoid, Softmax and LogSoftmax "
-           "over the channels, BatchNorm2d, Dropout, Sequential and Residual");
+           "tiling knows the geometry of Conv2d, MaxPool2d, AvgPool2d, Upsample2d, ReLU, Tanh, Sigmoid, Softmax and "
+           "LogSoftmax over the channels, BatchNorm2d, Dropout, Sequential and Residual");
   }
   return layer;
 }
 
 // ----- Receptive field -------------------------------------------------------
 
-// `reach`, then a layer of reach `next`.
+std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
+  return value >= 0 ? (value + divisor - 1) / divisor : -(-value / divisor);
+}
+
+// `reach`, then a layer (or part) of reach `next`: the composition in
+// receptive_field.hpp. The alignment: `reach`'s own, and whatever makes the
+// start of `next`'s input, x0 / S, an integer multiple of next.alignment.
 AxisReach then(const AxisReach& reach, const AxisReach& next) {
-  return {reach.stride * next.stride, reach.before + next.before * reach.stride,
-          reach.after + next.after * reach.stride};
+  const std::int64_t stride = reach.stride * next.stride, upsampling = reach.upsampling * next.upsampling;
+  const std::int64_t common = std::gcd(stride, upsampling);
+  const std::int64_t multiple = next.alignment * reach.stride;
+  // How far floor(floor(o S_next) S_reach) may fall below floor(o S): the
+  // fractions next's floor drops, scaled by S_reach, plus what reach's own
+  // floor may carry (receptive_field.hpp).
+  const std::int64_t slack = ((reach.upsampling - 1) * next.upsampling + (next.upsampling - 1) * reach.stride) /
+                             (reach.upsampling * next.upsampling);
+  return {.stride = stride / common,
+          .before = reach.before + ceil_div(next.before * reach.stride, reach.upsampling) + slack,
+          .after = reach.after + ceil_div(next.after * reach.stride, reach.upsampling),
+          .upsampling = upsampling / common,
+          .alignment = std::lcm(reach.alignment, multiple / std::gcd(reach.upsampling, multiple))};
 }
 
 // A sliding window of `span` pixels (dilation included).
 AxisReach window(std::int64_t span, std::int64_t stride, std::int64_t padding) {
-  return {stride, padding, span - 1 - padding};
+  return {stride, padding, span - 1 - padding, 1, stride};
 }
 
 ReceptiveField field_of(const std::vector<Layer>& layers);
@@ -149,21 +173,34 @@ ReceptiveField field_of(const Layer& layer) {
       const AxisReach axis = window(layer.pool.kernel_size, layer.pool.window_stride(), layer.pool.padding);
       return {axis, axis};
     }
+    case Kind::Upsampling: {
+      const AxisReach axis{.stride = 1, .before = 0, .after = 0, .upsampling = layer.factor, .alignment = 1};
+      return {axis, axis};
+    }
     case Kind::Pointwise:
       return {};
     case Kind::Sequence:
       return field_of(layer.body);
     case Kind::Residual: {
       const ReceptiveField body = field_of(layer.body), shortcut = field_of(layer.shortcut);
-      if (body.rows.stride != shortcut.rows.stride || body.cols.stride != shortcut.cols.stride) {
+      const auto steps = [](const AxisReach& axis) {
+        return axis.upsampling == 1 ? fmt::format("{}", axis.stride)
+                                    : fmt::format("{}/{}", axis.stride, axis.upsampling);
+      };
+      const auto same_step = [](const AxisReach& a, const AxisReach& b) {
+        return a.stride == b.stride && a.upsampling == b.upsampling;
+      };
+      if (!same_step(body.rows, shortcut.rows) || !same_step(body.cols, shortcut.cols)) {
         throw Error(
             fmt::format("tiled inference: in {} the body steps {}x{} pixels and the shortcut {}x{}; their "
                         "outputs line up only where the strides agree",
-                        layer.label(), body.rows.stride, body.cols.stride, shortcut.rows.stride, shortcut.cols.stride));
+                        layer.label(), steps(body.rows), steps(body.cols), steps(shortcut.rows), steps(shortcut.cols)));
       }
-      // An output sees what either branch sees.
+      // An output sees what either branch sees, and a tile must start where
+      // both branches line up.
       const auto merge = [](const AxisReach& a, const AxisReach& b) {
-        return AxisReach{a.stride, std::max(a.before, b.before), std::max(a.after, b.after)};
+        return AxisReach{a.stride, std::max(a.before, b.before), std::max(a.after, b.after), a.upsampling,
+                         std::lcm(a.alignment, b.alignment)};
       };
       return {merge(body.rows, shortcut.rows), merge(body.cols, shortcut.cols)};
     }
@@ -210,6 +247,11 @@ struct Walk {
       case Kind::MaxPooling:
       case Kind::AvgPooling:
         return pooling(layer, in, held);
+      case Kind::Upsampling: {
+        const Shape out{in[0], in[1], in[2] * layer.factor, in[3] * layer.factor};
+        alive(held + float_bytes(out));
+        return {out, true};
+      }
       case Kind::Pointwise:
         if (layer.allocates) alive(held + float_bytes(in));
         return {in, layer.allocates};
@@ -290,14 +332,26 @@ void check_input(const Shape& input) {
 }  // namespace
 
 std::string ReceptiveField::describe() const {
-  return fmt::format("{}x{} pixels, stride {}x{}, reaching {} above, {} below, {} left, {} right", rows.size(),
-                     cols.size(), rows.stride, cols.stride, rows.before, rows.after, cols.before, cols.after);
+  const auto step = [](const AxisReach& axis) {
+    return axis.upsampling == 1 ? fmt::format("{}", axis.stride) : fmt::format("{}/{}", axis.stride, axis.upsampling);
+  };
+  const bool aligned_by_stride =
+      rows.upsampling == 1 && cols.upsampling == 1 && rows.alignment == rows.stride && cols.alignment == cols.stride;
+  return fmt::format("{}x{} pixels, stride {}x{}{}, reaching {} above, {} below, {} left, {} right", rows.size(),
+                     cols.size(), step(rows), step(cols),
+                     aligned_by_stride ? "" : fmt::format(", tiles aligned to {}x{}", rows.alignment, cols.alignment),
+                     rows.before, rows.after, cols.before, cols.after);
 }
 
 SpatialModel::SpatialModel(const layers::Module& model) {
   layers_.push_back(read_layer(model, ""));
   field_ = field_of(layers_);
   for (const auto& [name, tensor] : model.state_dict()) parameter_bytes_ += tensor.nbytes();
+  // Module::to moves gradients with their parameters: a model fresh from
+  // training brings them along to every tile's device.
+  for (const Tensor& parameter : model.parameters()) {
+    if (parameter.grad().defined()) parameter_bytes_ += parameter.grad().nbytes();
+  }
 }
 
 SpatialModel::~SpatialModel() = default;

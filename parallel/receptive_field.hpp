@@ -6,7 +6,7 @@
 // extent an input extent gives, and the memory one forward pass holds.
 //
 // Understood: Conv2d (any kernel, stride, padding, dilation), MaxPool2d and
-// AvgPool2d (any padding, ceil_mode), pointwise layers (ReLU, Tanh, Sigmoid,
+// AvgPool2d (any padding, ceil_mode), Upsample2d (nearest), pointwise layers (ReLU, Tanh, Sigmoid,
 // Softmax and LogSoftmax over the channels, BatchNorm2d and Dropout, which
 // are pointwise in evaluation mode), Sequential and Residual blocks whose
 // branches step alike. Anything else (Flatten, Dense, a softmax over a
@@ -26,26 +26,40 @@
 
 namespace ddl::parallel {
 
-// One axis of a receptive field. Output position o depends on the input
-// positions from o * stride - before to o * stride + after (inclusive); those
-// outside the image are the zero padding each layer adds for itself.
-//   Composition (layer a, then b): stride = a.stride * b.stride,
-//   before = a.before + b.before * a.stride, after likewise.
-// Each layer of window k (dilated), stride s, padding p contributes
-// (s, p, k - 1 - p).
+// One axis of a receptive field. An output pixel stands for S = stride /
+// upsampling input pixels (a fraction once a model upsamples), and output
+// position o depends on the input positions from floor(o S) - before to
+// floor(o S) + after (inclusive); those outside the image are the zero
+// padding each layer adds for itself.
+//   A layer of window k (dilated), stride s and padding p: S = s, before p,
+//   after k - 1 - p. Nearest upsampling by f: S = 1/f, before = after = 0.
+//   Composition (part a, then layer b): S = S_a S_b, after = a.after +
+//   ceil(b.after S_a), before = a.before + ceil(b.before S_a) + slack, where
+//   slack bounds floor(o S) - floor(floor(o S_b) S_a): with S_a = s_a / d_a
+//   and d_b S_b's denominator, floor(((d_a - 1) d_b + (d_b - 1) s_a) /
+//   (d_a d_b)). With integer strides the slack is 0 and the composition
+//   exact: before = a.before + b.before S_a.
+// `alignment`: a tile's first input pixel must be a multiple of it, so that
+// every strided layer's windows start where they start on the whole image,
+// and every upsampled pixel repeats the one it repeats there: the product of
+// the strides for a model without upsampling.
 struct AxisReach {
   std::int64_t stride = 1;
   std::int64_t before = 0;
   std::int64_t after = 0;
+  std::int64_t upsampling = 1;  // S's denominator, in lowest terms with stride
+  std::int64_t alignment = 1;
 
-  std::int64_t size() const { return before + after + 1; }  // the input pixels one output pixel sees
+  std::int64_t size() const { return before + after + 1; }  // the input pixels one output pixel sees, at most
   bool operator==(const AxisReach&) const = default;
 };
 
 struct ReceptiveField {
   AxisReach rows, cols;
 
-  // "31x31 pixels, stride 1x1, reaching 15 above, 15 below, 15 left, 15 right".
+  // "31x31 pixels, stride 1x1, reaching 15 above, 15 below, 15 left, 15 right"
+  // (strides as fractions after upsampling, "1/2x1/2", and the alignment
+  // where it is not the stride).
   std::string describe() const;
   bool operator==(const ReceptiveField&) const = default;
 };
@@ -53,7 +67,7 @@ struct ReceptiveField {
 // The bytes one forward pass of a tile holds on its device at its peak.
 struct TileMemory {
   // What the device's allocator counts (memory_stats(device).peak_bytes): the
-  // parameters and buffers, the tile's input, and the most activations alive
+  // parameters, buffers and gradients, the tile's input, and the most activations alive
   // at once, with cuDNN's convolution workspaces on CUDA left out (cuDNN
   // picks them at run time, at most 256 MiB).
   std::size_t tensors = 0;
@@ -85,7 +99,8 @@ class SpatialModel {
   // input of shape `input` that the caller holds on the device.
   TileMemory memory(const Shape& input, DeviceType device) const;
 
-  // The parameters' and buffers' bytes.
+  // The parameters' and buffers' bytes, and their gradients' where a model
+  // fresh from training still holds them (they move with the model).
   std::size_t parameter_bytes() const { return parameter_bytes_; }
 
   struct Layer;

@@ -2,6 +2,7 @@
 #include <ddl/parallel/tile_plan.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -12,10 +13,10 @@
 namespace ddl::parallel {
 namespace {
 
-std::int64_t round_up(std::int64_t value, std::int64_t multiple) {
-  return (value + multiple - 1) / multiple * multiple;
+// Rounded up, for any sign of `value` (divisor > 0).
+std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) {
+  return value >= 0 ? (value + divisor - 1) / divisor : -(-value / divisor);
 }
-std::int64_t ceil_div(std::int64_t value, std::int64_t divisor) { return (value + divisor - 1) / divisor; }
 
 // "12.3 MiB", or "850 KiB" below a MiB.
 std::string mib(std::size_t bytes) {
@@ -24,22 +25,15 @@ std::string mib(std::size_t bytes) {
 }
 
 // What an owned output pixel needs beyond the input pixels under it: its
-// receptive field reaches `before` pixels before o * stride and `after`
-// after, and the next tile's pixels start at (o + 1) * stride.
+// receptive field reaches `before` pixels before floor(o S) and `after`
+// after, and the next tile's pixels start at ceil((o + 1) S), which is at
+// least floor(o S) + S: a halo of ceil(after + 1 - S) below covers it.
 Halo needed_halo(const ReceptiveField& field) {
-  const auto after = [](const AxisReach& axis) { return std::max<std::int64_t>(axis.after - axis.stride + 1, 0); };
+  const auto after = [](const AxisReach& axis) {
+    return std::max<std::int64_t>(
+        ceil_div(axis.after * axis.upsampling + axis.upsampling - axis.stride, axis.upsampling), 0);
+  };
   return {field.rows.before, after(field.rows), field.cols.before, after(field.cols)};
-}
-
-// The halo the tiles read: `halo` pixels on every side (the need where it is
-// -1), rounded up to the stride above and left so each tile starts on a
-// multiple of it.
-Halo halo_used(const ReceptiveField& field, const Halo& needed, std::int64_t halo) {
-  if (halo < 0) {
-    return {round_up(needed.top, field.rows.stride), needed.bottom, round_up(needed.left, field.cols.stride),
-            needed.right};
-  }
-  return {round_up(halo, field.rows.stride), halo, round_up(halo, field.cols.stride), halo};
 }
 
 // `extent` pixels in `parts` near-equal ranges, the first ones one larger.
@@ -61,16 +55,41 @@ std::vector<PixelRange> cut(std::int64_t extent, std::int64_t size) {
   return ranges;
 }
 
-// The input pixels that output pixels `owned` read along one axis of
-// `extent` input pixels, and where `owned` lies in what they compute.
+// One axis as the plan cuts it: the output's extent, the receptive field's
+// step and alignment, the halo the tiles read, the input's extent.
+struct AxisCut {
+  const char* rows_or_cols;  // "rows", "columns"
+  std::int64_t extent;
+  AxisReach field;
+  std::int64_t before, after;  // the halo used
+  std::int64_t input_extent;
+
+  std::int64_t floor_input(std::int64_t output) const { return output * field.stride / field.upsampling; }
+  std::int64_t ceil_input(std::int64_t output) const { return ceil_div(output * field.stride, field.upsampling); }
+  // The most input pixels a tile of `owned` output pixels reads: its own,
+  // the halo, and up to alignment - 1 more where its start is rounded down.
+  std::int64_t input_for(std::int64_t owned) const {
+    return std::min(input_extent, ceil_input(owned) + before + after + field.alignment - 1);
+  }
+  // What it says of the step: "2", or "1/2" after upsampling.
+  std::string step() const {
+    return field.upsampling == 1 ? fmt::format("{}", field.stride)
+                                 : fmt::format("{}/{}", field.stride, field.upsampling);
+  }
+};
+
+// The input pixels that output pixels `owned` read along one axis, starting
+// on a multiple of the alignment, and where `owned` lies in what they
+// compute.
 struct AxisTile {
   PixelRange input, keep;
 };
-AxisTile axis_tile(const PixelRange& owned, std::int64_t stride, std::int64_t before, std::int64_t after,
-                   std::int64_t extent) {
-  const PixelRange input{std::max<std::int64_t>(owned.begin * stride - before, 0),
-                         std::min(owned.end * stride + after, extent)};
-  const std::int64_t first = input.begin / stride;  // the global index of the tile's first output
+AxisTile axis_tile(const PixelRange& owned, const AxisCut& axis) {
+  const std::int64_t start = axis.floor_input(owned.begin) - axis.before;
+  const std::int64_t aligned = start > 0 ? start / axis.field.alignment * axis.field.alignment : 0;
+  const PixelRange input{aligned, std::min(axis.ceil_input(owned.end) + axis.after, axis.input_extent)};
+  // The global index of the tile's first output: the alignment makes it whole.
+  const std::int64_t first = input.begin * axis.field.upsampling / axis.field.stride;
   return {input, {owned.begin - first, owned.end - first}};
 }
 
@@ -96,14 +115,6 @@ void check_not_negative(std::int64_t value, const char* name) {
   if (value < 0) throw Error(fmt::format("tiled inference: {} must not be negative, got {}", name, value));
 }
 
-// The ranges along one axis of `extent` output pixels.
-struct AxisCut {
-  const char* rows_or_cols;  // "rows", "columns"
-  std::int64_t extent;
-  std::int64_t stride, before, after;  // the halo used
-  std::int64_t input_extent;
-};
-
 std::vector<PixelRange> grid_axis(const AxisCut& axis, std::int64_t parts, const Shape& input, const Shape& output) {
   if (parts > axis.extent) {
     throw Error(
@@ -116,22 +127,22 @@ std::vector<PixelRange> grid_axis(const AxisCut& axis, std::int64_t parts, const
 
 std::vector<PixelRange> window_axis(const AxisCut& axis, std::int64_t window) {
   if (window == 0) return {{0, axis.extent}};
-  const std::int64_t owned = (window - axis.before - axis.after) / axis.stride;
+  const std::int64_t spare = window - axis.before - axis.after - (axis.field.alignment - 1);
+  const std::int64_t owned = spare > 0 ? spare * axis.field.upsampling / axis.field.stride : 0;
   if (owned < 1) {
-    throw Error(fmt::format(
-        "tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
-        "after, stride {}) it owns no output pixel; the smallest window is {}",
-        window, axis.rows_or_cols, axis.before, axis.after, axis.stride, axis.stride + axis.before + axis.after));
+    throw Error(
+        fmt::format("tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
+                    "after, stride {}{}) it owns no output pixel; the smallest window is {}",
+                    window, axis.rows_or_cols, axis.before, axis.after, axis.step(),
+                    axis.field.alignment == 1 ? "" : fmt::format(", tiles aligned to {}", axis.field.alignment),
+                    window - spare + axis.ceil_input(1)));
   }
   return cut(axis.extent, owned);
 }
 
 // The input a tile owning `side` output pixels along each axis reads at most.
 Shape largest_input(const Shape& input, const AxisCut& rows, const AxisCut& cols, std::int64_t side) {
-  const auto extent = [side](const AxisCut& axis) {
-    return std::min(axis.input_extent, std::min(side, axis.extent) * axis.stride + axis.before + axis.after);
-  };
-  return {input[0], input[1], extent(rows), extent(cols)};
+  return {input[0], input[1], rows.input_for(std::min(side, rows.extent)), cols.input_for(std::min(side, cols.extent))};
 }
 
 // The largest square tile side whose tile fits `budget`, found by bisection
@@ -220,10 +231,10 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
                     "{}: exact tiles need {}",
                     options.halo, plan.field.describe(), need.describe()));
   }
-  plan.halo = halo_used(plan.field, need, options.halo);
+  plan.halo = options.halo < 0 ? need : Halo{options.halo, options.halo, options.halo, options.halo};
 
-  const AxisCut rows{"rows", plan.output[2], plan.field.rows.stride, plan.halo.top, plan.halo.bottom, input[2]};
-  const AxisCut cols{"columns", plan.output[3], plan.field.cols.stride, plan.halo.left, plan.halo.right, input[3]};
+  const AxisCut rows{"rows", plan.output[2], plan.field.rows, plan.halo.top, plan.halo.bottom, input[2]};
+  const AxisCut cols{"columns", plan.output[3], plan.field.cols, plan.halo.left, plan.halo.right, input[3]};
   std::vector<PixelRange> row_ranges{{0, rows.extent}}, col_ranges{{0, cols.extent}};
   switch (mode) {
     case Mode::Whole:
@@ -250,11 +261,13 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
   plan.grid_rows = static_cast<std::int64_t>(row_ranges.size());
   plan.grid_cols = static_cast<std::int64_t>(col_ranges.size());
 
-  std::size_t largest_input = 0;
+  // Tiles come in a few shapes; the largest estimate of each part over them
+  // (pooling's floors make a larger tile not always the hungrier).
+  std::map<std::pair<std::int64_t, std::int64_t>, TileMemory> memory_of_shape;
   for (std::size_t i = 0; i < row_ranges.size(); ++i) {
     for (std::size_t j = 0; j < col_ranges.size(); ++j) {
-      const AxisTile r = axis_tile(row_ranges[i], rows.stride, rows.before, rows.after, rows.input_extent);
-      const AxisTile c = axis_tile(col_ranges[j], cols.stride, cols.before, cols.after, cols.input_extent);
+      const AxisTile r = axis_tile(row_ranges[i], rows);
+      const AxisTile c = axis_tile(col_ranges[j], cols);
       Tile tile{static_cast<std::int64_t>(i),
                 static_cast<std::int64_t>(j),
                 {row_ranges[i], col_ranges[j]},
@@ -267,9 +280,11 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
                 "tiled inference: tile ({}, {}) reading {} computes {}, short of the {}x{} it keeps (a bug in the "
                 "plan for receptive field {})",
                 i, j, tile_input, tile_output, tile.keep.rows.end, tile.keep.cols.end, plan.field.describe());
-      if (static_cast<std::size_t>(tile.input.pixels()) > largest_input) {
-        largest_input = static_cast<std::size_t>(tile.input.pixels());
-        plan.largest_tile = spatial.memory(tile_input, device);
+      const auto [entry, is_new] = memory_of_shape.try_emplace({tile_input[2], tile_input[3]});
+      if (is_new) {
+        entry->second = spatial.memory(tile_input, device);
+        plan.largest_tile.tensors = std::max(plan.largest_tile.tensors, entry->second.tensors);
+        plan.largest_tile.im2col = std::max(plan.largest_tile.im2col, entry->second.im2col);
       }
       plan.tiles.push_back(tile);
     }

@@ -4,15 +4,17 @@
 // outputs stitched together equal the whole image's output exactly, while a
 // device holds only one tile's activations at a time.
 //
-// Why it is exact: a tile reads the input pixels [a s - top, b s + bottom)
-// for its output rows [a, b) (s: the total stride), clipped to the image. At
-// the image's true border the tile's edge is the image's edge, so every
-// layer pads there exactly as on the whole image. Inside the image a layer
-// pads the tile's edge with zeros where the whole image has pixels, but the
-// halo is wide enough that no owned output depends on those: every owned
-// output's receptive field lies inside what the tile read. The tile's first
-// input row is a multiple of every layer's cumulative stride, so each
-// layer's windows fall on the same pixels as on the whole image.
+// Why it is exact: a tile owning output rows [a, b) reads the input rows
+// from floor(a S) - before, rounded down to the receptive field's alignment,
+// to ceil(b S) + bottom (S: input pixels per output pixel), clipped to the
+// image. At the image's true border the tile's edge is the image's edge, so
+// every layer pads there exactly as on the whole image. Inside the image a
+// layer pads the tile's edge with zeros where the whole image has pixels,
+// but the halo is wide enough that no owned output depends on those: every
+// owned output's receptive field lies inside what the tile read. The tile's
+// first input row is a multiple of the alignment, so each strided layer's
+// windows fall on the same pixels as on the whole image, and each upsampled
+// pixel repeats the same one.
 //
 // Sliding-window inference (MONAI's sliding_window_inference, GIS tilers)
 // instead overlaps windows by a fraction and blends their outputs, which
@@ -79,8 +81,9 @@ struct TilingOptions {
   std::size_t memory_budget = 0;
   // Input pixels read beyond each tile on every side; -1: what the model
   // needs. A halo narrower than that is refused; a wider one is allowed
-  // (it only recomputes more). Above and left it is rounded up to a
-  // multiple of the total stride, so that the tile's windows line up.
+  // (it only recomputes more). A tile's first row and column are then
+  // rounded down to the receptive field's alignment, so that its windows
+  // line up with the whole image's.
   std::int64_t halo = -1;
 };
 
@@ -88,10 +91,10 @@ struct TilePlan {
   Shape input, output;  // the whole image's, [N, C, H, W] and [N, K, OH, OW]
   ReceptiveField field;
   Halo needed;  // the narrowest halo that is exact
-  Halo halo;    // what the tiles read
+  Halo halo;    // what the tiles read, before rounding each start down to the alignment
   std::int64_t grid_rows = 1, grid_cols = 1;
   std::vector<Tile> tiles;  // row by row
-  TileMemory largest_tile;  // the estimate for the largest tile
+  TileMemory largest_tile;  // the most any tile needs (each part's maximum over the tiles)
   TileMemory whole_image;   // the same for the whole image in one piece
   DeviceType device = DeviceType::CPU;
 

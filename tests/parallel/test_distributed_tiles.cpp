@@ -57,7 +57,7 @@ void check_close(const Tensor& tiled, const Tensor& whole) {
 
 TEST_CASE("distributed tiled_forward: the root's stitched output equals the whole image") {
   const Communicator comm = Communicator::world();
-  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model}) {
+  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model, &encoder_decoder_model}) {
     const Problem problem = make_problem(make, {2, 2, 45, 39});
     const Tensor whole = whole_image(*problem.model, problem.image);
     problem.model->train();

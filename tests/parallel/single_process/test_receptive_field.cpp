@@ -40,7 +40,8 @@ std::set<std::pair<std::int64_t, std::int64_t>> predicted_pixels(const parallel:
                                                                  const Shape& output, std::int64_t row,
                                                                  std::int64_t col) {
   const auto sees = [](const AxisReach& axis, std::int64_t o, std::int64_t x) {
-    return o * axis.stride - axis.before <= x && x <= o * axis.stride + axis.after;
+    const std::int64_t under = o * axis.stride / axis.upsampling;  // floor(o S)
+    return under - axis.before <= x && x <= under + axis.after;
   };
   std::set<std::pair<std::int64_t, std::int64_t>> predicted;
   for (std::int64_t r = 0; r < output[2]; ++r) {
@@ -77,13 +78,13 @@ TEST_CASE("receptive_field: each layer's window, stride and padding") {
   Generator generator(1);
   SUBCASE("a padded 3x3 convolution sees one pixel on each side") {
     const auto field = receptive_field(*conv(1, 1, {.kernel_size = 3, .padding = 1}, generator));
-    CHECK(field.rows == AxisReach{1, 1, 1});
-    CHECK(field.cols == AxisReach{1, 1, 1});
+    CHECK(field.rows == AxisReach{.stride = 1, .before = 1, .after = 1});
+    CHECK(field.cols == AxisReach{.stride = 1, .before = 1, .after = 1});
   }
   SUBCASE("without padding the window starts at the output's own pixel") {
     const auto field = receptive_field(*conv(1, 1, {.kernel_size = {1, 7}}, generator));
-    CHECK(field.rows == AxisReach{1, 0, 0});
-    CHECK(field.cols == AxisReach{1, 0, 6});
+    CHECK(field.rows == AxisReach{.stride = 1, .before = 0, .after = 0});
+    CHECK(field.cols == AxisReach{.stride = 1, .before = 0, .after = 6});
   }
   SUBCASE("dilation widens the window, stride multiplies what follows") {
     layers::Sequential model;
@@ -91,12 +92,14 @@ TEST_CASE("receptive_field: each layer's window, stride and padding") {
     model.add(conv(2, 2, {.kernel_size = 3, .padding = 2, .dilation = 2}, generator));
     const auto field = receptive_field(model);
     // The second layer reaches 2 of its pixels each way: 4 input pixels.
-    CHECK(field.rows == AxisReach{2, 1 + 2 * 2, 1 + 2 * 2});
+    CHECK(field.rows == AxisReach{.stride = 2, .before = 1 + 2 * 2, .after = 1 + 2 * 2, .alignment = 2});
     CHECK(field.rows.size() == 11);
   }
   SUBCASE("pooling windows, stride defaulting to the kernel") {
-    CHECK(receptive_field(layers::MaxPool2d({.kernel_size = 2})).rows == AxisReach{2, 0, 1});
-    CHECK(receptive_field(layers::AvgPool2d({.kernel_size = 3, .stride = 1, .padding = 1})).cols == AxisReach{1, 1, 1});
+    CHECK(receptive_field(layers::MaxPool2d({.kernel_size = 2})).rows ==
+          AxisReach{.stride = 2, .before = 0, .after = 1, .alignment = 2});
+    CHECK(receptive_field(layers::AvgPool2d({.kernel_size = 3, .stride = 1, .padding = 1})).cols ==
+          AxisReach{.stride = 1, .before = 1, .after = 1});
   }
   SUBCASE("pointwise layers add nothing; a residual block sees what either branch sees") {
     auto model = residual_model(2, generator);
@@ -104,16 +107,39 @@ TEST_CASE("receptive_field: each layer's window, stride and padding") {
     // conv 3x3 (1), a block of two (2), a strided block: its first conv
     // reaches 1, its second 1 of the first's pixels, 2 input pixels (3); the
     // 1x1 projection beside them reaches 0.
-    CHECK(field.rows == AxisReach{2, 1 + 2 + 3, 1 + 2 + 3});
+    CHECK(field.rows == AxisReach{.stride = 2, .before = 1 + 2 + 3, .after = 1 + 2 + 3, .alignment = 2});
   }
   SUBCASE("a context module of dilations 1, 2, 4 sees 15x15 pixels") {
     CHECK(receptive_field(*dilated_model(1, generator)).rows.size() == 15);
   }
 }
 
+TEST_CASE("receptive_field: upsampling makes the stride a fraction, and tiles align to the pooling") {
+  Generator generator(6);
+  SUBCASE("nearest upsampling by 2 reads input floor(o / 2)") {
+    CHECK(receptive_field(layers::Upsample2d(2)).rows == AxisReach{.stride = 1, .upsampling = 2});
+  }
+  SUBCASE("pool 2, then upsample 2: stride 1, but tiles start on even pixels") {
+    layers::Sequential model;
+    model.add(std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{.kernel_size = 2}));
+    model.add(std::make_shared<layers::Upsample2d>(2));
+    // Output o reads the pool window of o / 2: inputs 2 floor(o / 2) and the
+    // next; floor(o) - 1 <= 2 floor(o / 2) <= floor(o).
+    CHECK(receptive_field(model).rows == AxisReach{.stride = 1, .before = 1, .after = 1, .alignment = 2});
+  }
+  SUBCASE("an encoder-decoder: two poolings need tiles on multiples of 4") {
+    const auto model = encoder_decoder_model(1, generator);
+    const auto field = receptive_field(*model);
+    CHECK(field.rows.stride == 1);
+    CHECK(field.rows.upsampling == 1);
+    CHECK(field.rows.alignment == 4);
+  }
+}
+
 TEST_CASE("receptive_field: no output outside the field changes when one input pixel does") {
   Generator generator(2);
-  for (const auto& model : {dilated_model(2, generator), strided_model(2, generator), residual_model(2, generator)}) {
+  for (const auto& model : {dilated_model(2, generator), strided_model(2, generator), residual_model(2, generator),
+                            encoder_decoder_model(2, generator)}) {
     CAPTURE(model->describe());
     const Tensor input = uniform({1, 2, 37, 29}, -1.0f, 1.0f, {}, &generator);
     perturb_pixels(*model, input, [](const auto& changed, const auto& predicted, std::int64_t row, std::int64_t col) {

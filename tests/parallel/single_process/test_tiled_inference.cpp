@@ -66,7 +66,7 @@ void check_exact(layers::Module& model, const Tensor& input, const TilingOptions
 
 TEST_CASE("tiled_forward: grids even and uneven equal the whole image") {
   Generator generator(11);
-  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model}) {
+  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model, &encoder_decoder_model}) {
     const auto model = make(3, generator);
     CAPTURE(model->describe());
     // Extents that no grid divides, and two images so tiles keep the batch.
@@ -138,8 +138,8 @@ TEST_CASE("plan_tiles: the tiles own every output pixel once and read inside the
     CHECK(tile.input.cols.end <= input[3]);
     // Each tile starts on the stride, so its layers' windows line up with
     // the whole image's.
-    CHECK(tile.input.rows.begin % field.rows.stride == 0);
-    CHECK(tile.input.cols.begin % field.cols.stride == 0);
+    CHECK(tile.input.rows.begin % field.rows.alignment == 0);
+    CHECK(tile.input.cols.begin % field.cols.alignment == 0);
     CHECK(tile.keep.rows.size() == tile.output.rows.size());
     read += static_cast<double>(tile.input.pixels());
   }
@@ -216,7 +216,7 @@ TEST_CASE("plan_tiles: what cannot be exact is refused, with what would work") {
 
 TEST_CASE("SpatialModel::memory: the estimate is what the device's allocator counts") {
   Generator generator(16);
-  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model}) {
+  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model, &encoder_decoder_model}) {
     const auto model = make(2, generator);
     CAPTURE(model->describe());
     const Tensor input = uniform({2, 2, 41, 36}, -1.0f, 1.0f, {}, &generator);
@@ -236,13 +236,32 @@ TEST_CASE("SpatialModel::memory: the estimate is what the device's allocator cou
   }
 }
 
+TEST_CASE("SpatialModel::memory: a trained model's gradients travel with it and are counted") {
+  Generator generator(19);
+  const auto model = encoder_decoder_model(1, generator);
+  const Tensor input = uniform({1, 1, 36, 44}, -1.0f, 1.0f, {}, &generator);
+  sum((*model)(input)).backward();  // every parameter now holds a gradient
+  const auto plan = plan_tiles(*model, input.shape(), {.grid_rows = 2, .grid_cols = 2});
+  const parallel::SpatialModel spatial(*model);
+  std::size_t expected = 0;
+  for (const auto& tile : plan.tiles) {
+    expected = std::max(
+        expected, spatial.memory({1, 1, tile.input.rows.size(), tile.input.cols.size()}, DeviceType::CPU).tensors);
+  }
+  CHECK(plan.largest_tile.tensors == expected);
+  reset_peak_memory_stats(cpu(1));
+  const std::size_t before = memory_stats(cpu(1)).bytes_in_use;
+  parallel::tiled_forward(*model, input, plan, {cpu(1)});
+  CHECK(memory_stats(cpu(1)).peak_bytes - before == expected);
+}
+
 TEST_CASE("tiled_forward: on a CUDA device, tiles agree with the whole image to the devices' own difference") {
   if (device_count(DeviceType::CUDA) == 0) {
     MESSAGE("skipped: needs a CUDA device, and this machine has none");
     return;
   }
   Generator generator(18);
-  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model}) {
+  for (ModelMaker make : {&dilated_model, &strided_model, &residual_model, &encoder_decoder_model}) {
     const auto model = make(3, generator);
     CAPTURE(model->describe());
     const Tensor input = uniform({2, 3, 53, 47}, -1.0f, 1.0f, {}, &generator);

@@ -62,4 +62,28 @@ inline std::shared_ptr<layers::Sequential> residual_model(std::int64_t channels,
   return model;
 }
 
+// An encoder-decoder: conv, max pool 2, conv, avg pool 2 (stride 4), conv,
+// then upsampling by 2 twice with a convolution between: the output has the
+// input's size (for sides divisible by 4) and the tiles must start on
+// multiples of 4.
+inline std::shared_ptr<layers::Sequential> encoder_decoder_model(std::int64_t channels, Generator& generator) {
+  auto model = std::make_shared<layers::Sequential>();
+  const auto conv = [&](std::int64_t in, std::int64_t out) {
+    return std::make_shared<layers::Conv2d>(in, out, layers::Conv2dOptions{.kernel_size = 3, .padding = 1}, &generator);
+  };
+  model->add(conv(channels, 4));
+  model->add(std::make_shared<layers::ReLU>());
+  model->add(std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{.kernel_size = 2}));
+  model->add(conv(4, 6));
+  model->add(std::make_shared<layers::Tanh>());
+  model->add(std::make_shared<layers::AvgPool2d>(layers::Pool2dOptions{.kernel_size = 2}));
+  model->add(conv(6, 6));
+  model->add(std::make_shared<layers::Upsample2d>(2));
+  model->add(conv(6, 4));
+  model->add(std::make_shared<layers::ReLU>());
+  model->add(std::make_shared<layers::Upsample2d>(2));
+  model->add(conv(4, 3));
+  return model;
+}
+
 }  // namespace ddl::test
