@@ -9,10 +9,10 @@
 
 int main() {
   for (const std::string& name : ddl::models::model_names()) {
-    // materials_mlp reads stress-strain curves, context_net ddl-train's 64x64
-    // shapes (any size fits it); the others 28x28 grey images.
+    // materials_mlp reads stress-strain curves, the context nets ddl-train's 64x64
+    // shapes; the others 28x28 grey images.
     const ddl::Shape sample = name == "materials_mlp" ? ddl::Shape{ddl::models::kStressStrainPoints, 3}
-                              : name == "context_net" ? ddl::Shape{1, 64, 64}
+                              : name.ends_with("context_net") ? ddl::Shape{1, 64, 64}
                                                       : ddl::Shape{1, 28, 28};
     std::printf("%s\n%s\n", name.c_str(), ddl::layers::summary(*ddl::models::make_model(name), sample).c_str());
   }

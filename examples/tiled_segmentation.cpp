@@ -1,5 +1,6 @@
 // Domain-decomposed inference, end to end: trains context_net (a dilated
-// fully-convolutional segmenter, models/zoo.hpp) on small synthetic images of
+// fully-convolutional segmenter, models/zoo.hpp; or with --model
+// pooled_context_net its encoder-decoder variant) on small synthetic images of
 // discs, rectangles and triangles, then segments one image many times larger
 // than any tile. The image is cut into exact tiles (parallel/tile_plan.hpp)
 // run on several devices (logical CPU devices or GPUs) or, under mpiexec,
@@ -32,6 +33,7 @@ namespace {
 using namespace ddl;
 
 struct Options {
+  std::string model = "context_net";
   std::int64_t epochs = 4;
   std::int64_t samples = 2000;
   std::int64_t train_size = 64;
@@ -87,7 +89,7 @@ struct Run {
 
 std::shared_ptr<layers::Sequential> train(const Run& run, const Options& options) {
   Generator generator(options.seed);
-  auto model = models::make_model("context_net", &generator);
+  auto model = models::make_model(options.model, &generator);
   const models::Dataset data = models::make_shapes(
       {.samples = options.samples, .height = options.train_size, .width = options.train_size, .seed = options.seed});
   models::DataLoader loader(data, {.batch_size = 16, .shuffle = true, .seed = options.seed});
@@ -99,8 +101,8 @@ std::shared_ptr<layers::Sequential> train(const Run& run, const Options& options
   optim::Trainer trainer(model, layers::cross_entropy,
                          std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 5e-3}),
                          trainer_options);
-  run.say("training context_net on {} synthetic {}x{} images for {} epochs{}", options.samples, options.train_size,
-          options.train_size, options.epochs,
+  run.say("training {} on {} synthetic {}x{} images for {} epochs{}", options.model, options.samples,
+          options.train_size, options.train_size, options.epochs,
           run.comm ? fmt::format(", data-parallel over {} ranks", run.comm->size()) : "");
   trainer.fit(loader, {.epochs = options.epochs});
   return model;
@@ -139,14 +141,27 @@ int run_example(const Options& options) {
   // Everything that can be refused is refused before training: these
   // errors are the command line's (exit code 2).
   std::vector<Device> devices;
+  parallel::TilingOptions tiling;
   parallel::TilePlan plan;
   try {
     for (const std::string& name : options.devices) devices.push_back(Device::parse(name));
     for (const Device& device : devices) check_device_exists(device);
     if (devices.empty()) throw UsageError("--devices: give at least one device, e.g. cpu:0,cpu:1");
     const Shape image_shape{1, 1, options.height, options.width};
-    const parallel::TilingOptions tiling = tiling_options(options);
-    const auto geometry = models::make_model("context_net");
+    tiling = tiling_options(options);
+    const auto geometry = models::make_model(options.model);
+    // The masks have the images' size: so must the model's outputs.
+    const parallel::SpatialModel spatial(*geometry);
+    for (const auto& [rows, cols] :
+         {std::pair{options.train_size, options.train_size}, {options.height, options.width}}) {
+      const Shape output = spatial.output_shape({1, 1, rows, cols});
+      if (output[2] != rows || output[3] != cols) {
+        throw UsageError(
+            fmt::format("--model {} turns a {}x{} image into {}x{} outputs, not one a pixel (it pools by 2 "
+                        "and upsamples by 2: give even sizes)",
+                        options.model, rows, cols, output[2], output[3]));
+      }
+    }
 #if DDL_WITH_MPI_BUILD
     if (run.comm) plan = parallel::plan_tiles(*run.comm, *geometry, image_shape, tiling, devices.front().type());
 #endif
@@ -183,10 +198,13 @@ int run_example(const Options& options) {
   if (!run.comm) {
     for (const Device& device : devices) reset_peak_memory_stats(device);
     tiled = parallel::tiled_forward(*model, large.inputs, plan, devices, progress);
+    // Planned again for the estimate: the trained model carries its
+    // gradients to every device, which the untrained one had not.
+    const auto estimate = parallel::plan_tiles(*model, large.inputs.shape(), tiling, type).largest_tile.tensors;
     for (const Device& device : devices) {
-      fmt::print("{}: peak {:.1f} MiB of tensors (the plan's estimate for its largest tile: {:.1f} MiB)\n",
-                 device.str(), static_cast<double>(memory_stats(device).peak_bytes) / (1 << 20),
-                 static_cast<double>(plan.largest_tile.tensors) / (1 << 20));
+      fmt::print("{}: peak {:.2f} MiB of tensors (the estimate for the largest tile: {:.2f} MiB)\n", device.str(),
+                 static_cast<double>(memory_stats(device).peak_bytes) / (1 << 20),
+                 static_cast<double>(estimate) / (1 << 20));
     }
   }
   if (!run.reporter()) return 0;
@@ -213,10 +231,14 @@ int main(int argc, char** argv) {
   // Four logical CPU devices unless the user chose a number.
   setenv("DDL_CPU_DEVICES", "4", 0);
   CLI::App app{
-      "Trains context_net on synthetic shapes, then segments a large image in exact tiles over devices or "
+      "Trains context_net (or pooled_context_net) on synthetic shapes, then segments a large image in exact tiles over "
+      "devices or "
       "MPI ranks, and writes input.png, mask.png and prediction.png",
       "tiled_segmentation"};
   Options options;
+  app.add_option("--model", options.model, "the segmenter to train and tile")
+      ->check(CLI::IsMember({"context_net", "pooled_context_net"}))
+      ->capture_default_str();
   app.add_option("--epochs", options.epochs, "training epochs")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--samples", options.samples, "training images")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--train-size", options.train_size, "training images' side in pixels")

@@ -7,6 +7,7 @@
 #include <ddl/layers/layer_list.hpp>
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/residual.hpp>
+#include <ddl/layers/upsample2d.hpp>
 #include <ddl/models/data/stress_strain.hpp>
 #include <ddl/models/data/synthetic_shapes.hpp>
 #include <ddl/models/zoo.hpp>
@@ -99,11 +100,32 @@ LayerList context_net_layers() {
   std::int64_t channels = 1;
   for (const std::int64_t dilation : {1, 2, 4, 8}) {
     // Padding equal to the dilation keeps H x W: (H + 2d - 2d - 1) + 1 = H.
-    layers.emplace_init<Conv2d>(channels, kWidth, Conv2dOptions{.kernel_size = 3, .padding = dilation, .dilation = dilation})
+    layers
+        .emplace_init<Conv2d>(channels, kWidth,
+                              Conv2dOptions{.kernel_size = 3, .padding = dilation, .dilation = dilation})
         .emplace<ReLU>();
     channels = kWidth;
   }
   layers.emplace_init<Conv2d>(kWidth, kShapesClasses, Conv2dOptions{.kernel_size = 1});
+  return layers;
+}
+
+LayerList pooled_context_net_layers() {
+  constexpr std::int64_t kWidth = 16;
+  LayerList layers;
+  layers.emplace_init<Conv2d>(1, kWidth, Conv2dOptions{.kernel_size = 3, .padding = 1})
+      .emplace<ReLU>()
+      .emplace<MaxPool2d>(Pool2dOptions{.kernel_size = 2});
+  for (const std::int64_t dilation : {1, 2, 4, 8}) {
+    layers
+        .emplace_init<Conv2d>(kWidth, kWidth,
+                              Conv2dOptions{.kernel_size = 3, .padding = dilation, .dilation = dilation})
+        .emplace<ReLU>();
+  }
+  layers.emplace<Upsample2d>(2)
+      .emplace_init<Conv2d>(kWidth, kWidth, Conv2dOptions{.kernel_size = 3, .padding = 1})
+      .emplace<ReLU>()
+      .emplace_init<Conv2d>(kWidth, kShapesClasses, Conv2dOptions{.kernel_size = 1});
   return layers;
 }
 
@@ -115,6 +137,9 @@ std::shared_ptr<Sequential> materials_mlp(Generator* generator) { return materia
 std::shared_ptr<Sequential> resnet_small(Generator* generator) { return resnet_small_layers().build(generator); }
 std::shared_ptr<Sequential> wide_mlp(Generator* generator) { return wide_mlp_layers().build(generator); }
 std::shared_ptr<Sequential> context_net(Generator* generator) { return context_net_layers().build(generator); }
+std::shared_ptr<Sequential> pooled_context_net(Generator* generator) {
+  return pooled_context_net_layers().build(generator);
+}
 
 namespace {
 
@@ -126,7 +151,8 @@ const std::vector<std::pair<std::string, Layers>>& registry() {
                                                                   {"materials_mlp", materials_mlp_layers},
                                                                   {"resnet_small", resnet_small_layers},
                                                                   {"wide_mlp", wide_mlp_layers},
-                                                                  {"context_net", context_net_layers}};
+                                                                  {"context_net", context_net_layers},
+                                                                  {"pooled_context_net", pooled_context_net_layers}};
   return models;
 }
 

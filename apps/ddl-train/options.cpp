@@ -23,15 +23,16 @@ const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
 const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "shm", "builtin"};
 
 bool is_materials(const std::string& model) { return model == "materials_mlp"; }
-bool is_segmentation(const std::string& model) { return model == "context_net"; }
 
 }  // namespace
 
+bool is_segmentation(const std::string& model) { return model == "context_net" || model == "pooled_context_net"; }
+
 double default_lr(const std::string& model, const std::string& optimizer) {
   if (optimizer == "adadelta") return 1.0;  // Keras' Adadelta default, as the Keras MNIST example
-  if (optimizer == "adam" && is_materials(model)) return 4.7331e-4;  // the materials study's rate
+  if (optimizer == "adam" && is_materials(model)) return 4.7331e-4;      // the materials study's rate
   if (optimizer == "adam") return is_segmentation(model) ? 5e-3 : 1e-3;  // 5e-3: measured, docs/MODELS.md
-  return 0.01;                              // SGD, Adagrad
+  return 0.01;                                                           // SGD, Adagrad
 }
 
 namespace {
@@ -71,7 +72,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--batch-size", o.batch_size, "Samples per batch")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
-      ->default_str("128; 75 for materials_mlp, 16 for context_net");
+      ->default_str("128; 75 for materials_mlp, 16 for context_net and pooled_context_net");
   app.add_option("--accumulate", o.accumulate,
                  "Batches whose gradients are summed into one optimizer step (gradient accumulation: K batches "
                  "of B step like one of K*B, holding the activations of one batch at a time)")
@@ -79,10 +80,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "adadelta, sgd, adam or adagrad")
       ->check(CLI::IsMember(kOptimizers))
-      ->default_str("adadelta; adam for materials_mlp and context_net");
+      ->default_str("adadelta; adam for materials_mlp, context_net and pooled_context_net");
   app.add_option("--lr", o.lr, "Learning rate")
       ->check(finite_number(false))
-      ->default_str("adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp, 5e-3 for context_net), sgd and adagrad 0.01");
+      ->default_str(
+          "adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp, 5e-3 for the segmenters), sgd and adagrad 0.01");
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
   app.add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum (needs --momentum > 0)");
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay (SGD, Adam)")
@@ -99,7 +101,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--device", o.device,
                  "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
-                 "rank>), and --allreduce builtin then reduces with NCCL")->capture_default_str();
+                 "rank>), and --allreduce builtin then reduces with NCCL")
+      ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")
       ->check(finite_number(true))
@@ -129,13 +132,14 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--test-limit", o.test_limit, "Use only the first N test samples (-1: all)")->capture_default_str();
   app.add_option("--samples", o.samples,
-                 "materials_mlp: synthetic training curves; context_net: synthetic training images (test: a fifth "
-                 "as many)")
+                 "materials_mlp: synthetic training curves; context_net, pooled_context_net: synthetic training images "
+                 "(test: a fifth as many)")
       ->check(CLI::Range(std::int64_t{10}, std::int64_t{100000000}))
       ->default_str("20000 curves; 2000 images");
-  app.add_option("--image-size", o.image_size,
-                 "context_net: the height and width of its synthetic images (discs, rectangles and triangles on a "
-                 "noisy background; being fully convolutional, it takes any size)")
+  app.add_option(
+         "--image-size", o.image_size,
+         "context_net, pooled_context_net: the height and width of their synthetic images (discs, rectangles and "
+         "triangles on a noisy background; fully convolutional, they take any size, even for pooled_context_net)")
       ->check(CLI::Range(std::int64_t{8}, std::int64_t{4096}))
       ->capture_default_str();
   app.add_option("--noise", o.noise, "materials_mlp: Gaussian stress noise in MPa")
@@ -221,6 +225,12 @@ void resolve_defaults(TrainOptions& o) {
   if (o.batch_size == 0 && o.batch_per_rank == 0) o.batch_size = materials ? 75 : is_segmentation(o.model) ? 16 : 128;
   if (o.optimizer.empty()) o.optimizer = materials || is_segmentation(o.model) ? "adam" : "adadelta";
   if (o.samples == 0) o.samples = is_segmentation(o.model) ? 2000 : 20000;
+  if (o.model == "pooled_context_net" && o.image_size % 2 != 0) {
+    throw UsageError(
+        fmt::format("--image-size {}: pooled_context_net pools by 2 and upsamples by 2, so its output "
+                    "has the image's size only for an even size (try {})",
+                    o.image_size, o.image_size + 1));
+  }
   if (!o.lr) o.lr = default_lr(o.model, o.optimizer);
   if (o.nesterov && (o.optimizer != "sgd" || o.momentum <= 0.0)) {
     throw UsageError("--nesterov needs --optimizer sgd and --momentum > 0");
@@ -230,9 +240,10 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
   if (o.threads > config::available_cpus()) {
-    throw UsageError(fmt::format("--threads {}: this process may run on {} CPU(s), and more threads than CPUs only "
-                                 "slow every kernel down",
-                                 o.threads, config::available_cpus()));
+    throw UsageError(
+        fmt::format("--threads {}: this process may run on {} CPU(s), and more threads than CPUs only "
+                    "slow every kernel down",
+                    o.threads, config::available_cpus()));
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
   if (o.resume_changed && !o.resume) throw UsageError("--resume-changed applies to --resume");
@@ -241,8 +252,9 @@ void resolve_defaults(TrainOptions& o) {
   }
   const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
   if (!pipelined) {
-    for (const auto& [set, name] : {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
-                                    std::pair{!o.split.empty(), "--split"}}) {
+    for (const auto& [set, name] :
+         {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
+          std::pair{!o.split.empty(), "--split"}}) {
       if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
   }
@@ -253,8 +265,7 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--dp and --pp apply to --parallel hybrid");
   }
   if (!o.placement.empty() && o.parallel != "none") {
-    throw UsageError("--placement places layers inside one process; it does not combine with --parallel " +
-                     o.parallel);
+    throw UsageError("--placement places layers inside one process; it does not combine with --parallel " + o.parallel);
   }
   if (o.early_stopping > 0 && !o.validate) throw UsageError("--early-stopping needs validation (drop --no-validation)");
   if (o.train_limit == 0 || o.train_limit < -1) {
@@ -270,8 +281,8 @@ std::vector<std::string> shared_settings(const CLI::App& app) {
   for (const CLI::Option* option : app.get_options()) {
     const std::string name = option->get_name();
     if (std::find(kPerRankOptions.begin(), kPerRankOptions.end(), name) != kPerRankOptions.end()) continue;
-    const std::string value = option->count() > 0 ? fmt::format("{}", fmt::join(option->results(), " "))
-                                                  : option->get_default_str();
+    const std::string value =
+        option->count() > 0 ? fmt::format("{}", fmt::join(option->results(), " ")) : option->get_default_str();
     settings.push_back(name + " " + value);
   }
   return settings;

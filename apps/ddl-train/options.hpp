@@ -97,6 +97,9 @@ std::vector<std::string> shared_settings(const CLI::App& app);
 // CLI11 cannot (throws UsageError naming the option).
 void resolve_defaults(TrainOptions& options);
 
+// context_net and pooled_context_net: trained on synthetic shapes, per pixel.
+bool is_segmentation(const std::string& model);
+
 // The learning rate an optimizer gets when --lr is not given.
 double default_lr(const std::string& model, const std::string& optimizer);
 

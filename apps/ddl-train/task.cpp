@@ -139,7 +139,7 @@ Task segmentation(const TrainOptions& options) {
 
 Task make_task(const TrainOptions& options) {
   if (options.model == "materials_mlp") return materials(options);
-  if (options.model == "context_net") return segmentation(options);
+  if (is_segmentation(options.model)) return segmentation(options);
   return image_classification(options);
 }
 

@@ -176,6 +176,14 @@ case $case_name in
       fail "pixel accuracy ${BASH_REMATCH[1]}% does not beat the background baseline ${BASH_REMATCH[3]}% by 2 points"
     echo "ok: context_net reached ${BASH_REMATCH[1]}% (mean IoU ${BASH_REMATCH[2]}) against ${BASH_REMATCH[3]}%"
     expect_usage_error 2 "--image-size: Value 4 not in range" --model context_net --image-size 4
+    # Its encoder-decoder variant trains the same way, on even sizes only.
+    "$train" --model pooled_context_net --epochs 1 --samples 200 --image-size 32 --threads 1 -q > "$work/out" 2>&1 ||
+      fail "pooled_context_net exited $?: $(cat "$work/out")"
+    grep -q "^test pixel accuracy .*mean IoU .*background everywhere" "$work/out" ||
+      fail "pooled_context_net: no final line: $(cat "$work/out")"
+    echo "ok: pooled_context_net trained"
+    expect_usage_error 2 "--image-size 63: pooled_context_net pools by 2 and upsamples by 2" \
+      --model pooled_context_net --image-size 63
     ;;
   segmentation-data-parallel)
     mpiexec -n 2 "$train" --model context_net --parallel data --epochs 1 --samples 300 --threads 1 > "$work/out" 2>&1 ||

@@ -70,6 +70,16 @@ case $case_name in
     [[ $(grep -c "^tile [0-9]/6" out) -eq 6 ]] || fail "expected progress for 6 tiles in: $(cat out)"
     check_exact
     check_pngs
+    # The encoder-decoder variant: tiles start on even pixels; odd sizes are
+    # refused before training.
+    rm -rf tiled_segmentation
+    "$program" "${quick[@]}" --model pooled_context_net --grid 2x3 > out 2> err || fail "exited $?: $(cat err)"
+    grep -qF "tiles aligned to 2x2" out || fail "no alignment in the plan: $(cat out)"
+    check_exact
+    check_pngs
+    rm -rf tiled_segmentation
+    expect_refusal "turns a 91x110 image into 90x110 outputs" "$program" "${quick[@]/#90/91}" \
+      --model pooled_context_net
     ;;
   ranks)
     "$mpiexec" -n 2 "$program" "${quick[@]}" --grid 2x3 > out 2> err || fail "exited $?: $(cat err)"

@@ -106,25 +106,31 @@ TEST_CASE("context_net has 7,188 parameters and keeps any image's height and wid
   CHECK(text.find("dilation=8") != std::string::npos);
 }
 
+// How far from the centre of a side x side image (rows, columns) the
+// outputs reach that change when the centre pixel moves by `delta`.
+std::pair<std::int64_t, std::int64_t> farthest_change(layers::Module& model, std::int64_t side, float delta,
+                                                      Generator& generator) {
+  const NoGradGuard no_grad;
+  const std::int64_t centre = side / 2;
+  const Tensor image = test::uniform_tensor({1, 1, side, side}, generator);
+  std::vector<float> changed_pixel = image.to_vector<float>();
+  changed_pixel[centre * side + centre] += delta;
+  const auto before = model(image).to_vector<float>();
+  const auto after = model(from_vector(changed_pixel, {1, 1, side, side})).to_vector<float>();
+  std::int64_t farthest_y = 0, farthest_x = 0;
+  for (std::size_t i = 0; i < before.size(); ++i) {
+    if (before[i] == after[i]) continue;
+    const auto pixel = static_cast<std::int64_t>(i) % (side * side);
+    farthest_y = std::max(farthest_y, std::abs(pixel / side - centre));
+    farthest_x = std::max(farthest_x, std::abs(pixel % side - centre));
+  }
+  return {farthest_y, farthest_x};
+}
+
 TEST_CASE("context_net: a pixel reaches exactly the outputs of its 31x31 receptive field") {
   Generator generator(61);
   const auto model = models::context_net(&generator);
-  const NoGradGuard no_grad;
-  constexpr std::int64_t kSide = 41, kCentre = 20;
-  const Tensor image = test::uniform_tensor({1, 1, kSide, kSide}, generator);
-  std::vector<float> changed_pixel = image.to_vector<float>();
-  changed_pixel[kCentre * kSide + kCentre] += 1.0f;
-  const auto before = (*model)(image).to_vector<float>();
-  const auto after = (*model)(from_vector(changed_pixel, {1, 1, kSide, kSide})).to_vector<float>();
-  std::int64_t farthest_x = 0, farthest_y = 0;
-  for (std::size_t i = 0; i < before.size(); ++i) {
-    if (before[i] == after[i]) continue;
-    const auto pixel = static_cast<std::int64_t>(i) % (kSide * kSide);
-    farthest_y = std::max(farthest_y, std::abs(pixel / kSide - kCentre));
-    farthest_x = std::max(farthest_x, std::abs(pixel % kSide - kCentre));
-  }
-  CHECK(farthest_x == 15);
-  CHECK(farthest_y == 15);
+  CHECK(farthest_change(*model, 41, 1.0f, generator) == std::pair<std::int64_t, std::int64_t>{15, 15});
 }
 
 TEST_CASE("context_net trains on segmentation: a few SGD steps on one batch lower the per-pixel loss") {
@@ -148,14 +154,34 @@ TEST_CASE("context_net trains on segmentation: a few SGD steps on one batch lowe
   CHECK(loss_now().item() < 0.8f * first);
 }
 
+TEST_CASE("pooled_context_net has 11,828 parameters and keeps an even image's height and width") {
+  const auto model = models::pooled_context_net();
+  CHECK(model->parameter_count() == 11828);
+  const std::string text = summary(*model, {1, 14, 38});
+  CHECK(text.find("(None, 16, 7, 19)") != std::string::npos);  // pooled
+  CHECK(text.find("(None, 4, 14, 38)") != std::string::npos);
+}
+
+TEST_CASE("pooled_context_net: a pixel reaches the outputs of its 67x67 receptive field") {
+  // Max pooling passes a change only where it makes the window's maximum,
+  // so the pixel moves by 100: some channel after the first ReLU rises. An
+  // even output pixel o reads inputs o - 33 .. o + 32, an odd one o - 32 ..
+  // o + 33 (nearest upsampling repeats a pooled pixel for two outputs):
+  // pixel 41 reaches outputs 9 .. 74.
+  Generator generator(63);
+  const auto model = models::pooled_context_net(&generator);
+  CHECK(farthest_change(*model, 82, 100.0f, generator) == std::pair<std::int64_t, std::int64_t>{33, 33});
+}
+
 TEST_CASE("make_model builds every bundled model by name and lists the names for an unknown one") {
-  CHECK(models::model_names() ==
-        std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small", "wide_mlp", "context_net"});
+  CHECK(models::model_names() == std::vector<std::string>{"mnist_cnn", "lenet5", "materials_mlp", "resnet_small",
+                                                          "wide_mlp", "context_net", "pooled_context_net"});
   CHECK(models::make_model("lenet5")->parameter_count() == 61706);
   CHECK(models::make_model("materials_mlp")->parameter_count() == 154314);
   CHECK(models::make_model("resnet_small")->parameter_count() == 77754);
   CHECK(models::make_model("mnist_cnn")->parameter_count() == 1199882);
   CHECK(models::make_model("context_net")->parameter_count() == 7188);
+  CHECK(models::make_model("pooled_context_net")->parameter_count() == 11828);
   // wide_mlp is counted from its layers alone: building it takes 400 MB.
   std::size_t wide_bytes = 0;
   for (const std::size_t bytes : models::model_layers("wide_mlp").parameter_bytes()) wide_bytes += bytes;
