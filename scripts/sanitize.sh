@@ -39,7 +39,11 @@ jobs=${DDL_SANITIZE_JOBS:-$(nproc)}
 # accuracy and bitwise resume; the code they run (conv2d, Adadelta, the
 # Trainer, checkpoints, the prefetcher) is run under ASan by the unit tests
 # and by ddl-train's command-line tests, which train mnist_cnn too.
-long_tests='^Training: '
+# ddl-train's 2-epoch context_net run (ddl_train_cli_segmentation) takes
+# 105 s under ASan; what it runs (per-pixel cross-entropy, the metrics, the
+# shapes, the segmentation task) is run under ASan by the unit tests and by
+# ddl_train_cli_segmentation-data-parallel (300 images, one epoch, 2 ranks).
+long_tests='^(Training: |ddl_train_cli_segmentation$)'
 # The ctest tests that run ddl's own threads: the prefetcher and the loaders
 # that use it, and the MPI program, whose DataParallel cases reduce buckets
 # on the communication thread (several buckets, overlap on and off).
