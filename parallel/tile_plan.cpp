@@ -66,11 +66,14 @@ struct AxisCut {
 
   std::int64_t floor_input(std::int64_t output) const { return output * field.stride / field.upsampling; }
   std::int64_t ceil_input(std::int64_t output) const { return ceil_div(output * field.stride, field.upsampling); }
-  // The most input pixels a tile of `owned` output pixels reads: its own,
-  // the halo, and up to alignment - 1 more where its start is rounded down.
-  std::int64_t input_for(std::int64_t owned) const {
-    return std::min(input_extent, ceil_input(owned) + before + after + field.alignment - 1);
+  // The most input pixels a tile of `owned` output pixels may read: its
+  // own, the halo, up to alignment - 1 more where its start is rounded
+  // down, and one more where floor and ceiling of a fraction (upsampling)
+  // both round outwards.
+  std::int64_t reads(std::int64_t owned) const {
+    return ceil_input(owned) + (field.upsampling > 1 ? 1 : 0) + before + after + field.alignment - 1;
   }
+  std::int64_t input_for(std::int64_t owned) const { return std::min(input_extent, reads(owned)); }
   // What it says of the step: "2", or "1/2" after upsampling.
   std::string step() const {
     return field.upsampling == 1 ? fmt::format("{}", field.stride)
@@ -127,15 +130,16 @@ std::vector<PixelRange> grid_axis(const AxisCut& axis, std::int64_t parts, const
 
 std::vector<PixelRange> window_axis(const AxisCut& axis, std::int64_t window) {
   if (window == 0) return {{0, axis.extent}};
+  // The formula's guess, then down to what surely fits.
   const std::int64_t spare = window - axis.before - axis.after - (axis.field.alignment - 1);
-  const std::int64_t owned = spare > 0 ? spare * axis.field.upsampling / axis.field.stride : 0;
+  std::int64_t owned = spare > 0 ? spare * axis.field.upsampling / axis.field.stride : 0;
+  while (owned > 0 && axis.reads(owned) > window) --owned;
   if (owned < 1) {
-    throw Error(
-        fmt::format("tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
-                    "after, stride {}{}) it owns no output pixel; the smallest window is {}",
-                    window, axis.rows_or_cols, axis.before, axis.after, axis.step(),
-                    axis.field.alignment == 1 ? "" : fmt::format(", tiles aligned to {}", axis.field.alignment),
-                    window - spare + axis.ceil_input(1)));
+    throw Error(fmt::format(
+        "tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
+        "after, stride {}{}) it owns no output pixel; the smallest window is {}",
+        window, axis.rows_or_cols, axis.before, axis.after, axis.step(),
+        axis.field.alignment == 1 ? "" : fmt::format(", tiles aligned to {}", axis.field.alignment), axis.reads(1)));
   }
   return cut(axis.extent, owned);
 }

@@ -148,6 +148,26 @@ TEST_CASE("plan_tiles: the tiles own every output pixel once and read inside the
   CHECK(plan.read_ratio() > 1.0);
 }
 
+TEST_CASE("plan_tiles: no tile reads more than the window, whatever the stride and alignment") {
+  Generator generator(20);
+  const Shape input{1, 1, 97, 83};
+  for (ModelMaker make : {&dilated_model, &strided_model, &encoder_decoder_model}) {
+    const auto model = make(1, generator);
+    const auto field = parallel::receptive_field(*model);
+    CAPTURE(field.describe());
+    for (const std::int64_t window : {40L, 57L, 90L}) {
+      CAPTURE(window);
+      const auto plan = plan_tiles(*model, input, {.window_rows = window, .window_cols = window});
+      for (const auto& tile : plan.tiles) {
+        CHECK(tile.input.rows.size() <= window);
+        CHECK(tile.input.cols.size() <= window);
+      }
+      check_exact(*model, uniform(input, -1.0f, 1.0f, {}, &generator), {.window_rows = window, .window_cols = window},
+                  {cpu(1)});
+    }
+  }
+}
+
 TEST_CASE("tiled_forward: the model keeps its device and training mode") {
   Generator generator(14);
   const auto model = residual_model(1, generator);
