@@ -91,4 +91,19 @@ class Module {
   bool training_ = true;
 };
 
+// Puts a module in evaluation mode for a scope and restores the mode it had
+// after, also when an exception leaves the scope (evaluate, predict, tiled
+// inference).
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& module) : module_(module), was_training_(module.is_training()) { module_.eval(); }
+  ~EvalModeGuard() { module_.train(was_training_); }
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
 }  // namespace ddl::layers

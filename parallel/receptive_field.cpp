@@ -183,10 +183,6 @@ ReceptiveField field_of(const Layer& layer) {
       return field_of(layer.body);
     case Kind::Residual: {
       const ReceptiveField body = field_of(layer.body), shortcut = field_of(layer.shortcut);
-      const auto steps = [](const AxisReach& axis) {
-        return axis.upsampling == 1 ? fmt::format("{}", axis.stride)
-                                    : fmt::format("{}/{}", axis.stride, axis.upsampling);
-      };
       const auto same_step = [](const AxisReach& a, const AxisReach& b) {
         return a.stride == b.stride && a.upsampling == b.upsampling;
       };
@@ -194,7 +190,7 @@ ReceptiveField field_of(const Layer& layer) {
         throw Error(
             fmt::format("tiled inference: in {} the body steps {}x{} pixels and the shortcut {}x{}; their "
                         "outputs line up only where the strides agree",
-                        layer.label(), steps(body.rows), steps(body.cols), steps(shortcut.rows), steps(shortcut.cols)));
+                        layer.label(), body.rows.step(), body.cols.step(), shortcut.rows.step(), shortcut.cols.step()));
       }
       // An output sees what either branch sees, and a tile must start where
       // both branches line up.
@@ -331,14 +327,15 @@ void check_input(const Shape& input) {
 
 }  // namespace
 
+std::string AxisReach::step() const {
+  return upsampling == 1 ? fmt::format("{}", stride) : fmt::format("{}/{}", stride, upsampling);
+}
+
 std::string ReceptiveField::describe() const {
-  const auto step = [](const AxisReach& axis) {
-    return axis.upsampling == 1 ? fmt::format("{}", axis.stride) : fmt::format("{}/{}", axis.stride, axis.upsampling);
-  };
   const bool aligned_by_stride =
       rows.upsampling == 1 && cols.upsampling == 1 && rows.alignment == rows.stride && cols.alignment == cols.stride;
   return fmt::format("{}x{} pixels, stride {}x{}{}, reaching {} above, {} below, {} left, {} right", rows.size(),
-                     cols.size(), step(rows), step(cols),
+                     cols.size(), rows.step(), cols.step(),
                      aligned_by_stride ? "" : fmt::format(", tiles aligned to {}x{}", rows.alignment, cols.alignment),
                      rows.before, rows.after, cols.before, cols.after);
 }

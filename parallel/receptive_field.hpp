@@ -51,6 +51,8 @@ struct AxisReach {
   std::int64_t alignment = 1;
 
   std::int64_t size() const { return before + after + 1; }  // the input pixels one output pixel sees, at most
+  // S as a message writes it: "2", or "1/2" after upsampling.
+  std::string step() const;
   bool operator==(const AxisReach&) const = default;
 };
 

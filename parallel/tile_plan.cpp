@@ -74,11 +74,6 @@ struct AxisCut {
     return ceil_input(owned) + (field.upsampling > 1 ? 1 : 0) + before + after + field.alignment - 1;
   }
   std::int64_t input_for(std::int64_t owned) const { return std::min(input_extent, reads(owned)); }
-  // What it says of the step: "2", or "1/2" after upsampling.
-  std::string step() const {
-    return field.upsampling == 1 ? fmt::format("{}", field.stride)
-                                 : fmt::format("{}/{}", field.stride, field.upsampling);
-  }
 };
 
 // The input pixels that output pixels `owned` read along one axis, starting
@@ -138,7 +133,7 @@ std::vector<PixelRange> window_axis(const AxisCut& axis, std::int64_t window) {
     throw Error(fmt::format(
         "tiled inference: a window of {} input {} is too small: with the halo ({} before, {} "
         "after, stride {}{}) it owns no output pixel; the smallest window is {}",
-        window, axis.rows_or_cols, axis.before, axis.after, axis.step(),
+        window, axis.rows_or_cols, axis.before, axis.after, axis.field.step(),
         axis.field.alignment == 1 ? "" : fmt::format(", tiles aligned to {}", axis.field.alignment), axis.reads(1)));
   }
   return cut(axis.extent, owned);

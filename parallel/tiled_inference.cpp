@@ -38,16 +38,13 @@ void check_run(const Tensor& input, const TilePlan& plan, const std::vector<Devi
 
 }  // namespace
 
-InferenceScope::InferenceScope(layers::Module& model, const Device& device)
-    : model_(model), was_training_(model.is_training()) {
+InferenceScope::InferenceScope(layers::Module& model, const Device& device) : model_(model), eval_mode_(model) {
   const auto state = model.state_dict();
   if (!state.empty()) home_ = state.front().second.device();
-  model.eval();
   move_to(device);
 }
 
 InferenceScope::~InferenceScope() {
-  model_.train(was_training_);
   if (!home_) return;
   try {
     model_.to(*home_);

@@ -55,7 +55,7 @@ class InferenceScope {
  private:
   layers::Module& model_;
   std::optional<Device> home_;  // none for a model without parameters or buffers
-  bool was_training_;
+  layers::EvalModeGuard eval_mode_;
   NoGradGuard no_grad_;
 };
 

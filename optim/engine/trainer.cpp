@@ -26,20 +26,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// Puts the model in evaluation mode for a scope and restores its mode after,
-// also when an exception leaves the scope.
-class EvalModeGuard {
- public:
-  explicit EvalModeGuard(layers::Module& model) : model_(model), was_training_(model.is_training()) { model_.eval(); }
-  ~EvalModeGuard() { model_.train(was_training_); }
-  EvalModeGuard(const EvalModeGuard&) = delete;
-  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
-
- private:
-  layers::Module& model_;
-  bool was_training_;
-};
-
 std::string callback_prefix(const Callback& callback) { return "callback." + callback.state_key() + "."; }
 
 std::int64_t required_integer(const Checkpoint& checkpoint, const std::string& path, const std::string& name) {
@@ -274,7 +260,7 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
 
 Logs Trainer::evaluate(BatchSource& data) {
   ensure_prepared();
-  const EvalModeGuard eval_mode(*model_);
+  const layers::EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
   strategy_->begin_epoch(data, 0);
   MetricAccumulator metrics(options_.metrics, options_.classes);
@@ -290,7 +276,7 @@ Logs Trainer::evaluate(BatchSource& data) {
 void Trainer::for_each_output(BatchSource& data,
                               const std::function<void(const Tensor& output, const Batch& batch)>& visit) {
   ensure_prepared();
-  const EvalModeGuard eval_mode(*model_);
+  const layers::EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
   strategy_->begin_epoch(data, 0);
   bool any_batch = false;

@@ -19,8 +19,6 @@ namespace {
 using parallel::Communicator;
 using parallel::TilingOptions;
 
-using ModelMaker = std::shared_ptr<layers::Sequential> (*)(std::int64_t, Generator&);
-
 // Each rank on a logical device of its own where there are enough.
 Device rank_device(const Communicator& comm) { return cpu(comm.rank() % std::max(device_count(DeviceType::CPU), 1)); }
 
@@ -35,24 +33,12 @@ Problem make_problem(ModelMaker make, const Shape& shape) {
   return problem;
 }
 
-Tensor whole_image(layers::Module& model, const Tensor& input) {
-  model.eval();
-  NoGradGuard no_grad;
-  return model(input);
-}
-
 // The CPU convolution rounds a pixel differently on a tile (see
 // tests/parallel/single_process/test_tiled_inference.cpp): 1e-6 of the
 // output's largest value, the bound.
 void check_close(const Tensor& tiled, const Tensor& whole) {
   REQUIRE(tiled.shape() == whole.shape());
-  const auto x = tiled.to_vector<float>(), y = whole.to_vector<float>();
-  double difference = 0, scale = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    difference = std::max(difference, std::abs(static_cast<double>(x[i]) - y[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(y[i])));
-  }
-  CHECK(difference <= 1e-6 * scale);
+  CHECK(relative_difference(tiled, whole) <= 1e-6);
 }
 
 TEST_CASE("distributed tiled_forward: the root's stitched output equals the whole image") {

@@ -29,25 +29,6 @@ namespace {
 using parallel::plan_tiles;
 using parallel::TilingOptions;
 
-using ModelMaker = std::shared_ptr<layers::Sequential> (*)(std::int64_t, Generator&);
-
-Tensor whole_image(layers::Module& model, const Tensor& input) {
-  model.eval();
-  NoGradGuard no_grad;
-  return model(input);
-}
-
-// The largest |a - b| over |b|'s largest element, for a readable failure.
-double relative_difference(const Tensor& a, const Tensor& b) {
-  const auto x = a.to_vector<float>(), y = b.to_vector<float>();
-  double difference = 0, scale = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    difference = std::max(difference, std::abs(static_cast<double>(x[i]) - y[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(y[i])));
-  }
-  return difference / scale;
-}
-
 enum class Exactness { Bitwise, Rounding };
 
 void check_exact(layers::Module& model, const Tensor& input, const TilingOptions& options,

@@ -1,8 +1,11 @@
 // Small fully-convolutional models for the tiling tests, one per kind of
 // geometry: dilation, stride and pooling (ceil_mode, padding), residual
-// blocks with batch norm, and a plain stack whose reach is easy to check.
+// blocks with batch norm, an encoder-decoder with upsampling; and what the
+// single-process and the MPI tiling tests compare tiles with.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include <ddl/ddl.hpp>
@@ -84,6 +87,27 @@ inline std::shared_ptr<layers::Sequential> encoder_decoder_model(std::int64_t ch
   model->add(std::make_shared<layers::Upsample2d>(2));
   model->add(conv(4, 3));
   return model;
+}
+
+using ModelMaker = std::shared_ptr<layers::Sequential> (*)(std::int64_t, Generator&);
+
+// model(input) in evaluation mode: what the stitched tiles must equal.
+inline Tensor whole_image(layers::Module& model, const Tensor& input) {
+  model.eval();
+  NoGradGuard no_grad;
+  return model(input);
+}
+
+// The largest |a - b| over |b|'s largest element: the measure of
+// how far tiles may round from the whole image (at most 1e-6).
+inline double relative_difference(const Tensor& a, const Tensor& b) {
+  const auto x = a.to_vector<float>(), y = b.to_vector<float>();
+  double difference = 0, scale = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    difference = std::max(difference, std::abs(static_cast<double>(x[i]) - y[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(y[i])));
+  }
+  return difference / scale;
 }
 
 }  // namespace ddl::test
