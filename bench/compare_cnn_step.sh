@@ -1,30 +1,65 @@
 #!/usr/bin/env bash
 # Side by side, in one run: the Keras MNIST CNN's training step at batch 128
-# in ddl (bench/layers.cpp) and in PyTorch (bench/torch_cnn_step.py), for 1
-# and 2 threads, alternating the two programs `rounds` times so both see the
-# same machine load. Prints each measurement and the ratio of medians.
+# in ddl (bench/layers.cpp, --step-only) and in its peers, for 1 and 2
+# threads. Each round runs every program once, in an order that rotates from
+# round to round, so all of them see the same machine load; the medians of
+# the rounds and ddl's speed against the fastest peer are printed.
 #
-#   bench/compare_cnn_step.sh [build-dir] [rounds]
-# Needs python3-torch and libopenblas0-pthread (bench/install-peers.sh).
+#   bench/compare_cnn_step.sh [build-dir] [rounds] [threads...]
+#
+# Peers (bench/install-peers.sh installs them):
+#   keras      Keras 3 / tensorflow-cpu (oneDNN), bench/keras_cnn_step.py,
+#              NHWC, XLA off, intra-op = threads, inter-op 1
+#   torch      PyTorch 2.x from PyPI (MKL + oneDNN), bench/torch_cnn_step.py
+#              --channels-last, interop 1, glibc malloc keeping freed memory
+#   torch1.13  Debian's python3-torch on OpenBLAS (the extra column)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-3}
+shift $(($# < 2 ? $# : 2))
+thread_counts=("${@:-1 2}")
+read -r -a thread_counts <<<"${thread_counts[*]}"
+venv=bench/.venv-peers/bin/python3
 openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
+tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
+[[ -x $build/bench/ddl_bench_layers ]] || { echo "compare_cnn_step: no $build/bench/ddl_bench_layers (build first)" >&2; exit 2; }
+[[ -x $venv ]] || { echo "compare_cnn_step: no $venv (run bench/install-peers.sh)" >&2; exit 2; }
 
-for threads in 1 2; do
-  ddl_ms=() torch_ms=()
+# One measurement of `program` at `threads`, in ms.
+measure() {
+  local program=$1 threads=$2
+  case $program in
+    ddl) "$build"/bench/ddl_bench_layers --step-only --threads "$threads" --reps 10 |
+           awk '/training step/ {print $4}' ;;
+    keras) "$venv" bench/keras_cnn_step.py --threads "$threads" --repeats 10 2>/dev/null |
+             awk '/training step/ {print $3}' ;;
+    torch) GLIBC_TUNABLES=$tunables "$venv" bench/torch_cnn_step.py --step-only --channels-last \
+             --threads "$threads" --repeats 10 | awk '/training step/ {print $3}' ;;
+    torch1.13) LD_LIBRARY_PATH=$openblas /usr/bin/python3 bench/torch_cnn_step.py --step-only \
+                 --threads "$threads" --repeats 10 | awk '/training step/ {print $3}' ;;
+  esac
+}
+
+programs=(ddl keras torch torch1.13)
+for threads in "${thread_counts[@]}"; do
+  declare -A times=()
   for ((r = 0; r < rounds; r++)); do
-    ddl_ms+=("$("$build"/bench/ddl_bench_layers --threads "$threads" --reps 5 | awk '/training step/ {print $4}')")
-    torch_ms+=("$(LD_LIBRARY_PATH=$openblas /usr/bin/python3 bench/torch_cnn_step.py --threads "$threads" \
-      --repeats 5 | awk '/training step/ {print $3}')")
+    for ((i = 0; i < ${#programs[@]}; i++)); do
+      program=${programs[(i + r) % ${#programs[@]}]}
+      times[$program]+="$(measure "$program" "$threads") "
+    done
   done
-  python3 - "$threads" "${ddl_ms[*]}" "${torch_ms[*]}" <<'PY'
+  python3 - "$threads" "${times[ddl]}" "${times[keras]}" "${times[torch]}" "${times[torch1.13]}" <<'PY'
 import statistics, sys
-threads, ddl, torch = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
-d, t = statistics.median(ddl), statistics.median(torch)
-print(f"threads {threads}: ddl {ddl} ms, pytorch {torch} ms")
-print(f"threads {threads}: median ddl {d:.1f} ms ({128e3 / d:.0f} samples/s), pytorch {t:.1f} ms "
-      f"({128e3 / t:.0f} samples/s), pytorch/ddl = {t / d:.2f}")
+threads = sys.argv[1]
+names = ["ddl", "keras", "torch", "torch1.13"]
+runs = {n: [float(x) for x in v.split()] for n, v in zip(names, sys.argv[2:])}
+med = {n: statistics.median(v) for n, v in runs.items()}
+for n in names:
+    print(f"threads {threads}: {n:<10} {med[n]:7.1f} ms ({128e3 / med[n]:5.0f} samples/s)  runs {runs[n]}")
+fastest = min(("keras", "torch"), key=lambda n: med[n])
+print(f"threads {threads}: ddl vs the fastest peer ({fastest}): {med[fastest] / med['ddl']:.2f}x")
 PY
+  unset times
 done

@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Per-layer and whole-step CPU timings of the Keras MNIST CNN"};
   bench::Options options;
   bench::add_options(app, options);
+  bool step_only = false;
+  app.add_flag("--step-only", step_only, "time only the training step (for profiling and the peer comparisons)");
   CLI11_PARSE(app, argc, argv);
   const int reps = options.reps;
   const std::int64_t batch = options.batch;
@@ -82,7 +84,7 @@ int main(int argc, char** argv) {
     const double gemm_gflops = gemm.gflops;
     print_row("Eigen GEMM 1024^3", threads, gemm.timing, 2.0 * 1024 * 1024 * 1024, gemm_gflops);
 
-    for (const LayerCase& c : cases) {
+    for (const LayerCase& c : step_only ? std::vector<LayerCase>{} : cases) {
       Tensor x = uniform(c.input, -1.0f, 1.0f, {}, &generator);
       if (c.input_needs_grad) x.set_requires_grad();
       const Timing forward = time_it(
@@ -122,6 +124,7 @@ int main(int argc, char** argv) {
     print_row("training step", threads, step, 0.0, gemm_gflops);
     fmt::print("{:<30} {:>7} {:>9.0f} samples/s\n", "", threads, 1e3 * n / step.median_ms);
 
+    if (step_only) continue;
     // The optimizers' updates over the same parameters (fused elementwise
     // kernels, bound by memory).
     const std::vector<std::pair<std::string, std::shared_ptr<optim::Optimizer>>> optimizers{

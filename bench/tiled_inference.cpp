@@ -87,7 +87,7 @@ void image_size_table(layers::Module& model, const Settings& settings, Generator
   fmt::print("\n2. Image size: peak MiB on the device, whole image vs tiles of {}x{} output pixels\n", settings.tile,
              settings.tile);
   fmt::print("{:>8} {:>12} {:>12} {:>12} {:>12} {:>12}\n", "side", "whole", "(estimate)", "tiled", "(estimate)",
-             "im2col tile");
+             "staging, tile");
   for (const std::int64_t side : settings.sizes) {
     const Tensor image = uniform({1, settings.channels, side, side}, 0.0f, 1.0f, {}, &generator);
     const auto whole = parallel::plan_tiles(model, image.shape(), {});
@@ -96,7 +96,7 @@ void image_size_table(layers::Module& model, const Settings& settings, Generator
     fmt::print("{:>8} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f} {:>12.1f}\n", side,
                mib(measured_peak(model, image, whole)), mib(whole.whole_image.tensors),
                mib(measured_peak(model, image, tiled)), mib(tiled.largest_tile.tensors),
-               mib(tiled.largest_tile.im2col));
+               mib(tiled.largest_tile.staging));
   }
 }
 
@@ -112,7 +112,7 @@ void budget_table(layers::Module& model, const Settings& settings) {
   }
   const Shape large{1, settings.channels, 4 * fits, 4 * fits};
   const auto plan = parallel::plan_tiles(model, large, {.memory_budget = budget});
-  fmt::print("\n3. A budget of {:.0f} MiB a device (tensors and im2col buffers)\n", settings.budget_mib);
+  fmt::print("\n3. A budget of {:.0f} MiB a device (tensors and convolution staging buffers)\n", settings.budget_mib);
   fmt::print("   whole image: at most {}x{} pixels\n", fits, fits);
   fmt::print("   tiled: a {}x{} image (16x the pixels) in {}\n", large[2], large[3], plan.describe());
 }

@@ -3,12 +3,20 @@
 batch 128 on the CPU, per layer and whole, with an explicit thread count.
 
 Run it as DESIGN.md requires, or the comparison is unfair to PyTorch:
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread \
-      python3 bench/torch_cnn_step.py --threads 2
-(Debian's python3-torch uses the reference BLAS unless OpenBLAS is put
-first, and runs one thread unless told otherwise.)
+  PyTorch 2.x from the peers' virtual environment (bench/install-peers.sh),
+  with glibc's malloc keeping its freed memory (PyTorch's CPU tuning guide
+  recommends tcmalloc or jemalloc for the same reason: page faults):
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
+        bench/.venv-peers/bin/python3 bench/torch_cnn_step.py --threads 2 --channels-last
+  Debian's PyTorch 1.13 (the extra column), with OpenBLAS put first (it uses
+  the reference BLAS otherwise):
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread \
+        /usr/bin/python3 bench/torch_cnn_step.py --threads 2
+Times are medians of --repeats runs after a warm-up, as ddl_bench_layers
+reports.
 """
 import argparse
+import statistics
 import time
 
 import torch
@@ -24,14 +32,15 @@ def keras_mnist_cnn():
         nn.Linear(128, 10))
 
 
-def best_ms(fn, repeats):
-    fn()  # warm-up: allocations, oneDNN primitive creation
+def median_ms(fn, repeats):
+    for _ in range(3):  # warm-up: allocations, oneDNN primitive creation
+        fn()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return 1e3 * min(times)
+    return 1e3 * statistics.median(times)
 
 
 def main():
@@ -39,8 +48,14 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--channels-last", action="store_true",
+                        help="NHWC activations and weights (PyTorch's CPU tuning guide: oneDNN's fast layout)")
+    parser.add_argument("--step-only", action="store_true", help="skip the per-layer timings")
+    parser.add_argument("--profile", action="store_true",
+                        help="after timing, print torch.profiler's table of the step's operators (self CPU time)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
     torch.manual_seed(1)
 
     model = keras_mnist_cnn()
@@ -55,7 +70,13 @@ def main():
         "maxpool 2 24x24": (nn.MaxPool2d(2), torch.randn(args.batch, 64, 24, 24)),
         "dense 9216->128": (nn.Linear(9216, 128), torch.randn(args.batch, 9216)),
     }
-    print(f"pytorch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch}")
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    if args.step_only:
+        layers = {}
+    print(f"pytorch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch}, "
+          f"channels_last {args.channels_last}")
     print(f"{'layer':<22}{'forward ms':>12}{'fwd+bwd ms':>12}")
     for name, (layer, inp) in layers.items():
         inp.requires_grad_(True)
@@ -67,15 +88,22 @@ def main():
         def forward_backward():
             layer(inp).sum().backward()
 
-        print(f"{name:<22}{best_ms(forward, args.repeats):>12.2f}{best_ms(forward_backward, args.repeats):>12.2f}")
+        print(f"{name:<22}{median_ms(forward, args.repeats):>12.2f}{median_ms(forward_backward, args.repeats):>12.2f}")
 
     def step():
         optimizer.zero_grad()
         loss_fn(model(x), y).backward()
         optimizer.step()
 
-    ms = best_ms(step, args.repeats)
+    ms = median_ms(step, args.repeats)
     print(f"{'training step':<22}{'':>12}{ms:>12.2f}   ({1e3 * args.batch / ms:.0f} samples/s)")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(args.repeats):
+                step()
+        print(f"per step, {args.repeats} steps profiled:")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=25))
 
 
 if __name__ == "__main__":

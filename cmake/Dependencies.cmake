@@ -7,6 +7,8 @@ find_package(fmt REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(ZLIB REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
+# oneDNN (libdnnl-dev): the CPU convolution primitives, as cuDNN is the GPU's.
+find_package(dnnl 2.6 REQUIRED)
 
 # Resolves an AUTO|ON|OFF option: sets ${out} to ON when `found`, fails when
 # the user asked for ON and it was not found.

@@ -80,6 +80,24 @@ int cpu_device_count() {
 
 int num_threads() { return thread_setting(); }
 
+namespace {
+CpuConvolution& convolution_setting() {
+  static CpuConvolution algorithm = [] {
+    const char* value = std::getenv("DDL_CPU_CONV");
+    const std::string name = value == nullptr ? "" : value;
+    if (name.empty() || name == "auto") return CpuConvolution::Auto;
+    if (name == "winograd") return CpuConvolution::Winograd;
+    DDL_CHECK(name == "direct", "environment variable DDL_CPU_CONV={} is not one of auto, direct, winograd", name);
+    return CpuConvolution::Direct;
+  }();
+  return algorithm;
+}
+}  // namespace
+
+CpuConvolution cpu_convolution() { return convolution_setting(); }
+
+void set_cpu_convolution(CpuConvolution algorithm) { convolution_setting() = algorithm; }
+
 int available_cpus() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -90,6 +108,7 @@ int available_cpus() {
 void check_environment() {
   (void)cpu_device_count();
   (void)num_threads();
+  (void)cpu_convolution();
 }
 
 void set_num_threads(int threads) {

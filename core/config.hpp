@@ -19,6 +19,21 @@ int num_threads();
 inline constexpr int kMaxThreads = 1024;
 void set_num_threads(int threads);
 
+// DDL_CPU_CONV (default auto): how the CPU convolution (oneDNN) computes.
+//   auto:     oneDNN's choice for the shape where the channel counts are
+//             multiples of 16, direct elsewhere. On AVX-512 it takes
+//             Winograd's F(4x4, 3x3) for 3x3 kernels at stride 1 when the
+//             problem is large enough (the Keras MNIST CNN's 32->64 layer:
+//             ~2x faster than direct).
+//   direct:   the direct sum of products everywhere.
+//   winograd: Winograd wherever oneDNN has it (3x3, stride 1, no dilation,
+//             channels in 16s, AVX-512), direct elsewhere.
+// Winograd's rounding error is larger than the direct sum's but stays
+// within the same worst-case bound (tests/layers/test_conv2d.cpp).
+enum class CpuConvolution { Auto, Direct, Winograd };
+CpuConvolution cpu_convolution();
+void set_cpu_convolution(CpuConvolution algorithm);
+
 // The CPUs this process may run on (its affinity mask): more threads than
 // these only slow the kernels down.
 int available_cpus();
@@ -37,5 +52,6 @@ std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fall
 }  // namespace ddl::config
 
 namespace ddl {
+using config::set_cpu_convolution;
 using config::set_num_threads;
 }

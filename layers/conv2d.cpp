@@ -108,31 +108,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
                                need_weight ? zeros(weight_shape, on_device) : Tensor(),
                                need_bias ? zeros({g.filters}, on_device) : Tensor()};
           }
-          const float* dy = grad.data<float>();
-          Tensor grad_input, grad_weight, grad_bias;
-          if (need_input) {
-            grad_input = empty_float(input_shape, device);
-            const float* w = weight.data<float>();
-            float* dx = grad_input.data<float>();
-            backend::dispatch(
-                "conv2d backward-data", device, [&] { cpu_backend::conv2d_backward_data(g, dy, w, dx); },
-                [&](auto stream) { cuda_backend::conv2d_backward_data(stream, g, dy, w, dx); });
-          }
-          if (need_weight) {
-            grad_weight = empty_float(weight_shape, device);
-            const float* x = input.data<float>();
-            float* dw = grad_weight.data<float>();
-            backend::dispatch(
-                "conv2d backward-filter", device, [&] { cpu_backend::conv2d_backward_filter(g, x, dy, dw); },
-                [&](auto stream) { cuda_backend::conv2d_backward_filter(stream, g, x, dy, dw); });
-          }
-          if (need_bias) {
-            grad_bias = empty_float({g.filters}, device);
-            float* db = grad_bias.data<float>();
-            backend::dispatch(
-                "conv2d backward-bias", device, [&] { cpu_backend::conv2d_backward_bias(g, dy, db); },
-                [&](auto stream) { cuda_backend::conv2d_backward_bias(stream, g, dy, db); });
-          }
+          Tensor grad_input = need_input ? empty_float(input_shape, device) : Tensor();
+          Tensor grad_weight = need_weight ? empty_float(weight_shape, device) : Tensor();
+          Tensor grad_bias = need_bias ? empty_float({g.filters}, device) : Tensor();
+          const auto pointer = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+          const Conv2dBackward operands{pointer(input),      pointer(weight),      grad.data<float>(),
+                                        pointer(grad_input), pointer(grad_weight), pointer(grad_bias)};
+          backend::dispatch(
+              "conv2d backward", device, [&] { cpu_backend::conv2d_backward(g, operands); },
+              [&](auto stream) { cuda_backend::conv2d_backward(stream, g, operands); });
           return std::vector{grad_input, grad_weight, grad_bias};
         });
   }

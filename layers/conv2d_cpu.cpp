@@ -1,240 +1,215 @@
-// Conv2d on the CPU: im2col + Eigen GEMM, one image at a time, images spread
-// over OpenMP threads (Chellapilla et al. 2006, "High performance
-// convolutional neural networks for document processing"; Caffe's layout).
+// Conv2d on the CPU through oneDNN's convolution primitives (the CPU's
+// cuDNN; core/cpu/onednn.hpp has the plumbing).
 //
-// One image's patches form col [C kh kw, OH OW] (row (c, i, j) holds input
-// channel c shifted by kernel tap (i, j)), so with the weight viewed as
-// W [K, C kh kw] and one image's output as Y [K, OH OW]:
-//   forward          Y  = W col (+ bias down each row)
-//   backward-data    dX = col2im(W^T dY)
-//   backward-filter  dW = sum over images of dY col^T
-//   backward-bias    db = sum over images and pixels of dY
-// Per-image products stay in the cache: single-threaded Eigen runs the
-// 32->64-channel layer's [64 x 288] x [288 x 576] at ~100 GFLOP/s here,
-// against ~40-85 for one product over the whole batch or a square 1024 one.
-// The images are spread over an OpenMP team, dynamically, so that on a busy
-// machine a thread the OS has descheduled does not hold its share of the
-// batch back; each thread has its own col buffer and runs Eigen
-// single-threaded (Eigen does not spawn threads inside an active parallel
-// region).
+// Each direction is one primitive: forward (Y = W * X + b), backward-data
+// (dX from dY and W) and backward-weights (dW, from X and dY). The tensors
+// are NCHW / OIHW; the primitives are created for whatever layout oneDNN
+// runs fastest in (`format_tag::any`, on AVX-512 channels blocked by 16),
+// and the operands are reordered into it and the result back.
 //
-// Determinism: forward and backward-data compute each image alone, and the
-// weight gradient is summed per fixed chunk of images, then over the chunks
-// in order, so no result depends on which thread did what: every result is
-// bitwise the same for any thread count.
-
-// GCC 12 reports false -Wmaybe-uninitialized positives inside its own
-// AVX-512 intrinsics when Eigen's GEMM is instantiated with -march=native
-// (core/CMakeLists.txt silences the same for core/cpu/gemm_cpu.cpp). The
-// pragma must precede the first include of the intrinsics headers.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
+// The algorithm is oneDNN's choice (`convolution_auto`) unless
+// config::cpu_convolution() says Direct: for 3x3 kernels at stride 1 with
+// channel counts that suit it, that choice is Winograd's F(4x4, 3x3)
+// (Lavin & Gray 2016), which computes each 6x6 input tile's 4x4 outputs in
+// 36 multiplications per channel pair instead of 144, 2-4x faster here,
+// at a rounding error a few times the direct sum's.
+//
+// Measured alternative: im2col + one Eigen GEMM per image (Chellapilla et
+// al. 2006; ddl's kernel until oneDNN replaced it) ran the Keras MNIST CNN's
+// 32->64 convolution forward and backward at ~72 GFLOP/s on one Zen 4 core,
+// oneDNN's direct kernel at ~105 and its Winograd kernel at the equivalent of
+// ~170 (docs/PERFORMANCE.md).
+//
+// Determinism: a result is the same bits run after run for the same thread
+// count; forward and backward-data do not depend on the thread count, but
+// oneDNN splits the weight gradient's sum over the batch by thread, so its
+// rounding does.
+#include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
+#include <ddl/core/cpu/onednn.hpp>
 #include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
 
 #include <Eigen/Core>
 
-#include <algorithm>
-#include <cstring>
-#include <vector>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
 
 namespace ddl::cpu_backend {
 namespace {
 
-using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using MatrixMap = Eigen::Map<Matrix>;
-using ConstMatrixMap = Eigen::Map<const Matrix>;
-using ConstVectorMap = Eigen::Map<const Eigen::VectorXf>;
+using dnnl::memory;
+using Tag = memory::format_tag;
+using onednn::Slot;
 
-// The weight gradient is summed over at most this many chunks of the batch,
-// whatever the thread count: enough to keep a few threads busy, few enough
-// that the partial sums stay small.
-constexpr std::int64_t kWeightGradChunks = 16;
+memory::desc any_layout(const memory::dims& dims) { return {dims, memory::data_type::f32, Tag::any}; }
 
-// Below this many multiply-adds a pass runs on the calling thread: waking a
-// team costs more than the work, and on a busy machine every parallel region
-// can wait for a descheduled thread. It is also Eigen's own threshold for
-// splitting one product (2 x its 50,000 minimum task), so the serial path,
-// whose per-image products are smaller still, runs Eigen single-threaded too.
-constexpr double kMinParallelWork = 1e5;
+memory::dims input_dims(const Conv2dGeometry& g) { return {g.batch, g.channels, g.height, g.width}; }
+memory::dims weight_dims(const Conv2dGeometry& g) { return {g.filters, g.channels, g.kernel_h, g.kernel_w}; }
+memory::dims output_dims(const Conv2dGeometry& g) { return {g.batch, g.filters, g.out_height, g.out_width}; }
 
-// The team a pass over the batch runs on. Large passes use every configured
-// thread, even when there are fewer images than threads: inside a team of
-// two or more Eigen's products stay single-threaded, so no product's
-// rounding depends on how Eigen would have split it among threads.
-int team_size(const Conv2dGeometry& g) {
-  return g.forward_flops() / 2 < kMinParallelWork ? 1 : config::num_threads();
-}
-
-// A per-thread scratch buffer, kept between calls so a training step does not
-// allocate its im2col buffers again on every convolution.
-float* scratch(std::size_t floats) {
-  thread_local std::vector<float> buffer;
-  if (buffer.size() < floats) buffer.resize(floats);
-  return buffer.data();
-}
-
-// The output positions o in [0, out_extent) whose input position
-// o * stride + offset lies in [0, in_extent): [begin, end).
-struct Span {
-  std::int64_t begin, end;
+// One geometry's primitives, created the first time each direction runs.
+struct Convolution {
+  dnnl::algorithm algorithm;  // the backward primitives' too
+  dnnl::convolution_forward::primitive_desc forward_pd;
+  dnnl::convolution_forward forward;
+  std::optional<std::pair<dnnl::convolution_backward_data::primitive_desc, dnnl::convolution_backward_data>>
+      backward_data;
+  std::optional<std::pair<dnnl::convolution_backward_weights::primitive_desc, dnnl::convolution_backward_weights>>
+      backward_weights;
 };
-Span inside(std::int64_t offset, std::int64_t stride, std::int64_t in_extent, std::int64_t out_extent) {
-  // o >= ceil(-offset / stride) and o <= floor((in_extent - 1 - offset) / stride).
-  const std::int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
-  const std::int64_t last = in_extent - 1 - offset;
-  const std::int64_t end = last < 0 ? 0 : last / stride + 1;
-  const std::int64_t b = std::min(begin, out_extent), e = std::min(end, out_extent);
-  return {b, std::max(b, e)};
+
+// What a convolution's primitives depend on. Bias or not is part of it
+// because backward-weights computes the bias gradient when there is one.
+using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                       std::int64_t, std::int64_t, std::int64_t, bool, config::CpuConvolution>;
+
+Key key_of(const Conv2dGeometry& g, bool bias) {
+  return {g.batch,    g.channels, g.height,  g.width,    g.filters, g.kernel_h,
+          g.kernel_w, g.stride,   g.padding, g.dilation, bias,      config::cpu_convolution()};
 }
 
-// A 1x1 kernel with stride 1 and no padding reads the image itself: col = X.
-bool col_is_input(const Conv2dGeometry& g) {
-  return g.kernel_h == 1 && g.kernel_w == 1 && g.stride == 1 && g.padding == 0;
-}
-
-// col [C kh kw, OH OW] of one image x [C, H, W]; zeros where the kernel
-// overlaps the padding.
-void im2col(const Conv2dGeometry& g, const float* x, float* col) {
-  const std::int64_t ow_count = g.out_width, pixels = g.out_pixels();
-  for (std::int64_t c = 0; c < g.channels; ++c) {
-    const float* plane = x + c * g.height * g.width;
-    for (std::int64_t i = 0; i < g.kernel_h; ++i) {
-      const std::int64_t row_offset = i * g.dilation - g.padding;
-      const Span rows = inside(row_offset, g.stride, g.height, g.out_height);
-      for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-        const std::int64_t col_offset = j * g.dilation - g.padding;
-        const Span cols = inside(col_offset, g.stride, g.width, ow_count);
-        float* out = col + ((c * g.kernel_h + i) * g.kernel_w + j) * pixels;
-        std::fill(out, out + rows.begin * ow_count, 0.0f);
-        for (std::int64_t oh = rows.begin; oh < rows.end; ++oh) {
-          float* out_row = out + oh * ow_count;
-          const float* in_row = plane + (oh * g.stride + row_offset) * g.width;
-          std::fill(out_row, out_row + cols.begin, 0.0f);
-          if (g.stride != 1) {
-            for (std::int64_t ow = cols.begin; ow < cols.end; ++ow) out_row[ow] = in_row[ow * g.stride + col_offset];
-          } else if (cols.end > cols.begin) {  // (an empty image has no data pointer to copy from)
-            std::memcpy(out_row + cols.begin, in_row + cols.begin + col_offset,
-                        sizeof(float) * static_cast<std::size_t>(cols.end - cols.begin));
-          }
-          std::fill(out_row + cols.end, out_row + ow_count, 0.0f);
-        }
-        std::fill(out + rows.end * ow_count, out + pixels, 0.0f);
-      }
-    }
+// The algorithm to ask oneDNN for (config::CpuConvolution). Winograd and
+// oneDNN's own choice only where the channels fill its blocks of 16: left
+// to itself, oneDNN took Winograd for the 1->32 convolution too, padding
+// the one input channel to 16 and running 5x slower than direct.
+dnnl::algorithm wanted_algorithm(const Conv2dGeometry& g) {
+  constexpr std::int64_t kBlock = 16;
+  const bool blocks_fill = g.channels % kBlock == 0 && g.filters % kBlock == 0;
+  const bool winograd_shape = blocks_fill && g.kernel_h == 3 && g.kernel_w == 3 && g.stride == 1 && g.dilation == 1;
+  switch (config::cpu_convolution()) {
+    case config::CpuConvolution::Auto:
+      return blocks_fill ? dnnl::algorithm::convolution_auto : dnnl::algorithm::convolution_direct;
+    case config::CpuConvolution::Winograd:
+      return winograd_shape ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
+    case config::CpuConvolution::Direct:
+      break;
   }
+  return dnnl::algorithm::convolution_direct;
 }
 
-// The adjoint of im2col: x [C, H, W] = the sum of each col entry into the
-// input position it was read from (padding entries are dropped).
-void col2im(const Conv2dGeometry& g, const float* col, float* x) {
-  const std::int64_t ow_count = g.out_width, pixels = g.out_pixels();
-  std::fill(x, x + g.input_image_size(), 0.0f);
-  for (std::int64_t c = 0; c < g.channels; ++c) {
-    float* plane = x + c * g.height * g.width;
-    for (std::int64_t i = 0; i < g.kernel_h; ++i) {
-      const std::int64_t row_offset = i * g.dilation - g.padding;
-      const Span rows = inside(row_offset, g.stride, g.height, g.out_height);
-      for (std::int64_t j = 0; j < g.kernel_w; ++j) {
-        const std::int64_t col_offset = j * g.dilation - g.padding;
-        const Span cols = inside(col_offset, g.stride, g.width, ow_count);
-        const float* in = col + ((c * g.kernel_h + i) * g.kernel_w + j) * pixels;
-        for (std::int64_t oh = rows.begin; oh < rows.end; ++oh) {
-          const float* in_row = in + oh * ow_count;
-          float* out_row = plane + (oh * g.stride + row_offset) * g.width;
-          if (g.stride == 1) {  // contiguous: vectorises
-            for (std::int64_t ow = cols.begin; ow < cols.end; ++ow) out_row[ow + col_offset] += in_row[ow];
-          } else {
-            for (std::int64_t ow = cols.begin; ow < cols.end; ++ow) out_row[ow * g.stride + col_offset] += in_row[ow];
-          }
-        }
-      }
+// Strides, padding and dilation as oneDNN counts them (dilation 0 = dense).
+struct Steps {
+  memory::dims strides, padding, dilation;
+};
+Steps steps_of(const Conv2dGeometry& g) {
+  return {{g.stride, g.stride}, {g.padding, g.padding}, {g.dilation - 1, g.dilation - 1}};
+}
+
+Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
+  const Steps s = steps_of(g);
+  const memory::desc bias_desc = bias ? memory::desc({g.filters}, memory::data_type::f32, Tag::x) : memory::desc();
+  const auto forward_pd = [&](dnnl::algorithm algorithm) {
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, algorithm, any_layout(input_dims(g)),
+                                            any_layout(weight_dims(g)), bias_desc, any_layout(output_dims(g)),
+                                            s.strides, s.dilation, s.padding, s.padding);
+    return dnnl::convolution_forward::primitive_desc(d, onednn::user_scratchpad(), onednn::engine());
+  };
+  dnnl::algorithm algorithm = wanted_algorithm(g);
+  auto pd = onednn::describe("conv2d forward", [&] {
+    try {
+      return forward_pd(algorithm);
+    } catch (const dnnl::error& error) {
+      // Winograd asked for where this CPU has no kernel for it (no AVX-512).
+      if (error.status != dnnl_unimplemented || algorithm != dnnl::algorithm::convolution_winograd) throw;
+      algorithm = dnnl::algorithm::convolution_direct;
+      return forward_pd(algorithm);
     }
-  }
+  });
+  return {algorithm, pd, dnnl::convolution_forward(pd), std::nullopt, std::nullopt};
 }
 
-// col of image n: the image itself, or its im2col in this thread's buffer.
-const float* patches_of(const Conv2dGeometry& g, const float* input, std::int64_t n) {
-  const float* x = input + n * g.input_image_size();
-  if (col_is_input(g)) return x;
-  float* col = scratch(static_cast<std::size_t>(g.patch_size() * g.out_pixels()));
-  im2col(g, x, col);
-  return col;
+// The primitives of `g`, made once per geometry and shared by every thread
+// (a primitive may run on several threads at once).
+Convolution& convolution_of(const Conv2dGeometry& g, bool bias) {
+  static std::mutex mutex;
+  static std::map<Key, Convolution> cache;
+  const std::lock_guard lock(mutex);
+  const Key key = key_of(g, bias);
+  auto found = cache.find(key);
+  if (found == cache.end()) found = cache.emplace(key, make_convolution(g, bias)).first;
+  return found->second;
+}
+
+void add_backward_data(const Conv2dGeometry& g, Convolution& c) {
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  if (c.backward_data) return;
+  const Steps s = steps_of(g);
+  auto pd = onednn::describe("conv2d backward-data", [&] {
+    const dnnl::convolution_backward_data::desc d(c.algorithm, any_layout(input_dims(g)), any_layout(weight_dims(g)),
+                                                  any_layout(output_dims(g)), s.strides, s.dilation, s.padding,
+                                                  s.padding);
+    return dnnl::convolution_backward_data::primitive_desc(d, onednn::user_scratchpad(), onednn::engine(),
+                                                           c.forward_pd);
+  });
+  c.backward_data.emplace(pd, dnnl::convolution_backward_data(pd));
+}
+
+void add_backward_weights(const Conv2dGeometry& g, Convolution& c) {
+  static std::mutex mutex;
+  const std::lock_guard lock(mutex);
+  if (c.backward_weights) return;
+  const Steps s = steps_of(g);
+  auto pd = onednn::describe("conv2d backward-filter", [&] {
+    const dnnl::convolution_backward_weights::desc d(c.algorithm, any_layout(input_dims(g)), any_layout(weight_dims(g)),
+                                                     c.forward_pd.bias_desc(), any_layout(output_dims(g)), s.strides,
+                                                     s.dilation, s.padding, s.padding);
+    return dnnl::convolution_backward_weights::primitive_desc(d, onednn::user_scratchpad(), onednn::engine(),
+                                                              c.forward_pd);
+  });
+  c.backward_weights.emplace(pd, dnnl::convolution_backward_weights(pd));
+}
+
+memory scratchpad_for(const memory::desc& desc) {
+  return memory(desc, onednn::engine(), onednn::staging(Slot::Scratchpad, desc.get_size()));
 }
 
 }  // namespace
 
 void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
                     float* output) {
-  const ConstMatrixMap w(weight, g.filters, g.patch_size());
-#pragma omp parallel for schedule(dynamic) num_threads(team_size(g))
-  for (std::int64_t n = 0; n < g.batch; ++n) {
-    const ConstMatrixMap col(patches_of(g, input, n), g.patch_size(), g.out_pixels());
-    MatrixMap y(output + n * g.output_image_size(), g.filters, g.out_pixels());
-    if (bias != nullptr) {
-      // Eigen's product accumulates into its destination anyway, so starting
-      // from the bias costs nothing over starting from zero.
-      y.colwise() = ConstVectorMap(bias, g.filters);
-      y.noalias() += w * col;
-    } else {
-      y.noalias() = w * col;
-    }
-  }
+  const Convolution& c = convolution_of(g, bias != nullptr);
+  const auto& pd = c.forward_pd;
+  const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, input), pd.src_desc(), Slot::Input,
+                                     "conv2d forward: reordering the input");
+  const memory w = onednn::to_layout(onednn::wrap(weight_dims(g), Tag::oihw, weight), pd.weights_desc(), Slot::Weights,
+                                     "conv2d forward: reordering the weight");
+  const memory y_user = onednn::wrap(output_dims(g), Tag::nchw, output);
+  const memory y = onednn::for_output(y_user, pd.dst_desc(), Slot::Output);
+  onednn::Arguments arguments{{DNNL_ARG_SRC, x},
+                              {DNNL_ARG_WEIGHTS, w},
+                              {DNNL_ARG_DST, y},
+                              {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}};
+  if (bias != nullptr) arguments.emplace(DNNL_ARG_BIAS, onednn::wrap({g.filters}, Tag::x, bias));
+  onednn::execute("conv2d forward", c.forward, arguments);
+  onednn::copy_back(y, y_user, "conv2d forward: reordering the output");
 }
 
-void conv2d_backward_data(const Conv2dGeometry& g, const float* grad_output, const float* weight,
-                          float* grad_input) {
-  const ConstMatrixMap w(weight, g.filters, g.patch_size());
-#pragma omp parallel for schedule(dynamic) num_threads(team_size(g))
-  for (std::int64_t n = 0; n < g.batch; ++n) {
-    const ConstMatrixMap dy(grad_output + n * g.output_image_size(), g.filters, g.out_pixels());
-    float* dx = grad_input + n * g.input_image_size();
-    if (col_is_input(g)) {
-      MatrixMap(dx, g.channels, g.out_pixels()).noalias() = w.transpose() * dy;
-    } else {
-      float* dcol = scratch(static_cast<std::size_t>(g.patch_size() * g.out_pixels()));
-      MatrixMap(dcol, g.patch_size(), g.out_pixels()).noalias() = w.transpose() * dy;
-      col2im(g, dcol, dx);
-    }
-  }
+std::string conv2d_implementation(const Conv2dGeometry& g) {
+  return convolution_of(g, false).forward_pd.impl_info_str();
 }
 
-void conv2d_backward_filter(const Conv2dGeometry& g, const float* input, const float* grad_output,
-                            float* grad_weight) {
-  const std::int64_t chunks = std::min(g.batch, kWeightGradChunks), size = g.weight_size();
-  MatrixMap dw(grad_weight, g.filters, g.patch_size());
-  if (chunks == 0) {
-    dw.setZero();
-    return;
-  }
-  // Chunk 0 sums straight into grad_weight, the others into partial sums
-  // owned by the calling thread.
-  thread_local std::vector<float> partials;
-  partials.resize(static_cast<std::size_t>((chunks - 1) * size));
-  float* const partial_sums = partials.data();  // the calling thread's, shared with the team
-#pragma omp parallel for schedule(dynamic) num_threads(team_size(g))
-  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-    MatrixMap sum(chunk == 0 ? grad_weight : partial_sums + (chunk - 1) * size, g.filters, g.patch_size());
-    const std::int64_t first = chunk * g.batch / chunks, last = (chunk + 1) * g.batch / chunks;
-    for (std::int64_t n = first; n < last; ++n) {
-      const ConstMatrixMap col(patches_of(g, input, n), g.patch_size(), g.out_pixels());
-      const ConstMatrixMap dy(grad_output + n * g.output_image_size(), g.filters, g.out_pixels());
-      if (n == first) {
-        sum.noalias() = dy * col.transpose();
-      } else {
-        sum.noalias() += dy * col.transpose();
-      }
-    }
-  }
-  for (std::int64_t chunk = 1; chunk < chunks; ++chunk) {
-    dw += ConstMatrixMap(partial_sums + (chunk - 1) * size, g.filters, g.patch_size());
-  }
+Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
+  const auto& pd = convolution_of(g, false).forward_pd;
+  // A slot is used only when the layouts differ (onednn::to_layout).
+  const auto staged = [](const memory::dims& dims, Tag plain, const memory::desc& wanted) {
+    const memory::desc user(dims, memory::data_type::f32, plain);
+    return user == wanted ? std::size_t{0} : wanted.get_size();
+  };
+  return {staged(input_dims(g), Tag::nchw, pd.src_desc()), staged(weight_dims(g), Tag::oihw, pd.weights_desc()),
+          staged(output_dims(g), Tag::nchw, pd.dst_desc()), pd.scratchpad_desc().get_size()};
 }
 
-void conv2d_backward_bias(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
-  // Each filter's sum is one thread's, image by image in order, in double
-  // across images so a large batch does not lose the small terms.
+namespace {
+
+// Each filter's sum is one thread's, image by image in order, in double
+// across images so a large batch does not lose the small terms.
+void backward_bias(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
+  using ConstVectorMap = Eigen::Map<const Eigen::VectorXf>;
   const bool small = g.batch * g.output_image_size() < kParallelGrain;
 #pragma omp parallel for schedule(static) num_threads(small ? 1 : config::num_threads())
   for (std::int64_t k = 0; k < g.filters; ++k) {
@@ -244,6 +219,51 @@ void conv2d_backward_bias(const Conv2dGeometry& g, const float* grad_output, flo
     }
     grad_bias[k] = static_cast<float>(total);
   }
+}
+
+}  // namespace
+
+void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
+  Convolution& c = convolution_of(g, false);
+  if (operands.grad_input != nullptr) add_backward_data(g, c);
+  if (operands.grad_weight != nullptr) add_backward_weights(g, c);
+  // Both directions read the output's gradient, normally in the same
+  // layout: it is reordered once.
+  const memory dy_user = onednn::wrap(output_dims(g), Tag::nchw, operands.grad_output);
+  memory dy = dy_user;
+  const auto grad_output_in = [&](const memory::desc& wanted) {
+    if (dy.get_desc() != wanted) {
+      dy = onednn::to_layout(dy_user, wanted, Slot::Output, "conv2d backward: reordering the output's gradient");
+    }
+    return dy;
+  };
+  if (operands.grad_input != nullptr) {
+    const auto& [pd, primitive] = *c.backward_data;
+    const memory w = onednn::to_layout(onednn::wrap(weight_dims(g), Tag::oihw, operands.weight), pd.weights_desc(),
+                                       Slot::Weights, "conv2d backward-data: reordering the weight");
+    const memory dx_user = onednn::wrap(input_dims(g), Tag::nchw, operands.grad_input);
+    const memory dx = onednn::for_output(dx_user, pd.diff_src_desc(), Slot::Input);
+    onednn::execute("conv2d backward-data", primitive,
+                    {{DNNL_ARG_DIFF_DST, grad_output_in(pd.diff_dst_desc())},
+                     {DNNL_ARG_WEIGHTS, w},
+                     {DNNL_ARG_DIFF_SRC, dx},
+                     {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}});
+    onednn::copy_back(dx, dx_user, "conv2d backward-data: reordering the input's gradient");
+  }
+  if (operands.grad_weight != nullptr) {
+    const auto& [pd, primitive] = *c.backward_weights;
+    const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, operands.input), pd.src_desc(),
+                                       Slot::Input, "conv2d backward-filter: reordering the input");
+    const memory dw_user = onednn::wrap(weight_dims(g), Tag::oihw, operands.grad_weight);
+    const memory dw = onednn::for_output(dw_user, pd.diff_weights_desc(), Slot::Weights);
+    onednn::execute("conv2d backward-filter", primitive,
+                    {{DNNL_ARG_SRC, x},
+                     {DNNL_ARG_DIFF_DST, grad_output_in(pd.diff_dst_desc())},
+                     {DNNL_ARG_DIFF_WEIGHTS, dw},
+                     {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}});
+    onednn::copy_back(dw, dw_user, "conv2d backward-filter: reordering the weight's gradient");
+  }
+  if (operands.grad_bias != nullptr) backward_bias(g, operands.grad_output, operands.grad_bias);
 }
 
 }  // namespace ddl::cpu_backend

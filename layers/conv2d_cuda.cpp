@@ -178,8 +178,10 @@ void conv2d_forward(Stream stream, const Conv2dGeometry& g, const float* input, 
   }
 }
 
-void conv2d_backward_data(Stream stream, const Conv2dGeometry& g, const float* grad_output, const float* weight,
-                          float* grad_input) {
+namespace {
+
+void backward_data(Stream stream, const Conv2dGeometry& g, const float* grad_output, const float* weight,
+                   float* grad_input) {
   const int device = stream.device;
   const DeviceGuard guard(device);
   const Plan& plan = plan_for(stream, g);
@@ -190,8 +192,8 @@ void conv2d_backward_data(Stream stream, const Conv2dGeometry& g, const float* g
                                            workspace.bytes(), &kZero, plan.input.get(), grad_input));
 }
 
-void conv2d_backward_filter(Stream stream, const Conv2dGeometry& g, const float* input, const float* grad_output,
-                            float* grad_weight) {
+void backward_filter(Stream stream, const Conv2dGeometry& g, const float* input, const float* grad_output,
+                     float* grad_weight) {
   const int device = stream.device;
   const DeviceGuard guard(device);
   const Plan& plan = plan_for(stream, g);
@@ -202,12 +204,22 @@ void conv2d_backward_filter(Stream stream, const Conv2dGeometry& g, const float*
                                              workspace.bytes(), &kZero, plan.filter.get(), grad_weight));
 }
 
-void conv2d_backward_bias(Stream stream, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
+void backward_bias(Stream stream, const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
   const int device = stream.device;
   const DeviceGuard guard(device);
   const Plan& plan = plan_for(stream, g);
   DDL_CUDNN_CHECK(device, cudnnConvolutionBackwardBias(cudnn_handle(stream), &kOne, plan.output.get(), grad_output,
                                                        &kZero, plan.bias.get(), grad_bias));
+}
+
+}  // namespace
+
+void conv2d_backward(Stream stream, const Conv2dGeometry& g, const Conv2dBackward& operands) {
+  if (operands.grad_input != nullptr) backward_data(stream, g, operands.grad_output, operands.weight, operands.grad_input);
+  if (operands.grad_weight != nullptr) {
+    backward_filter(stream, g, operands.input, operands.grad_output, operands.grad_weight);
+  }
+  if (operands.grad_bias != nullptr) backward_bias(stream, g, operands.grad_output, operands.grad_bias);
 }
 
 }  // namespace ddl::cuda_backend

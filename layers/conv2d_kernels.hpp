@@ -2,7 +2,9 @@
 // conv2d_cuda.cpp) and the geometry they share. Internal: not installed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <ddl/core/cuda/runtime.hpp>
 
@@ -33,27 +35,43 @@ struct Conv2dGeometry {
   double forward_flops() const { return 2.0 * static_cast<double>(batch) * filters * patch_size() * out_pixels(); }
 };
 
+// The backward pass's operands. The gradients wanted are those whose
+// pointer is set; input is needed for grad_weight, weight for grad_input.
+struct Conv2dBackward {
+  const float* input = nullptr;
+  const float* weight = nullptr;
+  const float* grad_output = nullptr;
+  float* grad_input = nullptr;
+  float* grad_weight = nullptr;
+  float* grad_bias = nullptr;
+};
+
 }  // namespace ddl::layers
 
 
 // The kernels, one set per backend. Pointers are memory of the tensors'
-// device; grad_input, grad_weight and grad_bias are overwritten, not added to.
+// device; the gradients are overwritten, not added to.
 namespace ddl::cpu_backend {
+using layers::Conv2dBackward;
 using layers::Conv2dGeometry;
 // output = conv(input, weight) + bias; bias may be null.
 void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias, float* output);
-void conv2d_backward_data(const Conv2dGeometry& g, const float* grad_output, const float* weight, float* grad_input);
-void conv2d_backward_filter(const Conv2dGeometry& g, const float* input, const float* grad_output, float* grad_weight);
-void conv2d_backward_bias(const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
+void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands);
+// The bytes of the staging buffers (core/cpu/onednn.hpp) conv2d_forward
+// uses for g on the calling thread: each slot's buffer grows to the largest
+// use and is kept, outside the allocator's count.
+struct Conv2dStaging {
+  std::size_t input = 0, weights = 0, output = 0, scratchpad = 0;
+};
+Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g);
+// The forward primitive oneDNN chose for g, e.g. "jit_wino_4x3:avx512_core".
+std::string conv2d_implementation(const Conv2dGeometry& g);
 }  // namespace ddl::cpu_backend
 
 namespace ddl::cuda_backend {
+using layers::Conv2dBackward;
 using layers::Conv2dGeometry;
 void conv2d_forward(Stream stream, const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
                     float* output);
-void conv2d_backward_data(Stream stream, const Conv2dGeometry& g, const float* grad_output, const float* weight,
-                          float* grad_input);
-void conv2d_backward_filter(Stream stream, const Conv2dGeometry& g, const float* input, const float* grad_output,
-                            float* grad_weight);
-void conv2d_backward_bias(Stream stream, const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
+void conv2d_backward(Stream stream, const Conv2dGeometry& g, const Conv2dBackward& operands);
 }  // namespace ddl::cuda_backend

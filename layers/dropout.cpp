@@ -22,19 +22,19 @@ Tensor dropout(const Tensor& input, float p, bool training, Generator* generator
   if (!training || p == 0.0f) return input;
   Generator& g = generator != nullptr ? *generator : default_generator();
   const std::uint64_t seed = g.seed();
-  const std::int64_t n = input.numel(), calls = kernels::DropoutForward::calls(n);
+  const std::int64_t n = input.numel(), calls = kernels::DropoutBits::calls(n);
   const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
-  Tensor output = empty_float(input.shape(), input.device());
   Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
-  backend::launch(input.device(), calls,
-                  kernels::DropoutForward{input.data<float>(), output.data<float>(), mask.data<std::int32_t>(), n,
-                                          seed, offset, p});
+  backend::launch(input.device(), calls, kernels::DropoutBits{mask.data<std::int32_t>(), seed, offset, p});
+  Tensor output = empty_float(input.shape(), input.device());
+  backend::launch(input.device(), n,
+                  kernels::DropoutApply{input.data<float>(), output.data<float>(), mask.data<std::int32_t>(), p});
   if (autograd::needs_grad({&input})) {
-    autograd::record("DropoutBackward", {&input}, output, [mask, n, calls, p](const Tensor& grad) {
+    // The gradient flows where the input did: the same bits applied to it.
+    autograd::record("DropoutBackward", {&input}, output, [mask, n, p](const Tensor& grad) {
       Tensor grad_in = empty_float(grad.shape(), grad.device());
-      backend::launch(grad.device(), calls,
-                      kernels::DropoutBackward{grad.data<float>(), grad_in.data<float>(),
-                                               mask.data<std::int32_t>(), n, p});
+      backend::launch(grad.device(), n,
+                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), mask.data<std::int32_t>(), p});
       return std::vector{grad_in};
     });
   }

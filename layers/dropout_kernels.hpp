@@ -9,16 +9,16 @@
 
 namespace ddl::kernels {
 
-// Forward: out[i] = keep(i) ? in[i] / (1 - p) : 0, and the keep bits. One
-// Philox call gives four 32-bit words, eight 16-bit uniforms: index j
-// handles elements 8j .. 8j+7 with counter offset + j and packs their keep
-// bits into mask[j]. (16 bits resolve p to 1/65536, ample for a drop rate,
-// and halve the Philox work per element.)
-struct DropoutForward {
-  const float* in;
-  float* out;
+// Draws the keep bits: one Philox call gives four 32-bit words, eight
+// 16-bit uniforms, so index j decides elements 8j .. 8j+7 with counter
+// offset + j and packs their bits into mask[j]. (16 bits resolve p to
+// 1/65536, ample for a drop rate, and halve the Philox work per element.)
+// Drawing the bits apart from applying them keeps both loops free of
+// branches and of state shared between iterations, so both vectorise on
+// the CPU (16 lanes of AVX-512): the one loop that did both, with a bounds
+// check per element, ran scalar and 5x slower.
+struct DropoutBits {
   std::int32_t* mask;
-  std::int64_t n;
   std::uint64_t seed;
   std::uint64_t offset;
   float p;
@@ -26,32 +26,29 @@ struct DropoutForward {
   static std::int64_t calls(std::int64_t n) { return (n + kPerCall - 1) / kPerCall; }
   DDL_HOST_DEVICE void operator()(std::int64_t j) const {
     const Philox4x32 bits(offset + static_cast<std::uint64_t>(j), seed);
-    const float scale = 1.0f / (1.0f - p);
     std::int32_t keep_bits = 0;
-    for (std::int64_t lane = 0; lane < kPerCall; ++lane) {
-      const std::uint32_t r16 = (bits.out[lane / 2] >> (16 * (lane % 2))) & 0xFFFFu;
+    for (int lane = 0; lane < kPerCall; ++lane) {
+      // Selects rather than bits.out[lane / 2]: an array indexed by a
+      // variable does not vectorise.
+      const std::uint32_t word = lane < 2 ? bits.out[0] : lane < 4 ? bits.out[1] : lane < 6 ? bits.out[2] : bits.out[3];
+      const std::uint32_t r16 = (word >> (16 * (lane % 2))) & 0xFFFFu;
       const bool keep = (static_cast<float>(r16) + 1.0f) * (1.0f / 65536.0f) > p;  // uniform in (0, 1]
       keep_bits |= static_cast<std::int32_t>(keep) << lane;
-      const std::int64_t i = j * kPerCall + lane;
-      if (i < n) out[i] = keep ? in[i] * scale : 0.0f;
     }
     mask[j] = keep_bits;
   }
 };
 
-// Backward: grad_in[i] = keep(i) ? grad[i] / (1 - p) : 0, from the stored bits.
-struct DropoutBackward {
-  const float* grad;
-  float* grad_in;
+// out[i] = keep(i) ? in[i] / (1 - p) : 0: the forward pass on the input,
+// the backward pass on the output's gradient, with the same bits.
+struct DropoutApply {
+  const float* in;
+  float* out;
   const std::int32_t* mask;
-  std::int64_t n;
   float p;
-  DDL_HOST_DEVICE void operator()(std::int64_t j) const {
-    const float scale = 1.0f / (1.0f - p);
-    for (std::int64_t lane = 0; lane < DropoutForward::kPerCall; ++lane) {
-      const std::int64_t i = j * DropoutForward::kPerCall + lane;
-      if (i < n) grad_in[i] = (mask[j] >> lane) & 1 ? grad[i] * scale : 0.0f;
-    }
+  DDL_HOST_DEVICE void operator()(std::int64_t i) const {
+    const float scaled = in[i] * (1.0f / (1.0f - p));
+    out[i] = (mask[i / DropoutBits::kPerCall] >> (i % DropoutBits::kPerCall)) & 1 ? scaled : 0.0f;
   }
 };
 

@@ -56,40 +56,86 @@ void first_nan(const float* in, std::int64_t width, const Window& w, float& best
   }
 }
 
+// Max pooling of one plane where the windows tile the input (kernel ==
+// stride, no padding), the common case (Keras's MaxPooling2D(2)), for the
+// full windows: out_rows x out_cols of them. The loops run over a whole row
+// of outputs at once, so the compiler vectorises them across windows
+// (strided loads); each window still sees its values in row-major order
+// and keeps its first maximum, as the general loop does. Returns false if a
+// window holds a NaN, which the caller then redoes exactly.
+bool max_tiled_windows(const Geometry& g, const float* in, float* out, std::int64_t* winner, std::int64_t out_rows,
+                       std::int64_t out_cols) {
+  const std::int64_t k = g.kernel, width = g.width, out_width = g.out_width;
+  int nan_seen = 0;  // an integer OR, which vectorises where a float sum would not
+  for (std::int64_t oh = 0; oh < out_rows; ++oh) {
+    float* best = out + oh * out_width;
+    std::int64_t* best_index = winner + oh * out_width;
+    const std::int64_t top = oh * k * width;
+    for (std::int64_t ow = 0; ow < out_cols; ++ow) {
+      best[ow] = -std::numeric_limits<float>::infinity();
+      best_index[ow] = top + ow * k;
+    }
+    for (std::int64_t i = 0; i < k; ++i) {
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int64_t offset = top + i * width + j;
+        for (std::int64_t ow = 0; ow < out_cols; ++ow) {
+          const float v = in[offset + ow * k];
+          nan_seen |= static_cast<int>(std::isnan(v));
+          const bool better = v > best[ow];
+          best[ow] = better ? v : best[ow];
+          best_index[ow] = better ? offset + ow * k : best_index[ow];
+        }
+      }
+    }
+  }
+  return nan_seen == 0;
+}
+
+// Max pooling of the windows of one plane with out_row_begin <= oh and
+// out_col_begin <= ow (the rest done by max_tiled_windows), window by window.
+void max_windows(const Geometry& g, const float* in, float* out, std::int64_t* winner, std::int64_t out_row_begin,
+                 std::int64_t out_col_begin) {
+  for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+    for (std::int64_t ow = oh < out_row_begin ? out_col_begin : 0; ow < g.out_width; ++ow) {
+      const Window w = window_of(g, oh, ow);
+      float best = -std::numeric_limits<float>::infinity();
+      std::int64_t best_index = w.row_begin * g.width + w.col_begin;
+      // The hot loop compares and selects without branches; `probe`
+      // (the window's sum) becomes NaN if any value is NaN, which sends
+      // the rare window to the exact rule below: the first NaN wins, so
+      // NaNs propagate. (inf - inf also lands there, harmlessly.)
+      float probe = 0.0f;
+      for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+        for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
+          const float v = in[r * g.width + c];
+          probe += v;
+          const bool better = v > best;  // strictly: the first maximum stays
+          best = better ? v : best;
+          best_index = better ? r * g.width + c : best_index;
+        }
+      }
+      if (std::isnan(probe)) first_nan(in, g.width, w, best, best_index);
+      out[oh * g.out_width + ow] = best;
+      winner[oh * g.out_width + ow] = best_index;
+    }
+  }
+}
+
 }  // namespace
 
 void max_forward_cpu(const Geometry& geometry, std::span<const float> x, std::span<float> y,
                      std::span<std::int64_t> argmax) {
   const Geometry g = geometry;  // a local copy: the loops' bounds stay in registers
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  // With tiling windows, those wholly inside the input go the fast way.
+  const bool tiles = g.kernel == g.stride && g.padding == 0;
+  const std::int64_t full_rows = tiles ? g.height / g.kernel : 0, full_cols = tiles ? g.width / g.kernel : 0;
   for_each_plane(g, [=](std::int64_t plane) {
     const float* in = x.data() + plane * in_plane;
     float* out = y.data() + plane * out_plane;
     std::int64_t* winner = argmax.data() + plane * out_plane;
-    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
-      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
-        const Window w = window_of(g, oh, ow);
-        float best = -std::numeric_limits<float>::infinity();
-        std::int64_t best_index = w.row_begin * g.width + w.col_begin;
-        // The hot loop compares and selects without branches; `probe`
-        // (the window's sum) becomes NaN if any value is NaN, which sends
-        // the rare window to the exact rule below: the first NaN wins, so
-        // NaNs propagate. (inf - inf also lands there, harmlessly.)
-        float probe = 0.0f;
-        for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
-          for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
-            const float v = in[r * g.width + c];
-            probe += v;
-            const bool better = v > best;  // strictly: the first maximum stays
-            best = better ? v : best;
-            best_index = better ? r * g.width + c : best_index;
-          }
-        }
-        if (std::isnan(probe)) first_nan(in, g.width, w, best, best_index);
-        out[oh * g.out_width + ow] = best;
-        winner[oh * g.out_width + ow] = best_index;
-      }
-    }
+    const bool exact = max_tiled_windows(g, in, out, winner, full_rows, full_cols);
+    max_windows(g, in, out, winner, exact ? full_rows : 0, exact ? full_cols : 0);
   });
 }
 

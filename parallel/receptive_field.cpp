@@ -7,11 +7,11 @@
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
-#include <ddl/core/config.hpp>
 #include <ddl/core/error.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
 #include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/conv2d_kernels.hpp>
 #include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/pool2d.hpp>
@@ -226,7 +226,7 @@ std::size_t float_bytes(const Shape& shape) { return static_cast<std::size_t>(sh
 struct Walk {
   DeviceType device = DeviceType::CPU;
   std::size_t peak = 0;    // the most bytes alive at once
-  std::size_t im2col = 0;  // the largest im2col buffer
+  cpu_backend::Conv2dStaging staging;  // per staging buffer, the largest use
 
   struct Result {
     Shape shape;
@@ -269,11 +269,24 @@ struct Walk {
     too_small(layer, in, rows, cols);
     const Shape out{in[0], layer.out_channels, rows, cols};
     alive(held + float_bytes(out));
-    const bool pointwise_matrix = layer.kernel_rows == 1 && layer.kernel_cols == 1 && layer.conv.stride == 1 &&
-                                  layer.conv.padding == 0;  // the CPU kernel multiplies the input itself
-    if (device == DeviceType::CPU && !pointwise_matrix) {
-      const auto patch = static_cast<std::size_t>(layer.in_channels * layer.kernel_rows * layer.kernel_cols);
-      im2col = std::max(im2col, patch * static_cast<std::size_t>(rows * cols) * sizeof(float));
+    if (device == DeviceType::CPU && out.numel() > 0) {
+      const layers::Conv2dGeometry g{.batch = in[0],
+                                     .channels = in[1],
+                                     .height = in[2],
+                                     .width = in[3],
+                                     .filters = layer.out_channels,
+                                     .kernel_h = layer.kernel_rows,
+                                     .kernel_w = layer.kernel_cols,
+                                     .stride = layer.conv.stride,
+                                     .padding = layer.conv.padding,
+                                     .dilation = layer.conv.dilation,
+                                     .out_height = rows,
+                                     .out_width = cols};
+      const cpu_backend::Conv2dStaging used = cpu_backend::conv2d_forward_staging(g);
+      staging.input = std::max(staging.input, used.input);
+      staging.weights = std::max(staging.weights, used.weights);
+      staging.output = std::max(staging.output, used.output);
+      staging.scratchpad = std::max(staging.scratchpad, used.scratchpad);
     }
     return {out, true};
   }
@@ -362,14 +375,13 @@ Shape SpatialModel::output_shape(const Shape& input) const {
 
 TileMemory SpatialModel::memory(const Shape& input, DeviceType device) const {
   check_input(input);
-  Walk walk{device};
+  Walk walk;
+  walk.device = device;
   const std::size_t input_bytes = float_bytes(input);
   walk.alive(input_bytes);
   walk.sequence(layers_, input, input_bytes);
-  // The CPU convolution spreads a batch's images over the threads, each
-  // with a buffer of its own.
-  const auto buffers = static_cast<std::size_t>(std::min<std::int64_t>(input[0], config::num_threads()));
-  return {parameter_bytes_ + walk.peak, walk.im2col * buffers};
+  const cpu_backend::Conv2dStaging& s = walk.staging;
+  return {parameter_bytes_ + walk.peak, s.input + s.weights + s.output + s.scratchpad};
 }
 
 ReceptiveField receptive_field(const layers::Module& model) { return SpatialModel(model).receptive_field(); }

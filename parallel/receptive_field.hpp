@@ -73,12 +73,12 @@ struct TileMemory {
   // at once, with cuDNN's convolution workspaces on CUDA left out (cuDNN
   // picks them at run time, at most 256 MiB).
   std::size_t tensors = 0;
-  // CPU convolutions' im2col buffers, kept by the kernel outside the
-  // allocator's count: the largest convolution's, once for each thread that
-  // takes an image (the batch size, at most the thread count).
-  std::size_t im2col = 0;
+  // CPU convolutions' staging buffers (oneDNN's blocked layouts of the
+  // input, weight and output, and its scratchpad), kept by the kernel
+  // outside the allocator's count: per buffer the largest convolution's.
+  std::size_t staging = 0;
 
-  std::size_t total() const { return tensors + im2col; }
+  std::size_t total() const { return tensors + staging; }
 };
 
 class SpatialModel {

@@ -154,9 +154,9 @@ std::int64_t side_for_budget(const SpatialModel& model, const Shape& input, cons
     throw Error(
         fmt::format("tiled inference: a memory budget of {} cannot hold even a tile of one output pixel, "
                     "which reads {}x{} input pixels and needs {} ({} of tensors, the parameters {} of them, "
-                    "and {} of im2col buffers)",
+                    "and {} of convolution staging buffers)",
                     mib(budget), largest_input(input, rows, cols, 1)[2], largest_input(input, rows, cols, 1)[3],
-                    mib(smallest.total()), mib(smallest.tensors), mib(model.parameter_bytes()), mib(smallest.im2col)));
+                    mib(smallest.total()), mib(smallest.tensors), mib(model.parameter_bytes()), mib(smallest.staging)));
   }
   std::int64_t fits = 1, too_big = std::max(rows.extent, cols.extent) + 1;
   while (too_big - fits > 1) {
@@ -191,9 +191,9 @@ std::string TilePlan::describe() const {
     tallest = std::max(tallest, tile.output.rows.size());
     widest = std::max(widest, tile.output.cols.size());
   }
-  const char* im2col = device == DeviceType::CPU ? " plus im2col buffers of " : "";
+  const char* staging = device == DeviceType::CPU ? " plus convolution staging buffers of " : "";
   const auto memory = [&](const TileMemory& m) {
-    return device == DeviceType::CPU ? fmt::format("{}{}{}", mib(m.tensors), im2col, mib(m.im2col)) : mib(m.tensors);
+    return device == DeviceType::CPU ? fmt::format("{}{}{}", mib(m.tensors), staging, mib(m.staging)) : mib(m.tensors);
   };
   return fmt::format(
       "{}x{} tiles of up to {}x{} output pixels (input {} -> output {}); each reads a halo of {} "
@@ -283,7 +283,7 @@ TilePlan plan_tiles(const layers::Module& model, const Shape& input, const Tilin
       if (is_new) {
         entry->second = spatial.memory(tile_input, device);
         plan.largest_tile.tensors = std::max(plan.largest_tile.tensors, entry->second.tensors);
-        plan.largest_tile.im2col = std::max(plan.largest_tile.im2col, entry->second.im2col);
+        plan.largest_tile.staging = std::max(plan.largest_tile.staging, entry->second.staging);
       }
       plan.tiles.push_back(tile);
     }

@@ -76,7 +76,7 @@ struct TilingOptions {
   // roi_size); each owns what remains once the halo is taken off.
   std::int64_t window_rows = 0, window_cols = 0;
   // The largest square tiles whose estimated forward pass fits this many
-  // bytes on a device, parameters included (SpatialModel::memory, im2col
+  // bytes on a device, parameters included (SpatialModel::memory, staging
   // buffers included on the CPU).
   std::size_t memory_budget = 0;
   // Input pixels read beyond each tile on every side; -1: what the model

@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   cmake g++ make pkg-config
   libeigen3-dev        # CPU linear algebra (GEMM)
+  libdnnl-dev          # CPU convolution primitives (oneDNN)
+  ocl-icd-opencl-dev   # only recommended by libdnnl-dev, but its CMake config needs it
   doctest-dev          # unit tests
   mpich libmpich-dev   # processes and collectives transport
   zlib1g-dev           # gzip'd IDX data sets

@@ -7,6 +7,7 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/conv2d_kernels.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -373,4 +374,108 @@ TEST_CASE("conv2d on every CUDA device matches the CPU, forward and backward") {
       }
     }
   }
+}
+
+namespace {
+
+// The float64 gradients of sum(y * dy) for conv2d without bias: dx and dw,
+// each with the sum of its terms' magnitudes, from which float32's error
+// bound follows (see within_dot_product_bound).
+struct ReferenceGradients {
+  std::vector<double> dx, dx_magnitude, dw, dw_magnitude;
+};
+ReferenceGradients reference_conv2d_backward(const ConvCase& t, const std::vector<float>& x,
+                                             const std::vector<float>& w, const std::vector<float>& dy) {
+  const std::int64_t s = t.options.stride, p = t.options.padding, d = t.options.dilation;
+  const std::int64_t oh_count = (t.h + 2 * p - d * (t.kh - 1) - 1) / s + 1;
+  const std::int64_t ow_count = (t.w + 2 * p - d * (t.kw - 1) - 1) / s + 1;
+  ReferenceGradients r{std::vector<double>(x.size()), std::vector<double>(x.size()), std::vector<double>(w.size()),
+                       std::vector<double>(w.size())};
+  for (std::int64_t n = 0; n < t.n; ++n) {
+    for (std::int64_t k = 0; k < t.k; ++k) {
+      for (std::int64_t oh = 0; oh < oh_count; ++oh) {
+        for (std::int64_t ow = 0; ow < ow_count; ++ow) {
+          const double g = dy[static_cast<std::size_t>(((n * t.k + k) * oh_count + oh) * ow_count + ow)];
+          for (std::int64_t c = 0; c < t.c; ++c) {
+            for (std::int64_t i = 0; i < t.kh; ++i) {
+              for (std::int64_t j = 0; j < t.kw; ++j) {
+                const std::int64_t ih = oh * s - p + i * d, iw = ow * s - p + j * d;
+                if (ih < 0 || ih >= t.h || iw < 0 || iw >= t.w) continue;
+                const auto xi = static_cast<std::size_t>(((n * t.c + c) * t.h + ih) * t.w + iw);
+                const auto wi = static_cast<std::size_t>(((k * t.c + c) * t.kh + i) * t.kw + j);
+                r.dx[xi] += w[wi] * g;
+                r.dx_magnitude[xi] += std::abs(w[wi] * g);
+                r.dw[wi] += x[xi] * g;
+                r.dw_magnitude[wi] += std::abs(x[xi] * g);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return r;
+}
+
+// The classic bound for a float32 sum of `terms` products computed in any
+// order: |error| <= terms * 2^-24 * sum of |products| (Higham, "Accuracy and
+// Stability of Numerical Algorithms", 3.1), plus the final rounding.
+bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
+                              const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio) {
+  const std::vector<float> a = actual.to_vector<float>();
+  REQUIRE(a.size() == expected.size());
+  const double unit = std::ldexp(1.0, -24);
+  bool ok = true;
+  *worst_ratio = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double error = std::abs(a[i] - expected[i]);
+    const double bound = static_cast<double>(terms) * unit * magnitude[i] + unit * std::abs(expected[i]);
+    *worst_ratio = std::max(*worst_ratio, error / (unit * std::max(magnitude[i], 1e-30)));
+    ok = ok && error <= bound;
+  }
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within float32's error bound, both ways") {
+  // 3x3 at stride 1 with channels in multiples of 16, where oneDNN has a
+  // Winograd F(4x4, 3x3) kernel (on AVX-512); sides that are no multiple
+  // of the 4x4 output tiles.
+  Generator generator(81);
+  const config::CpuConvolution before = config::cpu_convolution();
+  for (const std::int64_t padding : {0, 1}) {
+    const ConvCase t{3, 32, 13, 11, 16, 3, 3, options(1, padding, 1)};
+    const std::string conv_case = describe(t);
+    CAPTURE(conv_case);
+    const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+    const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
+    const std::vector<float> y_expected = reference_conv2d(t, x.to_vector<float>(), w.to_vector<float>(), {});
+    for (const auto algorithm : {config::CpuConvolution::Winograd, config::CpuConvolution::Direct}) {
+      const bool winograd = algorithm == config::CpuConvolution::Winograd;
+      set_cpu_convolution(algorithm);
+      const std::string implementation = cpu_backend::conv2d_implementation(
+          {t.n, t.c, t.h, t.w, t.k, t.kh, t.kw, 1, padding, 1, t.h - 2 + 2 * padding, t.w - 2 + 2 * padding});
+      CAPTURE(implementation);
+      if (winograd && __builtin_cpu_supports("avx512f")) CHECK(implementation.find("wino") != std::string::npos);
+      if (!winograd) CHECK(implementation.find("wino") == std::string::npos);
+      const Tensor xs = x.clone().set_requires_grad(), ws = w.clone().set_requires_grad();
+      const Tensor y = layers::conv2d(xs, ws, Tensor(), t.options);
+      const Tensor dy = test::uniform_tensor(y.shape(), generator);
+      y.backward(dy);
+      const ReferenceGradients r =
+          reference_conv2d_backward(t, x.to_vector<float>(), w.to_vector<float>(), dy.to_vector<float>());
+      // The forward sums' magnitudes: |w| convolved with |x|.
+      const std::vector<float> ym = layers::conv2d(abs(x), abs(w), Tensor(), t.options).to_vector<float>();
+      double ratio_y = 0, ratio_dx = 0, ratio_dw = 0;
+      CHECK(within_dot_product_bound(y, {y_expected.begin(), y_expected.end()}, {ym.begin(), ym.end()},
+                                     t.c * t.kh * t.kw, &ratio_y));
+      CHECK(within_dot_product_bound(xs.grad(), r.dx, r.dx_magnitude, t.k * t.kh * t.kw, &ratio_dx));
+      CHECK(within_dot_product_bound(ws.grad(), r.dw, r.dw_magnitude, t.n * y.size(2) * y.size(3), &ratio_dw));
+      MESSAGE(fmt::format("{} ({}): worst error / (2^-24 sum |terms|): forward {:.2f}, input gradient {:.2f}, "
+                          "weight gradient {:.2f}",
+                          winograd ? "winograd" : "direct", implementation, ratio_y, ratio_dx, ratio_dw));
+    }
+  }
+  set_cpu_convolution(before);
 }

@@ -132,6 +132,10 @@ const std::vector<std::tuple<Shape, Pool2dOptions>> kForwardCases{
     {{3, 2, 5, 5}, {.kernel_size = 2, .stride = 2, .padding = 1, .ceil_mode = true}},
     {{2, 3, 7, 9}, {.kernel_size = 3, .stride = 2, .padding = 1, .count_include_pad = false}},
     {{1, 3, 8, 7}, {.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false}},
+    // Windows that tile the input (kernel == stride, no padding): the CPU's
+    // vectorised path, with the partial windows of ceil_mode beside it.
+    {{4, 5, 24, 24}, {2, 2, 0}},
+    {{3, 4, 9, 11}, {.kernel_size = 3, .stride = 3, .ceil_mode = true}},
 };
 
 std::string describe_case(const Shape& shape, const Pool2dOptions& o) {
@@ -226,6 +230,18 @@ TEST_CASE("max_pool2d propagates NaN from its window") {
   REQUIRE(y.size() == 2);
   CHECK(std::isnan(y[0]));
   CHECK(y[1] == 8.f);
+  // A NaN in a full window beside ceil_mode's partial ones, and -inf
+  // everywhere else: the NaN wins its window, -inf the others.
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> values(15, -inf);
+  values[7] = nan;  // row 1, column 2: the second window
+  const auto z =
+      layers::max_pool2d(from_vector(values, {1, 1, 3, 5}), {.kernel_size = 2, .stride = 2, .ceil_mode = true})
+          .to_vector<float>();
+  REQUIRE(z.size() == 6);
+  CHECK(z[0] == -inf);
+  CHECK(std::isnan(z[1]));
+  for (std::size_t i = 2; i < z.size(); ++i) CHECK(z[i] == -inf);
 }
 
 TEST_CASE("max_pool2d backward sums the gradients of overlapping windows at their shared maximum") {
@@ -245,7 +261,8 @@ TEST_CASE("max_pool2d sends a tied window's gradient to its first maximum, in ce
   for (float& v : values) v = static_cast<float>(level(rng));
   const Tensor x = from_vector(values, shape);
   for (const Pool2dOptions& options :
-       {Pool2dOptions{3, 2, 1}, Pool2dOptions{.kernel_size = 3, .stride = 2, .ceil_mode = true}}) {
+       {Pool2dOptions{3, 2, 1}, Pool2dOptions{.kernel_size = 3, .stride = 2, .ceil_mode = true}, Pool2dOptions{2, 2, 0},
+        Pool2dOptions{.kernel_size = 3, .stride = 3, .ceil_mode = true}}) {
     CAPTURE(describe_case(shape, options));
     const Tensor leaf = x.clone().set_requires_grad();
     const Tensor y = layers::max_pool2d(leaf, options);

@@ -1,0 +1,62 @@
+// Internal: what ddl's CPU kernels share to run oneDNN primitives (Intel's
+// Deep Neural Network Library, Debian's libdnnl 2.6: to the CPU what cuDNN
+// is to the GPU). oneDNN's fastest kernels read and write blocked layouts
+// (nChw16c: channels in blocks of 16, innermost); ddl's tensors are NCHW,
+// so each call reorders into the primitive's layout and back, through
+// buffers each thread keeps between calls (a fresh multi-MiB buffer per
+// call would page-fault on first touch, as the caching allocator explains).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <cstddef>
+#include <string_view>
+#include <unordered_map>
+
+namespace ddl::cpu_backend::onednn {
+
+using Arguments = std::unordered_map<int, dnnl::memory>;
+
+// The one CPU engine every primitive runs on.
+const dnnl::engine& engine();
+
+// Runs `primitive` on ddl's thread count (config::num_threads) and waits
+// for it; a oneDNN failure becomes a ddl::Error naming `what`.
+void execute(std::string_view what, const dnnl::primitive& primitive, const Arguments& arguments);
+
+// A dense float32 buffer of `dims` in the plain `tag` layout, not copied.
+dnnl::memory wrap(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag, const void* data);
+
+// The staging buffers, one set per thread; a slot's buffer grows to the
+// largest request and is kept. The slots a call uses must differ.
+enum class Slot { Input, Weights, Output, Scratchpad, Count };
+void* staging(Slot slot, std::size_t bytes);
+
+// `user`'s data in the layout `wanted`: `user` itself when they agree,
+// otherwise a copy reordered into `slot`.
+dnnl::memory to_layout(const dnnl::memory& user, const dnnl::memory::desc& wanted, Slot slot, std::string_view what);
+
+// Memory of layout `wanted` for a primitive to write: `user` itself when the
+// layouts agree, otherwise `slot`'s buffer, to be copied back into `user`
+// with copy_back().
+dnnl::memory for_output(const dnnl::memory& user, const dnnl::memory::desc& wanted, Slot slot);
+void copy_back(const dnnl::memory& written, const dnnl::memory& user, std::string_view what);
+
+// Primitive attributes with the scratchpad left to the caller (so that it
+// comes from `Slot::Scratchpad`, not from an allocation per call).
+dnnl::primitive_attr user_scratchpad();
+
+[[noreturn]] void fail(std::string_view what, const dnnl::error& error);
+
+// Runs `make` (which creates a primitive descriptor) and turns oneDNN's
+// failure into a ddl::Error naming `what`.
+template <class Make>
+auto describe(std::string_view what, Make&& make) -> decltype(make()) {
+  try {
+    return make();
+  } catch (const dnnl::error& error) {
+    fail(what, error);
+  }
+}
+
+}  // namespace ddl::cpu_backend::onednn
