@@ -92,11 +92,11 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   if (autograd::needs_grad({&input, &weight, &bias})) {
     const bool need_input = input.requires_grad(), need_weight = weight.requires_grad();
     const bool need_bias = bias.defined() && bias.requires_grad();
-    // The input is kept only for the weight's gradient, the weight only for
-    // the input's.
+    // The input is kept only for the weight's and the bias's gradients (the
+    // CPU computes both in one pass), the weight only for the input's.
     autograd::record(
         "Conv2dBackward", {&input, &weight, &bias}, output,
-        [g, device, input = need_weight ? input.detach() : Tensor(), weight = need_input ? weight.detach() : Tensor(),
+        [g, device, input = need_weight || need_bias ? input.detach() : Tensor(), weight = need_input ? weight.detach() : Tensor(),
          need_input, need_weight, need_bias](const Tensor& grad) {
           // The incoming gradient is contiguous and on `device` (every op makes
           // a new tensor), shaped like the output.

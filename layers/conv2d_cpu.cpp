@@ -27,10 +27,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
-#include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
-
-#include <Eigen/Core>
 
 #include <map>
 #include <mutex>
@@ -204,29 +201,14 @@ Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
           staged(output_dims(g), Tag::nchw, pd.dst_desc()), pd.scratchpad_desc().get_size()};
 }
 
-namespace {
-
-// Each filter's sum is one thread's, image by image in order, in double
-// across images so a large batch does not lose the small terms.
-void backward_bias(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
-  using ConstVectorMap = Eigen::Map<const Eigen::VectorXf>;
-  const bool small = g.batch * g.output_image_size() < kParallelGrain;
-#pragma omp parallel for schedule(static) num_threads(small ? 1 : config::num_threads())
-  for (std::int64_t k = 0; k < g.filters; ++k) {
-    double total = 0.0;
-    for (std::int64_t n = 0; n < g.batch; ++n) {
-      total += ConstVectorMap(grad_output + n * g.output_image_size() + k * g.out_pixels(), g.out_pixels()).sum();
-    }
-    grad_bias[k] = static_cast<float>(total);
-  }
-}
-
-}  // namespace
-
 void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
-  Convolution& c = convolution_of(g, false);
+  // Backward-weights gives the bias gradient as well; a frozen weight's
+  // gradient (only the bias's wanted) goes to a staging buffer.
+  const bool with_bias = operands.grad_bias != nullptr;
+  const bool weight_side = operands.grad_weight != nullptr || with_bias;
+  Convolution& c = convolution_of(g, with_bias);
   if (operands.grad_input != nullptr) add_backward_data(g, c);
-  if (operands.grad_weight != nullptr) add_backward_weights(g, c);
+  if (weight_side) add_backward_weights(g, c);
   // Both directions read the output's gradient, normally in the same
   // layout: it is reordered once.
   const memory dy_user = onednn::wrap(output_dims(g), Tag::nchw, operands.grad_output);
@@ -250,20 +232,23 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
                      {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}});
     onednn::copy_back(dx, dx_user, "conv2d backward-data: reordering the input's gradient");
   }
-  if (operands.grad_weight != nullptr) {
+  if (weight_side) {
     const auto& [pd, primitive] = *c.backward_weights;
     const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, operands.input), pd.src_desc(),
                                        Slot::Input, "conv2d backward-filter: reordering the input");
-    const memory dw_user = onednn::wrap(weight_dims(g), Tag::oihw, operands.grad_weight);
+    const memory dw_user = operands.grad_weight != nullptr
+                               ? onednn::wrap(weight_dims(g), Tag::oihw, operands.grad_weight)
+                               : memory(pd.diff_weights_desc(), onednn::engine(),
+                                        onednn::staging(Slot::Weights, pd.diff_weights_desc().get_size()));
     const memory dw = onednn::for_output(dw_user, pd.diff_weights_desc(), Slot::Weights);
-    onednn::execute("conv2d backward-filter", primitive,
-                    {{DNNL_ARG_SRC, x},
-                     {DNNL_ARG_DIFF_DST, grad_output_in(pd.diff_dst_desc())},
-                     {DNNL_ARG_DIFF_WEIGHTS, dw},
-                     {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}});
+    onednn::Arguments arguments{{DNNL_ARG_SRC, x},
+                                {DNNL_ARG_DIFF_DST, grad_output_in(pd.diff_dst_desc())},
+                                {DNNL_ARG_DIFF_WEIGHTS, dw},
+                                {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}};
+    if (with_bias) arguments.emplace(DNNL_ARG_DIFF_BIAS, onednn::wrap({g.filters}, Tag::x, operands.grad_bias));
+    onednn::execute("conv2d backward-filter", primitive, arguments);
     onednn::copy_back(dw, dw_user, "conv2d backward-filter: reordering the weight's gradient");
   }
-  if (operands.grad_bias != nullptr) backward_bias(g, operands.grad_output, operands.grad_bias);
 }
 
 }  // namespace ddl::cpu_backend

@@ -36,7 +36,8 @@ struct Conv2dGeometry {
 };
 
 // The backward pass's operands. The gradients wanted are those whose
-// pointer is set; input is needed for grad_weight, weight for grad_input.
+// pointer is set; input is needed for grad_weight and grad_bias, weight for
+// grad_input.
 struct Conv2dBackward {
   const float* input = nullptr;
   const float* weight = nullptr;

@@ -57,35 +57,35 @@ void first_nan(const float* in, std::int64_t width, const Window& w, float& best
 }
 
 // Max pooling of one plane where the windows tile the input (kernel ==
-// stride, no padding), the common case (Keras's MaxPooling2D(2)), for the
-// full windows: out_rows x out_cols of them. The loops run over a whole row
-// of outputs at once, so the compiler vectorises them across windows
-// (strided loads); each window still sees its values in row-major order
-// and keeps its first maximum, as the general loop does. Returns false if a
+// stride, no padding), for the full windows: out_rows x out_cols of them.
+// The kernel size is a template parameter, so that a window's loops unroll
+// and the loop over a row of windows is straight-line code the compiler
+// vectorises (strided loads, the running maximum and its index in
+// registers). Each window still sees its values in row-major order and
+// keeps its first maximum, as the general loop does. Returns false if a
 // window holds a NaN, which the caller then redoes exactly.
+template <std::int64_t K>
 bool max_tiled_windows(const Geometry& g, const float* in, float* out, std::int64_t* winner, std::int64_t out_rows,
                        std::int64_t out_cols) {
-  const std::int64_t k = g.kernel, width = g.width, out_width = g.out_width;
+  const std::int64_t width = g.width, out_width = g.out_width;
   int nan_seen = 0;  // an integer OR, which vectorises where a float sum would not
   for (std::int64_t oh = 0; oh < out_rows; ++oh) {
-    float* best = out + oh * out_width;
-    std::int64_t* best_index = winner + oh * out_width;
-    const std::int64_t top = oh * k * width;
+    const std::int64_t top = oh * K * width;
     for (std::int64_t ow = 0; ow < out_cols; ++ow) {
-      best[ow] = -std::numeric_limits<float>::infinity();
-      best_index[ow] = top + ow * k;
-    }
-    for (std::int64_t i = 0; i < k; ++i) {
-      for (std::int64_t j = 0; j < k; ++j) {
-        const std::int64_t offset = top + i * width + j;
-        for (std::int64_t ow = 0; ow < out_cols; ++ow) {
-          const float v = in[offset + ow * k];
+      float best = -std::numeric_limits<float>::infinity();
+      std::int64_t best_index = top + ow * K;
+      for (std::int64_t i = 0; i < K; ++i) {
+        for (std::int64_t j = 0; j < K; ++j) {
+          const std::int64_t at = top + i * width + ow * K + j;
+          const float v = in[at];
           nan_seen |= static_cast<int>(std::isnan(v));
-          const bool better = v > best[ow];
-          best[ow] = better ? v : best[ow];
-          best_index[ow] = better ? offset + ow * k : best_index[ow];
+          const bool better = v > best;
+          best = better ? v : best;
+          best_index = better ? at : best_index;
         }
       }
+      out[oh * out_width + ow] = best;
+      winner[oh * out_width + ow] = best_index;
     }
   }
   return nan_seen == 0;
@@ -127,14 +127,16 @@ void max_forward_cpu(const Geometry& geometry, std::span<const float> x, std::sp
                      std::span<std::int64_t> argmax) {
   const Geometry g = geometry;  // a local copy: the loops' bounds stay in registers
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
-  // With tiling windows, those wholly inside the input go the fast way.
-  const bool tiles = g.kernel == g.stride && g.padding == 0;
+  // With tiling windows of 2 or 3 (Keras's MaxPooling2D(2), and
+  // Simonyan & Zisserman's 3), those wholly inside the input go the fast way.
+  const bool tiles = g.kernel == g.stride && g.padding == 0 && (g.kernel == 2 || g.kernel == 3);
   const std::int64_t full_rows = tiles ? g.height / g.kernel : 0, full_cols = tiles ? g.width / g.kernel : 0;
   for_each_plane(g, [=](std::int64_t plane) {
     const float* in = x.data() + plane * in_plane;
     float* out = y.data() + plane * out_plane;
     std::int64_t* winner = argmax.data() + plane * out_plane;
-    const bool exact = max_tiled_windows(g, in, out, winner, full_rows, full_cols);
+    const bool exact = g.kernel == 2 ? max_tiled_windows<2>(g, in, out, winner, full_rows, full_cols)
+                                     : max_tiled_windows<3>(g, in, out, winner, full_rows, full_cols);
     max_windows(g, in, out, winner, exact ? full_rows : 0, exact ? full_cols : 0);
   });
 }
