@@ -47,6 +47,9 @@ for line in open(sys.argv[1]):
     values[metric][label].append(float(value))
 print(f"{'metric':32} {'old (median)':>14} {'new (median)':>14} {'new/old':>8}   all old | all new")
 for metric, by_label in values.items():
+    if not by_label["old"] or not by_label["new"]:  # a bench only one of the builds has
+        print(f"{metric:32} only in the {'new' if by_label['new'] else 'old'} build")
+        continue
     o, n = statistics.median(by_label["old"]), statistics.median(by_label["new"])
     print(f"{metric:32} {o:14.3f} {n:14.3f} {n / o:8.3f}   {by_label['old']} | {by_label['new']}")
 PY

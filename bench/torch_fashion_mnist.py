@@ -6,8 +6,13 @@ printing per epoch the training time, samples/s and test accuracy, and the
 cumulative training time (evaluation excluded) to a target accuracy.
 
 Run it as DESIGN.md requires, or the comparison is unfair to PyTorch:
-  LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread \
-      python3 bench/torch_fashion_mnist.py --threads 2
+  PyTorch 2.x from the peers' virtual environment, NHWC, glibc's malloc
+  keeping freed memory (bench/torch_cnn_step.py says why):
+    GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \
+        bench/.venv-peers/bin/python3 bench/torch_fashion_mnist.py --threads 2 --channels-last
+  Debian's PyTorch 1.13, OpenBLAS first:
+    LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-pthread \
+        python3 bench/torch_fashion_mnist.py --threads 2
 """
 import argparse
 import gzip
@@ -64,9 +69,11 @@ def main():
     parser.add_argument("--target", type=float, default=0.91)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--device", default="cpu", help="cpu, or cuda: the peer of ddl-train --device cuda")
+    parser.add_argument("--channels-last", action="store_true", help="NHWC activations and weights")
     args = parser.parse_args()
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
     torch.manual_seed(args.seed)
 
     train_x, train_y = (t.to(device) for t in load(args.data, "train"))
@@ -74,6 +81,10 @@ def main():
     model = keras_mnist_cnn()
     glorot(model)
     model.to(device)
+    if args.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        train_x = train_x.contiguous(memory_format=torch.channels_last)
+        test_x = test_x.contiguous(memory_format=torch.channels_last)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     print(f"pytorch {torch.__version__} on {device}, threads {torch.get_num_threads()}, batch {args.batch_size}, "
