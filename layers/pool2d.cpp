@@ -71,7 +71,7 @@ void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
                                  elements<std::int64_t>(argmax));
   if (!record) return;
   autograd::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
-    Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
+    Tensor grad_in = empty_float(shape, grad.device());
     pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
                                     elements<float>(grad_in));
     return std::vector{grad_in};
@@ -82,7 +82,7 @@ void avg_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
   pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
   if (!record) return;
   autograd::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
-    Tensor grad_in = zeros(shape, TensorOptions{}.with_device(grad.device()));
+    Tensor grad_in = empty_float(shape, grad.device());
     pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
     return std::vector{grad_in};
   });

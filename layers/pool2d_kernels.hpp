@@ -25,7 +25,7 @@ struct Geometry {
 
 // CPU (pool2d_cpu.cpp). `argmax` receives, per output, the flat index
 // (row * width + column) of the winner inside its input plane. The backward
-// kernels add into dx, which the caller has zero-filled.
+// kernels overwrite dx.
 void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax);
 void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<const std::int64_t> argmax,
                       std::span<float> dx);
