@@ -29,20 +29,12 @@ echo "== ddl (${build}/apps/ddl-train, ${threads} threads)"
 tail -n 1 "$out/ddl.log"
 python3 - "$out/ddl.csv" "$target" <<'PY' | tee "$out/ddl.txt"
 import csv, sys
-rows, target = list(csv.DictReader(open(sys.argv[1]))), float(sys.argv[2])
-print(f"{'epoch':>5} {'train_s':>8} {'samples/s':>10} {'loss':>8} {'test_acc':>9} {'cum_train_s':>12}")
-cumulative, reached = 0.0, None
-for row in rows:
-    rate = float(row["samples_per_s"])
-    seconds = 60000 / rate
-    cumulative += seconds
-    accuracy = float(row["val_accuracy"])
-    if reached is None and accuracy >= target:
-        reached = (int(row["epoch"]), cumulative)
-    print(f"{int(row['epoch']):>5} {seconds:>8.1f} {rate:>10.0f} {float(row['loss']):>8.4f} {accuracy:>9.4f} "
-          f"{cumulative:>12.1f}")
-print(f"time to {100 * target:.1f}%: " + (f"{reached[1]:.1f} s of training (epoch {reached[0]})" if reached
-                                          else f"not reached in {len(rows)} epochs"))
+sys.path.insert(0, "bench")
+from fashion_mnist_peer import EpochTable
+table = EpochTable(60000, float(sys.argv[2]))
+for row in csv.DictReader(open(sys.argv[1])):
+    table.add(int(row["epoch"]), 60000 / float(row["samples_per_s"]), float(row["loss"]), float(row["val_accuracy"]))
+table.finish()
 PY
 
 echo "== keras (${threads} threads)"

@@ -17,6 +17,24 @@ import sys
 import time
 
 
+def keras_mnist_cnn():
+    """The Keras MNIST CNN as Keras's example writes it (NHWC). Imports keras
+    when called, after the caller has set TensorFlow's thread counts."""
+    import keras
+    from keras import layers
+    return keras.Sequential([
+        keras.Input(shape=(28, 28, 1)),
+        layers.Conv2D(32, 3, activation="relu"),
+        layers.Conv2D(64, 3, activation="relu"),
+        layers.MaxPooling2D(2),
+        layers.Dropout(0.25),
+        layers.Flatten(),
+        layers.Dense(128, activation="relu"),
+        layers.Dropout(0.5),
+        layers.Dense(10),
+    ])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads")
@@ -33,20 +51,9 @@ def main():
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op_threads)
     import keras
-    from keras import layers
 
     keras.utils.set_random_seed(1)
-    model = keras.Sequential([
-        keras.Input(shape=(28, 28, 1)),
-        layers.Conv2D(32, 3, activation="relu"),
-        layers.Conv2D(64, 3, activation="relu"),
-        layers.MaxPooling2D(2),
-        layers.Dropout(0.25),
-        layers.Flatten(),
-        layers.Dense(128, activation="relu"),
-        layers.Dropout(0.5),
-        layers.Dense(10),
-    ])
+    model = keras_mnist_cnn()
     jit = {"auto": "auto", "on": True, "off": False}[args.jit_compile]
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)

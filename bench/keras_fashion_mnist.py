@@ -18,6 +18,8 @@ import os
 import struct
 import time
 
+from fashion_mnist_peer import EpochTable, add_recipe_options
+
 
 def read_idx(path, np):
     with gzip.open(path, "rb") as f:
@@ -30,12 +32,7 @@ def read_idx(path, np):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=12)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--target", type=float, default=0.91)
-    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    add_recipe_options(parser)
     args = parser.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     os.environ["KERAS_BACKEND"] = "tensorflow"
@@ -44,7 +41,8 @@ def main():
     tf.config.threading.set_intra_op_parallelism_threads(args.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import keras
-    from keras import layers
+
+    from keras_cnn_step import keras_mnist_cnn
 
     def load(split):
         images = read_idx(f"{args.data}/{split}-images-idx3-ubyte.gz", np).astype(np.float32) / 255.0
@@ -54,38 +52,20 @@ def main():
     train_x, train_y = load("train")
     test_x, test_y = load("t10k")
     keras.utils.set_random_seed(args.seed)
-    model = keras.Sequential([
-        keras.Input(shape=(28, 28, 1)),
-        layers.Conv2D(32, 3, activation="relu"),
-        layers.Conv2D(64, 3, activation="relu"),
-        layers.MaxPooling2D(2),
-        layers.Dropout(0.25),
-        layers.Flatten(),
-        layers.Dense(128, activation="relu"),
-        layers.Dropout(0.5),
-        layers.Dense(10),
-    ])
+    model = keras_mnist_cnn()
     model.compile(optimizer=keras.optimizers.Adadelta(learning_rate=1.0, rho=0.95, epsilon=1e-7),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
                   jit_compile=False)
     print(f"keras {keras.__version__} tensorflow {tf.__version__}, threads {args.threads}, batch {args.batch_size}, "
           f"{len(train_y)} training and {len(test_y)} test images")
-    print(f"{'epoch':>5} {'train_s':>8} {'samples/s':>10} {'loss':>8} {'test_acc':>9} {'cum_train_s':>12}")
-    cumulative, reached = 0.0, None
+    table = EpochTable(len(train_y), args.target)
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         history = model.fit(train_x, train_y, batch_size=args.batch_size, epochs=1, shuffle=True, verbose=0)
         seconds = time.perf_counter() - start
-        cumulative += seconds
         _, accuracy = model.evaluate(test_x, test_y, batch_size=500, verbose=0)
-        if reached is None and accuracy >= args.target:
-            reached = (epoch, cumulative)
-        print(f"{epoch:>5} {seconds:>8.1f} {len(train_y) / seconds:>10.0f} {history.history['loss'][0]:>8.4f} "
-              f"{accuracy:>9.4f} {cumulative:>12.1f}", flush=True)
-    if reached:
-        print(f"time to {100 * args.target:.1f}%: {reached[1]:.1f} s of training (epoch {reached[0]})")
-    else:
-        print(f"time to {100 * args.target:.1f}%: not reached in {args.epochs} epochs")
+        table.add(epoch, seconds, history.history["loss"][0], accuracy)
+    table.finish()
 
 
 if __name__ == "__main__":

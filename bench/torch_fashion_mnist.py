@@ -22,6 +22,7 @@ import time
 import torch
 import torch.nn as nn
 
+from fashion_mnist_peer import EpochTable, add_recipe_options
 from torch_cnn_step import keras_mnist_cnn
 
 
@@ -62,12 +63,7 @@ def evaluate(model, images, labels, batch=500):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--epochs", type=int, default=12)
-    parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--target", type=float, default=0.91)
-    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    add_recipe_options(parser)
     parser.add_argument("--device", default="cpu", help="cpu, or cuda: the peer of ddl-train --device cuda")
     parser.add_argument("--channels-last", action="store_true", help="NHWC activations and weights")
     args = parser.parse_args()
@@ -89,8 +85,7 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
     print(f"pytorch {torch.__version__} on {device}, threads {torch.get_num_threads()}, batch {args.batch_size}, "
           f"{len(train_y)} training and {len(test_y)} test images")
-    print(f"{'epoch':>5} {'train_s':>8} {'samples/s':>10} {'loss':>8} {'test_acc':>9} {'cum_train_s':>12}")
-    cumulative, reached = 0.0, None
+    table = EpochTable(len(train_y), args.target)
     for epoch in range(1, args.epochs + 1):
         order = torch.randperm(len(train_y), device=device)
         start, total_loss = time.perf_counter(), 0.0
@@ -102,16 +97,9 @@ def main():
             optimizer.step()
             total_loss += loss.item() * len(index)
         seconds = time.perf_counter() - start
-        cumulative += seconds
         accuracy, _ = evaluate(model, test_x, test_y)
-        if reached is None and accuracy >= args.target:
-            reached = (epoch, cumulative)
-        print(f"{epoch:>5} {seconds:>8.1f} {len(train_y) / seconds:>10.0f} {total_loss / len(train_y):>8.4f} "
-              f"{accuracy:>9.4f} {cumulative:>12.1f}", flush=True)
-    if reached:
-        print(f"time to {100 * args.target:.1f}%: {reached[1]:.1f} s of training (epoch {reached[0]})")
-    else:
-        print(f"time to {100 * args.target:.1f}%: not reached in {args.epochs} epochs")
+        table.add(epoch, seconds, total_loss / len(train_y), accuracy)
+    table.finish()
 
 
 if __name__ == "__main__":
