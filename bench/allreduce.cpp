@@ -1,16 +1,27 @@
 // An nccl-tests-style table for every allreduce algorithm (ring, rhd, tree,
-// naive, shm, builtin = MPI_Allreduce), side by side in one run, for sizes
-// doubling from --min-bytes to --max-bytes:
+// naive, shm, builtin = MPI_Allreduce) and a textbook ring, side by side in
+// one run, for sizes doubling from --min-bytes to --max-bytes:
 //   mpiexec -n 2 build/bench/ddl_bench_allreduce [--min-bytes 4] [--max-bytes 268435456]
-// time is the median over the iterations of the slowest rank's time; algbw
-// = bytes / time; busbw = algbw · 2(n-1)/n (nccl-tests' definitions, so the
-// numbers compare with theirs: busbw is the link speed an optimal ring would
-// need). "wrong" counts elements that differ from MPI_Allreduce's result by
-// more than a few ulps.
+// For each size the columns are interleaved: every iteration runs each of
+// them once, in an order that rotates from iteration to iteration, so all
+// see the same machine load. time is the median over the iterations of the
+// slowest rank's time; algbw = bytes / time; busbw = algbw · 2(n-1)/n
+// (nccl-tests' definitions, so the numbers compare with theirs: busbw is the
+// link speed an optimal ring would need). "wrong" counts elements that
+// differ from MPI_Allreduce's result by more than a few ulps.
+//
+// "textbook" is the ring as textbooks write it (Patarasuk & Yuan 2009):
+// n - 1 steps of one MPI_Sendrecv of a whole chunk and a vectorised add
+// (reduce-scatter), then n - 1 of one MPI_Sendrecv (allgather). It is the
+// yardstick ddl's ring (segmented, pipelined) must beat.
+#include <mpi.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -24,43 +35,81 @@ using namespace ddl::parallel;
 
 namespace {
 
+// The textbook ring on MPI_COMM_WORLD (the bench's ranks are the world's).
+void textbook_ring(std::vector<float>& data) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const auto count = static_cast<std::int64_t>(data.size());
+  const auto first = [&](int chunk) { return count * chunk / size; };  // chunk c is [first(c), first(c + 1))
+  const auto length = [&](int chunk) { return static_cast<int>(first(chunk + 1) - first(chunk)); };
+  const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  std::vector<float> incoming(static_cast<std::size_t>(count / size + 1));
+  for (int step = 0; step < size - 1; ++step) {
+    const int send = (rank - step + size) % size, receive = (rank - step - 1 + 2 * size) % size;
+    MPI_Sendrecv(data.data() + first(send), length(send), MPI_FLOAT, right, 0, incoming.data(), length(receive),
+                 MPI_FLOAT, left, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    float* target = data.data() + first(receive);
+    for (int i = 0; i < length(receive); ++i) target[i] += incoming[static_cast<std::size_t>(i)];
+  }
+  for (int step = 0; step < size - 1; ++step) {
+    const int send = (rank + 1 - step + size) % size, receive = (rank - step + size) % size;
+    MPI_Sendrecv(data.data() + first(send), length(send), MPI_FLOAT, right, 1, data.data() + first(receive),
+                 length(receive), MPI_FLOAT, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+}
+
+struct Column {
+  std::string name;
+  std::function<void(std::vector<float>&)> run;
+};
+
 struct Result {
   double microseconds;
   std::int64_t wrong;
 };
 
-// The median of the per-iteration maxima over ranks.
-Result measure(const Communicator& comm, AllreduceAlgorithm algorithm, std::int64_t count, double budget_seconds) {
+// Per column, the median of the per-iteration maxima over ranks.
+std::vector<Result> measure(const Communicator& comm, const std::vector<Column>& columns, std::int64_t count,
+                            double budget_seconds) {
   Generator generator(7 + static_cast<std::uint64_t>(comm.rank()));
   const std::vector<float> original =
       count > 0 ? uniform({count}, -1.0f, 1.0f, {}, &generator).to_vector<float>() : std::vector<float>{};
   std::vector<float> expected = original;
   builtin_allreduce(comm, expected);
-  std::vector<float> data = original;
-  allreduce(comm, data, algorithm);  // warm-up, and the result checked below
-  std::int64_t wrong = 0;
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    if (std::abs(data[i] - expected[i]) > 1e-5f * (1.0f + std::abs(expected[i]))) ++wrong;
+  std::vector<Result> results(columns.size(), Result{0.0, 0});
+  std::vector<std::vector<float>> data(columns.size(), original);
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    columns[c].run(data[c]);  // warm-up, and the result checked here
+    for (std::size_t i = 0; i < original.size(); ++i) {
+      if (std::abs(data[c][i] - expected[i]) > 1e-5f * (1.0f + std::abs(expected[i]))) ++results[c].wrong;
+    }
   }
-  std::vector<double> times;
+  std::vector<std::vector<double>> times(columns.size());
+  double spent = 0.0;
+  const double budget = budget_seconds * static_cast<double>(columns.size());
   for (int iteration = 0; iteration < 1000; ++iteration) {
-    comm.barrier();
-    const auto begin = std::chrono::steady_clock::now();
-    allreduce(comm, data, algorithm);
-    // The slowest rank's time is the collective's: each rank fills its own
-    // slot, the sum gathers them all.
-    std::vector<double> slots(static_cast<std::size_t>(comm.size()), 0.0);
-    slots[static_cast<std::size_t>(comm.rank())] =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-    comm.sum_doubles(slots);
-    times.push_back(*std::max_element(slots.begin(), slots.end()));
-    // Every rank decides alike: the budget check uses the shared slowest times.
-    double spent = 0.0;
-    for (const double t : times) spent += t;
-    if (iteration >= 4 && spent > budget_seconds) break;
+    for (std::size_t k = 0; k < columns.size(); ++k) {
+      const std::size_t c = (k + static_cast<std::size_t>(iteration)) % columns.size();
+      comm.barrier();
+      const auto begin = std::chrono::steady_clock::now();
+      columns[c].run(data[c]);
+      // The slowest rank's time is the collective's: each rank fills its
+      // own slot, the sum gathers them all.
+      std::vector<double> slots(static_cast<std::size_t>(comm.size()), 0.0);
+      slots[static_cast<std::size_t>(comm.rank())] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      comm.sum_doubles(slots);
+      times[c].push_back(*std::max_element(slots.begin(), slots.end()));
+      spent += times[c].back();  // the same on every rank, so all stop together
+    }
+    if (iteration >= 4 && spent > budget) break;
   }
-  std::sort(times.begin(), times.end());
-  return {times[times.size() / 2] * 1e6, wrong};
+  for (std::size_t c = 0; c < columns.size(); ++c) {
+    std::sort(times[c].begin(), times[c].end());
+    results[c].microseconds = times[c][times[c].size() / 2] * 1e6;
+  }
+  return results;
 }
 
 }  // namespace
@@ -69,16 +118,23 @@ int main(int argc, char** argv) {
   CLI::App app{"nccl-tests-style allreduce table for ddl's algorithms and MPI_Allreduce", "ddl_bench_allreduce"};
   std::int64_t min_bytes = 4, max_bytes = std::int64_t{256} << 20;
   double budget = 0.3;
-  std::vector<std::string> names{"ring", "rhd", "tree", "naive", "shm", "builtin"};
+  std::vector<std::string> names{"ring", "textbook", "rhd", "tree", "naive", "shm", "builtin"};
   app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-bytes", max_bytes, "largest message")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--budget", budget, "seconds of timed iterations per size and algorithm")->capture_default_str();
-  app.add_option("--algorithms", names, "which algorithms, in column order")->delimiter(',');
+  app.add_option("--budget", budget, "seconds of timed iterations per size and column")->capture_default_str();
+  app.add_option("--algorithms", names, "which algorithms, in column order (ddl's, or textbook)")->delimiter(',');
   CLI11_PARSE(app, argc, argv);
 
   const Communicator world = Communicator::world();
-  std::vector<AllreduceAlgorithm> algorithms;
-  for (const auto& name : names) algorithms.push_back(parse_allreduce(name));
+  std::vector<Column> columns;
+  for (const auto& name : names) {
+    if (name == "textbook") {
+      columns.push_back({name, textbook_ring});
+    } else {
+      const AllreduceAlgorithm algorithm = parse_allreduce(name);
+      columns.push_back({name, [&world, algorithm](std::vector<float>& data) { allreduce(world, data, algorithm); }});
+    }
+  }
   const int n = world.size();
   const double bus_factor = 2.0 * (n - 1) / n;
   if (world.rank() == 0) {
@@ -91,8 +147,7 @@ int main(int argc, char** argv) {
   for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
     std::string line = fmt::format("{:>12} {:>12}", bytes, count);
-    for (std::size_t a = 0; a < algorithms.size(); ++a) {
-      const Result result = measure(world, algorithms[a], count, budget);
+    for (const Result& result : measure(world, columns, count, budget)) {
       const double algbw = static_cast<double>(bytes) / (result.microseconds * 1e-6) * 1e-9;
       line += fmt::format(" | {:>8} {:>9.1f} {:>7.3f} {:>7.3f} {:>5}", "", result.microseconds, algbw,
                           algbw * bus_factor, result.wrong);
