@@ -7,12 +7,12 @@
 // runs fastest in (`format_tag::any`, on AVX-512 channels blocked by 16),
 // and the operands are reordered into it and the result back.
 //
-// The algorithm is oneDNN's choice (`convolution_auto`) unless
-// config::cpu_convolution() says Direct: for 3x3 kernels at stride 1 with
-// channel counts that suit it, that choice is Winograd's F(4x4, 3x3)
-// (Lavin & Gray 2016), which computes each 6x6 input tile's 4x4 outputs in
-// 36 multiplications per channel pair instead of 144, 2-4x faster here,
-// at a rounding error a few times the direct sum's.
+// The algorithm follows config::cpu_convolution() (wanted_algorithm below):
+// by default oneDNN's choice where the channel counts are multiples of 16,
+// direct elsewhere. For large 3x3 convolutions at stride 1 that choice is
+// Winograd's F(4x4, 3x3) (Lavin & Gray 2016), which computes each 6x6 input
+// tile's 4x4 outputs in 36 multiplications per channel pair instead of 144,
+// 2-4x faster here, at a rounding error a few times the direct sum's.
 //
 // Measured alternative: im2col + one Eigen GEMM per image (Chellapilla et
 // al. 2006; ddl's kernel until oneDNN replaced it) ran the Keras MNIST CNN's
@@ -21,9 +21,8 @@
 // ~170 (docs/PERFORMANCE.md).
 //
 // Determinism: a result is the same bits run after run for the same thread
-// count; forward and backward-data do not depend on the thread count, but
-// oneDNN splits the weight gradient's sum over the batch by thread, so its
-// rounding does.
+// count. Across thread counts oneDNN promises nothing (the MNIST CNN's
+// layers came out bit-identical at 1 and 2 threads; docs/PERFORMANCE.md).
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
