@@ -18,8 +18,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-3}
 shift $(($# < 2 ? $# : 2))
-thread_counts=("${@:-1 2}")
-read -r -a thread_counts <<<"${thread_counts[*]}"
+thread_counts=("$@")
+((${#thread_counts[@]})) || thread_counts=(1 2)
 venv=bench/.venv-peers/bin/python3
 openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
 tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
