@@ -17,6 +17,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
@@ -44,7 +45,10 @@ void textbook_ring(std::vector<float>& data) {
   const auto first = [&](int chunk) { return count * chunk / size; };  // chunk c is [first(c), first(c + 1))
   const auto length = [&](int chunk) { return static_cast<int>(first(chunk + 1) - first(chunk)); };
   const int right = (rank + 1) % size, left = (rank + size - 1) % size;
-  std::vector<float> incoming(static_cast<std::size_t>(count / size + 1));
+  // Kept from call to call, as ddl's ring keeps its staging buffers: a fresh
+  // allocation of many MiB costs a page fault per 4 KiB on every call.
+  static std::vector<float> incoming;
+  incoming.resize(std::max(incoming.size(), static_cast<std::size_t>(count / size + 1)));
   for (int step = 0; step < size - 1; ++step) {
     const int send = (rank - step + size) % size, receive = (rank - step - 1 + 2 * size) % size;
     MPI_Sendrecv(data.data() + first(send), length(send), MPI_FLOAT, right, 0, incoming.data(), length(receive),
@@ -57,6 +61,45 @@ void textbook_ring(std::vector<float>& data) {
     MPI_Sendrecv(data.data() + first(send), length(send), MPI_FLOAT, right, 1, data.data() + first(receive),
                  length(receive), MPI_FLOAT, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   }
+}
+
+// The round trip of one cache line between ranks 0 and 1 through a shared
+// window, in ns, or NaN where they are not on one node. On a 2-vCPU VM it
+// was ~55 ns while the vCPUs shared a cache and ~330 ns while they did not
+// (the host moves them); shm's bandwidth follows it (docs/PERFORMANCE.md).
+double cache_line_round_trip_ns() {
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int rank = 0, size = 1, world_size = 1;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_size(node, &size);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  double nanoseconds = std::nan("");
+  if (size == world_size && size >= 2) {
+    int* mine = nullptr;
+    MPI_Win window = MPI_WIN_NULL;
+    MPI_Win_allocate_shared(rank == 0 ? 64 : 0, 1, MPI_INFO_NULL, node, &mine, &window);
+    MPI_Aint bytes = 0;
+    int unit = 0;
+    int* flag = nullptr;
+    MPI_Win_shared_query(window, 0, &bytes, &unit, &flag);
+    std::atomic_ref<int> line(*flag);
+    if (rank == 0) line.store(0);
+    MPI_Barrier(node);
+    constexpr int kRounds = 20000;
+    const auto begin = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRounds && rank < 2; ++i) {  // rank 0 writes odd values, rank 1 answers with even ones
+      if (rank == 0) line.store(2 * i + 1, std::memory_order_release);
+      while (line.load(std::memory_order_acquire) != 2 * i + 2 - rank) {
+      }
+      if (rank == 1) line.store(2 * i + 2, std::memory_order_release);
+    }
+    nanoseconds = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count() / kRounds;
+    MPI_Bcast(&nanoseconds, 1, MPI_DOUBLE, 0, node);
+    MPI_Win_free(&window);
+  }
+  MPI_Comm_free(&node);
+  return nanoseconds;
 }
 
 struct Column {
@@ -140,10 +183,11 @@ int main(int argc, char** argv) {
   if (world.rank() == 0) {
     std::printf("# ddl allreduce, %d ranks, float32 sum; time in us, algbw and busbw in GB/s\n", n);
     std::string header = fmt::format("{:>12} {:>12}", "size(B)", "count");
-    for (const auto& name : names) header += fmt::format(" | {:>8} {:>9} {:>7} {:>7} {:>5}", name, "time", "algbw",
-                                                         "busbw", "wrong");
+    for (const auto& name : names)
+      header += fmt::format(" | {:>8} {:>9} {:>7} {:>7} {:>5}", name, "time", "algbw", "busbw", "wrong");
     std::printf("%s\n", header.c_str());
   }
+  const double round_trip_before = cache_line_round_trip_ns();
   for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
     std::string line = fmt::format("{:>12} {:>12}", bytes, count);
@@ -154,6 +198,13 @@ int main(int argc, char** argv) {
     }
     if (world.rank() == 0) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
+  }
+  const double round_trip_after = cache_line_round_trip_ns();
+  if (world.rank() == 0) {
+    std::printf(
+        "# cache-line round trip between ranks 0 and 1: %.0f ns before, %.0f ns after "
+        "(~50 ns: their cores share a cache; several hundred: they do not, and shm slows down)\n",
+        round_trip_before, round_trip_after);
   }
   return 0;
 }

@@ -82,11 +82,13 @@ class Communicator {
   void recv(std::span<std::byte> bytes, int peer, int tag = 0) const;
   Request isend(std::span<const std::byte> bytes, int peer, int tag = 0) const;
   Request irecv(std::span<std::byte> bytes, int peer, int tag = 0) const;
+  // Sends `send` to rank `to` while receiving `receive` from rank `from`
+  // (MPI_Sendrecv, under the stall timeout): one step of a ring.
+  void sendrecv(std::span<const std::byte> send, int to, std::span<std::byte> receive, int from, int tag = 0) const;
   // The rank that has sent a message with `tag` not yet received, if any
   // (MPI_Iprobe from any source): how a server finds the next request
   // without posting receives it may never need.
   std::optional<int> probe_any(int tag) const;
-
 
   // A tensor's elements to / from `peer`. The receiver's tensor must already
   // have the sender's shape and dtype (the byte counts are checked by MPI:

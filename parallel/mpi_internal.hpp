@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,11 +38,26 @@ struct CommunicatorState {
 // Prints "ddl: rank <r>: <message>" and ends the whole job (MPI_Abort).
 [[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code);
 
+// What a wait is for, as "send of 4096 bytes (tag 101)". Formatted only
+// when the wait fails or stalls: a small message's whole exchange takes a
+// microsecond or two, and formatting its description every time cost more.
+struct Operation {
+  const char* name;         // "send", "barrier", "MPI_Allreduce"
+  std::int64_t count = -1;  // how many units it moves, or -1 for none
+  const char* unit = "bytes";
+  int tag = -1;  // the message tag, or -1 for none
+  std::string describe() const;
+};
+
 // Waits for `request`, polling and yielding (so oversubscribed ranks still
 // progress); past config::stall_timeout_seconds() prints what it waited for
 // and from whom (`peer`, or -1 for a collective) and aborts every rank.
-void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const std::string& what, int peer,
+void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const Operation& what, int peer,
                   MPI_Status* status = MPI_STATUS_IGNORE);
+// The same for several requests at once (MPI_Testall); `statuses` has one
+// entry per request, or is MPI_STATUSES_IGNORE.
+void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm, const Operation& what, int peer,
+                  MPI_Status* statuses = MPI_STATUSES_IGNORE);
 
 }  // namespace ddl::parallel::detail
 

@@ -21,7 +21,7 @@ void builtin_allreduce(const Communicator& comm, std::span<float> data) {
     const int count = static_cast<int>(std::min<std::size_t>(INT_MAX, total - first));
     MPI_Request request = MPI_REQUEST_NULL;
     DDL_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data.data() + first, count, MPI_FLOAT, MPI_SUM, state.comm, &request));
-    detail::wait_bounded(request, state, fmt::format("MPI_Allreduce of {} floats", count), -1);
+    detail::wait_bounded(request, state, {"MPI_Allreduce", count, "floats"}, -1);
   }
 }
 

@@ -51,10 +51,7 @@ void halving_doubling_allreduce(const Communicator& comm, std::span<float> data)
   if (r < 2 * extra) {
     if (r % 2 == 0) {
       for (Request& request : detail::send_segments(comm, data.data(), n, r + 1, kFoldTag)) request.wait();
-      detail::exchange_segments(comm, nullptr, 0, r + 1, n, r + 1, kUnfoldTag,
-                                [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                  std::copy(segment, segment + count, data.data() + offset);
-                                });
+      detail::exchange_into(comm, nullptr, 0, r + 1, data.data(), n, r + 1, kUnfoldTag);
       return;
     }
     detail::exchange_segments(comm, nullptr, 0, r - 1, n, r - 1, kFoldTag,
@@ -86,12 +83,8 @@ void halving_doubling_allreduce(const Communicator& comm, std::span<float> data)
   }
   // Recursive doubling: the rounds backwards, each handing over what it kept.
   for (auto round = rounds.rbegin(); round != rounds.rend(); ++round) {
-    float* given = data.data() + round->given.begin;
-    detail::exchange_segments(comm, data.data() + round->kept.begin, round->kept.size(), round->partner,
-                              round->given.size(), round->partner, kDoublingTag,
-                              [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                std::copy(segment, segment + count, given + offset);
-                              });
+    detail::exchange_into(comm, data.data() + round->kept.begin, round->kept.size(), round->partner,
+                          data.data() + round->given.begin, round->given.size(), round->partner, kDoublingTag);
   }
   // Unfold: hand the result to the even rank folded into this one.
   if (r < 2 * extra) {

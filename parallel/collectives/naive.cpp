@@ -25,10 +25,7 @@ void naive_allreduce(const Communicator& comm, std::span<float> data) {
   const auto n = static_cast<std::int64_t>(data.size());
   if (r != 0) {
     for (Request& request : detail::send_segments(comm, data.data(), n, 0, kGatherTag)) request.wait();
-    detail::exchange_segments(comm, nullptr, 0, 0, n, 0, kScatterTag,
-                              [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                std::copy(segment, segment + count, data.data() + offset);
-                              });
+    detail::exchange_into(comm, nullptr, 0, 0, data.data(), n, 0, kScatterTag);
     return;
   }
   for (int worker = 1; worker < p; ++worker) {

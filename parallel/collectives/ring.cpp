@@ -11,12 +11,14 @@
 //
 // Each rank sends 2(p-1) chunks of n/p elements: 2n(p-1)/p in all, which is
 // optimal in bandwidth and independent of p, at the price of 2(p-1)
-// latencies. Within a step each chunk streams in segments (segments.hpp), so
-// the reduction of one segment overlaps the transfer of the next.
+// latencies. Within a step each chunk streams in segments (segments.hpp):
+// the reduction of one segment can overlap the transfer of the next where
+// the transport moves data on its own (RDMA, a progress thread), and each
+// segment is added while it is still in cache. The allgather's chunks land
+// in place, and a chunk of one segment is a single sendrecv.
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include <ddl/parallel/collectives/half.hpp>
@@ -48,11 +50,12 @@ void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFo
     const ChunkRange send = chunk_range(n, p, wrap(r - step - 1, p));
     const ChunkRange receive = chunk_range(n, p, wrap(r - step - 2, p));
     float* target = data.data() + receive.begin;
-    detail::exchange_segments(comm, data.data() + send.begin, send.size(), right, receive.size(), left,
-                              kReduceScatterTag, [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                detail::add_into(target + offset, segment, count);
-                              },
-                              wire);
+    detail::exchange_segments(
+        comm, data.data() + send.begin, send.size(), right, receive.size(), left, kReduceScatterTag,
+        [&](std::int64_t offset, const float* segment, std::int64_t count) {
+          detail::add_into(target + offset, segment, count);
+        },
+        wire);
   }
 }
 
@@ -64,12 +67,8 @@ void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat 
   for (int step = 0; step < p - 1; ++step) {
     const ChunkRange send = chunk_range(n, p, wrap(r - step, p));
     const ChunkRange receive = chunk_range(n, p, wrap(r - step - 1, p));
-    float* target = data.data() + receive.begin;
-    detail::exchange_segments(comm, data.data() + send.begin, send.size(), right, receive.size(), left, kAllgatherTag,
-                              [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                std::memcpy(target + offset, segment, static_cast<std::size_t>(count) * sizeof(float));
-                              },
-                              wire);
+    detail::exchange_into(comm, data.data() + send.begin, send.size(), right, data.data() + receive.begin,
+                          receive.size(), left, kAllgatherTag, wire);
   }
 }
 

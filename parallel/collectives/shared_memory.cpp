@@ -77,7 +77,7 @@ void fenced_barrier(const CommunicatorState& comm, const SharedWindow& window, c
   DDL_MPI_CHECK(MPI_Win_sync(window.window));
   MPI_Request request = MPI_REQUEST_NULL;
   DDL_MPI_CHECK(MPI_Ibarrier(comm.comm, &request));
-  detail::wait_bounded(request, comm, what, -1);
+  detail::wait_bounded(request, comm, {what}, -1);
   DDL_MPI_CHECK(MPI_Win_sync(window.window));
 }
 

@@ -24,13 +24,13 @@ void send_all(const Communicator& comm, const float* data, std::int64_t n, int p
 }
 
 void receive_all(const Communicator& comm, float* data, std::int64_t n, int peer, int tag, bool add) {
+  if (!add) {
+    detail::exchange_into(comm, nullptr, 0, peer, data, n, peer, tag);
+    return;
+  }
   detail::exchange_segments(comm, nullptr, 0, peer, n, peer, tag,
                             [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                              if (add) {
-                                detail::add_into(data + offset, segment, count);
-                              } else {
-                                std::copy(segment, segment + count, data + offset);
-                              }
+                              detail::add_into(data + offset, segment, count);
                             });
 }
 

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <array>
 #include <cstring>
 #include <numeric>
 #include <string>
@@ -11,10 +12,11 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/agreement.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>
 
+#include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -77,7 +79,36 @@ TEST_CASE("Communicator: a message longer than the receive buffer is an error na
     world.send(ones({5}), 1, 9);
   } else {
     const Tensor small = zeros({4});
-    CHECK(test::throws_error_mentioning([&] { world.recv(small, 0, 9); }, {"rank"}));
+    CHECK(test::throws_error_mentioning([&] { world.recv(small, 0, 9); },
+                                        {"rank 1: receive of 16 bytes (tag 9) with rank 0 failed", "truncated"}));
+  }
+}
+
+TEST_CASE("Communicator: sendrecv passes 1 MiB around the ring at once; a shorter or longer message names the sender") {
+  const Communicator world = Communicator::world();
+  const int right = (world.rank() + 1) % world.size(), left = (world.rank() + world.size() - 1) % world.size();
+  // Every rank sends before it receives: with blocking sends of this size
+  // (past MPI's eager limit) the ring would deadlock.
+  const std::vector<float> mine = ddl::test::rank_data(world.rank(), (1 << 20) / 4 + 3);
+  std::vector<float> received(mine.size());
+  world.sendrecv(std::as_bytes(std::span<const float>(mine)), right, std::as_writable_bytes(std::span<float>(received)),
+                 left, 11);
+  CHECK(received == ddl::test::rank_data(left, static_cast<std::int64_t>(mine.size())));
+
+  if (world.rank() > 1) return;
+  const int other = 1 - world.rank();
+  std::array<std::byte, 8> buffer{};
+  const auto four = std::span<const std::byte>(buffer).first(4);
+  std::array<std::byte, 4> incoming{};
+  if (world.rank() == 0) {
+    CHECK(test::throws_error_mentioning([&] { world.sendrecv(four, other, buffer, other, 12); },
+                                        {"expected 8 bytes from rank 1", "received 4"}));
+    world.sendrecv(buffer, other, incoming, other, 13);
+  } else {
+    world.sendrecv(four, other, incoming, other, 12);
+    CHECK(test::throws_error_mentioning(
+        [&] { world.sendrecv(four, other, incoming, other, 13); },
+        {"rank 1: sendrecv of 4 bytes received (tag 13) with rank 0 failed", "truncated"}));
   }
 }
 
@@ -107,11 +138,10 @@ TEST_CASE("agree_all_can_proceed: one rank's problem is an error on every rank, 
   if (world.rank() == last) {
     CHECK(test::throws_error_mentioning([&] { agree_all_can_proceed(world, problem, "saving"); }, {"has no disk"}));
   } else {
-    CHECK(test::throws_error_mentioning([&] { agree_all_can_proceed(world, problem, "saving"); },
-                                        {"saving: rank " + std::to_string(world.rank()),
-                                         "because rank " + std::to_string(last) + " cannot",
-                                         "rank " + std::to_string(last) + ": rank " + std::to_string(last) +
-                                             " has no disk"}));
+    CHECK(test::throws_error_mentioning(
+        [&] { agree_all_can_proceed(world, problem, "saving"); },
+        {"saving: rank " + std::to_string(world.rank()), "because rank " + std::to_string(last) + " cannot",
+         "rank " + std::to_string(last) + ": rank " + std::to_string(last) + " has no disk"}));
   }
   world.barrier();
 }
@@ -121,7 +151,8 @@ TEST_CASE("gather_problems: every failing rank's own message reaches every rank 
   CHECK(parallel::gather_problems(world, "").empty());
   // The odd ranks fail; rank 1's message is longer than the 1 KiB carried.
   std::string problem;
-  if (world.rank() % 2 == 1) problem = "rank " + std::to_string(world.rank()) + " failed" + std::string(world.rank() == 1 ? 5000 : 0, '!');
+  if (world.rank() % 2 == 1)
+    problem = "rank " + std::to_string(world.rank()) + " failed" + std::string(world.rank() == 1 ? 5000 : 0, '!');
   const std::vector<RankProblem> problems = parallel::gather_problems(world, problem);
   REQUIRE(problems.size() == static_cast<std::size_t>(world.size() / 2));
   for (std::size_t i = 0; i < problems.size(); ++i) {
@@ -141,7 +172,8 @@ TEST_CASE("gather_problems: every failing rank's own message reaches every rank 
 TEST_CASE("first_disagreement: the first line that differs, with each rank's line there") {
   const Communicator world = Communicator::world();
   CHECK_FALSE(parallel::first_disagreement(world, {"--lr 1", "--seed 2"}).has_value());
-  const auto disagreement = parallel::first_disagreement(world, {"--lr 1", "--seed " + std::to_string(world.rank() == 0 ? 1 : 2)});
+  const auto disagreement =
+      parallel::first_disagreement(world, {"--lr 1", "--seed " + std::to_string(world.rank() == 0 ? 1 : 2)});
   REQUIRE(disagreement.has_value());
   CHECK(disagreement->entry == 1);
   CHECK(disagreement->entries == 2);
@@ -149,7 +181,8 @@ TEST_CASE("first_disagreement: the first line that differs, with each rank's lin
   CHECK(disagreement->per_rank[0] == "--seed 1");
   CHECK(disagreement->per_rank.back() == "--seed 2");
   // A rank with fewer lines differs where it has none.
-  const auto shorter = parallel::first_disagreement(world, world.rank() == 0 ? std::vector<std::string>{"a"} : std::vector<std::string>{"a", "b"});
+  const auto shorter = parallel::first_disagreement(
+      world, world.rank() == 0 ? std::vector<std::string>{"a"} : std::vector<std::string>{"a", "b"});
   REQUIRE(shorter.has_value());
   CHECK(shorter->per_rank[0] == "nothing (it has only 1 entries)");
 }
