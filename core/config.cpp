@@ -98,6 +98,36 @@ CpuConvolution cpu_convolution() { return convolution_setting(); }
 
 void set_cpu_convolution(CpuConvolution algorithm) { convolution_setting() = algorithm; }
 
+bool cpu_has_bf16() { return __builtin_cpu_supports("avx512bf16") != 0; }
+
+namespace {
+void check_bf16_support(const std::string& how) {
+  DDL_CHECK(cpu_has_bf16(),
+            "{}: bf16 on the CPU needs the AVX512-BF16 instructions (AMD Zen 4, Intel Cooper Lake or Sapphire Rapids "
+            "and later), which this CPU lacks (AVX-512: {}); use float32",
+            how, __builtin_cpu_supports("avx512f") != 0 ? "yes, without BF16" : "no");
+}
+
+CpuPrecision& precision_setting() {
+  static CpuPrecision precision = [] {
+    const char* value = std::getenv("DDL_CPU_PRECISION");
+    const std::string name = value == nullptr ? "" : value;
+    if (name.empty() || name == "float32") return CpuPrecision::Float32;
+    DDL_CHECK(name == "bf16", "environment variable DDL_CPU_PRECISION={} is not one of float32, bf16", name);
+    check_bf16_support("environment variable DDL_CPU_PRECISION=bf16");
+    return CpuPrecision::BFloat16;
+  }();
+  return precision;
+}
+}  // namespace
+
+CpuPrecision cpu_precision() { return precision_setting(); }
+
+void set_cpu_precision(CpuPrecision precision) {
+  if (precision == CpuPrecision::BFloat16) check_bf16_support("set_cpu_precision(bf16)");
+  precision_setting() = precision;
+}
+
 int available_cpus() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -109,6 +139,7 @@ void check_environment() {
   (void)cpu_device_count();
   (void)num_threads();
   (void)cpu_convolution();
+  (void)cpu_precision();
 }
 
 void set_num_threads(int threads) {

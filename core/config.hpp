@@ -34,6 +34,23 @@ enum class CpuConvolution { Auto, Direct, Winograd };
 CpuConvolution cpu_convolution();
 void set_cpu_convolution(CpuConvolution algorithm);
 
+// DDL_CPU_PRECISION (default float32): the precision of the CPU
+// convolution's products.
+//   float32: float32 throughout.
+//   bf16:    mixed precision, as Keras's mixed_bfloat16 policy and
+//            torch.autocast: the convolution's operands are rounded to
+//            bfloat16 (8 significant bits) for the products, which are
+//            summed in float32; its results, the weights, the other layers
+//            and the optimizer stay float32. Needs AVX512-BF16 (AMD Zen 4,
+//            Intel Cooper Lake and Sapphire Rapids and later): elsewhere
+//            choosing it is an error (oneDNN would only emulate it, slower
+//            than float32).
+enum class CpuPrecision { Float32, BFloat16 };
+CpuPrecision cpu_precision();
+void set_cpu_precision(CpuPrecision precision);
+// Whether this CPU has the AVX512-BF16 instructions bf16 needs.
+bool cpu_has_bf16();
+
 // The CPUs this process may run on (its affinity mask): more threads than
 // these only slow the kernels down.
 int available_cpus();
@@ -53,5 +70,6 @@ std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fall
 
 namespace ddl {
 using config::set_cpu_convolution;
+using config::set_cpu_precision;
 using config::set_num_threads;
 }

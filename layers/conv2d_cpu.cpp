@@ -20,6 +20,11 @@
 // oneDNN's direct kernel at ~105 and its Winograd kernel at the equivalent of
 // ~170 (docs/PERFORMANCE.md).
 //
+// Precision follows config::cpu_precision(): float32, or bf16 mixed
+// precision, where the reorders into oneDNN's layout also round X, W and dY
+// to bfloat16, the primitives multiply those and sum in float32, and Y, dX,
+// dW and db come out float32 (products_type below). The bias stays float32.
+//
 // Determinism: a result is the same bits run after run for the same thread
 // count. Across thread counts oneDNN promises nothing (the MNIST CNN's
 // layers came out bit-identical at 1 and 2 threads; docs/PERFORMANCE.md).
@@ -41,7 +46,15 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using onednn::Slot;
 
-memory::desc any_layout(const memory::dims& dims) { return {dims, memory::data_type::f32, Tag::any}; }
+// The operands' type in the products: float32, or bfloat16 under bf16 mixed
+// precision. Results are float32 either way.
+memory::data_type products_type() {
+  return config::cpu_precision() == config::CpuPrecision::BFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
+}
+
+memory::desc any_layout(const memory::dims& dims, memory::data_type type = memory::data_type::f32) {
+  return {dims, type, Tag::any};
+}
 
 memory::dims input_dims(const Conv2dGeometry& g) { return {g.batch, g.channels, g.height, g.width}; }
 memory::dims weight_dims(const Conv2dGeometry& g) { return {g.filters, g.channels, g.kernel_h, g.kernel_w}; }
@@ -61,11 +74,11 @@ struct Convolution {
 // What a convolution's primitives depend on. Bias or not is part of it
 // because backward-weights computes the bias gradient when there is one.
 using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                       std::int64_t, std::int64_t, std::int64_t, bool, config::CpuConvolution>;
+                       std::int64_t, std::int64_t, std::int64_t, bool, config::CpuConvolution, config::CpuPrecision>;
 
 Key key_of(const Conv2dGeometry& g, bool bias) {
-  return {g.batch,    g.channels, g.height,  g.width,    g.filters, g.kernel_h,
-          g.kernel_w, g.stride,   g.padding, g.dilation, bias,      config::cpu_convolution()};
+  return {g.batch,    g.channels, g.height, g.width, g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding,
+          g.dilation, bias,       config::cpu_convolution(), config::cpu_precision()};
 }
 
 // The algorithm to ask oneDNN for (config::CpuConvolution). Winograd and
@@ -99,9 +112,10 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
   const Steps s = steps_of(g);
   const memory::desc bias_desc = bias ? memory::desc({g.filters}, memory::data_type::f32, Tag::x) : memory::desc();
   const auto forward_pd = [&](dnnl::algorithm algorithm) {
-    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, algorithm, any_layout(input_dims(g)),
-                                            any_layout(weight_dims(g)), bias_desc, any_layout(output_dims(g)),
-                                            s.strides, s.dilation, s.padding, s.padding);
+    const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, algorithm,
+                                            any_layout(input_dims(g), products_type()),
+                                            any_layout(weight_dims(g), products_type()), bias_desc,
+                                            any_layout(output_dims(g)), s.strides, s.dilation, s.padding, s.padding);
     return dnnl::convolution_forward::primitive_desc(d, onednn::user_scratchpad(), onednn::engine());
   };
   dnnl::algorithm algorithm = wanted_algorithm(g);
@@ -109,7 +123,7 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
     try {
       return forward_pd(algorithm);
     } catch (const dnnl::error& error) {
-      // Winograd asked for where this CPU has no kernel for it (no AVX-512).
+      // Winograd asked for where oneDNN has no kernel for it (no AVX-512, or bf16).
       if (error.status != dnnl_unimplemented || algorithm != dnnl::algorithm::convolution_winograd) throw;
       algorithm = dnnl::algorithm::convolution_direct;
       return forward_pd(algorithm);
@@ -136,9 +150,9 @@ void add_backward_data(const Conv2dGeometry& g, Convolution& c) {
   if (c.backward_data) return;
   const Steps s = steps_of(g);
   auto pd = onednn::describe("conv2d backward-data", [&] {
-    const dnnl::convolution_backward_data::desc d(c.algorithm, any_layout(input_dims(g)), any_layout(weight_dims(g)),
-                                                  any_layout(output_dims(g)), s.strides, s.dilation, s.padding,
-                                                  s.padding);
+    const dnnl::convolution_backward_data::desc d(
+        c.algorithm, any_layout(input_dims(g)), any_layout(weight_dims(g), products_type()),
+        any_layout(output_dims(g), products_type()), s.strides, s.dilation, s.padding, s.padding);
     return dnnl::convolution_backward_data::primitive_desc(d, onednn::user_scratchpad(), onednn::engine(),
                                                            c.forward_pd);
   });
@@ -151,9 +165,9 @@ void add_backward_weights(const Conv2dGeometry& g, Convolution& c) {
   if (c.backward_weights) return;
   const Steps s = steps_of(g);
   auto pd = onednn::describe("conv2d backward-filter", [&] {
-    const dnnl::convolution_backward_weights::desc d(c.algorithm, any_layout(input_dims(g)), any_layout(weight_dims(g)),
-                                                     c.forward_pd.bias_desc(), any_layout(output_dims(g)), s.strides,
-                                                     s.dilation, s.padding, s.padding);
+    const dnnl::convolution_backward_weights::desc d(
+        c.algorithm, any_layout(input_dims(g), products_type()), any_layout(weight_dims(g)), c.forward_pd.bias_desc(),
+        any_layout(output_dims(g), products_type()), s.strides, s.dilation, s.padding, s.padding);
     return dnnl::convolution_backward_weights::primitive_desc(d, onednn::user_scratchpad(), onednn::engine(),
                                                               c.forward_pd);
   });

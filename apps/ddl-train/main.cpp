@@ -176,6 +176,9 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
       resolve_defaults(o);
       check_device_option(o.device);
       if (o.threads > 0) set_num_threads(o.threads);
+      if (!o.precision.empty()) {
+        set_cpu_precision(o.precision == "bf16" ? config::CpuPrecision::BFloat16 : config::CpuPrecision::Float32);
+      }
       loaded = make_task(o);
     } catch (const UsageError& error) {
       problem = error.what();
@@ -354,9 +357,10 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
     const std::string batch = o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", o.batch_size,
                                                               o.accumulate)
                                                : fmt::format("batch {}", o.batch_size);
-    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s), seed {}\n\n", o.model,
-                             task.description, optimizer->name(), *o.lr, batch, ranks, where,
-                             config::num_threads(), o.seed);
+    const bool bf16 = config::cpu_precision() == config::CpuPrecision::BFloat16;
+    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}, seed {}\n\n", o.model,
+                             task.description, optimizer->name(), *o.lr, batch, ranks, where, config::num_threads(),
+                             bf16 ? ", bf16 mixed precision (CPU convolutions)" : "", o.seed);
     // A pipeline stage holds its own layers alone: the stage table stands
     // for the summary.
     std::cout << (pipelined ? stages : layers::summary(*model, sample_shape)) << '\n';

@@ -107,6 +107,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--threads", o.threads, "CPU threads")
       ->check(finite_number(true))
       ->default_str("DDL_NUM_THREADS, else every core");
+  app.add_option("--precision", o.precision,
+                 "The CPU convolutions' products: float32, or bf16 (mixed precision: operands rounded to bfloat16, "
+                 "sums and everything else float32; needs AVX512-BF16)")
+      ->check(CLI::IsMember({"float32", "bf16"}))
+      ->default_str("DDL_CPU_PRECISION, else float32");
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
                  "Save last.ckpt every epoch and best.ckpt at the best validation score here");
   app.add_option("--checkpoint-every-steps", o.checkpoint_every_steps,
@@ -244,6 +249,16 @@ void resolve_defaults(TrainOptions& o) {
         fmt::format("--threads {}: this process may run on {} CPU(s), and more threads than CPUs only "
                     "slow every kernel down",
                     o.threads, config::available_cpus()));
+  }
+  if (o.precision == "bf16") {
+    if (!config::cpu_has_bf16()) {
+      throw UsageError(
+          "--precision bf16: this CPU lacks the AVX512-BF16 instructions bf16 needs (AMD Zen 4, Intel "
+          "Cooper Lake or Sapphire Rapids and later); use float32");
+    }
+    if (o.device.starts_with("cuda")) {
+      throw UsageError("--precision bf16 applies to the CPU's convolutions, not to --device cuda");
+    }
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");
   if (o.resume_changed && !o.resume) throw UsageError("--resume-changed applies to --resume");

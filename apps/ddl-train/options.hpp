@@ -50,6 +50,7 @@ struct TrainOptions {
   std::string device = "cpu";
   std::uint64_t seed = 1;
   int threads = 0;                  // 0: DDL_NUM_THREADS or every core
+  std::string precision;            // float32 | bf16; empty: DDL_CPU_PRECISION, else float32
   std::string checkpoint_dir;
   bool resume = false;
   std::int64_t checkpoint_every_steps = 0;  // also last.ckpt every N steps (0: at epochs' ends only)

@@ -33,7 +33,7 @@ case $case_name in
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
-      --dp --pp --accumulate --on-nonfinite --samples --image-size; do
+      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -47,6 +47,9 @@ case $case_name in
     expect_usage_error 2 "--device" --device gpu:0
     expect_usage_error 2 "--device cuda:3" --device cuda:3
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
+    expect_usage_error 2 "--precision" --precision half
+    # Refused on a CPU without AVX512-BF16, and on a GPU anywhere.
+    expect_usage_error 2 "--precision bf16" --precision bf16 --device cuda
     expect_usage_error 2 "--nesterov" --nesterov
     expect_usage_error 2 "--accumulate" --accumulate 0
     expect_usage_error 2 "--placement places layers inside one process" --placement 0-10=cpu:0 --parallel data
@@ -57,6 +60,7 @@ case $case_name in
     DDL_NUM_THREADS=100000 expect_usage_error 2 "DDL_NUM_THREADS=100000 is not an integer from 1 to 1024"
     DDL_STALL_TIMEOUT=abc expect_usage_error 2 "DDL_STALL_TIMEOUT=abc is not a positive number"
     DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
+    DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"

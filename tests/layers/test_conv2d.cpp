@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -478,4 +480,74 @@ TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within floa
     }
   }
   set_cpu_convolution(before);
+}
+
+namespace {
+
+// The nearest bfloat16 (ties to even, as AVX512-BF16's vcvtneps2bf16 and
+// oneDNN's reorders round), as a float; finite inputs only.
+std::vector<float> bf16_rounded(const Tensor& tensor) {
+  std::vector<float> values = tensor.to_vector<float>();
+  for (float& value : values) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&value, &bits, sizeof(bits));
+  }
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("conv2d in bf16 mixed precision multiplies bf16-rounded operands and sums them within float32's bound") {
+  const config::CpuPrecision before = config::cpu_precision();
+  if (!config::cpu_has_bf16()) {
+    CHECK(test::throws_error_mentioning([] { set_cpu_precision(config::CpuPrecision::BFloat16); },
+                                        {"set_cpu_precision(bf16)", "AVX512-BF16", "use float32"}));
+    CHECK(config::cpu_precision() == before);
+    MESSAGE("this CPU lacks AVX512-BF16: only the refusal was checked");
+    return;
+  }
+  Generator generator(83);
+  // Channels in 16s (oneDNN's blocked kernels), one input channel (the
+  // MNIST CNN's first layer), and odd everything with stride 2.
+  for (const ConvCase& t :
+       {ConvCase{3, 32, 13, 11, 16, 3, 3, options(1, 1, 1)}, ConvCase{4, 1, 12, 9, 32, 3, 3, options(1, 0, 1)},
+        ConvCase{2, 5, 10, 7, 6, 3, 2, options(2, 1, 1)}}) {
+    const std::string conv_case = describe(t);
+    CAPTURE(conv_case);
+    const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+    const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
+    set_cpu_precision(config::CpuPrecision::Float32);
+    const Tensor y32 = layers::conv2d(x, w, Tensor(), t.options);
+    const Tensor dy = test::uniform_tensor(y32.shape(), generator);
+    // The references take the operands as bf16 rounds them: what is left
+    // is float32's accumulation error.
+    const std::vector<float> xr = bf16_rounded(x), wr = bf16_rounded(w), dyr = bf16_rounded(dy);
+    const std::vector<float> y_expected = reference_conv2d(t, xr, wr, {});
+    const ReferenceGradients r = reference_conv2d_backward(t, xr, wr, dyr);
+    const std::vector<float> ym =
+        layers::conv2d(abs(from_vector(xr, x.shape())), abs(from_vector(wr, w.shape())), Tensor(), t.options)
+            .to_vector<float>();
+
+    set_cpu_precision(config::CpuPrecision::BFloat16);
+    const std::string implementation = cpu_backend::conv2d_implementation(
+        {t.n, t.c, t.h, t.w, t.k, t.kh, t.kw, t.options.stride, t.options.padding, 1, y32.size(2), y32.size(3)});
+    CAPTURE(implementation);
+    CHECK(implementation.find("bf16") != std::string::npos);
+    const Tensor xs = x.clone().set_requires_grad(), ws = w.clone().set_requires_grad();
+    const Tensor y = layers::conv2d(xs, ws, Tensor(), t.options);
+    y.backward(dy);
+    CHECK(y.to_vector<float>() != y32.to_vector<float>());  // the operands really were rounded
+    double ratio_y = 0, ratio_dx = 0, ratio_dw = 0;
+    CHECK(within_dot_product_bound(y, {y_expected.begin(), y_expected.end()}, {ym.begin(), ym.end()}, t.c * t.kh * t.kw,
+                                   &ratio_y));
+    CHECK(within_dot_product_bound(xs.grad(), r.dx, r.dx_magnitude, t.k * t.kh * t.kw, &ratio_dx));
+    CHECK(within_dot_product_bound(ws.grad(), r.dw, r.dw_magnitude, t.n * y.size(2) * y.size(3), &ratio_dw));
+    MESSAGE(
+        fmt::format("bf16 ({}): worst error against bf16-rounded operands / (2^-24 sum |terms|): forward {:.2f}, "
+                    "input gradient {:.2f}, weight gradient {:.2f}",
+                    implementation, ratio_y, ratio_dx, ratio_dw));
+  }
+  set_cpu_precision(before);
 }
