@@ -34,14 +34,14 @@ enum class CpuConvolution { Auto, Direct, Winograd };
 CpuConvolution cpu_convolution();
 void set_cpu_convolution(CpuConvolution algorithm);
 
-// DDL_CPU_PRECISION (default float32): the precision of the CPU
-// convolution's products.
+// DDL_CPU_PRECISION (default float32): the precision of the CPU's matrix
+// products, the convolutions' and the GEMMs' (Dense, matmul).
 //   float32: float32 throughout.
 //   bf16:    mixed precision, as Keras's mixed_bfloat16 policy and
-//            torch.autocast: the convolution's operands are rounded to
-//            bfloat16 (8 significant bits) for the products, which are
-//            summed in float32; its results, the weights, the other layers
-//            and the optimizer stay float32. Needs AVX512-BF16 (AMD Zen 4,
+//            torch.autocast: the operands are rounded to bfloat16 (8
+//            significant bits) for the products, which are summed in
+//            float32; the results, the weights, the elementwise layers and
+//            the optimizer stay float32. Needs AVX512-BF16 (AMD Zen 4,
 //            Intel Cooper Lake and Sapphire Rapids and later): elsewhere
 //            choosing it is an error (oneDNN would only emulate it, slower
 //            than float32).

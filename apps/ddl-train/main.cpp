@@ -360,7 +360,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
     const bool bf16 = config::cpu_precision() == config::CpuPrecision::BFloat16;
     std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}, seed {}\n\n", o.model,
                              task.description, optimizer->name(), *o.lr, batch, ranks, where, config::num_threads(),
-                             bf16 ? ", bf16 mixed precision (CPU convolutions)" : "", o.seed);
+                             bf16 ? ", bf16 mixed precision" : "", o.seed);
     // A pipeline stage holds its own layers alone: the stage table stands
     // for the summary.
     std::cout << (pipelined ? stages : layers::summary(*model, sample_shape)) << '\n';

@@ -108,8 +108,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(finite_number(true))
       ->default_str("DDL_NUM_THREADS, else every core");
   app.add_option("--precision", o.precision,
-                 "The CPU convolutions' products: float32, or bf16 (mixed precision: operands rounded to bfloat16, "
-                 "sums and everything else float32; needs AVX512-BF16)")
+                 "The CPU's matrix products (convolutions, Dense): float32, or bf16 (mixed precision: operands "
+                 "rounded to bfloat16, sums and everything else float32; needs AVX512-BF16)")
       ->check(CLI::IsMember({"float32", "bf16"}))
       ->default_str("DDL_CPU_PRECISION, else float32");
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
@@ -257,7 +257,7 @@ void resolve_defaults(TrainOptions& o) {
           "Cooper Lake or Sapphire Rapids and later); use float32");
     }
     if (o.device.starts_with("cuda")) {
-      throw UsageError("--precision bf16 applies to the CPU's convolutions, not to --device cuda");
+      throw UsageError("--precision bf16 applies to the CPU's matrix products, not to --device cuda");
     }
   }
   if (o.resume && o.checkpoint_dir.empty()) throw UsageError("--resume needs --checkpoint-dir");

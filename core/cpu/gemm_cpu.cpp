@@ -1,6 +1,10 @@
 // CPU GEMM through Eigen: the row-major buffers are mapped, not copied, and
-// Eigen's blocked, multi-threaded product does the work.
+// Eigen's blocked, multi-threaded product does the work. Under bf16 mixed
+// precision (config::cpu_precision()) oneDNN's matmul does it instead, on
+// operands rounded to bfloat16, summing in float32.
 #include <ddl/core/backend.hpp>
+#include <ddl/core/config.hpp>
+#include <ddl/core/cpu/onednn.hpp>
 
 #include <Eigen/Core>
 
@@ -21,9 +25,58 @@ void multiply_into(Map& c, const LhsExpr& lhs, const RhsExpr& rhs, float alpha, 
   }
 }
 
+// One operand as oneDNN sees it: `batch` matrices of rows x cols, row-major
+// unless transposed (stored as cols x rows), `batch_stride` apart (0: one
+// matrix shared by the whole batch).
+dnnl::memory::desc operand(std::int64_t batch, std::int64_t batch_stride, std::int64_t rows, std::int64_t cols,
+                           bool transposed, dnnl::memory::data_type type) {
+  const bool shared = batch_stride == 0;
+  const std::int64_t stride = shared ? rows * cols : batch_stride;
+  return {{shared ? 1 : batch, rows, cols},
+          type,
+          transposed ? dnnl::memory::dims{stride, 1, rows} : dnnl::memory::dims{stride, cols, 1}};
+}
+
+// C = alpha op(A) op(B) + beta C with op(A) and op(B) rounded to bfloat16
+// (reorders into staging) and their products summed in float32 straight
+// into C.
+void gemm_bf16(const backend::GemmArgs& g) {
+  using dnnl::memory;
+  const auto f32 = memory::data_type::f32;
+  const memory::desc c_desc = operand(g.batch, g.stride_c, g.m, g.n, false, f32);
+  dnnl::primitive_attr attributes = onednn::user_scratchpad();
+  attributes.set_output_scales(0, {g.alpha});
+  if (g.beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(g.beta);
+    attributes.set_post_ops(sum);
+  }
+  const auto any = [](const memory::desc& d) {
+    return memory::desc(d.dims(), memory::data_type::bf16, memory::format_tag::any);
+  };
+  const memory::desc a_user = operand(g.batch, g.stride_a, g.m, g.k, g.trans_a, f32);
+  const memory::desc b_user = operand(g.batch, g.stride_b, g.k, g.n, g.trans_b, f32);
+  const auto pd = onednn::describe("bf16 matmul", [&] {
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(any(a_user), any(b_user), c_desc), attributes,
+                                        onednn::engine());
+  });
+  const memory a = onednn::to_layout(memory(a_user, onednn::engine(), const_cast<float*>(g.a)), pd.src_desc(),
+                                     onednn::Slot::Input, "bf16 matmul: rounding A");
+  const memory b = onednn::to_layout(memory(b_user, onednn::engine(), const_cast<float*>(g.b)), pd.weights_desc(),
+                                     onednn::Slot::Weights, "bf16 matmul: rounding B");
+  const memory scratchpad(pd.scratchpad_desc(), onednn::engine(),
+                          onednn::staging(onednn::Slot::Scratchpad, pd.scratchpad_desc().get_size()));
+  onednn::execute("bf16 matmul", dnnl::matmul(pd),
+                  {{DNNL_ARG_SRC, a},
+                   {DNNL_ARG_WEIGHTS, b},
+                   {DNNL_ARG_DST, memory(c_desc, onednn::engine(), g.c)},
+                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+}
+
 }  // namespace
 
 void gemm(const backend::GemmArgs& g) {
+  if (g.k > 0 && config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
   for (std::int64_t i = 0; i < g.batch; ++i) {
     // Stored shapes: A is (k x m) when transposed, B is (n x k) when transposed.
     const ConstMap a(g.a + i * g.stride_a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k);

@@ -11,8 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -482,23 +480,6 @@ TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within floa
   set_cpu_convolution(before);
 }
 
-namespace {
-
-// The nearest bfloat16 (ties to even, as AVX512-BF16's vcvtneps2bf16 and
-// oneDNN's reorders round), as a float; finite inputs only.
-std::vector<float> bf16_rounded(const Tensor& tensor) {
-  std::vector<float> values = tensor.to_vector<float>();
-  for (float& value : values) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &value, sizeof(bits));
-    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    std::memcpy(&value, &bits, sizeof(bits));
-  }
-  return values;
-}
-
-}  // namespace
-
 TEST_CASE("conv2d in bf16 mixed precision multiplies bf16-rounded operands and sums them within float32's bound") {
   const config::CpuPrecision before = config::cpu_precision();
   if (!config::cpu_has_bf16()) {
@@ -523,7 +504,9 @@ TEST_CASE("conv2d in bf16 mixed precision multiplies bf16-rounded operands and s
     const Tensor dy = test::uniform_tensor(y32.shape(), generator);
     // The references take the operands as bf16 rounds them: what is left
     // is float32's accumulation error.
-    const std::vector<float> xr = bf16_rounded(x), wr = bf16_rounded(w), dyr = bf16_rounded(dy);
+    const std::vector<float> xr = test::bf16_rounded(x.to_vector<float>());
+    const std::vector<float> wr = test::bf16_rounded(w.to_vector<float>());
+    const std::vector<float> dyr = test::bf16_rounded(dy.to_vector<float>());
     const std::vector<float> y_expected = reference_conv2d(t, xr, wr, {});
     const ReferenceGradients r = reference_conv2d_backward(t, xr, wr, dyr);
     const std::vector<float> ym =

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <sstream>
 
@@ -67,6 +68,16 @@ LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::ui
     out.labels.push_back(label);
   }
   return out;
+}
+
+std::vector<float> bf16_rounded(std::vector<float> values) {
+  for (float& value : values) {
+    std::uint32_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(bits));
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(&value, &bits, sizeof(bits));
+  }
+  return values;
 }
 
 std::vector<double> reference_log_softmax(const float* row, std::int64_t n) {

@@ -51,6 +51,11 @@ struct LabelledLogits {
 };
 LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::uint32_t seed);
 
+// `values` each rounded to the nearest bfloat16 (ties to even, as
+// AVX512-BF16's vcvtneps2bf16 and oneDNN's reorders round), as floats:
+// what bf16 mixed precision multiplies. Finite values only.
+std::vector<float> bf16_rounded(std::vector<float> values);
+
 // log(softmax(row)) in double: the first largest value taken out and the rest
 // summed, so every log-probability is exact to double's precision.
 std::vector<double> reference_log_softmax(const float* row, std::int64_t n);

@@ -5,6 +5,8 @@
 
 #include <ddl/ddl.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "support/gradcheck.hpp"
@@ -231,4 +233,110 @@ TEST_CASE("matmul and transpose: integer tensors throw naming the op and dtype")
 
 TEST_CASE("transpose: a tensor with fewer than 2 dims throws naming its shape") {
   CHECK(throws_error_mentioning([] { transpose(zeros({5})); }, {"transpose", "[5]"}));
+}
+
+namespace {
+
+// alpha A @ B by the triple loop in double for row-major m x k and k x n
+// matrices, with each result's sum of |terms| (float32's error bound
+// scales with it).
+struct Products {
+  std::vector<double> value, magnitude;
+};
+Products reference_products(const std::vector<float>& a, const std::vector<float>& b, std::int64_t m, std::int64_t k,
+                            std::int64_t n) {
+  Products r{std::vector<double>(static_cast<std::size_t>(m * n)),
+             std::vector<double>(static_cast<std::size_t>(m * n))};
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t q = 0; q < k; ++q) {
+        const double term =
+            static_cast<double>(a[static_cast<std::size_t>(i * k + q)]) * b[static_cast<std::size_t>(q * n + j)];
+        r.value[static_cast<std::size_t>(i * n + j)] += term;
+        r.magnitude[static_cast<std::size_t>(i * n + j)] += std::abs(term);
+      }
+    }
+  }
+  return r;
+}
+
+// Whether `actual` is within float32's bound for sums of k products of the
+// reference's (bf16-rounded) operands: k 2^-24 sum|terms| + the final rounding.
+bool within_products_bound(const Tensor& actual, const Products& expected, std::int64_t k) {
+  const std::vector<float> got = actual.to_vector<float>();
+  REQUIRE(got.size() == expected.value.size());
+  const double unit = std::ldexp(1.0, -24);
+  double worst = 0.0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double bound = k * unit * expected.magnitude[i] + unit * std::abs(expected.value[i]);
+    worst = std::max(worst, std::abs(got[i] - expected.value[i]) / bound);
+  }
+  MESSAGE("worst error / float32 bound: " << worst);
+  return worst <= 1.0;
+}
+
+}  // namespace
+
+TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and sums within float32's bound") {
+  if (!config::cpu_has_bf16()) {
+    MESSAGE("this CPU lacks AVX512-BF16: the bf16 GEMM cannot run (test_conv2d checks the refusal)");
+    return;
+  }
+  const config::CpuPrecision before = config::cpu_precision();
+  Generator generator(29);
+  // 2-D; rows of a batched A stacked against a shared B; a shared A against
+  // a batched B; both batched. Backward multiplies by transposes.
+  for (const auto& [a_shape, b_shape] :
+       {std::pair{Shape{5, 33}, Shape{33, 7}}, std::pair{Shape{3, 9, 64}, Shape{64, 13}},
+        std::pair{Shape{9, 11}, Shape{2, 11, 3}}, std::pair{Shape{2, 4, 17}, Shape{2, 17, 6}}}) {
+    CAPTURE(a_shape);
+    CAPTURE(b_shape);
+    const Tensor a = test::uniform_tensor(a_shape, generator), b = test::uniform_tensor(b_shape, generator);
+    set_cpu_precision(config::CpuPrecision::BFloat16);
+    const Tensor as = a.clone().set_requires_grad(), bs = b.clone().set_requires_grad();
+    const Tensor c = matmul(as, bs);
+    const Tensor dc = test::uniform_tensor(c.shape(), generator);
+    c.backward(dc);
+    set_cpu_precision(before);
+    CHECK(c.to_vector<float>() != matmul(a, b).to_vector<float>());  // the operands really were rounded
+    // Per matrix of the batch, from the operands as bf16 rounds them.
+    const std::int64_t batch = c.dim() == 3 ? c.size(0) : 1, m = c.size(-2), n = c.size(-1), k = a.size(-1);
+    const std::vector<float> ar = test::bf16_rounded(a.to_vector<float>()),
+                             br = test::bf16_rounded(b.to_vector<float>());
+    const std::vector<float> dcr = test::bf16_rounded(dc.to_vector<float>());
+    const auto matrix = [](const std::vector<float>& all, bool batched, std::int64_t p, std::int64_t size) {
+      const std::int64_t first = batched ? p * size : 0;
+      return std::vector<float>(all.begin() + first, all.begin() + first + size);
+    };
+    const auto transposed = [](const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
+      std::vector<float> t(x.size());
+      for (std::int64_t i = 0; i < rows; ++i) {
+        for (std::int64_t j = 0; j < cols; ++j)
+          t[static_cast<std::size_t>(j * rows + i)] = x[static_cast<std::size_t>(i * cols + j)];
+      }
+      return t;
+    };
+    Products y, da, db;
+    for (std::int64_t p = 0; p < batch; ++p) {
+      const Products yp =
+          reference_products(matrix(ar, a.dim() == 3, p, m * k), matrix(br, b.dim() == 3, p, k * n), m, k, n);
+      y.value.insert(y.value.end(), yp.value.begin(), yp.value.end());
+      y.magnitude.insert(y.magnitude.end(), yp.magnitude.begin(), yp.magnitude.end());
+    }
+    CHECK(within_products_bound(c, y, k));
+    if (batch == 1 || (a.dim() == 3 && b.dim() == 3)) {  // one gradient per matrix: dA = dC B^T, dB = A^T dC
+      for (std::int64_t p = 0; p < batch; ++p) {
+        const auto ap = matrix(ar, a.dim() == 3, p, m * k), bp = matrix(br, b.dim() == 3, p, k * n),
+                   dcp = matrix(dcr, true, p, m * n);
+        const Products dap = reference_products(dcp, transposed(bp, k, n), m, n, k);
+        const Products dbp = reference_products(transposed(ap, m, k), dcp, k, m, n);
+        da.value.insert(da.value.end(), dap.value.begin(), dap.value.end());
+        da.magnitude.insert(da.magnitude.end(), dap.magnitude.begin(), dap.magnitude.end());
+        db.value.insert(db.value.end(), dbp.value.begin(), dbp.value.end());
+        db.magnitude.insert(db.magnitude.end(), dbp.magnitude.begin(), dbp.magnitude.end());
+      }
+      CHECK(within_products_bound(as.grad(), da, n));
+      CHECK(within_products_bound(bs.grad(), db, m));
+    }
+  }
 }
