@@ -13,6 +13,9 @@
 #   torch      PyTorch 2.x from PyPI (MKL + oneDNN), bench/torch_cnn_step.py
 #              --channels-last, interop 1, glibc malloc keeping freed memory
 #   torch1.13  Debian's python3-torch on OpenBLAS (the extra column)
+# With PRECISION=bf16 the programs train in bf16 mixed precision instead
+# (ddl's DDL_CPU_PRECISION=bf16, Keras's mixed_bfloat16 policy, PyTorch's
+# torch.autocast), torch 1.13 gives way to ddl in float32 (the speed-up).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -26,22 +29,29 @@ tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=429496
 [[ -x $build/bench/ddl_bench_layers ]] || { echo "compare_cnn_step: no $build/bench/ddl_bench_layers (build first)" >&2; exit 2; }
 [[ -x $venv ]] || { echo "compare_cnn_step: no $venv (run bench/install-peers.sh)" >&2; exit 2; }
 
+bf16=${PRECISION:-float32}
+[[ $bf16 == float32 || $bf16 == bf16 ]] || { echo "compare_cnn_step: PRECISION=$bf16 is not float32 or bf16" >&2; exit 2; }
+keras_bf16=() torch_bf16=()
+[[ $bf16 == bf16 ]] && keras_bf16=(--mixed-bfloat16) torch_bf16=(--autocast-bf16)
+
 # One measurement of `program` at `threads`, in ms.
 measure() {
   local program=$1 threads=$2
   case $program in
-    ddl) "$build"/bench/ddl_bench_layers --step-only --threads "$threads" --reps 10 |
-           awk '/training step/ {print $4}' ;;
-    keras) "$venv" bench/keras_cnn_step.py --threads "$threads" --repeats 10 2>/dev/null |
+    ddl | ddl-float32)
+      DDL_CPU_PRECISION=$([[ $program == ddl ]] && echo "$bf16" || echo float32) \
+        "$build"/bench/ddl_bench_layers --step-only --threads "$threads" --reps 10 | awk '/training step/ {print $4}' ;;
+    keras) "$venv" bench/keras_cnn_step.py --threads "$threads" --repeats 10 "${keras_bf16[@]}" 2>/dev/null |
              awk '/training step/ {print $3}' ;;
     torch) GLIBC_TUNABLES=$tunables "$venv" bench/torch_cnn_step.py --step-only --channels-last \
-             --threads "$threads" --repeats 10 | awk '/training step/ {print $3}' ;;
+             --threads "$threads" --repeats 10 "${torch_bf16[@]}" | awk '/training step/ {print $3}' ;;
     torch1.13) LD_LIBRARY_PATH=$openblas /usr/bin/python3 bench/torch_cnn_step.py --step-only \
                  --threads "$threads" --repeats 10 | awk '/training step/ {print $3}' ;;
   esac
 }
 
 programs=(ddl keras torch torch1.13)
+[[ $bf16 == bf16 ]] && programs=(ddl keras torch ddl-float32)
 for threads in "${thread_counts[@]}"; do
   declare -A times=()
   for ((r = 0; r < rounds; r++)); do
@@ -50,16 +60,18 @@ for threads in "${thread_counts[@]}"; do
       times[$program]+="$(measure "$program" "$threads") "
     done
   done
-  python3 - "$threads" "${times[ddl]}" "${times[keras]}" "${times[torch]}" "${times[torch1.13]}" <<'PY'
+  python3 - "$threads" "${programs[*]}" "${times[ddl]}" "${times[keras]}" "${times[torch]}" "${times[${programs[3]}]}" <<'PY'
 import statistics, sys
 threads = sys.argv[1]
-names = ["ddl", "keras", "torch", "torch1.13"]
-runs = {n: [float(x) for x in v.split()] for n, v in zip(names, sys.argv[2:])}
+names = sys.argv[2].split()
+runs = {n: [float(x) for x in v.split()] for n, v in zip(names, sys.argv[3:])}
 med = {n: statistics.median(v) for n, v in runs.items()}
 for n in names:
     print(f"threads {threads}: {n:<10} {med[n]:7.1f} ms ({128e3 / med[n]:5.0f} samples/s)  runs {runs[n]}")
 fastest = min(("keras", "torch"), key=lambda n: med[n])
 print(f"threads {threads}: ddl vs the fastest peer ({fastest}): {med[fastest] / med['ddl']:.2f}x")
+if "ddl-float32" in med:
+    print(f"threads {threads}: ddl in bf16 vs ddl in float32: {med['ddl-float32'] / med['ddl']:.2f}x")
 PY
   unset times
 done

@@ -9,6 +9,8 @@
 # ddl's time against the fastest peer's.
 #
 #   bench/compare_fashion_mnist.sh [build-dir] [threads] [epochs] [target]
+# With PRECISION=bf16 every program trains in bf16 mixed precision
+# (ddl-train --precision bf16, Keras's mixed_bfloat16, torch.autocast).
 # Needs bench/install-peers.sh. Takes about 25 minutes with 12 epochs on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,12 @@ build=${1:-build}
 threads=${2:-2}
 epochs=${3:-12}
 target=${4:-0.91}
+bf16=()
+peer_bf16=()
+if [[ ${PRECISION:-float32} == bf16 ]]; then
+  bf16=(--precision bf16)
+  peer_bf16=(--bf16)
+fi
 venv=bench/.venv-peers/bin/python3
 openblas=/usr/lib/x86_64-linux-gnu/openblas-pthread
 tunables=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296
@@ -25,7 +33,7 @@ trap 'rm -rf "$out"' EXIT
 
 echo "== ddl (${build}/apps/ddl-train, ${threads} threads)"
 "$build"/apps/ddl-train --model mnist_cnn --epochs "$epochs" --threads "$threads" --seed 1 \
-  --log-csv "$out/ddl.csv" > "$out/ddl.log"
+  --log-csv "$out/ddl.csv" "${bf16[@]}" > "$out/ddl.log"
 tail -n 1 "$out/ddl.log"
 python3 - "$out/ddl.csv" "$target" <<'PY' | tee "$out/ddl.txt"
 import csv, sys
@@ -38,11 +46,12 @@ table.finish()
 PY
 
 echo "== keras (${threads} threads)"
-"$venv" bench/keras_fashion_mnist.py --threads "$threads" --epochs "$epochs" --target "$target" 2>/dev/null |
+"$venv" bench/keras_fashion_mnist.py --threads "$threads" --epochs "$epochs" --target "$target" "${peer_bf16[@]}" \
+  2>/dev/null |
   tee "$out/keras.txt"
 echo "== pytorch 2 (${threads} threads, channels_last)"
 GLIBC_TUNABLES=$tunables "$venv" bench/torch_fashion_mnist.py --threads "$threads" --epochs "$epochs" \
-  --target "$target" --channels-last | tee "$out/torch.txt"
+  --target "$target" --channels-last "${peer_bf16[@]}" | tee "$out/torch.txt"
 peers=(keras torch)
 if [[ ${DDL_WITH_TORCH113:-0} == 1 ]]; then
   echo "== pytorch 1.13 (${threads} threads, OpenBLAS)"

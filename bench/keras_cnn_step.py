@@ -19,7 +19,9 @@ import time
 
 def keras_mnist_cnn():
     """The Keras MNIST CNN as Keras's example writes it (NHWC). Imports keras
-    when called, after the caller has set TensorFlow's thread counts."""
+    when called, after the caller has set TensorFlow's thread counts. Under
+    the mixed_bfloat16 policy the logits come out float32, as Keras's mixed
+    precision guide does for a numerically stable loss."""
     import keras
     from keras import layers
     return keras.Sequential([
@@ -31,7 +33,7 @@ def keras_mnist_cnn():
         layers.Flatten(),
         layers.Dense(128, activation="relu"),
         layers.Dropout(0.5),
-        layers.Dense(10),
+        layers.Dense(10, dtype="float32"),
     ])
 
 
@@ -41,6 +43,8 @@ def main():
     parser.add_argument("--inter-op-threads", type=int, default=1)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--mixed-bfloat16", action="store_true",
+                        help="Keras's mixed_bfloat16 policy: bf16 compute, float32 variables")
     parser.add_argument("--jit-compile", choices=["auto", "on", "off"], default="off",
                         help="XLA: off measured fastest on the CPU here (docs/PERFORMANCE.md)")
     args = parser.parse_args()
@@ -53,6 +57,8 @@ def main():
     import keras
 
     keras.utils.set_random_seed(1)
+    if args.mixed_bfloat16:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     model = keras_mnist_cnn()
     jit = {"auto": "auto", "on": True, "off": False}[args.jit_compile]
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.01),
@@ -69,7 +75,8 @@ def main():
         times.append(time.perf_counter() - start)
     ms = 1e3 * statistics.median(times)
     print(f"keras {keras.__version__} tensorflow {tf.__version__}, threads {args.threads} "
-          f"(inter-op {args.inter_op_threads}), jit_compile {args.jit_compile}, batch {args.batch}", file=sys.stderr)
+          f"(inter-op {args.inter_op_threads}), jit_compile {args.jit_compile}, batch {args.batch}, "
+          f"policy {keras.mixed_precision.global_policy().name}", file=sys.stderr)
     print(f"training step {ms:.2f} ms ({1e3 * args.batch / ms:.0f} samples/s)")
 
 

@@ -52,11 +52,14 @@ def main():
     train_x, train_y = load("train")
     test_x, test_y = load("t10k")
     keras.utils.set_random_seed(args.seed)
+    if args.bf16:
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
     model = keras_mnist_cnn()
     model.compile(optimizer=keras.optimizers.Adadelta(learning_rate=1.0, rho=0.95, epsilon=1e-7),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
                   jit_compile=False)
     print(f"keras {keras.__version__} tensorflow {tf.__version__}, threads {args.threads}, batch {args.batch_size}, "
+          f"policy {keras.mixed_precision.global_policy().name}, "
           f"{len(train_y)} training and {len(test_y)} test images")
     table = EpochTable(len(train_y), args.target)
     for epoch in range(1, args.epochs + 1):

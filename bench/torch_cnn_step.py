@@ -50,6 +50,8 @@ def main():
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--channels-last", action="store_true",
                         help="NHWC activations and weights (PyTorch's CPU tuning guide: oneDNN's fast layout)")
+    parser.add_argument("--autocast-bf16", action="store_true",
+                        help="forward and loss under torch.autocast('cpu', torch.bfloat16): bf16 matrix products")
     parser.add_argument("--step-only", action="store_true", help="skip the per-layer timings")
     parser.add_argument("--profile", action="store_true",
                         help="after timing, print torch.profiler's table of the step's operators (self CPU time)")
@@ -76,7 +78,7 @@ def main():
     if args.step_only:
         layers = {}
     print(f"pytorch {torch.__version__}, threads {torch.get_num_threads()}, batch {args.batch}, "
-          f"channels_last {args.channels_last}")
+          f"channels_last {args.channels_last}, autocast bf16 {args.autocast_bf16}")
     print(f"{'layer':<22}{'forward ms':>12}{'fwd+bwd ms':>12}")
     for name, (layer, inp) in layers.items():
         inp.requires_grad_(True)
@@ -92,7 +94,9 @@ def main():
 
     def step():
         optimizer.zero_grad()
-        loss_fn(model(x), y).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast_bf16):
+            loss = loss_fn(model(x), y)
+        loss.backward()
         optimizer.step()
 
     ms = median_ms(step, args.repeats)

@@ -92,7 +92,8 @@ def main():
         for first in range(0, len(order), args.batch_size):
             index = order[first:first + args.batch_size]
             optimizer.zero_grad()
-            loss = loss_fn(model(train_x[index]), train_y[index])
+            with torch.autocast(args.device.split(":")[0], dtype=torch.bfloat16, enabled=args.bf16):
+                loss = loss_fn(model(train_x[index]), train_y[index])
             loss.backward()
             optimizer.step()
             total_loss += loss.item() * len(index)
