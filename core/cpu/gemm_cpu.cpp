@@ -8,6 +8,10 @@
 
 #include <Eigen/Core>
 
+#include <map>
+#include <mutex>
+#include <tuple>
+
 namespace ddl::cpu_backend {
 namespace {
 
@@ -37,13 +41,19 @@ dnnl::memory::desc operand(std::int64_t batch, std::int64_t batch_stride, std::i
           transposed ? dnnl::memory::dims{stride, 1, rows} : dnnl::memory::dims{stride, cols, 1}};
 }
 
-// C = alpha op(A) op(B) + beta C with op(A) and op(B) rounded to bfloat16
-// (reorders into staging) and their products summed in float32 straight
-// into C.
-void gemm_bf16(const backend::GemmArgs& g) {
+// One bf16 GEMM shape's matmul, created once and shared by every thread.
+struct Matmul {
+  dnnl::memory::desc a_user, b_user, c;  // the float32 operands as the caller lays them out
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+};
+
+Matmul make_matmul(const backend::GemmArgs& g) {
   using dnnl::memory;
   const auto f32 = memory::data_type::f32;
-  const memory::desc c_desc = operand(g.batch, g.stride_c, g.m, g.n, false, f32);
+  const memory::desc a_user = operand(g.batch, g.stride_a, g.m, g.k, g.trans_a, f32);
+  const memory::desc b_user = operand(g.batch, g.stride_b, g.k, g.n, g.trans_b, f32);
+  const memory::desc c = operand(g.batch, g.stride_c, g.m, g.n, false, f32);
   dnnl::primitive_attr attributes = onednn::user_scratchpad();
   attributes.set_output_scales(0, {g.alpha});
   if (g.beta != 0.0f) {
@@ -51,32 +61,52 @@ void gemm_bf16(const backend::GemmArgs& g) {
     sum.append_sum(g.beta);
     attributes.set_post_ops(sum);
   }
-  const auto any = [](const memory::desc& d) {
+  const auto bf16 = [](const memory::desc& d) {
     return memory::desc(d.dims(), memory::data_type::bf16, memory::format_tag::any);
   };
-  const memory::desc a_user = operand(g.batch, g.stride_a, g.m, g.k, g.trans_a, f32);
-  const memory::desc b_user = operand(g.batch, g.stride_b, g.k, g.n, g.trans_b, f32);
   const auto pd = onednn::describe("bf16 matmul", [&] {
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(any(a_user), any(b_user), c_desc), attributes,
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(bf16(a_user), bf16(b_user), c), attributes,
                                         onednn::engine());
   });
-  const memory a = onednn::to_layout(memory(a_user, onednn::engine(), const_cast<float*>(g.a)), pd.src_desc(),
+  return {a_user, b_user, c, pd, dnnl::matmul(pd)};
+}
+
+const Matmul& matmul_of(const backend::GemmArgs& g) {
+  using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, float, float>;
+  static std::mutex mutex;
+  static std::map<Key, Matmul> cache;
+  const Key key{g.trans_a, g.trans_b, g.m, g.n, g.k, g.batch, g.stride_a, g.stride_b, g.stride_c, g.alpha, g.beta};
+  const std::lock_guard lock(mutex);
+  auto found = cache.find(key);
+  if (found == cache.end()) found = cache.emplace(key, make_matmul(g)).first;
+  return found->second;
+}
+
+// C = alpha op(A) op(B) + beta C with op(A) and op(B) rounded to bfloat16
+// (reorders into staging) and their products summed in float32 straight
+// into C.
+void gemm_bf16(const backend::GemmArgs& g) {
+  using dnnl::memory;
+  const Matmul& mm = matmul_of(g);
+  const memory a = onednn::to_layout(memory(mm.a_user, onednn::engine(), const_cast<float*>(g.a)), mm.pd.src_desc(),
                                      onednn::Slot::Input, "bf16 matmul: rounding A");
-  const memory b = onednn::to_layout(memory(b_user, onednn::engine(), const_cast<float*>(g.b)), pd.weights_desc(),
+  const memory b = onednn::to_layout(memory(mm.b_user, onednn::engine(), const_cast<float*>(g.b)), mm.pd.weights_desc(),
                                      onednn::Slot::Weights, "bf16 matmul: rounding B");
-  const memory scratchpad(pd.scratchpad_desc(), onednn::engine(),
-                          onednn::staging(onednn::Slot::Scratchpad, pd.scratchpad_desc().get_size()));
-  onednn::execute("bf16 matmul", dnnl::matmul(pd),
+  const memory scratchpad(mm.pd.scratchpad_desc(), onednn::engine(),
+                          onednn::staging(onednn::Slot::Scratchpad, mm.pd.scratchpad_desc().get_size()));
+  onednn::execute("bf16 matmul", mm.primitive,
                   {{DNNL_ARG_SRC, a},
                    {DNNL_ARG_WEIGHTS, b},
-                   {DNNL_ARG_DST, memory(c_desc, onednn::engine(), g.c)},
+                   {DNNL_ARG_DST, memory(mm.c, onednn::engine(), g.c)},
                    {DNNL_ARG_SCRATCHPAD, scratchpad}});
 }
 
 }  // namespace
 
 void gemm(const backend::GemmArgs& g) {
-  if (g.k > 0 && config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
+  const bool empty = g.m == 0 || g.n == 0 || g.batch == 0;  // nothing to compute
+  if (!empty && g.k > 0 && config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
   for (std::int64_t i = 0; i < g.batch; ++i) {
     // Stored shapes: A is (k x m) when transposed, B is (n x k) when transposed.
     const ConstMap a(g.a + i * g.stride_a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k);

@@ -339,4 +339,11 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
       CHECK(within_products_bound(bs.grad(), db, m));
     }
   }
+  // Empty operands as in float32: an empty outer dim, an empty sum of zeros.
+  set_cpu_precision(config::CpuPrecision::BFloat16);
+  const Tensor empty_rows = matmul(zeros({0, 5}), ones({5, 3}));
+  const Tensor empty_sum = matmul(zeros({2, 0}), zeros({0, 3}));
+  set_cpu_precision(before);
+  CHECK(empty_rows.shape() == Shape{0, 3});
+  CHECK(empty_sum.to_vector<float>() == std::vector<float>(6, 0.0f));
 }
