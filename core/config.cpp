@@ -98,14 +98,26 @@ CpuConvolution cpu_convolution() { return convolution_setting(); }
 
 void set_cpu_convolution(CpuConvolution algorithm) { convolution_setting() = algorithm; }
 
-bool cpu_has_bf16() { return __builtin_cpu_supports("avx512bf16") != 0; }
+bool cpu_has_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512bf16") != 0;
+#else
+  return false;
+#endif
+}
 
 namespace {
+#if defined(__x86_64__) || defined(__i386__)
+const bool kHasAvx512 = __builtin_cpu_supports("avx512f") != 0;
+#else
+const bool kHasAvx512 = false;
+#endif
+
 void check_bf16_support(const std::string& how) {
   DDL_CHECK(cpu_has_bf16(),
             "{}: bf16 on the CPU needs the AVX512-BF16 instructions (AMD Zen 4, Intel Cooper Lake or Sapphire Rapids "
             "and later), which this CPU lacks (AVX-512: {}); use float32",
-            how, __builtin_cpu_supports("avx512f") != 0 ? "yes, without BF16" : "no");
+            how, kHasAvx512 ? "yes, without BF16" : "no");
 }
 
 CpuPrecision& precision_setting() {

@@ -54,7 +54,7 @@ CommunicatorState::~CommunicatorState() {
 // A wait busy-polls for kBusy, then yields between polls until kYielding,
 // then sleeps kBackoff between polls.
 constexpr std::chrono::microseconds kBusy{20};
-constexpr std::chrono::milliseconds kYielding{20};
+constexpr std::chrono::milliseconds kYielding{5};
 constexpr std::chrono::microseconds kBackoff{10};
 
 std::string Operation::describe() const {
@@ -64,21 +64,58 @@ std::string Operation::describe() const {
   return text;
 }
 
+namespace {
+
+// Tests the requests: MPI_Test for one (its error is the request's own),
+// MPI_Testall for several, with a failed request's own error taken out of
+// its status.
+int test_all(std::span<MPI_Request> requests, int* done, MPI_Status* statuses) {
+  if (requests.size() == 1) {
+    return MPI_Test(&requests[0], done, statuses == MPI_STATUSES_IGNORE ? MPI_STATUS_IGNORE : statuses);
+  }
+  int code = MPI_Testall(static_cast<int>(requests.size()), requests.data(), done, statuses);
+  int error_class = MPI_SUCCESS;
+  MPI_Error_class(code, &error_class);
+  if (error_class == MPI_ERR_IN_STATUS && statuses != MPI_STATUSES_IGNORE) {
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      const int own = statuses[i].MPI_ERROR;
+      if (own != MPI_SUCCESS && own != MPI_ERR_PENDING) code = own;
+    }
+  }
+  return code;
+}
+
+// After one request failed: cancels the others and waits for them (bounded),
+// so that MPI no longer reads or writes the caller's buffers once the error
+// is thrown.
+void settle(std::span<MPI_Request> requests, double timeout) {
+  for (MPI_Request& request : requests) {
+    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  for (MPI_Request& request : requests) {
+    int done = request == MPI_REQUEST_NULL;
+    while (!done && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < timeout) {
+      if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+      std::this_thread::yield();
+    }
+    if (!done && request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  }
+}
+
+}  // namespace
+
 void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm, const Operation& what, int peer,
                   MPI_Status* statuses) {
   const double timeout = config::stall_timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
   const auto whom = [peer] { return peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks"); };
+  bool busy = true;
   for (std::int64_t polls = 0;; ++polls) {
     int done = 0;
-    int code = MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done, statuses);
-    if (code == MPI_ERR_IN_STATUS && statuses != MPI_STATUSES_IGNORE) {  // the failed request's own error
-      for (std::size_t i = 0; i < requests.size(); ++i) {
-        const int own = statuses[i].MPI_ERROR;
-        if (own != MPI_SUCCESS && own != MPI_ERR_PENDING) code = own;
-      }
-    }
+    const int code = test_all(requests, &done, statuses);
     if (code != MPI_SUCCESS) {
+      settle(requests, timeout);
       char text[MPI_MAX_ERROR_STRING];
       int length = 0;
       MPI_Error_string(code, text, &length);
@@ -86,12 +123,13 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
           fmt::format("rank {}: {} with {} failed: {}", comm.rank, what.describe(), whom(), std::string(text, length)));
     }
     if (done) return;
-    // Busy-poll first, reading the clock only now and then: a message from a
-    // rank of this node arrives in a microsecond or two, and a yield (or a
+    // Busy-poll first, reading the clock only every 16 polls: a message from
+    // a rank of this node arrives in a microsecond or two, and a yield (or a
     // clock read) per poll showed in a small allreduce's time.
-    if (polls % 16 != 15) continue;
+    if (busy && polls % 16 != 15) continue;
     const auto waited = std::chrono::steady_clock::now() - start;
-    if (waited < kBusy) continue;
+    busy = waited < kBusy;
+    if (busy) continue;
     const double seconds = std::chrono::duration<double>(waited).count();
     if (seconds > timeout) {
       abort_job(comm.comm, comm.rank,

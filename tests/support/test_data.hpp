@@ -56,6 +56,16 @@ LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::ui
 // what bf16 mixed precision multiplies. Finite values only.
 std::vector<float> bf16_rounded(std::vector<float> values);
 
+// Puts the CPU precision back as it was when the guard goes out of scope,
+// also when a check throws, so no test leaks bf16 into the next.
+struct CpuPrecisionGuard {
+  config::CpuPrecision saved = config::cpu_precision();
+  CpuPrecisionGuard() = default;
+  CpuPrecisionGuard(const CpuPrecisionGuard&) = delete;
+  CpuPrecisionGuard& operator=(const CpuPrecisionGuard&) = delete;
+  ~CpuPrecisionGuard() { set_cpu_precision(saved); }
+};
+
 // log(softmax(row)) in double: the first largest value taken out and the rest
 // summed, so every log-probability is exact to double's precision.
 std::vector<double> reference_log_softmax(const float* row, std::int64_t n);

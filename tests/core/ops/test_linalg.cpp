@@ -282,7 +282,7 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
     MESSAGE("this CPU lacks AVX512-BF16: the bf16 GEMM cannot run (test_conv2d checks the refusal)");
     return;
   }
-  const config::CpuPrecision before = config::cpu_precision();
+  const test::CpuPrecisionGuard guard;
   Generator generator(29);
   // 2-D; rows of a batched A stacked against a shared B; a shared A against
   // a batched B; both batched. Backward multiplies by transposes.
@@ -297,7 +297,7 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
     const Tensor c = matmul(as, bs);
     const Tensor dc = test::uniform_tensor(c.shape(), generator);
     c.backward(dc);
-    set_cpu_precision(before);
+    set_cpu_precision(guard.saved);
     CHECK(c.to_vector<float>() != matmul(a, b).to_vector<float>());  // the operands really were rounded
     // Per matrix of the batch, from the operands as bf16 rounds them.
     const std::int64_t batch = c.dim() == 3 ? c.size(0) : 1, m = c.size(-2), n = c.size(-1), k = a.size(-1);
@@ -324,26 +324,34 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
       y.magnitude.insert(y.magnitude.end(), yp.magnitude.begin(), yp.magnitude.end());
     }
     CHECK(within_products_bound(c, y, k));
-    if (batch == 1 || (a.dim() == 3 && b.dim() == 3)) {  // one gradient per matrix: dA = dC B^T, dB = A^T dC
-      for (std::int64_t p = 0; p < batch; ++p) {
-        const auto ap = matrix(ar, a.dim() == 3, p, m * k), bp = matrix(br, b.dim() == 3, p, k * n),
-                   dcp = matrix(dcr, true, p, m * n);
-        const Products dap = reference_products(dcp, transposed(bp, k, n), m, n, k);
-        const Products dbp = reference_products(transposed(ap, m, k), dcp, k, m, n);
-        da.value.insert(da.value.end(), dap.value.begin(), dap.value.end());
-        da.magnitude.insert(da.magnitude.end(), dap.magnitude.begin(), dap.magnitude.end());
-        db.value.insert(db.value.end(), dbp.value.begin(), dbp.value.end());
-        db.magnitude.insert(db.magnitude.end(), dbp.magnitude.begin(), dbp.magnitude.end());
+    // dA = dC B^T and dB = A^T dC per matrix; a matrix shared by the batch
+    // gets the sum over the batch (batch times the terms).
+    const auto add_in = [](Products& total, const Products& part, bool shared) {
+      if (!shared || total.value.empty()) {
+        total.value.insert(total.value.end(), part.value.begin(), part.value.end());
+        total.magnitude.insert(total.magnitude.end(), part.magnitude.begin(), part.magnitude.end());
+        return;
       }
-      CHECK(within_products_bound(as.grad(), da, n));
-      CHECK(within_products_bound(bs.grad(), db, m));
+      for (std::size_t i = 0; i < part.value.size(); ++i) {
+        total.value[i] += part.value[i];
+        total.magnitude[i] += part.magnitude[i];
+      }
+    };
+    const bool a_shared = a.dim() == 2 && batch > 1, b_shared = b.dim() == 2 && batch > 1;
+    for (std::int64_t p = 0; p < batch; ++p) {
+      const auto ap = matrix(ar, a.dim() == 3, p, m * k), bp = matrix(br, b.dim() == 3, p, k * n),
+                 dcp = matrix(dcr, true, p, m * n);
+      add_in(da, reference_products(dcp, transposed(bp, k, n), m, n, k), a_shared);
+      add_in(db, reference_products(transposed(ap, m, k), dcp, k, m, n), b_shared);
     }
+    CHECK(within_products_bound(as.grad(), da, n * (a_shared ? batch : 1)));
+    CHECK(within_products_bound(bs.grad(), db, m * (b_shared ? batch : 1)));
   }
   // Empty operands as in float32: an empty outer dim, an empty sum of zeros.
   set_cpu_precision(config::CpuPrecision::BFloat16);
   const Tensor empty_rows = matmul(zeros({0, 5}), ones({5, 3}));
   const Tensor empty_sum = matmul(zeros({2, 0}), zeros({0, 3}));
-  set_cpu_precision(before);
+  set_cpu_precision(guard.saved);
   CHECK(empty_rows.shape() == Shape{0, 3});
   CHECK(empty_sum.to_vector<float>() == std::vector<float>(6, 0.0f));
 }
