@@ -9,8 +9,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -18,6 +21,21 @@
 
 namespace ddl::config {
 namespace {
+
+// The choice named by environment variable `name`: the first of `choices`
+// when it is unset or empty, else the one of that name; any other value is an
+// error listing the names.
+template <class Choice>
+Choice read_choice(const char* name, std::initializer_list<std::pair<const char*, Choice>> choices) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return choices.begin()->second;
+  std::string names;
+  for (const auto& [choice_name, choice] : choices) {
+    if (std::string_view(value) == choice_name) return choice;
+    names += names.empty() ? choice_name : std::string(", ") + choice_name;
+  }
+  detail::fail("environment variable {}={} is not one of {}", name, value, names);
+}
 
 int read_positive_int(const char* name, int fallback, int most) {
   const char* value = std::getenv(name);
@@ -82,14 +100,9 @@ int num_threads() { return thread_setting(); }
 
 namespace {
 CpuConvolution& convolution_setting() {
-  static CpuConvolution algorithm = [] {
-    const char* value = std::getenv("DDL_CPU_CONV");
-    const std::string name = value == nullptr ? "" : value;
-    if (name.empty() || name == "auto") return CpuConvolution::Auto;
-    if (name == "winograd") return CpuConvolution::Winograd;
-    DDL_CHECK(name == "direct", "environment variable DDL_CPU_CONV={} is not one of auto, direct, winograd", name);
-    return CpuConvolution::Direct;
-  }();
+  static CpuConvolution algorithm = read_choice<CpuConvolution>(
+      "DDL_CPU_CONV",
+      {{"auto", CpuConvolution::Auto}, {"direct", CpuConvolution::Direct}, {"winograd", CpuConvolution::Winograd}});
   return algorithm;
 }
 }  // namespace
@@ -98,40 +111,38 @@ CpuConvolution cpu_convolution() { return convolution_setting(); }
 
 void set_cpu_convolution(CpuConvolution algorithm) { convolution_setting() = algorithm; }
 
-bool cpu_has_bf16() {
+namespace {
+// The CPU's AVX-512 extensions (none off x86).
+struct Avx512 {
+  bool foundation, bf16;
+};
+Avx512 avx512() {
 #if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx512bf16") != 0;
+  return {__builtin_cpu_supports("avx512f") != 0, __builtin_cpu_supports("avx512bf16") != 0};
 #else
-  return false;
+  return {false, false};
 #endif
 }
-
-namespace {
-#if defined(__x86_64__) || defined(__i386__)
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f") != 0;
-#else
-const bool kHasAvx512 = false;
-#endif
 
 void check_bf16_support(const std::string& how) {
   DDL_CHECK(cpu_has_bf16(),
             "{}: bf16 on the CPU needs the AVX512-BF16 instructions (AMD Zen 4, Intel Cooper Lake or Sapphire Rapids "
             "and later), which this CPU lacks (AVX-512: {}); use float32",
-            how, kHasAvx512 ? "yes, without BF16" : "no");
+            how, avx512().foundation ? "yes, without BF16" : "no");
 }
 
 CpuPrecision& precision_setting() {
   static CpuPrecision precision = [] {
-    const char* value = std::getenv("DDL_CPU_PRECISION");
-    const std::string name = value == nullptr ? "" : value;
-    if (name.empty() || name == "float32") return CpuPrecision::Float32;
-    DDL_CHECK(name == "bf16", "environment variable DDL_CPU_PRECISION={} is not one of float32, bf16", name);
-    check_bf16_support("environment variable DDL_CPU_PRECISION=bf16");
-    return CpuPrecision::BFloat16;
+    const auto chosen = read_choice<CpuPrecision>(
+        "DDL_CPU_PRECISION", {{"float32", CpuPrecision::Float32}, {"bf16", CpuPrecision::BFloat16}});
+    if (chosen == CpuPrecision::BFloat16) check_bf16_support("environment variable DDL_CPU_PRECISION=bf16");
+    return chosen;
   }();
   return precision;
 }
 }  // namespace
+
+bool cpu_has_bf16() { return avx512().bf16; }
 
 CpuPrecision cpu_precision() { return precision_setting(); }
 

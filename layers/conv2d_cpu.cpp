@@ -33,7 +33,6 @@
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
 
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -135,13 +134,8 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
 // The primitives of `g`, made once per geometry and shared by every thread
 // (a primitive may run on several threads at once).
 Convolution& convolution_of(const Conv2dGeometry& g, bool bias) {
-  static std::mutex mutex;
-  static std::map<Key, Convolution> cache;
-  const std::lock_guard lock(mutex);
-  const Key key = key_of(g, bias);
-  auto found = cache.find(key);
-  if (found == cache.end()) found = cache.emplace(key, make_convolution(g, bias)).first;
-  return found->second;
+  static onednn::Cache<Key, Convolution> cache;
+  return cache.get(key_of(g, bias), [&] { return make_convolution(g, bias); });
 }
 
 void add_backward_data(const Conv2dGeometry& g, Convolution& c) {

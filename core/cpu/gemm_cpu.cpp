@@ -8,8 +8,6 @@
 
 #include <Eigen/Core>
 
-#include <map>
-#include <mutex>
 #include <tuple>
 
 namespace ddl::cpu_backend {
@@ -74,13 +72,9 @@ Matmul make_matmul(const backend::GemmArgs& g) {
 const Matmul& matmul_of(const backend::GemmArgs& g) {
   using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, float, float>;
-  static std::mutex mutex;
-  static std::map<Key, Matmul> cache;
-  const Key key{g.trans_a, g.trans_b, g.m, g.n, g.k, g.batch, g.stride_a, g.stride_b, g.stride_c, g.alpha, g.beta};
-  const std::lock_guard lock(mutex);
-  auto found = cache.find(key);
-  if (found == cache.end()) found = cache.emplace(key, make_matmul(g)).first;
-  return found->second;
+  static onednn::Cache<Key, Matmul> cache;
+  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, g.batch, g.stride_a, g.stride_b, g.stride_c, g.alpha, g.beta},
+                   [&] { return make_matmul(g); });
 }
 
 // C = alpha op(A) op(B) + beta C with op(A) and op(B) rounded to bfloat16

@@ -10,6 +10,8 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <string_view>
 #include <unordered_map>
 
@@ -45,6 +47,25 @@ void copy_back(const dnnl::memory& written, const dnnl::memory& user, std::strin
 // Primitive attributes with the scratchpad left to the caller (so that it
 // comes from `Slot::Scratchpad`, not from an allocation per call).
 dnnl::primitive_attr user_scratchpad();
+
+// Primitives made once per key (a convolution's geometry, a GEMM's shape)
+// and shared by every thread: a primitive may run on several threads at
+// once, and the references get() returns stay valid as the map grows.
+template <class Key, class Value>
+class Cache {
+ public:
+  template <class Make>
+  Value& get(const Key& key, Make&& make) {
+    const std::lock_guard lock(mutex_);
+    auto found = entries_.find(key);
+    if (found == entries_.end()) found = entries_.emplace(key, make()).first;
+    return found->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<Key, Value> entries_;
+};
 
 [[noreturn]] void fail(std::string_view what, const dnnl::error& error);
 

@@ -38,6 +38,14 @@ inline std::vector<Request> send_segments(const Communicator& comm, const float*
   return sends;
 }
 
+// Whether both directions of an exchange fit one segment each (every step of
+// a small allreduce): then the exchange is one Communicator::sendrecv. An
+// empty direction sends no message at all, so it takes the general path.
+inline bool one_segment_each_way(std::int64_t n_send, std::int64_t n_recv) {
+  const std::int64_t segment = segment_elements();
+  return n_send > 0 && n_recv > 0 && n_send <= segment && n_recv <= segment;
+}
+
 // A buffer of at least `bytes` that stays with the calling thread from one
 // exchange to the next. Allocating the receive buffers afresh on every call
 // cost a page fault per 4 KiB each time (they are above glibc's mmap
@@ -78,8 +86,7 @@ void exchange_segments(const Communicator& comm, const float* send, std::int64_t
       consume(first, reinterpret_cast<const float*>(arrived), count);
     }
   };
-  // One segment each way (every step of a small allreduce): one sendrecv.
-  if (n_send > 0 && n_recv > 0 && n_send <= segment && n_recv <= segment) {
+  if (one_segment_each_way(n_send, n_recv)) {
     comm.sendrecv({outgoing, static_cast<std::size_t>(n_send) * element}, to,
                   {buffers[0], static_cast<std::size_t>(n_recv) * element}, from, tag);
     deliver(0, buffers[0], n_recv);
@@ -122,20 +129,17 @@ inline void exchange_into(const Communicator& comm, const float* send, std::int6
         wire);
     return;
   }
-  const std::int64_t segment = segment_elements();
-  if (n_send > 0 && n_recv > 0 && n_send <= segment && n_recv <= segment) {
+  if (one_segment_each_way(n_send, n_recv)) {
     comm.sendrecv(bytes_of(send, n_send), to, bytes_of(receive, n_recv), from, tag);
     return;
   }
-  std::vector<Request> requests;
-  requests.reserve(static_cast<std::size_t>((n_recv + segment - 1) / segment + (n_send + segment - 1) / segment));
+  const std::int64_t segment = segment_elements();
+  std::vector<Request> receives;
   for (std::int64_t first = 0; first < n_recv; first += segment) {
-    requests.push_back(comm.irecv(bytes_of(receive + first, std::min(segment, n_recv - first)), from, tag));
+    receives.push_back(comm.irecv(bytes_of(receive + first, std::min(segment, n_recv - first)), from, tag));
   }
-  for (std::int64_t first = 0; first < n_send; first += segment) {
-    requests.push_back(comm.isend(bytes_of(send + first, std::min(segment, n_send - first)), to, tag));
-  }
-  for (Request& request : requests) request.wait();
+  for (Request& request : send_segments(comm, send, n_send, to, tag)) request.wait();
+  for (Request& request : receives) request.wait();
 }
 
 }  // namespace ddl::parallel::detail

@@ -22,6 +22,7 @@ using namespace ddl;
 using ddl::test::all_close;
 using ddl::test::gradcheck;
 using ddl::test::throws_error_mentioning;
+using ddl::test::within_dot_product_bound;
 
 namespace {
 
@@ -415,25 +416,6 @@ ReferenceGradients reference_conv2d_backward(const ConvCase& t, const std::vecto
     }
   }
   return r;
-}
-
-// The classic bound for a float32 sum of `terms` products computed in any
-// order: |error| <= terms * 2^-24 * sum of |products| (Higham, "Accuracy and
-// Stability of Numerical Algorithms", 3.1), plus the final rounding.
-bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
-                              const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio) {
-  const std::vector<float> a = actual.to_vector<float>();
-  REQUIRE(a.size() == expected.size());
-  const double unit = std::ldexp(1.0, -24);
-  bool ok = true;
-  *worst_ratio = 0.0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double error = std::abs(a[i] - expected[i]);
-    const double bound = static_cast<double>(terms) * unit * magnitude[i] + unit * std::abs(expected[i]);
-    *worst_ratio = std::max(*worst_ratio, error / (unit * std::max(magnitude[i], 1e-30)));
-    ok = ok && error <= bound;
-  }
-  return ok;
 }
 
 }  // namespace

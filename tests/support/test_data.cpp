@@ -2,6 +2,8 @@
 // whose report names the worst element.
 #include "test_data.hpp"
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -68,6 +70,22 @@ LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::ui
     out.labels.push_back(label);
   }
   return out;
+}
+
+bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
+                              const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio) {
+  const std::vector<float> a = actual.to_vector<float>();
+  REQUIRE(a.size() == expected.size());
+  const double unit = std::ldexp(1.0, -24);
+  bool ok = true;
+  *worst_ratio = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double error = std::abs(a[i] - expected[i]);
+    const double bound = static_cast<double>(terms) * unit * magnitude[i] + unit * std::abs(expected[i]);
+    *worst_ratio = std::max(*worst_ratio, error / (unit * std::max(magnitude[i], 1e-30)));
+    ok = ok && error <= bound;
+  }
+  return ok;
 }
 
 std::vector<float> bf16_rounded(std::vector<float> values) {

@@ -56,6 +56,15 @@ LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::ui
 // what bf16 mixed precision multiplies. Finite values only.
 std::vector<float> bf16_rounded(std::vector<float> values);
 
+// The classic bound for a float32 sum of `terms` products computed in any
+// order: |error| <= terms * 2^-24 * sum of |products| (Higham, "Accuracy and
+// Stability of Numerical Algorithms", 3.1), plus the final rounding. Whether
+// every element of `actual` is within it of `expected` (float64 sums, with
+// `magnitude` their sums of |products|); *worst_ratio is the largest error
+// in units of 2^-24 * sum of |products|.
+bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
+                              const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio);
+
 // Puts the CPU precision back as it was when the guard goes out of scope,
 // also when a check throws, so no test leaks bf16 into the next.
 struct CpuPrecisionGuard {

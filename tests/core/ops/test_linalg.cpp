@@ -237,7 +237,7 @@ TEST_CASE("transpose: a tensor with fewer than 2 dims throws naming its shape") 
 
 namespace {
 
-// alpha A @ B by the triple loop in double for row-major m x k and k x n
+// A @ B by the triple loop in double for row-major m x k and k x n
 // matrices, with each result's sum of |terms| (float32's error bound
 // scales with it).
 struct Products {
@@ -258,21 +258,6 @@ Products reference_products(const std::vector<float>& a, const std::vector<float
     }
   }
   return r;
-}
-
-// Whether `actual` is within float32's bound for sums of k products of the
-// reference's (bf16-rounded) operands: k 2^-24 sum|terms| + the final rounding.
-bool within_products_bound(const Tensor& actual, const Products& expected, std::int64_t k) {
-  const std::vector<float> got = actual.to_vector<float>();
-  REQUIRE(got.size() == expected.value.size());
-  const double unit = std::ldexp(1.0, -24);
-  double worst = 0.0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double bound = k * unit * expected.magnitude[i] + unit * std::abs(expected.value[i]);
-    worst = std::max(worst, std::abs(got[i] - expected.value[i]) / bound);
-  }
-  MESSAGE("worst error / float32 bound: " << worst);
-  return worst <= 1.0;
 }
 
 }  // namespace
@@ -323,7 +308,8 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
       y.value.insert(y.value.end(), yp.value.begin(), yp.value.end());
       y.magnitude.insert(y.magnitude.end(), yp.magnitude.begin(), yp.magnitude.end());
     }
-    CHECK(within_products_bound(c, y, k));
+    double ratio_c = 0, ratio_da = 0, ratio_db = 0;
+    CHECK(test::within_dot_product_bound(c, y.value, y.magnitude, k, &ratio_c));
     // dA = dC B^T and dB = A^T dC per matrix; a matrix shared by the batch
     // gets the sum over the batch (batch times the terms).
     const auto add_in = [](Products& total, const Products& part, bool shared) {
@@ -344,8 +330,9 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
       add_in(da, reference_products(dcp, transposed(bp, k, n), m, n, k), a_shared);
       add_in(db, reference_products(transposed(ap, m, k), dcp, k, m, n), b_shared);
     }
-    CHECK(within_products_bound(as.grad(), da, n * (a_shared ? batch : 1)));
-    CHECK(within_products_bound(bs.grad(), db, m * (b_shared ? batch : 1)));
+    CHECK(test::within_dot_product_bound(as.grad(), da.value, da.magnitude, n * (a_shared ? batch : 1), &ratio_da));
+    CHECK(test::within_dot_product_bound(bs.grad(), db.value, db.magnitude, m * (b_shared ? batch : 1), &ratio_db));
+    MESSAGE("worst error / (2^-24 sum |terms|): product " << ratio_c << ", dA " << ratio_da << ", dB " << ratio_db);
   }
   // Empty operands as in float32: an empty outer dim, an empty sum of zeros.
   set_cpu_precision(config::CpuPrecision::BFloat16);
