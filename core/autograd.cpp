@@ -3,7 +3,9 @@
 #include <ddl/core/check.hpp>
 #include <ddl/core/kernels.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/core/timeline.hpp>
 
+#include <optional>
 #include <unordered_map>
 
 namespace ddl {
@@ -106,7 +108,11 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
     const Tensor grad = std::move(gradients[node]);
     gradients.erase(node);
     std::vector<Tensor> input_grads;
-    if (grad.defined()) input_grads = node->backward(grad);
+    if (grad.defined()) {
+      std::optional<timeline::Span> span;
+      if (timeline::per_layer()) span.emplace("compute", node->name());
+      input_grads = node->backward(grad);
+    }
     if (!retain_graph && dynamic_cast<AccumulateGrad*>(node) == nullptr) {
       node->release_saved();
       node->released = true;

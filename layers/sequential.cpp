@@ -1,4 +1,7 @@
+#include <optional>
+
 #include <ddl/core/check.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/layers/sequential.hpp>
 
 namespace ddl::layers {
@@ -30,16 +33,16 @@ Module& Sequential::operator[](std::size_t index) const {
 }
 
 Tensor Sequential::forward(const Tensor& input) {
-  if (placement_.empty()) {
-    Tensor x = input;
-    for (const auto& [name, module] : children()) x = module->forward(x);
-    return x;
-  }
   // Each boundary between devices is a differentiable copy: backward sends
   // the gradient back across it to the device that made the activation.
   Tensor x = input;
-  for (std::size_t i = 0; i < size(); ++i) x = children()[i].second->forward(x.to(placement_[i]));
-  return x.to(output_device_);
+  for (std::size_t i = 0; i < size(); ++i) {
+    const auto& [name, module] = children()[i];
+    std::optional<timeline::Span> span;
+    if (timeline::per_layer()) span.emplace("compute", fmt::format("{} {}", name, module->type_name()));
+    x = module->forward(placement_.empty() ? x : x.to(placement_[i]));
+  }
+  return placement_.empty() ? x : x.to(output_device_);
 }
 
 void Sequential::place(std::vector<Device> devices, const Device& output) {

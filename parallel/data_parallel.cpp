@@ -17,6 +17,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/core/functors.hpp>
 #include <ddl/core/kernels.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/config.hpp>
@@ -77,6 +78,12 @@ struct DataParallel::State {
   }
 
   void reduce(std::size_t b) {
+    // Tagged with the step and bucket, so a trace viewer (and the test of
+    // the timeline) can line up one collective's spans across the ranks.
+    timeline::Span span("communication", "allreduce");
+    span.arg("step", statistics.steps).arg("bucket", static_cast<std::int64_t>(b));
+    span.arg("bytes", static_cast<std::int64_t>(buckets[b].buffer.nbytes()));
+    span.arg("algorithm", nccl ? "nccl" : algorithm_name(options.algorithm));
     if (nccl) return nccl->allreduce(buckets[b].buffer);
     allreduce(comm, std::span<float>(buckets[b].data(), static_cast<std::size_t>(buckets[b].size())),
               options.algorithm, options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
@@ -85,6 +92,7 @@ struct DataParallel::State {
   // The communication thread: reduces bucket 0, 1, ... of each step as each
   // is launched.
   void serve(const std::stop_token& stop) {
+    timeline::name_this_thread("communication");
     for (;;) {
       std::size_t next = 0;
       {
@@ -123,7 +131,13 @@ struct DataParallel::State {
       full = ++ready[b] == static_cast<std::int64_t>(buckets[b].entries.size());
       if (full) launched[b] = true;
     }
-    if (full) changed.notify_all();
+    if (full) {
+      if (timeline::recording()) {
+        timeline::instant("communication", "bucket ready",
+                          {{"step", statistics.steps}, {"bucket", static_cast<std::int64_t>(b)}});
+      }
+      changed.notify_all();
+    }
   }
 };
 
@@ -242,6 +256,7 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
 }
 
 void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
+  const timeline::Span span("communication", "synchronize gradients");
   State& s = *state_;
   const auto wait_start = Clock::now();
   if (s.overlapping) {
@@ -262,6 +277,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
       }
     }
     s.changed.notify_all();
+    const timeline::Span wait("communication", "wait for gradients");
     std::unique_lock lock(s.mutex);
     s.changed.wait(lock, [&] { return s.reduced == s.buckets.size(); });
     if (s.failure) std::rethrow_exception(std::exchange(s.failure, nullptr));
@@ -273,6 +289,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   }
   // The average, which is each parameter's gradient (copied back where it
   // is not a view into the bucket).
+  const timeline::Span average("communication", "average gradients");
   const float inverse = 1.0f / static_cast<float>(s.comm.size());
   for (GradientBucket& bucket : s.buckets) {
     backend::launch(bucket.buffer.device(), bucket.size(), kernels::Map1<fn::MulScalar>{bucket.data(), bucket.data(), {inverse}});

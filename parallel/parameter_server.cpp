@@ -11,6 +11,7 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/config.hpp>
@@ -191,13 +192,18 @@ void ParameterServer::update(layers::Module& model, optim::Optimizer& optimizer)
   State& s = *state_;
   if (!s.is_server()) {
     // Push each server its share, then take each server's new values.
-    std::vector<std::vector<float>> pushes;
-    std::vector<Request> sends;
-    for (int server = 0; server < s.options.servers; ++server) pushes.push_back(s.pack(server, true));
-    for (int server = 0; server < s.options.servers; ++server) {
-      sends.push_back(s.comm.isend(bytes_of(pushes[static_cast<std::size_t>(server)]), s.workers + server, kPushTag));
+    {
+      const timeline::Span push("communication", "push gradients");
+      std::vector<std::vector<float>> pushes;
+      std::vector<Request> sends;
+      for (int server = 0; server < s.options.servers; ++server) pushes.push_back(s.pack(server, true));
+      for (int server = 0; server < s.options.servers; ++server) {
+        sends.push_back(
+            s.comm.isend(bytes_of(pushes[static_cast<std::size_t>(server)]), s.workers + server, kPushTag));
+      }
+      for (Request& send : sends) send.wait();
     }
-    for (Request& send : sends) send.wait();
+    const timeline::Span pull("communication", "pull parameters");
     for (int server = 0; server < s.options.servers; ++server) {
       std::vector<float> values(static_cast<std::size_t>(s.owned_elements[static_cast<std::size_t>(server)]));
       s.comm.recv(bytes_of(values), s.workers + server, kPullTag);
@@ -210,13 +216,17 @@ void ParameterServer::update(layers::Module& model, optim::Optimizer& optimizer)
   // worker order, then every worker gets the new values.
   const auto elements = static_cast<std::size_t>(s.owned_elements[static_cast<std::size_t>(s.server_index())]);
   std::vector<float> sum(elements, 0.0f), push(elements);
-  for (int worker = 0; worker < s.workers; ++worker) {
-    s.comm.recv(bytes_of(push), worker, kPushTag);
-    detail::add_into(sum.data(), push.data(), static_cast<std::int64_t>(elements));
+  {
+    const timeline::Span receive("communication", "receive pushes");
+    for (int worker = 0; worker < s.workers; ++worker) {
+      s.comm.recv(bytes_of(push), worker, kPushTag);
+      detail::add_into(sum.data(), push.data(), static_cast<std::int64_t>(elements));
+    }
   }
   detail::scale(sum.data(), static_cast<std::int64_t>(elements), 1.0f / static_cast<float>(s.workers));
   s.set_gradients(s.server_index(), sum);
   optimizer.step();
+  const timeline::Span answer("communication", "answer pulls");
   for (int worker = 0; worker < s.workers; ++worker) s.answer(worker);
 }
 

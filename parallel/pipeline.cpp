@@ -14,6 +14,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/parallel/config.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/initial_state.hpp>
@@ -183,10 +184,12 @@ class Pipeline::StageRun {
   int micro_batches() const { return static_cast<int>(cuts_.size()); }
 
   void forward(int m) {
+    timeline::Span span("compute", "forward");
+    span.arg("micro-batch", m);
     const auto start = Clock::now();
     const MicroBatch& cut = cuts_[static_cast<std::size_t>(m)];
     Tensor input = s_.first() ? slice(batch_.inputs, cut.offset, cut.offset + cut.size)
-                              : take(activations_in_[static_cast<std::size_t>(m)]);
+                              : take(activations_in_[static_cast<std::size_t>(m)], "receive activation", m);
     if (training_ && !s_.first()) input.set_requires_grad(true);  // its gradient goes back to the stage before
     Tensor output = model_.forward(input);
     if (s_.last()) {
@@ -209,6 +212,8 @@ class Pipeline::StageRun {
 
   // `loss_scale`: the batch's share of the optimizer step.
   void backward(int m, double loss_scale) {
+    timeline::Span span("compute", "backward");
+    span.arg("micro-batch", m);
     const auto start = Clock::now();
     const auto k = static_cast<std::size_t>(m);
     if (s_.last()) {
@@ -222,7 +227,7 @@ class Pipeline::StageRun {
         (losses_[k] * static_cast<float>(scale)).backward();
       }
     } else {
-      const Tensor gradient = take(gradients_in_[k]);
+      const Tensor gradient = take(gradients_in_[k], "receive gradient", m);
       // A first stage without parameters has nothing to differentiate.
       if (outputs_[k].requires_grad()) outputs_[k].backward(gradient);
     }
@@ -239,7 +244,10 @@ class Pipeline::StageRun {
   // Waits for the sends; rank 0 returns the batch's output and mean loss,
   // which the last stage sends it, and every other rank nothing.
   optim::StepOutput finish() {
-    for (StageMessage& message : sends_) message.wait();
+    {
+      const timeline::Span span("communication", "wait for sends");
+      for (StageMessage& message : sends_) message.wait();
+    }
     optim::StepOutput result;
     if (s_.last()) {
       const Tensor output = results_.size() == 1 ? results_.front() : concat(results_);
@@ -251,8 +259,8 @@ class Pipeline::StageRun {
       return result;
     }
     if (s_.first()) {
-      result.output = take(output_in_);
-      if (loss_) result.loss = take(loss_in_);
+      result.output = take(output_in_, "receive output", -1);
+      if (loss_) result.loss = take(loss_in_, "receive loss", -1);
     }
     return result;
   }
@@ -260,8 +268,11 @@ class Pipeline::StageRun {
   double compute_seconds() const { return compute_seconds_; }
 
  private:
-  // A received tensor on this stage's device; the wait is not compute time.
-  Tensor take(StageMessage& message) {
+  // A received tensor on this stage's device; the wait is not compute time
+  // but idle (or transfer) time, which the timeline shows as such.
+  Tensor take(StageMessage& message, const char* name, int micro_batch) {
+    timeline::Span span("communication", name);
+    if (micro_batch >= 0) span.arg("micro-batch", micro_batch);
     const auto start = Clock::now();
     Tensor tensor = message.take(device_);
     compute_seconds_ -= seconds_since(start);
@@ -269,6 +280,8 @@ class Pipeline::StageRun {
   }
 
   void send(StageLinks::Neighbour to, const Tensor& tensor, int tag) {
+    timeline::Span span("communication", to == StageLinks::Neighbour::next ? "send activation" : "send gradient");
+    span.arg("bytes", static_cast<std::int64_t>(tensor.nbytes()));
     sends_.push_back(s_.links->send(to, tensor, tag));
     ++s_.statistics.messages;
     s_.statistics.bytes += static_cast<std::int64_t>(tensor.nbytes());

@@ -2,6 +2,8 @@
 // as a program). Run `ddl-train --help` for every option and its default.
 // Exit codes: 0 done, 1 a failure while training, 2 a bad command line or
 // unreadable data (one line on stderr, no stack trace).
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -14,6 +16,7 @@
 #include <ddl/core/config.hpp>
 #include <ddl/core/device.hpp>
 #include <ddl/core/error.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/layers/summary.hpp>
 #include <ddl/models/data/data_loader.hpp>
 #include <ddl/models/zoo.hpp>
@@ -33,6 +36,7 @@
 #include <ddl/parallel/data_parallel.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 #include <ddl/parallel/pipeline_report.hpp>
+#include <ddl/parallel/timeline_gather.hpp>
 
 #include <ddl/parallel/config.hpp>
 
@@ -86,6 +90,20 @@ Device choose_device(const std::string& text, const std::function<Device(DeviceT
     return by_type(device.type());
   } catch (const Error& error) {
     throw UsageError(fmt::format("--device {}: {}", text, error.what()));
+  }
+}
+
+// The directory an output file goes into, tried before training rather
+// than when the file is written at the end.
+void check_output_directory(const std::string& path, const char* option) {
+  const std::filesystem::path file = std::filesystem::absolute(path);
+  if (std::filesystem::is_directory(file)) throw UsageError(fmt::format("{} {}: is a directory", option, path));
+  const std::filesystem::path directory = file.parent_path();
+  if (!std::filesystem::is_directory(directory)) {
+    throw UsageError(fmt::format("{} {}: the directory {} does not exist", option, path, directory.string()));
+  }
+  if (::access(directory.c_str(), W_OK) != 0) {
+    throw UsageError(fmt::format("{} {}: the directory {} is not writable", option, path, directory.string()));
   }
 }
 
@@ -334,6 +352,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
     try {
       if (checkpoints) stale = checkpoints->prepare_directory();
       for (const auto& log : logs) log->open();
+      if (!o.timeline.empty()) check_output_directory(o.timeline, "--timeline");
     } catch (const std::exception& error) {
       problem = error.what();
     }
@@ -395,8 +414,10 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
                         : fmt::format("No checkpoint at {}: starting from scratch", last.string()));
   }
 
+  if (!o.timeline.empty()) timeline::start({.per_layer = o.timeline_layers});
   const auto start = std::chrono::steady_clock::now();
   const optim::History history = trainer.fit(train, fit);
+  const timeline::Recording recording = o.timeline.empty() ? timeline::Recording{} : timeline::stop();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // Training throughput over the epochs of this run, validation excluded.
   double samples = 0.0, training_seconds = 0.0;
@@ -436,6 +457,20 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
                                                           : "off");
   }
 #endif
+  if (!o.timeline.empty()) {
+#if DDL_WITH_MPI_BUILD
+    if (job) {
+      parallel::write_timeline(*job, o.timeline, recording);  // collective: rank 0 writes every rank's
+    } else
+#endif
+    {
+      timeline::write_chrome_trace(o.timeline, {{.process = 0, .label = "ddl-train", .recording = recording}});
+    }
+    if (root && !o.quiet) {
+      std::cout << fmt::format("timeline: {} ({} events on this rank; open it in ui.perfetto.dev or "
+                               "chrome://tracing)\n", o.timeline, recording.events.size());
+    }
+  }
   return 0;
 }
 

@@ -125,6 +125,12 @@ void add_options(CLI::App& app, TrainOptions& o) {
                "data-parallel ranks than the checkpoint's (then no longer bit for bit)");
   app.add_option("--log-csv", o.log_csv, "Append each epoch's metrics to this CSV file");
   app.add_option("--log-jsonl", o.log_jsonl, "Append each epoch's metrics to this JSON-lines file");
+  app.add_option("--timeline", o.timeline,
+                 "Record what every rank and thread does (data, forward, backward, each bucket's allreduce, waits, "
+                 "the optimizer, pipeline messages, checkpoints) and write it, all ranks on one clock, to this "
+                 "Chrome trace-event JSON file (open it in ui.perfetto.dev or chrome://tracing)");
+  app.add_flag("--timeline-layers", o.timeline_layers,
+               "--timeline: also a span per layer in forward and per autograd op in backward (costs more)");
   app.add_option("--early-stopping", o.early_stopping,
                  "Stop after this many epochs without a better validation score (0: never)")
       ->check(finite_number(true))
@@ -282,6 +288,7 @@ void resolve_defaults(TrainOptions& o) {
   if (!o.placement.empty() && o.parallel != "none") {
     throw UsageError("--placement places layers inside one process; it does not combine with --parallel " + o.parallel);
   }
+  if (o.timeline_layers && o.timeline.empty()) throw UsageError("--timeline-layers needs --timeline");
   if (o.early_stopping > 0 && !o.validate) throw UsageError("--early-stopping needs validation (drop --no-validation)");
   if (o.train_limit == 0 || o.train_limit < -1) {
     throw UsageError(fmt::format("--train-limit must be -1 or positive, got {}", o.train_limit));

@@ -57,6 +57,8 @@ struct TrainOptions {
   bool resume_changed = false;      // --resume under another batch size, seed or data
   std::string log_csv;
   std::string log_jsonl;
+  std::string timeline;             // Chrome trace-event file of the run (rank 0 writes every rank's)
+  bool timeline_layers = false;     // with it, a span per layer forward and per autograd node backward
   std::int64_t early_stopping = 0;  // patience in epochs; 0: off
   std::string on_nonfinite = "stop";  // stop | skip: a step whose loss is NaN or infinite
   std::int64_t train_limit = -1;

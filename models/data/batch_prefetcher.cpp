@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include <ddl/core/timeline.hpp>
+
 namespace ddl::models {
 
 BatchPrefetcher::BatchPrefetcher(std::function<optim::Batch(std::int64_t)> make_batch, std::int64_t count, int capacity)
@@ -12,6 +14,7 @@ BatchPrefetcher::BatchPrefetcher(std::function<optim::Batch(std::int64_t)> make_
 }
 
 void BatchPrefetcher::produce(const std::stop_token& stop, std::int64_t count) {
+  timeline::name_this_thread("prefetch");
   try {
     for (std::int64_t k = 0; k < count; ++k) {
       {
@@ -20,7 +23,11 @@ void BatchPrefetcher::produce(const std::stop_token& stop, std::int64_t count) {
         if (!changed_.wait(lock, stop, [this] { return ready_.size() < capacity_; })) return;
       }
       // Made outside the lock so next() can hand out earlier batches meanwhile.
-      optim::Batch batch = make_batch_(k);
+      optim::Batch batch = [&] {
+        timeline::Span span("data", "make batch");
+        span.arg("batch", k);
+        return make_batch_(k);
+      }();
       const std::lock_guard lock(mutex_);
       ready_.push_back(std::move(batch));
       changed_.notify_all();

@@ -4,18 +4,13 @@
 // CRC-32 of its type and data — and then written in one go.
 #include <ddl/models/data/png.hpp>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <zlib.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <limits>
 
+#include <ddl/core/atomic_file.hpp>
 #include <ddl/core/check.hpp>
 
 namespace ddl::models {
@@ -70,21 +65,6 @@ std::vector<std::uint8_t> encode_png(const std::string& path, const Image& image
   return file;
 }
 
-// Writes `bytes` to `temp`, flushed and fsynced; the reason on failure.
-std::string write_synced(const std::string& temp, const std::vector<std::uint8_t>& bytes) {
-  std::FILE* file = std::fopen(temp.c_str(), "wbe");
-  if (file == nullptr) return fmt::format("cannot create {}: {}", temp, std::strerror(errno));
-  std::string problem;
-  if (std::fwrite(bytes.data(), 1, bytes.size(), file) != bytes.size() || std::fflush(file) != 0) {
-    problem = fmt::format("cannot write {}: {}", temp, std::strerror(errno));
-  } else if (::fsync(::fileno(file)) != 0) {
-    problem = fmt::format("cannot fsync {}: {}", temp, std::strerror(errno));
-  }
-  if (std::fclose(file) != 0 && problem.empty())
-    problem = fmt::format("cannot close {}: {}", temp, std::strerror(errno));
-  return problem;
-}
-
 // A float32 [H, W] tensor's values on the host, checked finite.
 std::vector<float> image_values(const Tensor& values) {
   DDL_CHECK(values.defined() && values.dtype() == DType::Float32 && values.dim() == 2 && values.numel() > 0,
@@ -119,15 +99,7 @@ void write_png(const std::string& path, const Image& image) {
   DDL_CHECK(image.pixels.size() == expected, "write_png: {}: a {} x {} image of {} channel(s) has {} bytes, got {}",
             path, image.height, image.width, image.channels, expected, image.pixels.size());
   const std::vector<std::uint8_t> bytes = encode_png(path, image);
-  const std::string temp = fmt::format("{}.tmp.{}", path, static_cast<long>(::getpid()));
-  std::string problem = write_synced(temp, bytes);
-  if (problem.empty() && std::rename(temp.c_str(), path.c_str()) != 0) {
-    problem = fmt::format("cannot rename {} over it: {}", temp, std::strerror(errno));
-  }
-  if (!problem.empty()) {
-    ::unlink(temp.c_str());
-    detail::fail("write_png: {}: {}", path, problem);
-  }
+  write_file_atomically(path, {reinterpret_cast<const char*>(bytes.data()), bytes.size()}, "write_png");
 }
 
 Image grayscale_image(const Tensor& values, float low, float high) {

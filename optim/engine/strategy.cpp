@@ -3,6 +3,7 @@
 #include <ddl/optim/engine/strategy.hpp>
 
 #include <ddl/core/ops.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
 
 namespace ddl::optim {
@@ -22,7 +23,11 @@ StepOutput Strategy::forward_backward(layers::Module& model, const LossFunction&
   // This class's forward, not an override: a strategy that changes how
   // evaluation runs (a pipeline) schedules training in its own
   // forward_backward.
-  StepOutput result = Strategy::forward(model, batch, loss);
+  StepOutput result = [&] {
+    const timeline::Span span("compute", "forward");
+    return Strategy::forward(model, batch, loss);
+  }();
+  const timeline::Span span("compute", "backward");
   // A whole step (no accumulation) skips the multiplication: bit for bit
   // what a plain loss.backward() computes.
   if (share.loss_scale == 1.0) {

@@ -17,6 +17,7 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/layers/named_tensors.hpp>
 
 namespace ddl::optim {
@@ -158,6 +159,7 @@ History Trainer::fit(BatchSource& train, const FitOptions& options) {
 }
 
 Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress) {
+  timeline::Span span("training", timeline::recording() ? fmt::format("epoch {}", epoch_ + 1) : std::string());
   model_->train();
   strategy_->begin_epoch(train, epoch_);
   MetricAccumulator metrics(options_.metrics, options_.classes);
@@ -188,7 +190,10 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   for (bool exhausted = false; !exhausted;) {
     step_batches.clear();
     while (static_cast<std::int64_t>(step_batches.size()) < options_.batches_per_step) {
-      auto batch = strategy_->next_batch(train);
+      auto batch = [&] {
+        const timeline::Span wait("data", "next batch");
+        return strategy_->next_batch(train);
+      }();
       if (!batch) {
         exhausted = true;
         break;
@@ -224,6 +229,8 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
 }
 
 bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics, const std::string& where) {
+  timeline::Span span("training", "step");
+  span.arg("step", step_);
   double samples = 0.0;
   for (const Batch& batch : batches) samples += static_cast<double>(batch.size());
   strategy_->begin_step(*model_);
@@ -254,11 +261,13 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
     return false;
   }
   for (std::size_t k = 0; k < batches.size(); ++k) add_metrics(metrics, results[k], batches[k]);
+  const timeline::Span update("optimizer", "update");
   strategy_->update(*model_, *optimizer_);
   return true;
 }
 
 Logs Trainer::evaluate(BatchSource& data) {
+  const timeline::Span span("evaluation", "evaluate");
   ensure_prepared();
   const layers::EvalModeGuard eval_mode(*model_);
   const NoGradGuard no_grad;
@@ -335,6 +344,8 @@ Checkpoint Trainer::make_checkpoint(const TrainingState& state, const std::vecto
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
+  timeline::Span span("checkpoint", "save checkpoint");
+  span.arg("path", path);
   TrainingState state{model_->state_dict(), optimizer_->state()};
   // Non-finite weights never replace a good checkpoint: every rank checks
   // the state it holds and all agree before anything is gathered or written.

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # ddl-train's command line, one case per ctest test:
-#   ddl_train_cli.sh <path to ddl-train> <case>
+#   ddl_train_cli.sh <path to ddl-train> <case> [<path to check_trace>]
 # Each case prints what it checked and exits non-zero with the reason when a
 # check fails.
 set -uo pipefail
 train=$1
 case_name=$2
+check_trace=${3:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -33,7 +34,7 @@ case $case_name in
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
-      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision; do
+      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -61,6 +62,29 @@ case $case_name in
     DDL_STALL_TIMEOUT=abc expect_usage_error 2 "DDL_STALL_TIMEOUT=abc is not a positive number"
     DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
     DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
+    ;;
+  timeline)
+    # --timeline: one trace of every rank on one clock, checked by
+    # check_trace (spans closed and nested, every rank, allreduces aligned);
+    # a single process's and a pipeline's too; refusals before training.
+    args=(--train-limit 512 --test-limit 256 --batch-size 64 --epochs 1 --threads 1)
+    expect_usage_error 2 "--timeline-layers needs --timeline" --timeline-layers
+    expect_usage_error 2 "--timeline $work/none/t.json: the directory $work/none does not exist" "${args[@]}" \
+      --timeline "$work/none/t.json"
+    "$train" "${args[@]}" --timeline "$work/one.json" > "$work/out" 2>&1 || fail "1 process exited $?: $(cat "$work/out")"
+    grep -q "^timeline: $work/one.json" "$work/out" || fail "no timeline line: $(cat "$work/out")"
+    "$check_trace" "$work/one.json" 1 step forward backward update "next batch" "make batch" evaluate || exit 1
+    mpiexec -n 2 "$train" --parallel data "${args[@]}" --bucket-mb 0.5 --timeline "$work/data.json" --timeline-layers \
+      > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
+    [[ $(grep -c "^timeline: " "$work/out") -eq 1 ]] || fail "not one timeline line: $(cat "$work/out")"
+    "$check_trace" "$work/data.json" 2 step forward backward allreduce "wait for gradients" update "next batch" \
+      "make batch" evaluate "0 Conv2d" AccumulateGrad || exit 1
+    mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --timeline "$work/pipeline.json" > "$work/out" 2>&1 ||
+      fail "2-stage pipeline exited $?: $(cat "$work/out")"
+    "$check_trace" "$work/pipeline.json" 2 step forward backward update "wait for sends" || exit 1
+    [[ ! -e "$work/none" ]] || fail "a refused run made the directory"
+    ls "$work" | grep -q "\.tmp\." && fail "temporary trace files were left: $(ls "$work")"
+    echo "ok: --timeline writes one checked trace for 1 process, 2 data-parallel ranks and a 2-stage pipeline"
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
