@@ -18,15 +18,23 @@ import subprocess
 import sys
 import tempfile
 
-COLOURS = {  # category -> colour, one per phase of a step
+# A colour per phase: forward and backward by their span's name, the rest
+# (per-layer spans included) by category.
+COLOURS = {
     "training": "#d9d9d9",
     "data": "#9467bd",
-    "compute": "#1f77b4",
+    "forward": "#6baed6",
+    "backward": "#08519c",
+    "compute": "#3182bd",
     "communication": "#d62728",
     "optimizer": "#2ca02c",
     "evaluation": "#8c564b",
     "checkpoint": "#ff7f0e",
 }
+
+
+def colour_of(span):
+    return COLOURS.get(span["name"] if span["name"] in ("forward", "backward") else span.get("cat"), "#7f7f7f")
 
 
 def load(path):
@@ -106,7 +114,7 @@ def main():
             if right <= left:
                 continue
             half_height = max(0.42 - 0.09 * depth[id(span)], 0.08)
-            colour = COLOURS.get(span.get("cat"), "#7f7f7f")
+            colour = colour_of(span)
             y = len(rows) - 1 - index[row]
             bars.append((depth[id(span)], (left + right) / 2000.0 - start / 1000.0, y, (right - left) / 2000.0,
                          half_height, int(colour[1:], 16)))
@@ -128,7 +136,7 @@ def main():
         legend = ", ".join(f'keyentry with boxes fs solid fc rgb "{colour}" title "{category}"'
                            for category, colour in COLOURS.items())
         script = f"""
-set terminal pngcairo size {options.width},{120 + 46 * len(rows)} font "sans,10"
+set terminal pngcairo noenhanced size {options.width},{120 + 46 * len(rows)} font "sans,10"
 set output "{options.png}"
 set title "{options.title}"
 set xlabel "time (ms)"

@@ -122,29 +122,18 @@ void name_this_thread(std::string name) {
   move_to_row(r, std::move(name));
 }
 
-Span::Span(std::string_view category, std::string_view name) {
-  if (!recording()) return;
-  active_ = true;
-  event_.name = name;
-  event_.category = category;
+void Span::begin(std::string_view category, std::string_view name) {
+  event_.emplace();
+  event_->name = name;
+  event_->category = category;
   generation_ = recorder().generation.load();
-  event_.begin_ns = now_ns();
+  event_->begin_ns = now_ns();
 }
 
-Span::~Span() {
-  if (!active_ || !recording()) return;
-  event_.end_ns = now_ns();
-  record(std::move(event_), generation_);
-}
-
-Span& Span::arg(std::string_view key, std::int64_t value) {
-  if (active_) event_.args.push_back({std::string(key), value});
-  return *this;
-}
-
-Span& Span::arg(std::string_view key, std::string_view value) {
-  if (active_) event_.args.push_back({std::string(key), std::string(value)});
-  return *this;
+void Span::end() {
+  if (!recording()) return;
+  event_->end_ns = now_ns();
+  record(std::move(*event_), generation_);
 }
 
 void instant(std::string_view category, std::string_view name, std::vector<Arg> args) {

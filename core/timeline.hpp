@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -88,20 +89,32 @@ std::int64_t now_ns();
 // began and still is when it ends.
 class Span {
  public:
-  Span(std::string_view category, std::string_view name);
-  ~Span();
+  Span(std::string_view category, std::string_view name) {
+    if (recording()) begin(category, name);
+  }
+  ~Span() {
+    if (event_) end();
+  }
   Span(const Span&) = delete;
   Span& operator=(const Span&) = delete;
 
-  bool active() const { return active_; }
+  bool active() const { return event_.has_value(); }
   // Adds an annotation (a no-op when not recording).
-  Span& arg(std::string_view key, std::int64_t value);
-  Span& arg(std::string_view key, std::string_view value);
+  Span& arg(std::string_view key, std::int64_t value) {
+    if (event_) event_->args.push_back({std::string(key), value});
+    return *this;
+  }
+  Span& arg(std::string_view key, std::string_view value) {
+    if (event_) event_->args.push_back({std::string(key), std::string(value)});
+    return *this;
+  }
 
  private:
-  bool active_ = false;
+  void begin(std::string_view category, std::string_view name);
+  void end();
+
   std::uint64_t generation_ = 0;  // of the recording it began in
-  Event event_;
+  std::optional<Event> event_;    // made only while recording: an idle span costs no construction
 };
 
 // Records an instant on the calling thread (a no-op when not recording).

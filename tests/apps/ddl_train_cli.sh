@@ -82,6 +82,10 @@ case $case_name in
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --timeline "$work/pipeline.json" > "$work/out" 2>&1 ||
       fail "2-stage pipeline exited $?: $(cat "$work/out")"
     "$check_trace" "$work/pipeline.json" 2 step forward backward update "wait for sends" || exit 1
+    # The figure script draws it (gnuplot and python3 come with install-deps.sh).
+    python3 "$(dirname "$0")/../../bench/plot_timeline.py" "$work/data.json" "$work/data.png" > "$work/plot" 2>&1 ||
+      fail "plot_timeline.py failed: $(cat "$work/plot")"
+    [[ $(head -c 8 "$work/data.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "no PNG drawn"
     [[ ! -e "$work/none" ]] || fail "a refused run made the directory"
     ls "$work" | grep -q "\.tmp\." && fail "temporary trace files were left: $(ls "$work")"
     echo "ok: --timeline writes one checked trace for 1 process, 2 data-parallel ranks and a 2-stage pipeline"
