@@ -44,6 +44,7 @@
 #include "start_up.hpp"
 #endif
 
+#include "curve_plot.hpp"
 #include "options.hpp"
 #include "resume_guard.hpp"
 #include "task.hpp"
@@ -344,6 +345,9 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
   if (!o.log_csv.empty()) logs.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
   if (!o.log_jsonl.empty()) logs.push_back(std::make_shared<optim::JsonLinesLogger>(o.log_jsonl, o.resume));
   fit.callbacks.insert(fit.callbacks.end(), logs.begin(), logs.end());
+  if (!o.plot.empty()) {
+    fit.callbacks.push_back(std::make_shared<CurvePlot>(o.plot, fmt::format("{} on {}", o.model, task.description)));
+  }
   // Rank 0's files are tried now, not after the first epoch's work: the
   // checkpoint directory written to, the logs opened and locked.
   problem.clear();
@@ -353,6 +357,10 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
       if (checkpoints) stale = checkpoints->prepare_directory();
       for (const auto& log : logs) log->open();
       if (!o.timeline.empty()) check_output_directory(o.timeline, "--timeline");
+      if (!o.plot.empty()) {
+        check_output_directory(o.plot, "--plot");
+        if (!gnuplot_available()) throw UsageError("--plot needs gnuplot on PATH (Debian: apt-get install gnuplot-nox)");
+      }
     } catch (const std::exception& error) {
       problem = error.what();
     }

@@ -125,6 +125,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
                "data-parallel ranks than the checkpoint's (then no longer bit for bit)");
   app.add_option("--log-csv", o.log_csv, "Append each epoch's metrics to this CSV file");
   app.add_option("--log-jsonl", o.log_jsonl, "Append each epoch's metrics to this JSON-lines file");
+  app.add_option("--plot", o.plot,
+                 "Draw the training curves (loss and each metric, train and test, per epoch) into this PNG, "
+                 "redrawn after every epoch (needs gnuplot; a resumed run's curves start at epoch 1)");
   app.add_option("--timeline", o.timeline,
                  "Record what every rank and thread does (data, forward, backward, each bucket's allreduce, waits, "
                  "the optimizer, pipeline messages, checkpoints) and write it, all ranks on one clock, to this "

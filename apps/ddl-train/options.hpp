@@ -30,8 +30,9 @@ struct AgreedError : std::runtime_error {
 
 // The options whose values may differ between the ranks of one job: where
 // each finds its data and writes its files, and how it uses its own node.
-inline const std::vector<std::string> kPerRankOptions{"--data",  "--threads", "--device",    "--prefetch",
-                                                      "--quiet", "--log-csv", "--log-jsonl", "--checkpoint-dir"};
+inline const std::vector<std::string> kPerRankOptions{"--data",      "--threads",        "--device",
+                                                      "--prefetch",  "--quiet",          "--log-csv",
+                                                      "--log-jsonl", "--checkpoint-dir", "--plot"};
 
 struct TrainOptions {
   std::string model = "mnist_cnn";
@@ -57,6 +58,7 @@ struct TrainOptions {
   bool resume_changed = false;      // --resume under another batch size, seed or data
   std::string log_csv;
   std::string log_jsonl;
+  std::string plot;                 // PNG of the training curves, redrawn after every epoch (rank 0)
   std::string timeline;             // Chrome trace-event file of the run (rank 0 writes every rank's)
   bool timeline_layers = false;     // with it, a span per layer forward and per autograd node backward
   std::int64_t early_stopping = 0;  // patience in epochs; 0: off

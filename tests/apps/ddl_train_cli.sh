@@ -34,7 +34,7 @@ case $case_name in
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
-      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers; do
+      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers --plot; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -89,6 +89,28 @@ case $case_name in
     [[ ! -e "$work/none" ]] || fail "a refused run made the directory"
     ls "$work" | grep -q "\.tmp\." && fail "temporary trace files were left: $(ls "$work")"
     echo "ok: --timeline writes one checked trace for 1 process, 2 data-parallel ranks and a 2-stage pipeline"
+    ;;
+  plot)
+    # --plot: the curves drawn after every epoch, kept across a resume (the
+    # checkpoint carries them); refused before training without gnuplot or
+    # with nowhere to write.
+    args=(--train-limit 256 --test-limit 128 --batch-size 64 --threads 1)
+    expect_usage_error 2 "--plot $work/none/c.png: the directory $work/none does not exist" "${args[@]}" \
+      --plot "$work/none/c.png"
+    args+=(--plot "$work/curves.png")
+    # (PATH holds no gnuplot: only ddl-train runs under it.)
+    PATH=/nonexistent "$train" "${args[@]}" > "$work/out" 2> "$work/err"
+    rc=$?
+    [[ $rc -eq 2 ]] && grep -q -- "--plot needs gnuplot on PATH" "$work/err" ||
+      fail "--plot without gnuplot exited $rc: $(cat "$work/err")"
+    "$train" "${args[@]}" --epochs 1 --checkpoint-dir "$work/ckpt" > "$work/out" 2>&1 || fail "exited $?: $(cat "$work/out")"
+    [[ $(head -c 8 "$work/curves.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "no PNG after epoch 1"
+    first=$(stat -c %s "$work/curves.png")
+    "$train" "${args[@]}" --epochs 2 --checkpoint-dir "$work/ckpt" --resume > "$work/out" 2>&1 ||
+      fail "the resumed run exited $?: $(cat "$work/out")"
+    [[ $(stat -c %s "$work/curves.png") -ne $first ]] || fail "the resumed run did not redraw the curves"
+    ls "$work" | grep -q "\.tmp\." && fail "temporary plot files were left: $(ls "$work")"
+    echo "ok: --plot draws the curves after each epoch and across a resume; refusals before training"
     ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
