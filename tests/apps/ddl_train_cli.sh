@@ -112,6 +112,33 @@ case $case_name in
     ls "$work" | grep -q "\.tmp\." && fail "temporary plot files were left: $(ls "$work")"
     echo "ok: --plot draws the curves after each epoch and across a resume; refusals before training"
     ;;
+  cluster)
+    # scripts/cluster/: both scripts parse; the host-file one runs here
+    # with localhost as the only node, and the Slurm one through a stand-in
+    # srun that starts its ranks with mpiexec (no Slurm on this machine).
+    scripts=$(dirname "$0")/../../scripts/cluster
+    for script in "$scripts"/*; do bash -n "$script" || fail "$script does not parse"; done
+    tiny=(--epochs 1 --train-limit 512 --test-limit 256 --batch-size 64 --quiet)
+    printf '# the only node\nlocalhost:2\n' > "$work/hosts"
+    DDL=$train "$scripts/mpiexec-hostfile.sh" "$work/hosts" 2 "${tiny[@]}" > "$work/out" 2>&1 ||
+      fail "mpiexec-hostfile.sh exited $?: $(cat "$work/out")"
+    grep -q "over 2 ranks" "$work/out" || fail "mpiexec-hostfile.sh did not train on 2 ranks: $(cat "$work/out")"
+    "$scripts/mpiexec-hostfile.sh" "$work/hosts" 0 > "$work/out" 2>&1
+    [[ $? -eq 2 ]] && grep -q "RANKS_PER_NODE must be a positive integer" "$work/out" || fail "0 ranks per node: $(cat "$work/out")"
+    : > "$work/empty"
+    "$scripts/mpiexec-hostfile.sh" "$work/empty" 1 > "$work/out" 2>&1
+    [[ $? -eq 2 ]] && grep -q "names no node" "$work/out" || fail "an empty host file: $(cat "$work/out")"
+    mkdir "$work/bin"
+    printf '#!/usr/bin/env bash\nwhile [[ $1 == --* ]]; do shift; done\nexec mpiexec -n "$SLURM_NTASKS" "$@"\n' \
+      > "$work/bin/srun"
+    chmod +x "$work/bin/srun"
+    PATH=$work/bin:$PATH SLURM_NTASKS=2 SLURM_CPUS_PER_TASK=1 DEVICE=cpu DDL=$train CHECKPOINTS=$work/ckpt \
+      bash "$scripts/slurm-data-parallel.sbatch" "${tiny[@]}" > "$work/out" 2>&1 ||
+      fail "the Slurm script exited $?: $(cat "$work/out")"
+    grep -q "over 2 ranks" "$work/out" && [[ -f $work/ckpt/last.ckpt ]] ||
+      fail "the Slurm script did not train on 2 ranks with checkpoints: $(cat "$work/out")"
+    echo "ok: the cluster scripts parse, and run here on localhost (the Slurm one through a stand-in srun)"
+    ;;
   missing-data)
     expect_usage_error 2 "no such directory '$work/none'" --data "$work/none"
     mkdir "$work/empty"
