@@ -20,22 +20,15 @@
 #include <vector>
 
 #include <ddl/core/tensor.hpp>
+#include <ddl/parallel/allreduce_algorithm.hpp>
 #include <ddl/parallel/communicator.hpp>
 
 namespace ddl::parallel {
-
-enum class AllreduceAlgorithm { ring, rhd, tree, naive, shm, builtin };
 
 // How values travel: as float32, or compressed to IEEE float16 (half the
 // bytes; about 3 significant digits, magnitudes up to 65504). Sums are
 // still taken in float32 on arrival. Only the ring offers float16.
 enum class WireFormat { float32, float16 };
-
-// "ring", "rhd", "tree", "naive", "shm", "builtin".
-std::string algorithm_name(AllreduceAlgorithm algorithm);
-// The inverse; throws ddl::Error listing the names for an unknown one.
-AllreduceAlgorithm parse_allreduce(const std::string& name);
-std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
 
 // Sums `data` over the ranks of `comm`, in place. float16 on the wire needs
 // the ring (ddl::Error otherwise).

@@ -1,0 +1,168 @@
+// The collectives' cost model (parallel/cost_model.hpp): each algorithm's
+// time equals its textbook formula where every link is the same, steps
+// across nodes take the network's link, the orderings every lesson relies on
+// hold (latency-bound sizes favour few steps, bandwidth-bound ones the
+// ring), and the fit and the unit parsers are exact.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include <ddl/parallel/cost_model.hpp>
+
+#include "support/test_data.hpp"
+
+using namespace ddl::parallel;
+using namespace ddl::parallel::cost;
+using ddl::test::throws_error_mentioning;
+
+namespace {
+
+// One node of 4096 ranks with round numbers: alpha 5 us, 1 GB/s, 4 GB/s reduction.
+Machine flat() {
+  Machine machine;
+  machine.intra_node = {5e-6, 1e-9};
+  machine.network = {50e-6, 1e-8};
+  machine.ranks_per_node = 4096;
+  machine.gamma = 0.25e-9;
+  machine.copy_beta = 0.1e-9;
+  machine.barrier = 2e-6;
+  return machine;
+}
+
+double modelled(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine) {
+  const auto seconds = allreduce_seconds(algorithm, ranks, bytes, machine);
+  REQUIRE(seconds.has_value());
+  return *seconds;
+}
+
+}  // namespace
+
+TEST_CASE("cost model: every algorithm's time is its textbook formula on one kind of link") {
+  const Machine machine = flat();
+  const double a = machine.intra_node.alpha, b = machine.intra_node.beta, g = machine.gamma;
+  for (const int p : {2, 3, 4, 5, 8, 13, 64}) {
+    for (const double m : {0.0, 4.0, 4096.0, 3e6, 256e6}) {
+      CAPTURE(p);
+      CAPTURE(m);
+      const double log_p = std::ceil(std::log2(p));
+      CHECK(modelled(AllreduceAlgorithm::ring, p, m, machine) ==
+            doctest::Approx(2 * (p - 1) * (a + m / p * b) + (p - 1) * m / p * g).epsilon(1e-12));
+      CHECK(modelled(AllreduceAlgorithm::tree, p, m, machine) ==
+            doctest::Approx(2 * log_p * (a + m * b) + log_p * m * g).epsilon(1e-12));
+      CHECK(modelled(AllreduceAlgorithm::naive, p, m, machine) ==
+            doctest::Approx((p - 1) * (a + m * b + m * g) + a + (p - 1) * m * b).epsilon(1e-12));
+      const int q = 1 << static_cast<int>(std::floor(std::log2(p)));
+      const double fold = p == q ? 0.0 : 2 * (a + m * b) + m * g;
+      CHECK(modelled(AllreduceAlgorithm::rhd, p, m, machine) ==
+            doctest::Approx(fold + 2 * std::log2(q) * a + 2.0 * (q - 1) / q * m * b + (q - 1.0) / q * m * g)
+                .epsilon(1e-12));
+      const double segments = std::max(1.0, std::ceil(m / machine.shm_segment));
+      CHECK(modelled(AllreduceAlgorithm::shm, p, m, machine) ==
+            doctest::Approx(2 * segments * machine.barrier + (p - 1.0) / p * m * (2 * machine.copy_beta + g))
+                .epsilon(1e-12));
+    }
+  }
+  for (const AllreduceAlgorithm algorithm : modelled_algorithms()) CHECK(modelled(algorithm, 1, 1e6, machine) == 0.0);
+  CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::builtin, 4, 1e6, machine).has_value());
+}
+
+TEST_CASE("cost model: steps that cross nodes pay the network, and shm stops at the node") {
+  Machine machine = flat();
+  machine.ranks_per_node = 8;
+  const Link net = machine.network, intra = machine.intra_node;
+  const double m = 64e6, g = machine.gamma;
+  // The ring of 16 ranks on 2 nodes: every step waits for the edges that
+  // cross; within one node it never does.
+  CHECK(modelled(AllreduceAlgorithm::ring, 16, m, machine) ==
+        doctest::Approx(30 * net.seconds(m / 16) + 15 * m / 16 * g).epsilon(1e-12));
+  CHECK(modelled(AllreduceAlgorithm::ring, 8, m, machine) ==
+        doctest::Approx(14 * intra.seconds(m / 8) + 7 * m / 8 * g).epsilon(1e-12));
+  // Halving's first step pairs rank r with r + 8, on the other node; the
+  // three after it stay inside a node.
+  CHECK(modelled(AllreduceAlgorithm::rhd, 16, m, machine) ==
+        doctest::Approx(2 * net.seconds(m / 2) + 2 * (intra.seconds(m / 4) + intra.seconds(m / 8) + intra.seconds(m / 16)) +
+                        (15.0 / 16) * m * g)
+            .epsilon(1e-12));
+  // The binomial tree's last round (distance 8) crosses.
+  CHECK(modelled(AllreduceAlgorithm::tree, 16, m, machine) ==
+        doctest::Approx(2 * (3 * intra.seconds(m) + net.seconds(m)) + 4 * m * g).epsilon(1e-12));
+  CHECK(allreduce_seconds(AllreduceAlgorithm::shm, 8, m, machine).has_value());
+  CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::shm, 9, m, machine).has_value());
+}
+
+TEST_CASE("cost model: few steps win small messages, the ring wins large ones, the server is the bottleneck") {
+  Machine machine = flat();
+  machine.ranks_per_node = 8;
+  for (const int p : {16, 64, 512, 4096}) {
+    CAPTURE(p);
+    // 4 KiB: latency-bound, log2 p steps beat 2(p-1).
+    CHECK(modelled(AllreduceAlgorithm::rhd, p, 4096, machine) < modelled(AllreduceAlgorithm::ring, p, 4096, machine));
+    CHECK(modelled(AllreduceAlgorithm::tree, p, 4096, machine) < modelled(AllreduceAlgorithm::ring, p, 4096, machine));
+    // 1 GiB: bandwidth-bound; the ring sends 2(p-1)/p of it, the tree
+    // 2 log2 p times all of it, rank 0 of naive 2(p-1) times.
+    const double large = 1 << 30;
+    CHECK(modelled(AllreduceAlgorithm::ring, p, large, machine) < modelled(AllreduceAlgorithm::tree, p, large, machine));
+    CHECK(modelled(AllreduceAlgorithm::tree, p, large, machine) < modelled(AllreduceAlgorithm::naive, p, large, machine));
+    // One server for p - 1 workers carries (p - 1) x the gradients each way.
+    CHECK(parameter_server_seconds(p - 1, 1, large, machine) > 10 * modelled(AllreduceAlgorithm::ring, p, large, machine));
+  }
+  // The ring's bandwidth term tends to 2 m beta as p grows, so a large
+  // message costs about as much on 4096 ranks as on 64: only the 2(p-1)
+  // latencies grow.
+  const double huge = 1e9;
+  const Link link = flat().intra_node;
+  CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) < 1.05 * modelled(AllreduceAlgorithm::ring, 64, huge, flat()));
+  CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) ==
+        doctest::Approx(2 * huge * link.beta + huge * flat().gamma + 2 * 4095 * link.alpha).epsilon(1e-3));
+  // More servers share the load.
+  CHECK(parameter_server_seconds(8, 4, 1e8, machine) < parameter_server_seconds(8, 1, 1e8, machine) / 3);
+}
+
+TEST_CASE("cost model: data-parallel efficiency and the pipeline bubble") {
+  CHECK(data_parallel_efficiency(0.1, 0.0) == 1.0);
+  CHECK(data_parallel_efficiency(0.1, 0.1) == doctest::Approx(0.5));
+  CHECK(data_parallel_efficiency(0.1, 0.1, 0.75) == doctest::Approx(0.1 / 0.125));
+  CHECK(data_parallel_efficiency(0.1, 0.1, 1.0) == 1.0);
+  CHECK(throws_error_mentioning([] { data_parallel_efficiency(0.0, 1.0); }, {"compute > 0"}));
+  CHECK(throws_error_mentioning([] { data_parallel_efficiency(1.0, 1.0, 1.5); }, {"overlap in [0, 1]", "1.5"}));
+  CHECK(pipeline_bubble(1, 1) == 0.0);
+  CHECK(pipeline_bubble(4, 1) == doctest::Approx(0.75));
+  CHECK(pipeline_bubble(4, 8) == doctest::Approx(3.0 / 11));
+  CHECK(pipeline_speedup(4, 8) == doctest::Approx(32.0 / 11));
+  CHECK(throws_error_mentioning([] { pipeline_bubble(0, 4); }, {"stages >= 1"}));
+}
+
+TEST_CASE("cost model: fit_link recovers alpha and beta, and refuses what cannot be fitted") {
+  const std::vector<double> bytes{8, 64, 4096, 65536, 1 << 20, 16 << 20};
+  std::vector<double> seconds;
+  for (const double m : bytes) seconds.push_back(3e-6 + m * 2.5e-10);
+  const Link link = fit_link(bytes, seconds);
+  CHECK(link.alpha == doctest::Approx(3e-6).epsilon(1e-9));
+  CHECK(link.beta == doctest::Approx(2.5e-10).epsilon(1e-9));
+  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{64, 64}, std::vector<double>{1e-6, 2e-6}); },
+                                {"must not all be equal"}));
+  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{64}, std::vector<double>{1e-6}); },
+                                {"at least 2"}));
+  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{8, 64}, std::vector<double>{1e-6, 0.0}); },
+                                {"not positive"}));
+}
+
+TEST_CASE("cost model: times and bandwidths are read with their units") {
+  CHECK(parse_seconds("2us") == doctest::Approx(2e-6));
+  CHECK(parse_seconds("1.5 ms") == doctest::Approx(1.5e-3));
+  CHECK(parse_seconds("3e-6") == doctest::Approx(3e-6));
+  CHECK(parse_seconds("40ns") == doctest::Approx(4e-8));
+  CHECK(parse_bandwidth("100Gb/s") == doctest::Approx(12.5e9));
+  CHECK(parse_bandwidth("12.5GB/s") == doctest::Approx(12.5e9));
+  CHECK(parse_bandwidth("25 GiB/s") == doctest::Approx(25.0 * (1 << 30)));
+  CHECK(parse_bandwidth("400Mb/s") == doctest::Approx(50e6));
+  CHECK(parse_bandwidth("1e10") == doctest::Approx(1e10));
+  for (const char* bad : {"", "fast", "-2us", "0"}) {
+    CHECK(throws_error_mentioning([&] { parse_seconds(bad); }, {"a time", "positive number"}));
+  }
+  CHECK(throws_error_mentioning([] { parse_seconds("2 weeks"); }, {"unknown unit 'weeks'"}));
+  CHECK(throws_error_mentioning([] { parse_bandwidth("100 Gb"); }, {"Gb/s"}));
+  CHECK(throws_error_mentioning([] { parse_bandwidth("100 Xb/s"); }, {"unknown prefix 'X'"}));
+  CHECK(throws_error_mentioning([] { parse_bandwidth("100 G/s"); }, {"b/s (bits) or B/s (bytes)"}));
+}
