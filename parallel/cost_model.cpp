@@ -1,7 +1,6 @@
 // The collectives' costs (see cost_model.hpp). Each function follows the
-// messages of its algorithm's file in parallel/collectives/, step by step;
-// a step in which several pairs of ranks exchange at once costs what its
-// slowest pair's link costs.
+// messages of its algorithm's file in parallel/collectives/, step by step
+// (Step below: what one step's messages at once cost).
 #include <ddl/parallel/cost_model.hpp>
 
 #include <algorithm>
@@ -17,16 +16,55 @@
 namespace ddl::parallel::cost {
 namespace {
 
-// The slower of two links for a message of `bytes` (a step is bound by its
-// slowest pair).
-const Link& slower(const Link& a, const Link& b, double bytes) { return b.seconds(bytes) > a.seconds(bytes) ? b : a; }
+// One step of an algorithm: messages of the same size sent at once, each
+// from one rank to another. A message inside a node takes its pair's own
+// path, but messages a rank sends at once share its memory bandwidth, and
+// messages that leave a node share its network interface. So the step
+// lasts as long as the busiest sender's intra-node messages or the busiest
+// node's outgoing ones: why a ring, which sends one message out of each
+// node per step, beats halving, whose every rank crosses the network at
+// once in its first steps, on large messages across nodes.
+class Step {
+ public:
+  explicit Step(const Machine& machine) : machine_(machine) {}
+
+  void send(int from, int to) {
+    const bool inside = from / machine_.ranks_per_node == to / machine_.ranks_per_node;
+    auto& counts = inside ? from_rank_ : from_node_;
+    const int key = inside ? from : from / machine_.ranks_per_node;
+    auto found = std::find_if(counts.begin(), counts.end(), [&](const auto& entry) { return entry.first == key; });
+    if (found == counts.end()) found = counts.insert(counts.end(), {key, 0});
+    ++found->second;
+  }
+
+  double seconds(double bytes) const {
+    const auto busiest = [](const std::vector<std::pair<int, int>>& counts) {
+      int most = 0;
+      for (const auto& entry : counts) most = std::max(most, entry.second);
+      return most;
+    };
+    double seconds = 0.0;
+    if (const int most = busiest(from_rank_); most > 0) {
+      seconds = machine_.intra_node.alpha + most * bytes * machine_.intra_node.beta;
+    }
+    if (const int most = busiest(from_node_); most > 0) {
+      seconds = std::max(seconds, machine_.network.alpha + most * bytes * machine_.network.beta);
+    }
+    return seconds;
+  }
+
+ private:
+  const Machine& machine_;
+  std::vector<std::pair<int, int>> from_rank_;  // (rank, messages it sends inside its node)
+  std::vector<std::pair<int, int>> from_node_;  // (node, messages leaving it)
+};
 
 double ring_seconds(int p, double bytes, const Machine& machine) {
-  // The ring's edges r -> r+1: one crosses the network whenever the ranks
-  // span nodes, and every step waits for it.
-  const Link& link = p > machine.ranks_per_node ? machine.network : machine.intra_node;
-  const double steps = 2.0 * (p - 1);
-  return steps * link.seconds(bytes / p) + (p - 1) * (bytes / p) * machine.gamma;
+  // Every step each rank sends a chunk to the next (reduce-scatter, then
+  // allgather): 2(p-1) steps of the same pattern.
+  Step step(machine);
+  for (int r = 0; r < p; ++r) step.send(r, (r + 1) % p);
+  return 2.0 * (p - 1) * step.seconds(bytes / p) + (p - 1) * (bytes / p) * machine.gamma;
 }
 
 // Recursive halving / doubling over q = 2^floor(log2 p) ranks, the others
@@ -39,14 +77,15 @@ double halving_doubling_seconds(int p, double bytes, const Machine& machine) {
   if (extra > 0) {
     // Even ranks below 2·extra hand their whole buffer to the odd rank
     // after them, which adds it, and get the result back at the end.
-    const Link& fold = machine.link(0, 1);
+    Step fold(machine);
+    for (int r = 0; r < 2 * extra; r += 2) fold.send(r, r + 1);
     seconds += 2.0 * fold.seconds(bytes) + bytes * machine.gamma;
   }
   double part = bytes;
   for (int mask = q / 2; mask >= 1; mask /= 2) {
     part /= 2.0;
-    Link step = machine.intra_node;
-    for (int v = 0; v < q; ++v) step = slower(step, machine.link(real_rank(v), real_rank(v ^ mask)), part);
+    Step step(machine);
+    for (int v = 0; v < q; ++v) step.send(real_rank(v), real_rank(v ^ mask));
     // The halving step sends `part` and adds the partner's; the doubling
     // step that mirrors it later sends `part` back.
     seconds += 2.0 * step.seconds(part) + part * machine.gamma;
@@ -54,35 +93,46 @@ double halving_doubling_seconds(int p, double bytes, const Machine& machine) {
   return seconds;
 }
 
-// Binomial reduce to rank 0, then binomial broadcast (tree.cpp).
+// Binomial reduce to rank 0, then binomial broadcast (tree.cpp): round
+// `mask` pairs rank r with r - mask, up and then down.
 double tree_seconds(int p, double bytes, const Machine& machine) {
   double seconds = 0.0;
   for (int mask = 1; mask < p; mask <<= 1) {
-    Link step = machine.intra_node;
-    for (int r = mask; r < p; r += 2 * mask) step = slower(step, machine.link(r, r - mask), bytes);
-    seconds += 2.0 * step.seconds(bytes) + bytes * machine.gamma;
+    Step reduce(machine), broadcast(machine);
+    for (int r = mask; r < p; r += 2 * mask) {
+      reduce.send(r, r - mask);
+      broadcast.send(r - mask, r);
+    }
+    seconds += reduce.seconds(bytes) + broadcast.seconds(bytes) + bytes * machine.gamma;
   }
   return seconds;
 }
 
 // Rank 0 receives and adds every worker's buffer in turn, then sends the
-// sum to all at once through its one link (naive.cpp).
+// sum to all at once (naive.cpp).
 double naive_seconds(int p, double bytes, const Machine& machine) {
   double seconds = 0.0;
-  Link widest = machine.intra_node;
+  Step scatter(machine);
   for (int r = 1; r < p; ++r) {
-    seconds += machine.link(0, r).seconds(bytes) + bytes * machine.gamma;
-    widest = slower(widest, machine.link(0, r), bytes);
+    Step gather(machine);
+    gather.send(r, 0);
+    seconds += gather.seconds(bytes) + bytes * machine.gamma;
+    scatter.send(0, r);
   }
-  return seconds + widest.alpha + (p - 1) * bytes * widest.beta;
+  return seconds + scatter.seconds(bytes);
 }
 
 // Through one node's shared memory, a segment at a time between barriers
-// (shared_memory.cpp).
+// (shared_memory.cpp): a rank copies in the parts the others sum, sums its
+// own part from their slots, and copies the others' sums out. The bytes
+// that cross between cores are the ring's, 2 (p-1)/p of the message, at
+// the intra-node link's rate (which the ping-pong measures through the same
+// shared memory), but with no message latencies: two barriers per segment
+// instead.
 double shared_memory_seconds(int p, double bytes, const Machine& machine) {
   const double segments = std::max(1.0, std::ceil(bytes / machine.shm_segment));
-  const double others = (p - 1) * bytes / p;  // the parts this rank copies in and out
-  return 2.0 * segments * machine.barrier + 2.0 * others * machine.copy_beta + others * machine.gamma;
+  const double others = (p - 1) * bytes / p;
+  return 2.0 * segments * machine.barrier + 2.0 * others * machine.intra_node.beta + others * machine.gamma;
 }
 
 // A number followed by a unit: the number and the rest, trimmed.
@@ -125,11 +175,17 @@ std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks,
 double parameter_server_seconds(int workers, int servers, double bytes, const Machine& machine) {
   DDL_CHECK(workers >= 1 && servers >= 1, "parameter_server_seconds: needs workers >= 1 and servers >= 1, got {}, {}",
             workers, servers);
-  // The servers are the last ranks (parameter_server.cpp); a server's link
-  // to its farthest worker bounds its turns.
-  const Link& link = machine.link(0, workers + servers - 1);
+  // The servers are the last ranks (parameter_server.cpp). Each takes one
+  // push from every worker, in turn, while the workers each send their
+  // whole gradient out; then the same back. Across nodes the servers of one
+  // node share its interface.
   const double share = bytes / servers;
-  return workers * (2.0 * link.seconds(share) + share * machine.gamma);
+  const bool across = workers + servers > machine.ranks_per_node;
+  const Link& link = across ? machine.network : machine.intra_node;
+  const int sharing = across ? std::min(servers, machine.ranks_per_node) : 1;
+  const double server = workers * (link.alpha + sharing * share * link.beta);
+  const double worker = link.seconds(bytes);
+  return 2.0 * std::max(server, worker) + workers * share * machine.gamma;
 }
 
 double data_parallel_efficiency(double compute_seconds, double allreduce_seconds, double overlap) {

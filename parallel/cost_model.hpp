@@ -6,7 +6,8 @@
 // and size follows from three numbers measured once (apps/ddl-model fits
 // them on the machine it runs on). Ranks sit in nodes of ranks_per_node: a
 // message between ranks of one node takes the intra-node link, others the
-// network, and the slowest link a step uses sets its cost.
+// network, whose interface the messages leaving a node at once share; a
+// step lasts as long as its slowest part.
 //
 // Single-process: pure functions, no MPI.
 #pragma once
@@ -31,31 +32,31 @@ struct Link {
 struct Machine {
   Link intra_node;            // ranks on one node (shared memory)
   Link network;               // ranks on different nodes
-  int ranks_per_node = 1;     // ranks 0..k-1 on node 0, k..2k-1 on node 1, ...
+  int ranks_per_node = 1;     // ranks 0..k-1 on node 0, k..2k-1 on node 1, ...; the network
+                              // link is the node's interface, shared by what leaves the node
   double gamma = 0.0;         // seconds per byte reduced (a float32 add per 4 bytes)
-  double copy_beta = 0.0;     // seconds per byte copied in memory (the shm allreduce)
   double barrier = 0.0;       // seconds per barrier of one node's ranks (the shm allreduce)
   double shm_segment = 1 << 20;  // bytes the shm allreduce reduces between two barriers (DDL_SHM_SEGMENT)
 
-  // The link between ranks a and b.
-  const Link& link(int a, int b) const { return a / ranks_per_node == b / ranks_per_node ? intra_node : network; }
 };
 
 // Seconds for one allreduce of `bytes` over `ranks` ranks, as ddl's
 // algorithm of that name moves its data (collectives.hpp's table):
 //   ring   2(p-1) steps of bytes/p each: 2(p-1) alpha + 2 (p-1)/p bytes beta
-//          + (p-1)/p bytes gamma, on the slowest link of the ring;
+//          + (p-1)/p bytes gamma, on the slowest link of the ring (one
+//          message leaves each node per step);
 //   rhd    log2 p halving steps (bytes/2, /4, ...) and as many doubling
-//          steps, each on the link to its partner (distance p/2, p/4, ...);
-//          p not a power of two first folds the extra ranks in (one whole
-//          message and its sum) and sends their results back;
+//          steps, each rank exchanging with its partner at distance p/2,
+//          p/4, ... (the first steps across nodes, every rank of a node at
+//          once); p not a power of two first folds the extra ranks in (one
+//          whole message and its sum) and sends their results back;
 //   tree   a binomial reduce then broadcast of the whole message: 2 ceil(log2 p)
 //          steps of alpha + bytes beta, ceil(log2 p) sums;
 //   naive  rank 0 receives p-1 whole messages one after another, sums them,
 //          and sends p-1 back: its link is the bottleneck;
-//   shm    one node only (nullopt beyond one): every rank copies its data in
-//          and the result out (2 bytes copy_beta), reduces 1/p of it from
-//          p slots, with 2 barriers per segment.
+//   shm    one node only (nullopt beyond one): the ring's bytes between
+//          cores, 2 (p-1)/p bytes at the intra-node beta, and its sums, but
+//          2 barriers per segment instead of 2(p-1) message latencies.
 // `builtin` (MPI's own choice) is not modelled: nullopt.
 std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine);
 
@@ -66,7 +67,8 @@ std::vector<AllreduceAlgorithm> modelled_algorithms();
 // `workers` pushes its gradients (`bytes`, split evenly over `servers`) and
 // pulls the new values; a server receives and sums its share from every
 // worker in turn and answers each. The servers' links carry workers x
-// bytes / servers each way: the bandwidth bottleneck that allreduce avoids.
+// bytes / servers each way (and servers on one node share its network
+// interface): the bandwidth bottleneck that allreduce avoids.
 double parameter_server_seconds(int workers, int servers, double bytes, const Machine& machine);
 
 // Data parallelism (weak scaling: each rank keeps its per-rank batch): a

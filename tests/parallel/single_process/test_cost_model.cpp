@@ -25,7 +25,6 @@ Machine flat() {
   machine.network = {50e-6, 1e-8};
   machine.ranks_per_node = 4096;
   machine.gamma = 0.25e-9;
-  machine.copy_beta = 0.1e-9;
   machine.barrier = 2e-6;
   return machine;
 }
@@ -59,7 +58,7 @@ TEST_CASE("cost model: every algorithm's time is its textbook formula on one kin
                 .epsilon(1e-12));
       const double segments = std::max(1.0, std::ceil(m / machine.shm_segment));
       CHECK(modelled(AllreduceAlgorithm::shm, p, m, machine) ==
-            doctest::Approx(2 * segments * machine.barrier + (p - 1.0) / p * m * (2 * machine.copy_beta + g))
+            doctest::Approx(2 * segments * machine.barrier + (p - 1.0) / p * m * (2 * b + g))
                 .epsilon(1e-12));
     }
   }
@@ -67,26 +66,31 @@ TEST_CASE("cost model: every algorithm's time is its textbook formula on one kin
   CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::builtin, 4, 1e6, machine).has_value());
 }
 
-TEST_CASE("cost model: steps that cross nodes pay the network, and shm stops at the node") {
+TEST_CASE("cost model: steps that cross nodes pay the network, shared by what leaves a node, and shm stops at the node") {
   Machine machine = flat();
   machine.ranks_per_node = 8;
   const Link net = machine.network, intra = machine.intra_node;
   const double m = 64e6, g = machine.gamma;
-  // The ring of 16 ranks on 2 nodes: every step waits for the edges that
-  // cross; within one node it never does.
+  // The ring of 16 ranks on 2 nodes: one edge leaves each node, and every
+  // step waits for it; within one node it never does.
   CHECK(modelled(AllreduceAlgorithm::ring, 16, m, machine) ==
         doctest::Approx(30 * net.seconds(m / 16) + 15 * m / 16 * g).epsilon(1e-12));
   CHECK(modelled(AllreduceAlgorithm::ring, 8, m, machine) ==
         doctest::Approx(14 * intra.seconds(m / 8) + 7 * m / 8 * g).epsilon(1e-12));
-  // Halving's first step pairs rank r with r + 8, on the other node; the
-  // three after it stay inside a node.
+  // Halving's first step pairs rank r with r + 8, on the other node: all 8
+  // ranks of a node send through its interface at once. The three steps
+  // after it stay inside a node.
   CHECK(modelled(AllreduceAlgorithm::rhd, 16, m, machine) ==
-        doctest::Approx(2 * net.seconds(m / 2) + 2 * (intra.seconds(m / 4) + intra.seconds(m / 8) + intra.seconds(m / 16)) +
-                        (15.0 / 16) * m * g)
+        doctest::Approx(2 * (net.alpha + 8 * (m / 2) * net.beta) +
+                        2 * (intra.seconds(m / 4) + intra.seconds(m / 8) + intra.seconds(m / 16)) + (15.0 / 16) * m * g)
             .epsilon(1e-12));
   // The binomial tree's last round (distance 8) crosses.
   CHECK(modelled(AllreduceAlgorithm::tree, 16, m, machine) ==
         doctest::Approx(2 * (3 * intra.seconds(m) + net.seconds(m)) + 4 * m * g).epsilon(1e-12));
+  // Naive's rank 0 sends the sum to the 8 ranks of the other node at once.
+  CHECK(modelled(AllreduceAlgorithm::naive, 16, m, machine) ==
+        doctest::Approx(7 * intra.seconds(m) + 8 * net.seconds(m) + 15 * m * g + net.alpha + 8 * m * net.beta)
+            .epsilon(1e-12));
   CHECK(allreduce_seconds(AllreduceAlgorithm::shm, 8, m, machine).has_value());
   CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::shm, 9, m, machine).has_value());
 }
@@ -105,8 +109,19 @@ TEST_CASE("cost model: few steps win small messages, the ring wins large ones, t
     CHECK(modelled(AllreduceAlgorithm::ring, p, large, machine) < modelled(AllreduceAlgorithm::tree, p, large, machine));
     CHECK(modelled(AllreduceAlgorithm::tree, p, large, machine) < modelled(AllreduceAlgorithm::naive, p, large, machine));
     // One server for p - 1 workers carries (p - 1) x the gradients each way.
-    CHECK(parameter_server_seconds(p - 1, 1, large, machine) > 10 * modelled(AllreduceAlgorithm::ring, p, large, machine));
+    CHECK(parameter_server_seconds(p - 1, 1, large, machine) > 4 * modelled(AllreduceAlgorithm::ring, p, large, machine));
   }
+  const auto server_over_ring = [&](int p) {
+    return parameter_server_seconds(p - 1, 1, 1 << 30, machine) / modelled(AllreduceAlgorithm::ring, p, 1 << 30, machine);
+  };
+  CHECK(server_over_ring(4096) > 100 * server_over_ring(16));
+  // On one node halving sends the ring's bytes in fewer steps, so it never
+  // loses; across nodes its all-at-once exchanges share the interface, and
+  // the ring wins large messages.
+  for (const double bytes : {1.0, 4096.0, 1e6, 1e9}) {
+    CHECK(modelled(AllreduceAlgorithm::rhd, 64, bytes, flat()) <= modelled(AllreduceAlgorithm::ring, 64, bytes, flat()));
+  }
+  CHECK(modelled(AllreduceAlgorithm::ring, 64, 256e6, machine) < modelled(AllreduceAlgorithm::rhd, 64, 256e6, machine));
   // The ring's bandwidth term tends to 2 m beta as p grows, so a large
   // message costs about as much on 4096 ranks as on 64: only the 2(p-1)
   // latencies grow.
@@ -115,8 +130,9 @@ TEST_CASE("cost model: few steps win small messages, the ring wins large ones, t
   CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) < 1.05 * modelled(AllreduceAlgorithm::ring, 64, huge, flat()));
   CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) ==
         doctest::Approx(2 * huge * link.beta + huge * flat().gamma + 2 * 4095 * link.alpha).epsilon(1e-3));
-  // More servers share the load.
-  CHECK(parameter_server_seconds(8, 4, 1e8, machine) < parameter_server_seconds(8, 1, 1e8, machine) / 3);
+  // More servers share the load, unless they share a node's interface.
+  CHECK(parameter_server_seconds(8, 4, 1e8, flat()) < parameter_server_seconds(8, 1, 1e8, flat()) / 3);
+  CHECK(parameter_server_seconds(8, 4, 1e8, machine) == doctest::Approx(parameter_server_seconds(8, 1, 1e8, machine)).epsilon(0.01));
 }
 
 TEST_CASE("cost model: data-parallel efficiency and the pipeline bubble") {

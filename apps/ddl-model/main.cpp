@@ -1,0 +1,331 @@
+// ddl-model: the alpha-beta-gamma cost model of ddl's collectives
+// (parallel/cost_model.hpp) fitted to this machine and extrapolated to a
+// cluster. Under mpiexec it first measures: a ping-pong between ranks gives
+// the link's alpha and beta, a local sum gamma, and every allreduce
+// algorithm is timed at the job's rank count beside its prediction. Then,
+// for a network the user describes, it prints each algorithm's time from 8 to
+// 4096 ranks, where the algorithms cross over, the data-parallel efficiency
+// of a model of given gradient size and step time, and the pipeline bubble.
+//
+//   mpiexec -n 2 ddl-model --latency 2us --bandwidth 100Gb/s --ranks-per-node 8 --gradient-mb 4.8 --step-ms 45
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <ddl/core/error.hpp>
+#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/cost_model.hpp>
+
+#include "measure.hpp"
+
+namespace ddl::apps {
+namespace {
+
+using parallel::AllreduceAlgorithm;
+using parallel::algorithm_name;
+namespace cost = parallel::cost;
+
+struct Options {
+  std::string latency;    // between nodes; default: measured where the job spans nodes, else 2us
+  std::string bandwidth;  // between nodes; default: measured where the job spans nodes, else 100Gb/s
+  int ranks_per_node = 8;
+  std::string node_latency;    // within a node; default: measured, else 1us
+  std::string node_bandwidth;  // within a node; default: measured, else 10GB/s
+  std::vector<int> ranks{8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096};
+  std::vector<double> sizes{4096, 65536, 1 << 20, 16 << 20, 256 << 20};
+  std::vector<double> check_sizes{4096, 65536, 1 << 20, 16 << 20};
+  double gradient_mb = 0.0;
+  double step_ms = 0.0;
+  double overlap = 0.0;
+  int servers = 1;
+  std::vector<int> stages{2, 4, 8};
+  std::vector<int> micro_batches{1, 2, 4, 8, 16, 32};
+  double budget = 0.2;
+  bool measure = true;
+};
+
+std::string format_bytes(double bytes) {
+  if (bytes >= 1 << 30) return fmt::format("{:.3g} GiB", bytes / (1 << 30));
+  if (bytes >= 1 << 20) return fmt::format("{:.3g} MiB", bytes / (1 << 20));
+  if (bytes >= 1 << 10) return fmt::format("{:.3g} KiB", bytes / (1 << 10));
+  return fmt::format("{:.3g} B", bytes);
+}
+
+std::string format_seconds(double seconds) {
+  if (seconds >= 1.0) return fmt::format("{:.2f} s", seconds);
+  if (seconds >= 1e-3) return fmt::format("{:.2f} ms", seconds * 1e3);
+  return fmt::format("{:.1f} us", seconds * 1e6);
+}
+
+std::string describe_link(const cost::Link& link) {
+  return fmt::format("alpha {} beta {:.3g} ns/B ({:.3g} GB/s)", format_seconds(link.alpha), link.beta * 1e9,
+                     link.beta > 0 ? 1e-9 / link.beta : INFINITY);
+}
+
+void print_fit(const std::string& what, const FittedLink& fitted) {
+  std::cout << fmt::format("  {:<16} {}; the fit is off by {:.0f}% (median), {:.0f}% (worst) over {} .. {}\n", what,
+                           describe_link(fitted.link), 100 * fitted.median_error, 100 * fitted.max_error,
+                           format_bytes(fitted.bytes.front()), format_bytes(fitted.bytes.back()));
+}
+
+// Predicted against measured at the job's own rank count.
+void check_against_measurement(const parallel::Communicator& comm, const cost::Machine& machine, const Options& o) {
+  const bool root = comm.rank() == 0;
+  std::vector<AllreduceAlgorithm> algorithms = cost::modelled_algorithms();
+  if (comm.local_size() < comm.size()) std::erase(algorithms, AllreduceAlgorithm::shm);
+  if (root) {
+    std::cout << fmt::format("\npredicted / measured allreduce time at {} ranks (ratio = predicted / measured):\n",
+                             comm.size());
+    std::cout << fmt::format("  {:>9}", "size");
+    for (const AllreduceAlgorithm algorithm : algorithms) std::cout << fmt::format(" {:>27}", algorithm_name(algorithm));
+    std::cout << fmt::format(" {:>10}\n", "builtin");
+  }
+  std::vector<double> errors;
+  std::string worst;
+  double worst_error = -1.0;
+  for (const double bytes : o.check_sizes) {
+    if (root) std::cout << fmt::format("  {:>9}", format_bytes(bytes));
+    for (const AllreduceAlgorithm algorithm : algorithms) {
+      const double measured = measure_allreduce(comm, algorithm, bytes, o.budget);
+      const double predicted = *cost::allreduce_seconds(algorithm, comm.size(), bytes, machine);
+      const double error = std::abs(predicted / measured - 1.0);
+      errors.push_back(error);
+      if (error > worst_error) {
+        worst_error = error;
+        worst = fmt::format("{} at {}", algorithm_name(algorithm), format_bytes(bytes));
+      }
+      if (root) {
+        std::cout << fmt::format(" {:>10} / {:>9} {:>5.2f}", format_seconds(predicted), format_seconds(measured),
+                                 predicted / measured);
+      }
+    }
+    const double builtin = measure_allreduce(comm, AllreduceAlgorithm::builtin, bytes, o.budget);
+    if (root) std::cout << fmt::format(" {:>10}\n", format_seconds(builtin));
+  }
+  std::sort(errors.begin(), errors.end());
+  if (root) {
+    std::cout << fmt::format(
+        "  error |predicted / measured - 1|: median {:.0f}%, worst {:.0f}% ({}); builtin is MPI's own choice, "
+        "not modelled\n",
+        100 * errors[errors.size() / 2], 100 * worst_error, worst);
+  }
+}
+
+// The size below which rhd beats the ring at `ranks` (bisection over log
+// bytes), or nullopt when one of them wins everywhere from 1 B to 1 GiB.
+std::optional<double> crossover(int ranks, const cost::Machine& machine) {
+  const auto rhd_wins = [&](double bytes) {
+    return *cost::allreduce_seconds(AllreduceAlgorithm::rhd, ranks, bytes, machine) <
+           *cost::allreduce_seconds(AllreduceAlgorithm::ring, ranks, bytes, machine);
+  };
+  double low = 0.0, high = 30.0;  // log2 bytes
+  if (!rhd_wins(std::exp2(low)) || rhd_wins(std::exp2(high))) return std::nullopt;
+  for (int i = 0; i < 60; ++i) {
+    const double middle = (low + high) / 2;
+    (rhd_wins(std::exp2(middle)) ? low : high) = middle;
+  }
+  return std::exp2(high);
+}
+
+void print_extrapolation(const cost::Machine& machine, const Options& o) {
+  std::cout << fmt::format(
+      "\nextrapolated: {} ranks per node; within a node {}; between nodes {}; gamma {:.3g} ns/B\n",
+      machine.ranks_per_node, describe_link(machine.intra_node), describe_link(machine.network), machine.gamma * 1e9);
+  for (const double bytes : o.sizes) {
+    std::cout << fmt::format("\nallreduce of {} (* the fastest):\n  {:>6}", format_bytes(bytes), "ranks");
+    for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
+      std::cout << fmt::format(" {:>11}", algorithm_name(algorithm));
+    }
+    std::cout << '\n';
+    for (const int ranks : o.ranks) {
+      std::vector<std::optional<double>> times;
+      for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
+        times.push_back(cost::allreduce_seconds(algorithm, ranks, bytes, machine));
+      }
+      double best = INFINITY;
+      for (const auto& time : times) best = time ? std::min(best, *time) : best;
+      std::cout << fmt::format("  {:>6}", ranks);
+      for (const auto& time : times) {
+        std::cout << fmt::format(" {:>11}", time ? format_seconds(*time) + (*time == best ? "*" : " ") : "-  ");
+      }
+      std::cout << '\n';
+    }
+  }
+  std::cout << "\nwhere recursive halving/doubling stops beating the ring (latency-bound below, bandwidth-bound "
+               "above):\n";
+  for (const int ranks : o.ranks) {
+    const auto size = crossover(ranks, machine);
+    std::cout << fmt::format("  {:>6} ranks: {}\n", ranks, size ? "rhd is faster below " + format_bytes(*size)
+                                                                : std::string("no crossover between 1 B and 1 GiB"));
+  }
+}
+
+void print_data_parallel(const cost::Machine& machine, const Options& o) {
+  if (o.gradient_mb <= 0.0 || o.step_ms <= 0.0) {
+    std::cout << "\n(data-parallel efficiency: give --gradient-mb and --step-ms, e.g. mnist_cnn's 4.8 MB and its "
+                 "measured step)\n";
+    return;
+  }
+  const double bytes = o.gradient_mb * 1e6, compute = o.step_ms * 1e-3;
+  std::cout << fmt::format(
+      "\ndata-parallel efficiency (weak scaling): {:g} MB of gradients, {:g} ms of compute per step, {:.0f}% of "
+      "the allreduce hidden behind backward; ps = {} server(s) for the other ranks\n  {:>6}",
+      o.gradient_mb, o.step_ms, 100 * o.overlap, o.servers, "ranks");
+  for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
+    std::cout << fmt::format(" {:>7}", algorithm_name(algorithm));
+  }
+  std::cout << fmt::format(" {:>7}\n", "ps");
+  std::vector<int> ranks{2, 3, 4};
+  ranks.insert(ranks.end(), o.ranks.begin(), o.ranks.end());
+  std::optional<int> ring_below_90;
+  for (const int n : ranks) {
+    std::cout << fmt::format("  {:>6}", n);
+    for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
+      const auto seconds = cost::allreduce_seconds(algorithm, n, bytes, machine);
+      if (!seconds) {
+        std::cout << fmt::format(" {:>7}", "-");
+        continue;
+      }
+      const double efficiency = cost::data_parallel_efficiency(compute, *seconds, o.overlap);
+      if (algorithm == AllreduceAlgorithm::ring && efficiency < 0.9 && !ring_below_90) ring_below_90 = n;
+      std::cout << fmt::format(" {:>6.1f}%", 100 * efficiency);
+    }
+    // The parameter server's workers are the ranks that are not servers.
+    const std::string ps =
+        n > o.servers ? fmt::format("{:.1f}%", 100 * cost::data_parallel_efficiency(
+                                                         compute,
+                                                         cost::parameter_server_seconds(n - o.servers, o.servers,
+                                                                                        bytes, machine),
+                                                         o.overlap))
+                      : "-";
+    std::cout << fmt::format(" {:>7}\n", ps);
+  }
+  std::cout << (ring_below_90 ? fmt::format("  the ring falls below 90% at {} ranks\n", *ring_below_90)
+                              : std::string("  the ring stays above 90% up to the largest rank count\n"));
+}
+
+void print_pipeline(const Options& o) {
+  std::cout << "\npipeline bubble (p - 1) / (M + p - 1) and speed-up p M / (M + p - 1) over one process, before "
+               "messages:\n";
+  std::cout << fmt::format("  {:>4}", "M");
+  for (const int p : o.stages) std::cout << fmt::format(" {:>22}", fmt::format("p={}: bubble, speed-up", p));
+  std::cout << '\n';
+  for (const int m : o.micro_batches) {
+    std::cout << fmt::format("  {:>4}", m);
+    for (const int p : o.stages) {
+      std::cout << fmt::format(" {:>13.0f}%, {:>6.2f}", 100 * cost::pipeline_bubble(p, m), cost::pipeline_speedup(p, m));
+    }
+    std::cout << '\n';
+  }
+}
+
+int run(const Options& o) {
+  const bool under_mpi = parallel::Communicator::launched_by_mpi();
+  std::optional<parallel::Communicator> comm;
+  if (under_mpi) comm = parallel::Communicator::world();
+  const bool root = !comm || comm->rank() == 0;
+  // The links the user gives, read before anything is measured.
+  const auto seconds_or = [](const std::string& text, double fallback) {
+    return text.empty() ? fallback : cost::parse_seconds(text);
+  };
+  const auto beta_or = [](const std::string& text, double fallback) {
+    return text.empty() ? fallback : 1.0 / cost::parse_bandwidth(text);
+  };
+  const cost::Link network{seconds_or(o.latency, 2e-6), beta_or(o.bandwidth, 8.0 / 100e9)};
+  const cost::Link node{seconds_or(o.node_latency, 1e-6), beta_or(o.node_bandwidth, 1.0 / 10e9)};
+  cost::Machine machine;
+  machine.ranks_per_node = o.ranks_per_node;
+  machine.network = network;
+  machine.intra_node = node;
+  if (root) std::cout << "ddl-model: the alpha-beta-gamma cost model of ddl's collectives (parallel/cost_model.hpp)\n";
+  const bool measuring = o.measure && comm && comm->size() >= 2;
+  if (measuring) {
+    const Measured measured = measure_machine(*comm, o.budget);
+    if (root) {
+      std::cout << fmt::format("\nmeasured here ({} ranks, {} per node):\n", comm->size(), comm->local_size());
+      print_fit("within a node", measured.intra_node);
+      if (measured.network) print_fit("between nodes", *measured.network);
+      std::cout << fmt::format("  {:<16} gamma {:.3g} ns/B ({:.3g} GB/s of dst += src at 16 MiB)\n", "reduction",
+                               measured.machine.gamma * 1e9, 1e-9 / measured.machine.gamma);
+      std::cout << fmt::format("  {:<16} {}\n", "node barrier", format_seconds(measured.machine.barrier));
+    }
+    check_against_measurement(*comm, measured.machine, o);
+    // The measured links stand unless the user gave them.
+    machine.intra_node = {seconds_or(o.node_latency, measured.machine.intra_node.alpha),
+                          beta_or(o.node_bandwidth, measured.machine.intra_node.beta)};
+    if (measured.network) {
+      machine.network = {seconds_or(o.latency, measured.machine.network.alpha),
+                         beta_or(o.bandwidth, measured.machine.network.beta)};
+    }
+    machine.gamma = measured.machine.gamma;
+    machine.barrier = measured.machine.barrier;
+  } else if (root) {
+    std::cout << "\n(not measured: run under mpiexec with 2 or more ranks to fit the model to this machine and "
+                 "check it; the intra-node link and gamma below are defaults)\n";
+    machine.gamma = 0.1e-9;
+    machine.barrier = 1e-6;
+  }
+  if (root) {
+    print_extrapolation(machine, o);
+    print_data_parallel(machine, o);
+    print_pipeline(o);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ddl::apps
+
+int main(int argc, char** argv) {
+  CLI::App app{"The alpha-beta-gamma cost model of ddl's collectives, fitted here and extrapolated", "ddl-model"};
+  ddl::apps::Options o;
+  app.add_option("--latency", o.latency,
+                 "Network latency between nodes (2us, 1.5ms, ...; default: measured when the job spans nodes, else "
+                 "2us)");
+  app.add_option("--bandwidth", o.bandwidth,
+                 "Network bandwidth between nodes per rank (100Gb/s, 12GB/s, ...; default: measured when the job "
+                 "spans nodes, else 100Gb/s)");
+  app.add_option("--ranks-per-node", o.ranks_per_node, "Ranks on each node of the extrapolated cluster")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--node-latency", o.node_latency, "Latency within a node (default: measured, else 1us)");
+  app.add_option("--node-bandwidth", o.node_bandwidth, "Bandwidth within a node (default: measured, else 10GB/s)");
+  app.add_option("--ranks", o.ranks, "Rank counts to extrapolate to")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--sizes", o.sizes, "Allreduce sizes in bytes for the extrapolated tables")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--check-sizes", o.check_sizes, "Sizes in bytes measured against the model here")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--gradient-mb", o.gradient_mb, "Data parallelism: the model's gradient megabytes (1e6 bytes)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--step-ms", o.step_ms, "Data parallelism: the compute time of one step at the per-rank batch")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--overlap", o.overlap, "Data parallelism: the fraction of the allreduce hidden behind backward")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--servers", o.servers, "Parameter servers in the data-parallel table")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--stages", o.stages, "Pipeline stage counts")->delimiter(',')->check(CLI::PositiveNumber);
+  app.add_option("--micro-batches", o.micro_batches, "Pipeline micro-batch counts")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--budget", o.budget, "Seconds spent measuring each point")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_flag("!--no-measure", o.measure, "Do not measure: the model with the given or default links only");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return ddl::apps::run(o);
+  } catch (const std::exception& error) {
+    std::cerr << "ddl-model: error: " << error.what() << '\n';
+    return 2;
+  }
+}

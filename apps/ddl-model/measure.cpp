@@ -1,0 +1,122 @@
+// See measure.hpp. Every timed loop repeats its operation a count rank 0
+// chooses from a first try and broadcasts, so that all ranks run the same
+// number of collectives; the median of the repetitions damps the machine's
+// noise.
+#include "measure.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+
+#include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/collectives/local_reduce.hpp>
+
+namespace ddl::apps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_of(const std::function<void()>& operation) {
+  const auto start = Clock::now();
+  operation();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Rank 0's choice of how many times to repeat, given one run's seconds.
+int agreed_repetitions(const parallel::Communicator& comm, double once, double budget) {
+  std::vector<double> count{std::clamp(std::floor(budget / std::max(once, 1e-9)), 5.0, 2000.0)};
+  comm.broadcast_bytes(std::as_writable_bytes(std::span(count)), 0);
+  return static_cast<int>(count[0]);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The median over `repetitions` of `operation`'s time, the slowest rank's
+// each time (a collective ends when its last rank does).
+double median_slowest(const parallel::Communicator& comm, const std::function<void()>& operation, double budget) {
+  const int repetitions = agreed_repetitions(comm, seconds_of(operation), budget);
+  std::vector<double> times;
+  for (int i = 0; i < repetitions; ++i) {
+    comm.barrier();
+    const double mine = seconds_of(operation);
+    // Every rank's time, each in its own slot of one sum.
+    std::vector<double> all(static_cast<std::size_t>(comm.size()), 0.0);
+    all[static_cast<std::size_t>(comm.rank())] = mine;
+    comm.sum_doubles(all);
+    times.push_back(*std::max_element(all.begin(), all.end()));
+  }
+  return median(times);
+}
+
+// One-way time of `bytes` between rank 0 and `peer` (half a ping-pong).
+FittedLink fit_pair(const parallel::Communicator& comm, int peer, double budget) {
+  FittedLink fitted;
+  std::vector<std::byte> buffer(std::size_t{16} << 20);
+  for (std::size_t bytes = 8; bytes <= buffer.size(); bytes *= 4) {
+    const std::span<std::byte> message(buffer.data(), bytes);
+    const auto ping_pong = [&] {
+      if (comm.rank() == 0) {
+        comm.send(message, peer, 7401);
+        comm.recv(message, peer, 7401);
+      } else if (comm.rank() == peer) {
+        comm.recv(message, 0, 7401);
+        comm.send(message, 0, 7401);
+      }
+    };
+    const int repetitions = agreed_repetitions(comm, seconds_of(ping_pong), budget);
+    std::vector<double> times;
+    for (int i = 0; i < repetitions; ++i) times.push_back(seconds_of(ping_pong) / 2.0);
+    std::vector<double> one_way{median(times)};
+    comm.broadcast_bytes(std::as_writable_bytes(std::span(one_way)), 0);
+    fitted.bytes.push_back(static_cast<double>(bytes));
+    fitted.seconds.push_back(one_way[0]);
+  }
+  fitted.link = parallel::cost::fit_link(fitted.bytes, fitted.seconds);
+  std::vector<double> errors;
+  for (std::size_t i = 0; i < fitted.bytes.size(); ++i) {
+    errors.push_back(std::abs(fitted.link.seconds(fitted.bytes[i]) / fitted.seconds[i] - 1.0));
+  }
+  fitted.max_error = *std::max_element(errors.begin(), errors.end());
+  fitted.median_error = median(errors);
+  return fitted;
+}
+
+}  // namespace
+
+Measured measure_machine(const parallel::Communicator& comm, double budget) {
+  Measured measured;
+  measured.intra_node = fit_pair(comm, 1, budget);
+  // The ranks of node 0 are the first local_size ones when the launcher
+  // fills nodes in order, as mpiexec and srun do by default.
+  std::vector<double> node_size{static_cast<double>(comm.local_size())};
+  comm.broadcast_bytes(std::as_writable_bytes(std::span(node_size)), 0);
+  const int per_node = static_cast<int>(node_size[0]);
+  if (per_node < comm.size()) measured.network = fit_pair(comm, per_node, budget);
+
+  parallel::cost::Machine& machine = measured.machine;
+  machine.intra_node = measured.intra_node.link;
+  machine.network = measured.network ? measured.network->link : measured.intra_node.link;
+  machine.ranks_per_node = per_node;
+  // The reduction rate at 16 MiB, past the caches, as the collectives
+  // stream through gradients of that size.
+  const std::size_t count = std::size_t{4} << 20;
+  std::vector<float> destination(count, 1.0f), source(count, 2.0f);
+  const double bytes = static_cast<double>(count * sizeof(float));
+  machine.gamma = median_slowest(
+                      comm, [&] { parallel::detail::add_into(destination.data(), source.data(), count); }, budget) /
+                  bytes;
+  machine.barrier = median_slowest(comm, [&] { comm.barrier(); }, budget);
+  return measured;
+}
+
+double measure_allreduce(const parallel::Communicator& comm, parallel::AllreduceAlgorithm algorithm, double bytes,
+                         double budget) {
+  std::vector<float> data(static_cast<std::size_t>(bytes / sizeof(float)), 1.0f);
+  return median_slowest(comm, [&] { parallel::allreduce(comm, std::span<float>(data), algorithm); }, budget);
+}
+
+}  // namespace ddl::apps

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# ddl-model's command line: ddl_model_cli.sh <path to ddl-model>. Under
+# mpiexec it measures and prints predicted beside measured times; alone it
+# extrapolates from the given links; a bad unit is a usage error (exit 2).
+set -uo pipefail
+model=$1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+mpiexec -n 2 "$model" --budget 0.01 --check-sizes 4096,65536 --sizes 4096,16777216 --ranks 8,64 \
+  --gradient-mb 4.8 --step-ms 45 > "$work/out" 2>&1 || fail "mpiexec -n 2 ddl-model exited $?: $(cat "$work/out")"
+for line in "measured here (2 ranks" "within a node    alpha" "predicted / measured allreduce time at 2 ranks" \
+  "error |predicted / measured - 1|: median" "allreduce of 16 MiB" "rhd is faster below" \
+  "p=4: bubble, speed-up"; do
+  grep -qF -- "$line" "$work/out" || fail "no '$line' in: $(cat "$work/out")"
+done
+grep -qE "the ring (falls below|stays above) 90%" "$work/out" || fail "no verdict on the ring's efficiency"
+echo "ok: under mpiexec, ddl-model fits the links and sets its predictions beside measurements"
+
+"$model" --no-measure --latency 5us --bandwidth 25GB/s --ranks-per-node 4 --ranks 16 --sizes 1048576 \
+  > "$work/out" 2>&1 || fail "ddl-model alone exited $?: $(cat "$work/out")"
+grep -q "between nodes alpha 5.0 us beta 0.04 ns/B (25 GB/s)" "$work/out" || fail "the given link is not used: $(cat "$work/out")"
+grep -q "not measured" "$work/out" || fail "no note that nothing was measured"
+grep -qF "give --gradient-mb and --step-ms" "$work/out" || fail "no hint for the efficiency table"
+echo "ok: alone, ddl-model extrapolates from the links it is given"
+
+"$model" --no-measure --latency 2weeks > "$work/out" 2> "$work/err"
+[[ $? -eq 2 ]] && grep -q "unknown unit 'weeks'" "$work/err" || fail "a bad unit: $(cat "$work/err")"
+"$model" --no-measure --bandwidth 10Gb > "$work/out" 2> "$work/err"
+[[ $? -eq 2 ]] && grep -q "expected a unit such as Gb/s" "$work/err" || fail "a bandwidth without /s: $(cat "$work/err")"
+echo "ok: bad units are usage errors naming the text"
