@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <ddl/core/atomic_file.hpp>
 #include <ddl/core/error.hpp>
 #include <ddl/parallel/communicator.hpp>
 #include <ddl/parallel/cost_model.hpp>
@@ -48,6 +49,7 @@ struct Options {
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32};
   double budget = 0.2;
   bool measure = true;
+  std::string csv;  // the extrapolated times, one row per ranks, size and algorithm
 };
 
 std::string format_bytes(double bytes) {
@@ -166,6 +168,23 @@ void print_extrapolation(const cost::Machine& machine, const Options& o) {
   }
 }
 
+// ranks,bytes,algorithm,seconds for every point of the extrapolated tables
+// (what the lessons plot); written whole, then renamed over `path`.
+void write_csv(const cost::Machine& machine, const Options& o) {
+  std::string text = "ranks,bytes,algorithm,seconds\n";
+  for (const int ranks : o.ranks) {
+    for (const double bytes : o.sizes) {
+      for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
+        if (const auto seconds = cost::allreduce_seconds(algorithm, ranks, bytes, machine)) {
+          text += fmt::format("{},{:.0f},{},{:.9g}\n", ranks, bytes, algorithm_name(algorithm), *seconds);
+        }
+      }
+    }
+  }
+  write_file_atomically(o.csv, text, "ddl-model --csv");
+  std::cout << fmt::format("\nthe extrapolated times: {}\n", o.csv);
+}
+
 void print_data_parallel(const cost::Machine& machine, const Options& o) {
   if (o.gradient_mb <= 0.0 || o.step_ms <= 0.0) {
     std::cout << "\n(data-parallel efficiency: give --gradient-mb and --step-ms, e.g. mnist_cnn's 4.8 MB and its "
@@ -273,6 +292,7 @@ int run(const Options& o) {
   }
   if (root) {
     print_extrapolation(machine, o);
+    if (!o.csv.empty()) write_csv(machine, o);
     print_data_parallel(machine, o);
     print_pipeline(o);
   }
@@ -320,6 +340,7 @@ int main(int argc, char** argv) {
   app.add_option("--budget", o.budget, "Seconds spent measuring each point")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--csv", o.csv, "Also write the extrapolated times to this CSV file (ranks,bytes,algorithm,seconds)");
   app.add_flag("!--no-measure", o.measure, "Do not measure: the model with the given or default links only");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -1,0 +1,51 @@
+# Sourced by every lesson (lessons/NN-name.sh): the options they share, the
+# checks of what they need, and of what they wrote.
+#
+#   lessons/NN-name.sh [--quick] [--build DIR] [--out DIR]
+#
+# --quick runs a reduced experiment in seconds (what CI runs, so no lesson
+# rots); without it the experiment takes minutes on 2 cores. --build is the
+# build directory (default: build), --out where the table and figure go
+# (default: lesson-output/NN-name).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+quick=0
+build=build
+out=""
+
+parse_lesson_options() {
+  while (($#)); do
+    case $1 in
+      --quick) quick=1 ;;
+      --build) build=${2:?--build needs a directory}; shift ;;
+      --out) out=${2:?--out needs a directory}; shift ;;
+      -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+      *) echo "$lesson: unknown option $1 (--quick, --build DIR, --out DIR)" >&2; exit 2 ;;
+    esac
+    shift
+  done
+  out=${out:-lesson-output/$lesson}
+  mkdir -p "$out"
+}
+
+require() {
+  local what
+  for what in "$@"; do
+    if [[ $what == */* ]]; then
+      [[ -x $what ]] || { echo "$lesson: no $what (build ddl first: scripts/build.sh)" >&2; exit 2; }
+    else
+      command -v "$what" > /dev/null || { echo "$lesson: needs $what (scripts/install-deps.sh installs it)" >&2; exit 2; }
+    fi
+  done
+}
+
+# The lesson's last step: its table and figure exist and are what they
+# claim to be.
+finish() {
+  local table=$1 figure=$2
+  [[ -s $table ]] || { echo "$lesson: the table $table is empty" >&2; exit 1; }
+  [[ $(head -c 8 "$figure" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
+    { echo "$lesson: $figure is not a PNG" >&2; exit 1; }
+  echo "$lesson: table $table, figure $figure"
+}
