@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Lesson 2: ring allreduce against a parameter server as the ranks grow.
+# A server receives every worker's gradients and sends every worker the new
+# weights, so its link carries (workers / servers) x the gradients each way
+# and the step slows as workers are added; the ring sends each rank's
+# 2 (n - 1) / n of the gradients whatever n is. Trains materials_mlp (small
+# steps, 0.6 MB of gradients: communication shows) at 75 samples per worker
+# with both on 2 and 3 workers here, then lets the cost model, fitted here,
+# carry both to 1024 ranks (docs/lessons/02-ring-vs-parameter-server.md).
+#
+#   lessons/02-ring-vs-parameter-server.sh [--quick] [--build DIR] [--out DIR]
+lesson=02-ring-vs-parameter-server
+source "$(dirname "$0")/common.sh"
+parse_lesson_options "$@"
+require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot
+
+if ((quick)); then
+  run=(--epochs 1 --samples 1500)
+  budget=0.005
+else
+  run=(--epochs 3 --samples 30000)
+  budget=0.1
+fi
+common=(--model materials_mlp --threads 1 --batch-per-rank 75 --no-validation "${run[@]}")
+# The training throughput of the run's final line ("...; 3 epoch(s) in 4.1 s, 8123 samples/s").
+rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
+
+echo "$lesson: 1 process"
+"$build/apps/ddl-train" "${common[@]}" > "$out/one.txt" 2>&1 || { cat "$out/one.txt" >&2; exit 1; }
+one=$(rate "$out/one.txt")
+echo "# workers, samples/s and efficiency (samples/s / (workers x 1 process's $one)) of ring and of 1 server" \
+  > "$out/table.txt"
+: > "$out/measured.dat"
+for workers in 2 3; do
+  echo "$lesson: $workers workers, ring allreduce, then a parameter server ($((workers + 1)) ranks)"
+  mpiexec -n "$workers" "$build/apps/ddl-train" --parallel data --allreduce ring "${common[@]}" --quiet \
+    > "$out/ring-$workers.txt" 2>&1 || { cat "$out/ring-$workers.txt" >&2; exit 1; }
+  mpiexec -n $((workers + 1)) "$build/apps/ddl-train" --parallel ps --servers 1 "${common[@]}" --quiet \
+    > "$out/ps-$workers.txt" 2>&1 || { cat "$out/ps-$workers.txt" >&2; exit 1; }
+  awk -v w="$workers" -v one="$one" -v r="$(rate "$out/ring-$workers.txt")" -v p="$(rate "$out/ps-$workers.txt")" \
+    'BEGIN { printf "%d %d %.1f %d %.1f\n", w, r, 100 * r / (w * one), p, 100 * p / (w * one) }' >> "$out/measured.dat"
+done
+cat "$out/measured.dat" >> "$out/table.txt"
+
+# The model, fitted here: the one-process step and materials_mlp's gradients.
+params=$(sed -n 's/^Total params: //p' "$out/one.txt" | tr -d ,)
+megabytes=$(awk -v p="$params" 'BEGIN { printf "%.3f", p * 4 / 1e6 }')
+step=$(awk -v one="$one" 'BEGIN { printf "%.3f", 75 / one * 1000 }')
+echo "$lesson: the model, fitted here, for $megabytes MB of gradients and $step ms steps"
+mpiexec -n 2 "$build/apps/ddl-model" --budget "$budget" --check-sizes 65536 --sizes 4096 \
+  --ranks 8,16,32,64,128,256,512,1024 --gradient-mb "$megabytes" --step-ms "$step" > "$out/model.txt"
+# ranks, ring efficiency, ps efficiency (%), from the model's table.
+awk '/^data-parallel efficiency/ { on = 1; next } /the ring (falls|stays)/ { on = 0 }
+  on && /^ +[0-9]+ +[0-9.]+%/ { gsub("%", ""); print $1, $2, $7 }' "$out/model.txt" > "$out/model.dat"
+{
+  echo "# the model fitted here ($megabytes MB of gradients, $step ms steps): ranks, ring and 1-server efficiency (%)"
+  cat "$out/model.dat"
+  grep -E "^  within a node|error \|predicted" "$out/model.txt"
+} >> "$out/table.txt"
+
+gnuplot <<GNUPLOT
+set terminal pngcairo noenhanced size 1000,560 font "sans,10"
+set output "$out/figure.png"
+set title "Ring allreduce against a parameter server: materials_mlp, 75 samples per worker"
+set xlabel "workers (ranks of the ring; the server adds one)"
+set ylabel "data-parallel efficiency"
+set logscale x 2
+set format y "%.0f%%"
+set yrange [0:105]
+set grid
+set key bottom left
+plot "$out/model.dat" using 1:2 with lines lw 2 lc 1 title "ring, model fitted here", \
+     "" using 1:3 with lines lw 2 lc 2 title "1 parameter server, model", \
+     "$out/measured.dat" using 1:3 with points pt 7 ps 1.5 lc 1 title "ring, measured here", \
+     "" using 1:5 with points pt 5 ps 1.5 lc 2 title "parameter server, measured here"
+GNUPLOT
+finish "$out/table.txt" "$out/figure.png"
