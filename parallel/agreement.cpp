@@ -13,7 +13,6 @@ namespace ddl::parallel {
 namespace {
 
 constexpr int kArrivalTag = 901;
-constexpr int kGoTag = 902;
 constexpr std::size_t kEntryBytes = 1024;  // a description or an error is cut to this length
 
 std::uint64_t fnv1a(const std::string& text) {
@@ -124,17 +123,9 @@ void StallInspector::arrive(std::int64_t step, const std::string& what) {
   const auto int_bytes = [](std::int64_t& value) { return std::as_writable_bytes(std::span<std::int64_t>(&value, 1)); };
 
   if (comm_.rank() != 0) {
-    std::int64_t mine = step, go = 0;
-    Request arrival = comm_.isend(int_bytes(mine), 0, kArrivalTag);
-    Request reply = comm_.irecv(int_bytes(go), 0, kGoTag);
-    while (!(arrival.test() & reply.test())) {
-      if (waited() > timeout) {
-        comm_.abort(fmt::format("stalled: rank 0 has not confirmed within {:g} s that every rank reached {} of step "
-                                "{}; rank 0 names the missing ranks, unless it is the one missing (DDL_STALL_TIMEOUT)",
-                                timeout, what, step));
-      }
-      std::this_thread::yield();
-    }
+    report_ = Request();  // the previous report has gone (an eager send: at once)
+    reported_step_ = step;
+    report_ = comm_.isend(int_bytes(reported_step_), 0, kArrivalTag);
     return;
   }
   std::vector<std::int64_t> steps(static_cast<std::size_t>(p), -1);
@@ -167,10 +158,6 @@ void StallInspector::arrive(std::int64_t step, const std::string& what) {
                               r, what, steps[static_cast<std::size_t>(r)], step));
     }
   }
-  std::int64_t go = step;
-  std::vector<Request> replies;
-  for (int r = 1; r < p; ++r) replies.push_back(comm_.isend(int_bytes(go), r, kGoTag));
-  for (Request& reply : replies) reply.wait();
 }
 
 Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what, bool or_the_only_one) {

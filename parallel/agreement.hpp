@@ -71,14 +71,21 @@ Device local_gpu(const Communicator& comm, const std::string& who, const std::st
 class StallInspector {
  public:
   explicit StallInspector(Communicator comm) : comm_(std::move(comm)) {}
-  // Every rank calls this at the same point of step `step`; it returns once
-  // all have. Past DDL_STALL_TIMEOUT seconds, rank 0 prints which ranks
-  // have not arrived at `what` and aborts the job; a rank at another step
-  // is named the same way.
+  // Every rank calls this at the same point of step `step`. The others
+  // report their step to rank 0 and go on; rank 0 returns once all have
+  // reported. Past DDL_STALL_TIMEOUT seconds rank 0 prints which ranks have
+  // not arrived at `what` and aborts the job; a rank at another step is
+  // named the same way. The report is one-way: a rank that waited for rank
+  // 0's answer was measured waiting until rank 0's next MPI call (MPICH 4.0
+  // on UCX delivered the answer only then), a whole forward and backward
+  // pass. A rank 0 that never arrives leaves the others in the step's
+  // collective, whose own bounded wait names it.
   void arrive(std::int64_t step, const std::string& what);
 
  private:
   Communicator comm_;
+  std::int64_t reported_step_ = 0;  // the buffer of the report in flight
+  Request report_;
 };
 
 }  // namespace ddl::parallel

@@ -225,7 +225,10 @@ Device DataParallel::device(DeviceType type) {
 void DataParallel::begin_step(layers::Module& model) {
   State& s = *state_;
   DDL_CHECK(s.prepared, "DataParallel: prepare() must run before the first step (the Trainer does it)");
-  s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");
+  {
+    const timeline::Span span("communication", "stall check");
+    s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");
+  }
   s.step_start = Clock::now();
   // Gradients start as zeros inside the buckets, where backward accumulates
   // them; a parameter on another device than its bucket starts without one.
