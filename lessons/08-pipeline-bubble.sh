@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Lesson 8: the pipeline bubble and what micro-batches cost. With p stages
+# and M micro-batches per batch, each stage idles (p - 1) / (M + p - 1) of
+# the time while the pipeline fills and drains, so more micro-batches
+# shrink the bubble; GPipe keeps every micro-batch's activations until the
+# backward passes start, 1F1B at most p - s of them on stage s. Trains
+# mnist_cnn as a 2-stage pipeline on 2 ranks for M = 1 .. 8 under both
+# schedules (docs/lessons/08-pipeline-bubble.md).
+#
+#   lessons/08-pipeline-bubble.sh [--quick] [--build DIR] [--out DIR]
+lesson=08-pipeline-bubble
+source "$(dirname "$0")/common.sh"
+parse_lesson_options "$@"
+require "$build/apps/ddl-train" mpiexec gnuplot
+
+if ((quick)); then
+  run=(--epochs 1 --train-limit 512 --test-limit 128)
+  counts=(1 2)
+else
+  run=(--epochs 1 --train-limit 8192 --test-limit 500)
+  counts=(1 2 4 8 16)
+fi
+echo "# schedule, micro-batches, measured bubble %, textbook bubble %, peak activation MiB of stage 0 and 1, samples/s" \
+  > "$out/table.txt"
+for schedule in gpipe 1f1b; do
+  : > "$out/$schedule.dat"
+  for m in "${counts[@]}"; do
+    echo "$lesson: $schedule, $m micro-batches"
+    mpiexec -n 2 "$build/apps/ddl-train" --parallel pipeline --schedule "$schedule" --micro-batches "$m" --threads 1 \
+      "${run[@]}" > "$out/$schedule-$m.txt" 2>&1 || { cat "$out/$schedule-$m.txt" >&2; exit 1; }
+    awk -v s="$schedule" -v m="$m" '
+      /^bubble:/ { measured = $2; sub("%", "", measured)
+        match($0, /\(M\+p-1\) = [0-9.]+/); textbook = substr($0, RSTART + 10, RLENGTH - 10) }
+      /^[01] +[0-9]+-[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ / { activation[$1] = $5 }
+      /epoch\(s\) in/ { rate = $0; sub(/ samples\/s.*/, "", rate); sub(/.* /, "", rate) }
+      END { print m, measured, textbook, activation[0], activation[1], rate }' "$out/$schedule-$m.txt" >> "$out/$schedule.dat"
+  done
+  sed "s/^/$schedule /" "$out/$schedule.dat" >> "$out/table.txt"
+done
+
+gnuplot <<GNUPLOT
+set terminal pngcairo noenhanced size 1400,500 font "sans,10"
+set output "$out/figure.png"
+set grid
+set logscale x 2
+set xlabel "micro-batches per batch (M)"
+set multiplot layout 1,2 title "A 2-stage pipeline of mnist_cnn on 2 ranks: the bubble and the memory micro-batches cost"
+set title "share of stage time idle"
+set ylabel "idle"
+set format y "%.0f%%"
+set yrange [0:*]
+plot "$out/gpipe.dat" using 1:3 with lines lw 2 dt 2 lc rgb "black" title "textbook (p-1)/(M+p-1)", \
+     "$out/gpipe.dat" using 1:2 with linespoints lw 2 title "GPipe, measured", \
+     "$out/1f1b.dat" using 1:2 with linespoints lw 2 title "1F1B, measured"
+set title "peak activation memory of stage 0"
+set ylabel "MiB"
+set format y "%.0f"
+plot "$out/gpipe.dat" using 1:4 with linespoints lw 2 title "GPipe", \
+     "$out/1f1b.dat" using 1:4 with linespoints lw 2 title "1F1B"
+unset multiplot
+GNUPLOT
+finish "$out/table.txt" "$out/figure.png"
