@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Lesson 6: synchronous against asynchronous parameter servers. A
+# synchronous server waits for every worker and steps once on their average
+# (the same steps as allreduce); an asynchronous one applies each worker's
+# gradients as they arrive, so nobody waits, but a gradient may have been
+# computed on weights several updates old (stale). --max-staleness bounds
+# how far a worker may run ahead. Trains materials_mlp on 3 workers and 1
+# server, synchronously and asynchronously with staleness bounds 0, 2 and
+# 8, and compares throughput and test error (docs/lessons/06-async-parameter-server.md).
+#
+#   lessons/06-async-parameter-server.sh [--quick] [--build DIR] [--out DIR]
+lesson=06-async-parameter-server
+source "$(dirname "$0")/common.sh"
+parse_lesson_options "$@"
+require "$build/apps/ddl-train" mpiexec gnuplot
+
+if ((quick)); then
+  epochs=1 samples=1500
+else
+  epochs=20 samples=20000
+fi
+configs=("sync" "async-0 --async --max-staleness 0" "async-2 --async --max-staleness 2" "async-8 --async --max-staleness 8")
+echo "# config, samples/s, final and best test MAE (standardised), per epoch in <config>.dat" > "$out/table.txt"
+for config in "${configs[@]}"; do
+  read -r name options <<< "$config"
+  echo "$lesson: $name"
+  rm -f "$out/$name.csv"
+  # shellcheck disable=SC2086  # the options are words
+  mpiexec -n 4 "$build/apps/ddl-train" --model materials_mlp --parallel ps --servers 1 --batch-per-rank 75 \
+    --threads 1 --seed 1 --epochs "$epochs" --samples "$samples" $options --log-csv "$out/$name.csv" \
+    > "$out/$name.txt" 2>&1 || { cat "$out/$name.txt" >&2; exit 1; }
+  awk -F, 'NR > 1 { print $1, $5 }' "$out/$name.csv" > "$out/$name.dat"
+  rate=$(sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$out/$name.txt")
+  awk -v name="$name" -v rate="$rate" '{ if (best == "" || $2 < best) best = $2; last = $2 }
+    END { printf "%s %s %.4f %.4f\n", name, rate, last, best }' "$out/$name.dat" >> "$out/table.txt"
+done
+
+gnuplot <<GNUPLOT
+set terminal pngcairo noenhanced size 1000,520 font "sans,10"
+set output "$out/figure.png"
+set grid
+set logscale y
+set key top right
+set title "Parameter server, 3 workers + 1 server: materials_mlp, 75 samples per worker step"
+set xlabel "epoch"
+set ylabel "test MAE of the 2 parameters (standardised)"
+plot for [c in "sync async-0 async-2 async-8"] "$out/".c.".dat" using 1:2 with lines lw 2 title c
+GNUPLOT
+finish "$out/table.txt" "$out/figure.png"
