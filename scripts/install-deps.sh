@@ -16,6 +16,7 @@ packages=(
   nlohmann-json3-dev   # JSON traces and logs
   dataset-fashion-mnist
   gnuplot-nox python3  # figures: bench/plot_timeline.py, the lessons' plots
+  time                 # /usr/bin/time: the lessons' peak memory per rank
   # scripts/fuzz.sh: clang; its runtimes (libFuzzer, ASan, UBSan: clang_rt.*
   # in libclang-rt-14-dev, only recommended by clang); clang's OpenMP
   clang libclang-rt-14-dev libomp-14-dev
