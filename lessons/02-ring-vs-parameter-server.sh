@@ -21,7 +21,9 @@ else
   run=(--epochs 3 --samples 30000)
   budget=0.1
 fi
-common=(--model materials_mlp --threads 1 --batch-per-rank 75 --no-validation "${run[@]}")
+# No loader thread (--prefetch 0): on 2 cores it would give 1 process a
+# second core the ranks of the parallel runs must share.
+common=(--model materials_mlp --threads 1 --prefetch 0 --batch-per-rank 75 --no-validation "${run[@]}")
 # The training throughput of the run's final line ("...; 3 epoch(s) in 4.1 s, 8123 samples/s").
 rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
 

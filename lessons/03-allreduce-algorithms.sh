@@ -74,7 +74,7 @@ plot "$out/measured.dat" using 1:2 with points pt 7 lc 1 title "ring", \
      "" using 1:6 with lines lc 4 title "shm, model"
 set title "64 ranks on 8 nodes (model: 50 GB/s in a node, 100 Gb/s between)"
 plot "$out/model-cluster.dat" using 1:2 with lines lw 2 lc 1 title "ring", \
-     "" using 1:3 with lines lw 2 lc 6 title "rhd", \
+     "" using 1:3 with lines lw 3 dt 2 lc 6 title "rhd", \
      "" using 1:4 with lines lw 2 lc 2 title "tree", \
      "" using 1:5 with lines lw 2 lc 3 title "naive"
 unset multiplot

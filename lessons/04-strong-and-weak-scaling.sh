@@ -16,29 +16,51 @@ parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot
 
 if ((quick)); then
-  samples=512 ranks=(1 2)
+  samples=512 ranks=(1 2) rounds=1
 else
-  samples=12800 ranks=(1 2 3 4)
+  samples=12800 ranks=(1 2 3 4) rounds=3
 fi
-common=(--epochs 1 --train-limit "$samples" --no-validation --threads 1)
+# No loader thread (--prefetch 0): on 2 cores it would give 1 process a
+# second core that the ranks of the parallel runs must share.
+common=(--epochs 1 --train-limit "$samples" --no-validation --threads 1 --prefetch 0)
 rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
 waiting() { sed -n 's/^gradient synchronisation: \([0-9.]*\)%.*/\1/p' "$1"; }
-echo "# scaling, ranks, per-rank batch, samples/s, speed-up over 1 rank, efficiency %, % of step time waiting for gradients" \
-  > "$out/table.txt"
-for scaling in weak strong; do
-  : > "$out/$scaling.dat"
-  for n in "${ranks[@]}"; do
-    if [[ $scaling == weak ]]; then batch=(--batch-per-rank 64); per_rank=64; else batch=(--batch-size 128); per_rank=$((128 / n)); fi
-    ((128 % n == 0)) || [[ $scaling == weak ]] || continue  # the global batch must split evenly
-    echo "$lesson: $scaling scaling, $n rank(s), $per_rank samples per rank"
+median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+# "ranks per-rank-batch" -> "samples/s waiting%", the median of the rounds,
+# the rounds of all configurations interleaved so they see the same load.
+# (Weak and strong scaling share 1 rank at 64 and 2 ranks at 64 each.)
+configs=()
+for n in "${ranks[@]}"; do configs+=("$n 64"); done
+for n in "${ranks[@]}"; do ((128 % n == 0 && n != 2)) && configs+=("$n $((128 / n))"); done
+declare -A rates waits
+for ((r = 1; r <= rounds; r++)); do
+  for config in "${configs[@]}"; do
+    read -r n per_rank <<< "$config"
+    echo "$lesson: round $r, $n rank(s), $per_rank samples per rank"
     parallel=()
     ((n > 1)) && parallel=(--parallel data)
-    mpiexec -n "$n" "$build/apps/ddl-train" "${parallel[@]}" "${common[@]}" "${batch[@]}" \
-      > "$out/$scaling-$n.txt" 2>&1 || { cat "$out/$scaling-$n.txt" >&2; exit 1; }
-    echo "$n $per_rank $(rate "$out/$scaling-$n.txt") $(waiting "$out/$scaling-$n.txt")" >> "$out/$scaling.dat"
+    log="$out/run-$n-$per_rank-$r.txt"
+    mpiexec -n "$n" "$build/apps/ddl-train" "${parallel[@]}" "${common[@]}" --batch-per-rank "$per_rank" \
+      > "$log" 2>&1 || { cat "$log" >&2; exit 1; }
+    rates[$config]+="$(rate "$log") "
+    waits[$config]+="$(waiting "$log") "
   done
-  awk -v s="$scaling" 'NR == 1 { one = $3 } { printf "%s %d %d %d %.2f %.1f %s\n", s, $1, $2, $3, $3 / one, 100 * $3 / one / $1, ($4 == "" ? 0 : $4) }' \
-    "$out/$scaling.dat" > "$out/$scaling-table.dat"
+done
+echo "# scaling, ranks, per-rank batch, samples/s, speed-up over 1 rank, efficiency %, % of step time waiting for gradients (medians of $rounds rounds)" \
+  > "$out/table.txt"
+for scaling in weak strong; do
+  : > "$out/$scaling-table.dat"
+  for n in "${ranks[@]}"; do
+    if [[ $scaling == weak ]]; then per_rank=64; else per_rank=$((128 / n)); fi
+    [[ $scaling == weak ]] || ((128 % n == 0)) || continue  # the global batch must split evenly
+    config="$n $per_rank"
+    one="1 $([[ $scaling == weak ]] && echo 64 || echo 128)"
+    awk -v s="$scaling" -v n="$n" -v b="$per_rank" -v rate="$(median <<< "${rates[$config]}")" \
+      -v one="$(median <<< "${rates[$one]}")" -v wait="$(median <<< "${waits[$config]:-0}")" \
+      'BEGIN { printf "%s %d %d %d %.2f %.1f %s\n", s, n, b, rate, rate / one, 100 * rate / one / n, (wait == "" ? 0 : wait) }' \
+      >> "$out/$scaling-table.dat"
+  done
   cat "$out/$scaling-table.dat" >> "$out/table.txt"
 done
 
