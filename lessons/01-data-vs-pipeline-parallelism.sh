@@ -55,8 +55,7 @@ pipeline_mib=$(awk -v steps="$steps" '/^[01] +[0-9]+-[0-9]+ / && NF == 9 {
 } > "$out/table.txt"
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1500,460 font "sans,10"
-set output "$out/figure.png"
+$(figure_preamble 1500 460)
 set style data histograms
 set style histogram clustered gap 1
 set style fill solid 0.8 border -1

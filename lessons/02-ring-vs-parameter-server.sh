@@ -61,15 +61,13 @@ awk '/^data-parallel efficiency/ { on = 1; next } /the ring (falls|stays)/ { on 
 } >> "$out/table.txt"
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1000,560 font "sans,10"
-set output "$out/figure.png"
+$(figure_preamble 1000 560)
 set title "Ring allreduce against a parameter server: materials_mlp, 75 samples per worker"
 set xlabel "workers (ranks of the ring; the server adds one)"
 set ylabel "data-parallel efficiency"
 set logscale x 2
 set format y "%.0f%%"
 set yrange [0:105]
-set grid
 set key bottom left
 plot "$out/model.dat" using 1:2 with lines lw 2 lc 1 title "ring, model fitted here", \
      "" using 1:3 with lines lw 2 lc 2 title "1 parameter server, model", \

@@ -52,12 +52,10 @@ pivot "$out/model-cluster.csv" > "$out/model-cluster.dat"
 } > "$out/table.txt"
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1400,520 font "sans,10"
-set output "$out/figure.png"
+$(figure_preamble 1400 520)
 set datafile missing "-"
 set logscale xy
 set format x "%.0s%cB"
-set grid
 set key top left
 set xlabel "message size"
 set ylabel "time per allreduce (us)"

@@ -65,9 +65,7 @@ for scaling in weak strong; do
 done
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1400,500 font "sans,10"
-set output "$out/figure.png"
-set grid
+$(figure_preamble 1400 500)
 set xlabel "ranks (2 cores: 3 and 4 ranks share them)"
 set xtics 1
 set multiplot layout 1,2 title "Strong and weak scaling: mnist_cnn, data-parallel ring allreduce"

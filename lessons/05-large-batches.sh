@@ -47,9 +47,7 @@ for config in "${configs[@]}"; do
 done
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1400,500 font "sans,10"
-set output "$out/figure.png"
-set grid
+$(figure_preamble 1400 500)
 set logscale y
 set key top right
 set ylabel "test MAE of the 2 parameters (standardised)"

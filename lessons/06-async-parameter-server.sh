@@ -36,9 +36,7 @@ for config in "${configs[@]}"; do
 done
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1000,520 font "sans,10"
-set output "$out/figure.png"
-set grid
+$(figure_preamble 1000 520)
 set logscale y
 set key top right
 set title "Parameter server, 3 workers + 1 server: materials_mlp, 75 samples per worker step"

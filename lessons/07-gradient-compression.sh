@@ -54,9 +54,7 @@ for wire in float32 float16; do
 done >> "$out/table.txt"
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1400,500 font "sans,10"
-set output "$out/figure.png"
-set grid
+$(figure_preamble 1400 500)
 set multiplot layout 1,2 title "Gradient compression: float16 on the wire halves the bytes"
 set title "test accuracy, mnist_cnn on 2 ranks (same seed and data)"
 set xlabel "epoch"

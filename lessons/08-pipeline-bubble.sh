@@ -39,9 +39,7 @@ for schedule in gpipe 1f1b; do
 done
 
 gnuplot <<GNUPLOT
-set terminal pngcairo noenhanced size 1400,500 font "sans,10"
-set output "$out/figure.png"
-set grid
+$(figure_preamble 1400 500)
 set logscale x 2
 set xlabel "micro-batches per batch (M)"
 set multiplot layout 1,2 title "A 2-stage pipeline of mnist_cnn on 2 ranks: the bubble and the memory micro-batches cost"

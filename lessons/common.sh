@@ -40,6 +40,14 @@ require() {
   done
 }
 
+# The first lines of every lesson's gnuplot script: a PNG of WIDTH x
+# HEIGHT pixels at $out/figure.png, titles as written (no enhanced-text
+# markup: model names hold underscores), a grid.
+figure_preamble() {
+  printf 'set terminal pngcairo noenhanced size %s,%s font "sans,10"\nset output "%s"\nset grid\n' "$1" "$2" \
+    "$out/figure.png"
+}
+
 # The lesson's last step: its table and figure exist and are what they
 # claim to be.
 finish() {
