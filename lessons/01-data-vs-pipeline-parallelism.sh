@@ -71,4 +71,4 @@ set title "MiB sent per step, per rank"
 plot "$out/bars.dat" using 5:xtic(1) title "rank 0" lc 4, "" using 6 title "rank 1" lc 5
 unset multiplot
 GNUPLOT
-finish "$out/table.txt" "$out/figure.png"
+finish

@@ -77,4 +77,4 @@ plot "$out/model-cluster.dat" using 1:2 with lines lw 2 lc 1 title "ring", \
      "" using 1:5 with lines lw 2 lc 3 title "naive"
 unset multiplot
 GNUPLOT
-finish "$out/table.txt" "$out/figure.png"
+finish

@@ -60,4 +60,4 @@ set xlabel "seconds"
 plot for [c in "b75 b1000 b1000-linear b1000-linear-warmup b1000-sqrt"] "$out/".c.".dat" using 2:3 with lines lw 2 title c
 unset multiplot
 GNUPLOT
-finish "$out/table.txt" "$out/figure.png"
+finish

@@ -48,10 +48,10 @@ figure_preamble() {
     "$out/figure.png"
 }
 
-# The lesson's last step: its table and figure exist and are what they
-# claim to be.
+# The lesson's last step: its table and figure ($out/table.txt,
+# $out/figure.png) exist and are what they claim to be.
 finish() {
-  local table=$1 figure=$2
+  local table=$out/table.txt figure=$out/figure.png
   [[ -s $table ]] || { echo "$lesson: the table $table is empty" >&2; exit 1; }
   [[ $(head -c 8 "$figure" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
     { echo "$lesson: $figure is not a PNG" >&2; exit 1; }
