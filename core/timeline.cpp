@@ -139,8 +139,7 @@ void Span::end() {
 void instant(std::string_view category, std::string_view name, std::vector<Arg> args) {
   if (!recording()) return;
   const std::int64_t now = now_ns();
-  record({std::string(name), std::string(category), 0, now, now, true, std::move(args)},
-         recorder().generation.load());
+  record({std::string(name), std::string(category), 0, now, now, true, std::move(args)}, recorder().generation.load());
 }
 
 std::string chrome_trace_json(const std::vector<ProcessTrace>& processes, const std::vector<Arg>& about) {
@@ -154,16 +153,21 @@ std::string chrome_trace_json(const std::vector<ProcessTrace>& processes, const 
   const auto microseconds = [&](std::int64_t ns) { return static_cast<double>(ns) / 1000.0; };
   json events = json::array();
   for (const ProcessTrace& process : processes) {
-    events.push_back({{"ph", "M"}, {"pid", process.process}, {"name", "process_name"},
-                      {"args", {{"name", process.label}}}});
-    events.push_back({{"ph", "M"}, {"pid", process.process}, {"name", "process_sort_index"},
+    events.push_back(
+        {{"ph", "M"}, {"pid", process.process}, {"name", "process_name"}, {"args", {{"name", process.label}}}});
+    events.push_back({{"ph", "M"},
+                      {"pid", process.process},
+                      {"name", "process_sort_index"},
                       {"args", {{"sort_index", process.process}}}});
     const Recording& recording = process.recording;
     std::vector<bool> used(recording.threads.size(), false);
     for (const Event& event : recording.events) used.at(static_cast<std::size_t>(event.thread)) = true;
     for (std::size_t t = 0; t < recording.threads.size(); ++t) {
       if (!used[t]) continue;
-      events.push_back({{"ph", "M"}, {"pid", process.process}, {"tid", t}, {"name", "thread_name"},
+      events.push_back({{"ph", "M"},
+                        {"pid", process.process},
+                        {"tid", t},
+                        {"name", "thread_name"},
                         {"args", {{"name", recording.threads[t]}}}});
     }
     std::vector<const Event*> ordered;
@@ -201,8 +205,8 @@ void write_chrome_trace(const std::string& path, const std::vector<ProcessTrace>
 std::string to_json(const Recording& recording) {
   json events = json::array();
   for (const Event& event : recording.events) {
-    events.push_back({event.name, event.category, event.thread, event.begin_ns, event.end_ns, event.instant,
-                      args_json(event.args)});
+    events.push_back(
+        {event.name, event.category, event.thread, event.begin_ns, event.end_ns, event.instant, args_json(event.args)});
   }
   return json{{"threads", recording.threads}, {"events", std::move(events)}}.dump();
 }
@@ -217,8 +221,8 @@ Recording from_json(std::string_view text) {
                                   entry.at(2).get<int>(), entry.at(3).get<std::int64_t>(),
                                   entry.at(4).get<std::int64_t>(), entry.at(5).get<bool>(), args_from(entry.at(6))});
       const int thread = recording.events.back().thread;
-      DDL_CHECK(thread >= 0 && static_cast<std::size_t>(thread) < recording.threads.size(),
-                "event on thread {} of {}", thread, recording.threads.size());
+      DDL_CHECK(thread >= 0 && static_cast<std::size_t>(thread) < recording.threads.size(), "event on thread {} of {}",
+                thread, recording.threads.size());
     }
   } catch (const json::exception& error) {
     ::ddl::detail::fail("timeline: a recording's JSON is malformed: {}", error.what());

@@ -7,12 +7,18 @@ namespace ddl::parallel {
 
 std::string algorithm_name(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return "ring";
-    case AllreduceAlgorithm::rhd: return "rhd";
-    case AllreduceAlgorithm::tree: return "tree";
-    case AllreduceAlgorithm::naive: return "naive";
-    case AllreduceAlgorithm::shm: return "shm";
-    case AllreduceAlgorithm::builtin: return "builtin";
+    case AllreduceAlgorithm::ring:
+      return "ring";
+    case AllreduceAlgorithm::rhd:
+      return "rhd";
+    case AllreduceAlgorithm::tree:
+      return "tree";
+    case AllreduceAlgorithm::naive:
+      return "naive";
+    case AllreduceAlgorithm::shm:
+      return "shm";
+    case AllreduceAlgorithm::builtin:
+      return "builtin";
   }
   return "unknown";
 }

@@ -72,7 +72,9 @@ double ring_seconds(int p, double bytes, const Machine& machine) {
 double halving_doubling_seconds(int p, double bytes, const Machine& machine) {
   const int q = std::bit_floor(static_cast<unsigned>(p));
   const int extra = p - q;
-  const auto real_rank = [&](int virtual_rank) { return virtual_rank < extra ? 2 * virtual_rank + 1 : virtual_rank + extra; };
+  const auto real_rank = [&](int virtual_rank) {
+    return virtual_rank < extra ? 2 * virtual_rank + 1 : virtual_rank + extra;
+  };
   double seconds = 0.0;
   if (extra > 0) {
     // Even ranks below 2·extra hand their whole buffer to the odd rank
@@ -140,8 +142,8 @@ std::pair<double, std::string> split_unit(const std::string& text, const char* w
   const char* begin = text.c_str();
   char* end = nullptr;
   const double value = std::strtod(begin, &end);
-  DDL_CHECK(end != begin && std::isfinite(value) && value > 0.0, "{} '{}': expected a positive number and a unit",
-            what, text);
+  DDL_CHECK(end != begin && std::isfinite(value) && value > 0.0, "{} '{}': expected a positive number and a unit", what,
+            text);
   std::string unit(end);
   unit.erase(std::remove_if(unit.begin(), unit.end(), [](unsigned char c) { return std::isspace(c); }), unit.end());
   return {value, unit};
@@ -160,14 +162,19 @@ std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks,
             machine.ranks_per_node);
   if (ranks == 1) return 0.0;
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return ring_seconds(ranks, bytes, machine);
-    case AllreduceAlgorithm::rhd: return halving_doubling_seconds(ranks, bytes, machine);
-    case AllreduceAlgorithm::tree: return tree_seconds(ranks, bytes, machine);
-    case AllreduceAlgorithm::naive: return naive_seconds(ranks, bytes, machine);
+    case AllreduceAlgorithm::ring:
+      return ring_seconds(ranks, bytes, machine);
+    case AllreduceAlgorithm::rhd:
+      return halving_doubling_seconds(ranks, bytes, machine);
+    case AllreduceAlgorithm::tree:
+      return tree_seconds(ranks, bytes, machine);
+    case AllreduceAlgorithm::naive:
+      return naive_seconds(ranks, bytes, machine);
     case AllreduceAlgorithm::shm:
       if (ranks > machine.ranks_per_node) return std::nullopt;
       return shared_memory_seconds(ranks, bytes, machine);
-    case AllreduceAlgorithm::builtin: return std::nullopt;
+    case AllreduceAlgorithm::builtin:
+      return std::nullopt;
   }
   return std::nullopt;
 }

@@ -30,14 +30,13 @@ struct Link {
 };
 
 struct Machine {
-  Link intra_node;            // ranks on one node (shared memory)
-  Link network;               // ranks on different nodes
-  int ranks_per_node = 1;     // ranks 0..k-1 on node 0, k..2k-1 on node 1, ...; the network
-                              // link is the node's interface, shared by what leaves the node
-  double gamma = 0.0;         // seconds per byte reduced (a float32 add per 4 bytes)
-  double barrier = 0.0;       // seconds per barrier of one node's ranks (the shm allreduce)
+  Link intra_node;               // ranks on one node (shared memory)
+  Link network;                  // ranks on different nodes
+  int ranks_per_node = 1;        // ranks 0..k-1 on node 0, k..2k-1 on node 1, ...; the network
+                                 // link is the node's interface, shared by what leaves the node
+  double gamma = 0.0;            // seconds per byte reduced (a float32 add per 4 bytes)
+  double barrier = 0.0;          // seconds per barrier of one node's ranks (the shm allreduce)
   double shm_segment = 1 << 20;  // bytes the shm allreduce reduces between two barriers (DDL_SHM_SEGMENT)
-
 };
 
 // Seconds for one allreduce of `bytes` over `ranks` ranks, as ddl's

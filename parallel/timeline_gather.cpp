@@ -90,7 +90,8 @@ void write_timeline(const Communicator& comm, const std::string& path, const tim
       const std::int64_t uncertainty = *std::max_element(clocks.uncertainty_ns.begin(), clocks.uncertainty_ns.end());
       const std::vector<timeline::Arg> about{
           {"clock_alignment", fmt::format("each rank's steady clock, offset to rank 0's by the fastest of {} "
-                                          "ping-pongs (Cristian's algorithm)", kClockRounds)},
+                                          "ping-pongs (Cristian's algorithm)",
+                                          kClockRounds)},
           {"clock_uncertainty_us", static_cast<double>(uncertainty) / 1000.0},
           {"ranks", static_cast<std::int64_t>(comm.size())}};
       timeline::write_chrome_trace(path, processes, about);

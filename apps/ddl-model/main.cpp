@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <ddl/core/atomic_file.hpp>
 #include <ddl/core/error.hpp>
@@ -28,8 +28,8 @@
 namespace ddl::apps {
 namespace {
 
-using parallel::AllreduceAlgorithm;
 using parallel::algorithm_name;
+using parallel::AllreduceAlgorithm;
 namespace cost = parallel::cost;
 
 struct Options {
@@ -85,7 +85,8 @@ void check_against_measurement(const parallel::Communicator& comm, const cost::M
     std::cout << fmt::format("\npredicted / measured allreduce time at {} ranks (ratio = predicted / measured):\n",
                              comm.size());
     std::cout << fmt::format("  {:>9}", "size");
-    for (const AllreduceAlgorithm algorithm : algorithms) std::cout << fmt::format(" {:>27}", algorithm_name(algorithm));
+    for (const AllreduceAlgorithm algorithm : algorithms)
+      std::cout << fmt::format(" {:>27}", algorithm_name(algorithm));
     std::cout << fmt::format(" {:>10}\n", "builtin");
   }
   std::vector<double> errors;
@@ -136,9 +137,9 @@ std::optional<double> crossover(int ranks, const cost::Machine& machine) {
 }
 
 void print_extrapolation(const cost::Machine& machine, const Options& o) {
-  std::cout << fmt::format(
-      "\nextrapolated: {} ranks per node; within a node {}; between nodes {}; gamma {:.3g} ns/B\n",
-      machine.ranks_per_node, describe_link(machine.intra_node), describe_link(machine.network), machine.gamma * 1e9);
+  std::cout << fmt::format("\nextrapolated: {} ranks per node; within a node {}; between nodes {}; gamma {:.3g} ns/B\n",
+                           machine.ranks_per_node, describe_link(machine.intra_node), describe_link(machine.network),
+                           machine.gamma * 1e9);
   for (const double bytes : o.sizes) {
     std::cout << fmt::format("\nallreduce of {} (* the fastest):\n  {:>6}", format_bytes(bytes), "ranks");
     for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
@@ -163,8 +164,9 @@ void print_extrapolation(const cost::Machine& machine, const Options& o) {
                "above):\n";
   for (const int ranks : o.ranks) {
     const auto size = crossover(ranks, machine);
-    std::cout << fmt::format("  {:>6} ranks: {}\n", ranks, size ? "rhd is faster below " + format_bytes(*size)
-                                                                : std::string("no crossover between 1 B and 1 GiB"));
+    std::cout << fmt::format(
+        "  {:>6} ranks: {}\n", ranks,
+        size ? "rhd is faster below " + format_bytes(*size) : std::string("no crossover between 1 B and 1 GiB"));
   }
 }
 
@@ -217,12 +219,12 @@ void print_data_parallel(const cost::Machine& machine, const Options& o) {
     }
     // The parameter server's workers are the ranks that are not servers.
     const std::string ps =
-        n > o.servers ? fmt::format("{:.1f}%", 100 * cost::data_parallel_efficiency(
-                                                         compute,
-                                                         cost::parameter_server_seconds(n - o.servers, o.servers,
-                                                                                        bytes, machine),
-                                                         o.overlap))
-                      : "-";
+        n > o.servers
+            ? fmt::format("{:.1f}%",
+                          100 * cost::data_parallel_efficiency(
+                                    compute, cost::parameter_server_seconds(n - o.servers, o.servers, bytes, machine),
+                                    o.overlap))
+            : "-";
     std::cout << fmt::format(" {:>7}\n", ps);
   }
   std::cout << (ring_below_90 ? fmt::format("  the ring falls below 90% at {} ranks\n", *ring_below_90)
@@ -238,7 +240,8 @@ void print_pipeline(const Options& o) {
   for (const int m : o.micro_batches) {
     std::cout << fmt::format("  {:>4}", m);
     for (const int p : o.stages) {
-      std::cout << fmt::format(" {:>13.0f}%, {:>6.2f}", 100 * cost::pipeline_bubble(p, m), cost::pipeline_speedup(p, m));
+      std::cout << fmt::format(" {:>13.0f}%, {:>6.2f}", 100 * cost::pipeline_bubble(p, m),
+                               cost::pipeline_speedup(p, m));
     }
     std::cout << '\n';
   }

@@ -109,14 +109,16 @@ Measured measure_machine(const parallel::Communicator& comm, double budget) {
   machine.gamma = median_slowest(
                       comm, [&] { parallel::detail::add_into(destination.data(), source.data(), count); }, budget) /
                   bytes;
-  machine.barrier = median_slowest(comm, [&] { comm.barrier(); }, budget);
+  machine.barrier = median_slowest(
+      comm, [&] { comm.barrier(); }, budget);
   return measured;
 }
 
 double measure_allreduce(const parallel::Communicator& comm, parallel::AllreduceAlgorithm algorithm, double bytes,
                          double budget) {
   std::vector<float> data(static_cast<std::size_t>(bytes / sizeof(float)), 1.0f);
-  return median_slowest(comm, [&] { parallel::allreduce(comm, std::span<float>(data), algorithm); }, budget);
+  return median_slowest(
+      comm, [&] { parallel::allreduce(comm, std::span<float>(data), algorithm); }, budget);
 }
 
 }  // namespace ddl::apps

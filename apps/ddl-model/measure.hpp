@@ -16,12 +16,12 @@ namespace ddl::apps {
 
 struct FittedLink {
   parallel::cost::Link link;
-  std::vector<double> bytes, seconds;  // the one-way times it was fitted to
+  std::vector<double> bytes, seconds;          // the one-way times it was fitted to
   double median_error = 0.0, max_error = 0.0;  // |fit / measured - 1| over them
 };
 
 struct Measured {
-  FittedLink intra_node;  // rank 0 <-> rank 1 (on one node)
+  FittedLink intra_node;              // rank 0 <-> rank 1 (on one node)
   std::optional<FittedLink> network;  // rank 0 <-> the first rank on another node, if any
   parallel::cost::Machine machine;    // the above with gamma and the barrier: the model of this job
 };

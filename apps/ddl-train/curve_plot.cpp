@@ -24,8 +24,8 @@ namespace {
 
 // Logs entries that are not curves of a metric.
 bool is_metric(const std::string& name) {
-  return name != "epoch" && name != "lr" && name != "time_s" && name != "samples_per_s" &&
-         name != "skipped_steps" && !name.starts_with("val_");
+  return name != "epoch" && name != "lr" && name != "time_s" && name != "samples_per_s" && name != "skipped_steps" &&
+         !name.starts_with("val_");
 }
 
 // gnuplot's missing-value marker for an epoch without the metric.
@@ -46,7 +46,8 @@ std::string quoted(const std::string& text) {
 
 // The gnuplot script that draws `epochs` into `output`: one panel per
 // metric, each with its data inline (epoch, training value, test value).
-std::string gnuplot_script(const std::vector<optim::Logs>& epochs, const std::string& title, const std::string& output) {
+std::string gnuplot_script(const std::vector<optim::Logs>& epochs, const std::string& title,
+                           const std::string& output) {
   std::vector<std::string> metrics;
   for (const optim::Logs& logs : epochs) {
     for (const auto& [name, value] : logs) {
@@ -68,15 +69,14 @@ std::string gnuplot_script(const std::vector<optim::Logs>& epochs, const std::st
                           value_or_missing(logs, "val_" + metric));
     }
     text += "EOD\n";
-    const bool has_test = std::any_of(epochs.begin(), epochs.end(), [&](const optim::Logs& logs) {
-      return logs.contains("val_" + metric);
-    });
+    const bool has_test = std::any_of(epochs.begin(), epochs.end(),
+                                      [&](const optim::Logs& logs) { return logs.contains("val_" + metric); });
     // The legend where the curves are not: top right for a falling loss or
     // error, bottom right for a rising accuracy.
     const bool falls = metric == "loss" || metric == "mae";
     text += fmt::format("set key {}\n", falls ? "top right" : "bottom right");
-    text += fmt::format("set title \"{}\"\nplot $data_{} using 1:2 with linespoints lw 2 title \"train\"", metric,
-                        metric);
+    text +=
+        fmt::format("set title \"{}\"\nplot $data_{} using 1:2 with linespoints lw 2 title \"train\"", metric, metric);
     text += has_test ? fmt::format(", $data_{} using 1:3 with linespoints lw 2 title \"test\"\n", metric) : "\n";
   }
   return text + "unset multiplot\n";

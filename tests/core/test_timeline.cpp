@@ -4,12 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <map>
 #include <optional>
-#include <tuple>
-#include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -131,11 +131,15 @@ TEST_CASE("timeline: a span begun before start() or ended after stop() is not re
 }
 
 TEST_CASE("timeline: a recording survives its JSON round trip, and malformed JSON is an error") {
-  const timeline::Recording recording{
-      {"training", "communication"},
-      {{"allreduce", "communication", 1, -5, 1234567890123, false, {{"bytes", std::int64_t{-3}}, {"x", 1.5},
-                                                                     {"algorithm", "tree"}}},
-       {"bucket ready", "communication", 0, 42, 42, true, {}}}};
+  const timeline::Recording recording{{"training", "communication"},
+                                      {{"allreduce",
+                                        "communication",
+                                        1,
+                                        -5,
+                                        1234567890123,
+                                        false,
+                                        {{"bytes", std::int64_t{-3}}, {"x", 1.5}, {"algorithm", "tree"}}},
+                                       {"bucket ready", "communication", 0, 42, 42, true, {}}}};
   const timeline::Recording back = timeline::from_json(timeline::to_json(recording));
   CHECK(back.threads == recording.threads);
   REQUIRE(back.events.size() == 2);
@@ -167,8 +171,8 @@ TEST_CASE("timeline: the trace file puts every process on the common clock, time
   const timeline::Recording rank1{{"training", "communication"},
                                   {{"send", "communication", 1, 1'015'000, 1'016'000, false, {}},
                                    {"bucket ready", "communication", 0, 1'014'000, 1'014'000, true, {}}}};
-  const std::string text = timeline::chrome_trace_json(
-      {{0, "rank 0", rank0, 0}, {1, "rank 1", rank1, 1'000'000}}, {{"clock_uncertainty_us", 0.5}});
+  const std::string text = timeline::chrome_trace_json({{0, "rank 0", rank0, 0}, {1, "rank 1", rank1, 1'000'000}},
+                                                       {{"clock_uncertainty_us", 0.5}});
   const nlohmann::json trace = nlohmann::json::parse(text);
   CHECK(trace.at("otherData").at("clock_uncertainty_us") == 0.5);
   std::map<std::string, nlohmann::json> by_name;
@@ -199,8 +203,8 @@ TEST_CASE("trace checks: overlapping spans, a missing rank and allreduces apart 
                        [&](const std::string& problem) { return problem.find(part) != std::string::npos; });
   };
   const auto allreduce = [](std::int64_t begin, std::int64_t end) {
-    return timeline::Event{"allreduce", "communication", 0, begin, end, false,
-                           {{"step", std::int64_t{3}}, {"bucket", std::int64_t{0}}}};
+    return timeline::Event{
+        "allreduce", "communication", 0, begin, end, false, {{"step", std::int64_t{3}}, {"bucket", std::int64_t{0}}}};
   };
   const timeline::Recording good{{"training"}, {allreduce(0, 10'000)}};
   CHECK(check(good, good, 0).empty());
@@ -209,10 +213,9 @@ TEST_CASE("trace checks: overlapping spans, a missing rank and allreduces apart 
   CHECK(mentions(check(good, late, 0), "step 3 bucket 0: its spans do not overlap"));
   // The same spans, once the second clock's offset is taken off, overlap.
   CHECK(check(good, late, 15'000).empty());
-  const timeline::Recording crossing{{"training"},
-                                     {{"a", "compute", 0, 0, 10'000, false, {}},
-                                      {"b", "compute", 0, 5'000, 15'000, false, {}},
-                                      allreduce(0, 10'000)}};
+  const timeline::Recording crossing{
+      {"training"},
+      {{"a", "compute", 0, 0, 10'000, false, {}}, {"b", "compute", 0, 5'000, 15'000, false, {}}, allreduce(0, 10'000)}};
   CHECK(mentions(check(crossing, good, 0), "without nesting in it"));
   const timeline::Recording elsewhere{{"training"}, {{"x", "compute", 0, 0, 1'000, false, {}}}};
   CHECK(mentions(check(good, elsewhere, 0), "is on 1 of 2 ranks"));
@@ -234,7 +237,8 @@ TEST_CASE("timeline: write_chrome_trace writes the whole file or, when it cannot
   CHECK(ddl::test::trace_problems(nlohmann::json::parse(text.str()), 1).empty());
   CHECK(directory.entries() == std::vector<std::string>{"trace.json"});
   const std::string missing = directory.file("no/such/dir/trace.json");
-  CHECK(throws_error_mentioning([&] { timeline::write_chrome_trace(missing, {{.label = "r", .recording = recording}}); },
-                                {"timeline", missing, "cannot create"}));
+  CHECK(
+      throws_error_mentioning([&] { timeline::write_chrome_trace(missing, {{.label = "r", .recording = recording}}); },
+                              {"timeline", missing, "cannot create"}));
   CHECK(directory.entries() == std::vector<std::string>{"trace.json"});
 }

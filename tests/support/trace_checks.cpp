@@ -144,9 +144,10 @@ std::vector<std::string> trace_problems(const json& trace, int ranks) {
       earliest_end = std::min(earliest_end, interval.second);
     }
     if (latest_begin > earliest_end + 2.0 * uncertainty + kRounding) {
-      problems.push_back(fmt::format("{}: its spans do not overlap across the ranks (one ends at {} us, another "
-                                     "begins at {} us; clock uncertainty {} us)",
-                                     label, earliest_end, latest_begin, uncertainty));
+      problems.push_back(
+          fmt::format("{}: its spans do not overlap across the ranks (one ends at {} us, another "
+                      "begins at {} us; clock uncertainty {} us)",
+                      label, earliest_end, latest_begin, uncertainty));
     }
   }
   return problems;

@@ -76,8 +76,8 @@ TEST_CASE("Trainer timeline: each step holds its forward, backward and update; d
     }
     CHECK(phases == 3);
   }
-  const nlohmann::json trace = nlohmann::json::parse(
-      timeline::chrome_trace_json({{.process = 0, .label = "trainer", .recording = recording}}));
+  const nlohmann::json trace =
+      nlohmann::json::parse(timeline::chrome_trace_json({{.process = 0, .label = "trainer", .recording = recording}}));
   CHECK(test::trace_problems(trace, 1).empty());
 }
 
@@ -96,7 +96,7 @@ TEST_CASE("Trainer timeline: per_layer adds a span per layer in forward and per 
   });
   CHECK(backward_nodes);
   CHECK(counts.at("AccumulateGrad") == 4 * 4);  // 4 parameters, 4 steps
-  const nlohmann::json trace = nlohmann::json::parse(
-      timeline::chrome_trace_json({{.process = 0, .label = "trainer", .recording = recording}}));
+  const nlohmann::json trace =
+      nlohmann::json::parse(timeline::chrome_trace_json({{.process = 0, .label = "trainer", .recording = recording}}));
   CHECK(test::trace_problems(trace, 1).empty());
 }

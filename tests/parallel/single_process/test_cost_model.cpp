@@ -58,15 +58,15 @@ TEST_CASE("cost model: every algorithm's time is its textbook formula on one kin
                 .epsilon(1e-12));
       const double segments = std::max(1.0, std::ceil(m / machine.shm_segment));
       CHECK(modelled(AllreduceAlgorithm::shm, p, m, machine) ==
-            doctest::Approx(2 * segments * machine.barrier + (p - 1.0) / p * m * (2 * b + g))
-                .epsilon(1e-12));
+            doctest::Approx(2 * segments * machine.barrier + (p - 1.0) / p * m * (2 * b + g)).epsilon(1e-12));
     }
   }
   for (const AllreduceAlgorithm algorithm : modelled_algorithms()) CHECK(modelled(algorithm, 1, 1e6, machine) == 0.0);
   CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::builtin, 4, 1e6, machine).has_value());
 }
 
-TEST_CASE("cost model: steps that cross nodes pay the network, shared by what leaves a node, and shm stops at the node") {
+TEST_CASE(
+    "cost model: steps that cross nodes pay the network, shared by what leaves a node, and shm stops at the node") {
   Machine machine = flat();
   machine.ranks_per_node = 8;
   const Link net = machine.network, intra = machine.intra_node;
@@ -106,20 +106,25 @@ TEST_CASE("cost model: few steps win small messages, the ring wins large ones, t
     // 1 GiB: bandwidth-bound; the ring sends 2(p-1)/p of it, the tree
     // 2 log2 p times all of it, rank 0 of naive 2(p-1) times.
     const double large = 1 << 30;
-    CHECK(modelled(AllreduceAlgorithm::ring, p, large, machine) < modelled(AllreduceAlgorithm::tree, p, large, machine));
-    CHECK(modelled(AllreduceAlgorithm::tree, p, large, machine) < modelled(AllreduceAlgorithm::naive, p, large, machine));
+    CHECK(modelled(AllreduceAlgorithm::ring, p, large, machine) <
+          modelled(AllreduceAlgorithm::tree, p, large, machine));
+    CHECK(modelled(AllreduceAlgorithm::tree, p, large, machine) <
+          modelled(AllreduceAlgorithm::naive, p, large, machine));
     // One server for p - 1 workers carries (p - 1) x the gradients each way.
-    CHECK(parameter_server_seconds(p - 1, 1, large, machine) > 4 * modelled(AllreduceAlgorithm::ring, p, large, machine));
+    CHECK(parameter_server_seconds(p - 1, 1, large, machine) >
+          4 * modelled(AllreduceAlgorithm::ring, p, large, machine));
   }
   const auto server_over_ring = [&](int p) {
-    return parameter_server_seconds(p - 1, 1, 1 << 30, machine) / modelled(AllreduceAlgorithm::ring, p, 1 << 30, machine);
+    return parameter_server_seconds(p - 1, 1, 1 << 30, machine) /
+           modelled(AllreduceAlgorithm::ring, p, 1 << 30, machine);
   };
   CHECK(server_over_ring(4096) > 100 * server_over_ring(16));
   // On one node halving sends the ring's bytes in fewer steps, so it never
   // loses; across nodes its all-at-once exchanges share the interface, and
   // the ring wins large messages.
   for (const double bytes : {1.0, 4096.0, 1e6, 1e9}) {
-    CHECK(modelled(AllreduceAlgorithm::rhd, 64, bytes, flat()) <= modelled(AllreduceAlgorithm::ring, 64, bytes, flat()));
+    CHECK(modelled(AllreduceAlgorithm::rhd, 64, bytes, flat()) <=
+          modelled(AllreduceAlgorithm::ring, 64, bytes, flat()));
   }
   CHECK(modelled(AllreduceAlgorithm::ring, 64, 256e6, machine) < modelled(AllreduceAlgorithm::rhd, 64, 256e6, machine));
   // The ring's bandwidth term tends to 2 m beta as p grows, so a large
@@ -127,12 +132,14 @@ TEST_CASE("cost model: few steps win small messages, the ring wins large ones, t
   // latencies grow.
   const double huge = 1e9;
   const Link link = flat().intra_node;
-  CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) < 1.05 * modelled(AllreduceAlgorithm::ring, 64, huge, flat()));
+  CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) <
+        1.05 * modelled(AllreduceAlgorithm::ring, 64, huge, flat()));
   CHECK(modelled(AllreduceAlgorithm::ring, 4096, huge, flat()) ==
         doctest::Approx(2 * huge * link.beta + huge * flat().gamma + 2 * 4095 * link.alpha).epsilon(1e-3));
   // More servers share the load, unless they share a node's interface.
   CHECK(parameter_server_seconds(8, 4, 1e8, flat()) < parameter_server_seconds(8, 1, 1e8, flat()) / 3);
-  CHECK(parameter_server_seconds(8, 4, 1e8, machine) == doctest::Approx(parameter_server_seconds(8, 1, 1e8, machine)).epsilon(0.01));
+  CHECK(parameter_server_seconds(8, 4, 1e8, machine) ==
+        doctest::Approx(parameter_server_seconds(8, 1, 1e8, machine)).epsilon(0.01));
 }
 
 TEST_CASE("cost model: data-parallel efficiency and the pipeline bubble") {
@@ -156,12 +163,17 @@ TEST_CASE("cost model: fit_link recovers alpha and beta, and refuses what cannot
   const Link link = fit_link(bytes, seconds);
   CHECK(link.alpha == doctest::Approx(3e-6).epsilon(1e-9));
   CHECK(link.beta == doctest::Approx(2.5e-10).epsilon(1e-9));
-  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{64, 64}, std::vector<double>{1e-6, 2e-6}); },
-                                {"must not all be equal"}));
-  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{64}, std::vector<double>{1e-6}); },
-                                {"at least 2"}));
-  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{8, 64}, std::vector<double>{1e-6, 0.0}); },
-                                {"not positive"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        fit_link(std::vector<double>{64, 64}, std::vector<double>{1e-6, 2e-6});
+      },
+      {"must not all be equal"}));
+  CHECK(throws_error_mentioning([] { fit_link(std::vector<double>{64}, std::vector<double>{1e-6}); }, {"at least 2"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        fit_link(std::vector<double>{8, 64}, std::vector<double>{1e-6, 0.0});
+      },
+      {"not positive"}));
 }
 
 TEST_CASE("cost model: times and bandwidths are read with their units") {
