@@ -4,7 +4,9 @@
 // unreadable data (one line on stderr, no stack trace).
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -46,6 +48,7 @@
 
 #include "curve_plot.hpp"
 #include "options.hpp"
+#include "search.hpp"
 #include "resume_guard.hpp"
 #include "task.hpp"
 
@@ -147,24 +150,43 @@ std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, st
   return schedule;
 }
 
+// The ranks one training run spans: every rank of the job (mpiexec's), or
+// under --search the group of ranks this one trains its configurations
+// with; none for a process that trains alone.
+struct Ranks {
+#if DDL_WITH_MPI_BUILD
+  std::optional<parallel::Communicator> comm;
+#endif
+};
+
+Ranks job_ranks() {
+#if DDL_WITH_MPI_BUILD
+  if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
+    return {parallel::Communicator::world()};
+  }
+#endif
+  return {};
+}
+
 // The strategy for --parallel (null: this process alone, and a pipeline,
 // which make_pipeline builds once the data's shape is known).
-std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
+std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o, const Ranks& ranks) {
 #if DDL_WITH_MPI_BUILD
   if (o.parallel == "pipeline" || o.parallel == "hybrid") return nullptr;
   if (o.parallel == "none") {
-    if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
+    if (ranks.comm) {
       throw UsageError(
           fmt::format("started as {} MPI ranks without --parallel: pass --parallel data, or every rank "
                       "trains alone",
-                      parallel::Communicator::world().size()));
+                      ranks.comm->size()));
     }
     return nullptr;
   }
+  if (!ranks.comm) throw UsageError("--parallel " + o.parallel + " needs several ranks: start it with mpiexec -n N");
   if (o.parallel == "ps") {
     try {
       return std::make_shared<parallel::ParameterServer>(
-          parallel::Communicator::world(),
+          *ranks.comm,
           parallel::ParameterServerOptions{
               .servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness});
     } catch (const Error& error) {  // a --servers the rank count cannot hold
@@ -176,14 +198,24 @@ std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o) {
   options.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0);
   options.overlap = o.overlap;
   options.fp16_compression = o.fp16_compression;
-  return std::make_shared<parallel::DataParallel>(parallel::Communicator::world(), options);
+  return std::make_shared<parallel::DataParallel>(*ranks.comm, options);
 #else
+  (void)ranks;
   if (o.parallel == "none") return nullptr;
   throw UsageError("--parallel " + o.parallel + ": this ddl was built without MPI (DDL_MPI=OFF)");
 #endif
 }
 
-int run(const CLI::App& app, TrainOptions& o, std::string problem) {
+// What a training run reports: its final line (the test metrics) and the
+// monitored metric of its last epoch, on the rank that prints.
+struct RunResult {
+  std::string report;
+  double seconds = 0.0;
+  std::string monitor;  // the metric "best" refers to
+  std::optional<double> monitored;
+};
+
+RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const Ranks& ranks) {
   // Start-up: what a rank can get wrong on its own (its command line, its
   // device, its data) is caught, so that under mpiexec every rank learns of
   // it before any of them waits for the others.
@@ -208,9 +240,8 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
   }
   std::vector<std::string> fingerprint;  // of the data, where ranks or checkpoints compare it
 #if DDL_WITH_MPI_BUILD
-  std::optional<parallel::Communicator> job;  // the ranks, when mpiexec started several
-  if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
-    job = parallel::Communicator::world();
+  const std::optional<parallel::Communicator>& job = ranks.comm;
+  if (job) {
     agree_start_up(*job, problem, usage);
     fingerprint = data_fingerprint(*loaded);
     std::vector<std::string> settings = shared_settings(app);
@@ -226,7 +257,7 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
   }
   const Task& task = *loaded;
 
-  auto strategy = make_strategy(o);
+  auto strategy = make_strategy(o, ranks);
   const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
   // The ranks that share each batch (a pipeline's stages all read all of it;
   // hybrid: the --dp pipelines share it).
@@ -436,7 +467,8 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
   }
   const std::string report = task.report(trainer, test);  // collective: every rank evaluates its shard
   if (root) {
-    std::cout << fmt::format("{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s{}\n", report, history.epochs.size(), wall,
+    std::cout << fmt::format("{}{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s{}\n",
+                             o.label.empty() ? "" : o.label + ": ", report, history.epochs.size(), wall,
                              training_seconds > 0.0 ? samples / training_seconds : 0.0,
                              o.parallel == "hybrid" ? fmt::format(" over {} pipelines", world)
                              : world > 1            ? fmt::format(" over {} ranks", world)
@@ -479,6 +511,87 @@ int run(const CLI::App& app, TrainOptions& o, std::string problem) {
                                "chrome://tracing)\n", o.timeline, recording.events.size());
     }
   }
+  return {report, wall, monitor, history.epochs.empty() ? std::nullopt : history.epochs.back().get(monitor)};
+}
+
+// --search: the grid's configurations dealt round robin to groups of
+// --group-size ranks (MPI_Comm_split), each group training its share one
+// after another, data-parallel inside the group when it has several
+// ranks; the ranks then add up what each group's root measured, and rank 0
+// prints the table and the best. Every configuration is a whole ddl-train
+// run, its command line the original one with the searched options
+// replaced.
+int run_search(const TrainOptions& o, const std::vector<std::string>& arguments) {
+  // Every configuration's command line is checked before any trains, so a
+  // bad value is a usage error on every rank alike, not a hang.
+  TrainOptions checked_search = o;
+  resolve_defaults(checked_search);  // what --search does not combine with
+  const SearchGrid grid = parse_search(o.search);
+  const std::vector<SearchPoint> points = grid.points();
+  const auto parse_point = [&](const SearchPoint& point, CLI::App& app, TrainOptions& options) {
+    add_options(app, options);
+    std::vector<std::string> argv = search_arguments(arguments, point, o.group_size > 1);
+    std::reverse(argv.begin(), argv.end());  // CLI11 takes the arguments last first
+    try {
+      app.parse(argv);
+    } catch (const CLI::ParseError& error) {
+      throw UsageError(fmt::format("--search, configuration {}: {}", point.describe(), error.what()));
+    }
+    options.label = point.describe();
+  };
+  for (const SearchPoint& point : points) {
+    CLI::App app;
+    TrainOptions checked;
+    parse_point(point, app, checked);
+    try {
+      resolve_defaults(checked);
+    } catch (const UsageError& error) {
+      throw UsageError(fmt::format("--search, configuration {}: {}", point.describe(), error.what()));
+    }
+  }
+  int rank = 0, ranks = 1;
+  Ranks group;
+#if DDL_WITH_MPI_BUILD
+  std::optional<parallel::Communicator> world;
+  if (parallel::Communicator::launched_by_mpi()) world = parallel::Communicator::world();
+  if (world) {
+    rank = world->rank();
+    ranks = world->size();
+  }
+#endif
+  if (ranks % o.group_size != 0) {
+    throw UsageError(fmt::format("--group-size {} does not divide the {} ranks of the job", o.group_size, ranks));
+  }
+  const int groups = ranks / o.group_size;
+#if DDL_WITH_MPI_BUILD
+  if (world && o.group_size > 1) group.comm = world->split(rank / o.group_size, rank);
+#endif
+  const bool group_root = rank % o.group_size == 0;
+  if (rank == 0) {
+    std::cout << fmt::format("ddl-train --search: {} configurations of {} on {} group(s) of {} rank(s)\n",
+                             points.size(), o.model, groups, o.group_size);
+  }
+  // Per configuration: the monitored metric and the seconds, filled in by
+  // the root of the group that trained it and summed over the ranks.
+  std::vector<double> results(2 * points.size(), 0.0);
+  std::string monitor;  // rank 0's; every configuration trains the same task
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t i = static_cast<std::size_t>(rank / o.group_size); i < points.size(); i += groups) {
+    CLI::App app{"", "ddl-train"};
+    TrainOptions point;
+    parse_point(points[i], app, point);
+    const RunResult result = run(app, point, "", group);
+    if (rank == 0 && monitor.empty()) monitor = result.monitor;
+    if (group_root) {
+      results[2 * i] = result.monitored.value_or(std::nan(""));
+      results[2 * i + 1] = result.seconds;
+    }
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+#if DDL_WITH_MPI_BUILD
+  if (world) world->sum_doubles(results);
+#endif
+  if (rank == 0) std::cout << format_search_table(grid, points, results, monitor, wall);
   return 0;
 }
 
@@ -497,7 +610,11 @@ int main(int argc, char** argv) {
     parse_problem = error.what();
   }
   try {
-    return ddl::apps::run(app, options, parse_problem);
+    if (!options.search.empty() && parse_problem.empty()) {
+      return ddl::apps::run_search(options, std::vector<std::string>(argv + 1, argv + argc));
+    }
+    ddl::apps::run(app, options, parse_problem, ddl::apps::job_ranks());
+    return 0;
   } catch (const ddl::apps::AgreedError& error) {
     if (error.reporter) std::cerr << "ddl-train: error: " << error.what() << '\n';
     return error.exit_code;

@@ -134,6 +134,13 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "Chrome trace-event JSON file (open it in ui.perfetto.dev or chrome://tracing)");
   app.add_flag("--timeline-layers", o.timeline_layers,
                "--timeline: also a span per layer in forward and per autograd op in backward (costs more)");
+  app.add_option("--search", o.search,
+                 "Hyper-parameter search: train every configuration of a grid, e.g. \"lr=0.5,1;batch-size=64,128\", "
+                 "the configurations dealt to groups of --group-size ranks (under mpiexec), and print a table and the "
+                 "best by the monitored metric");
+  app.add_option("--group-size", o.group_size, "--search: ranks per configuration, data-parallel inside each group")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--early-stopping", o.early_stopping,
                  "Stop after this many epochs without a better validation score (0: never)")
       ->check(finite_number(true))
@@ -292,6 +299,15 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--placement places layers inside one process; it does not combine with --parallel " + o.parallel);
   }
   if (o.timeline_layers && o.timeline.empty()) throw UsageError("--timeline-layers needs --timeline");
+  if (o.group_size > 1 && o.search.empty()) throw UsageError("--group-size applies to --search");
+  if (!o.search.empty()) {
+    for (const auto& [set, name] : {std::pair{o.parallel != "none", "--parallel (a group's ranks train data-parallel)"},
+                                    std::pair{!o.checkpoint_dir.empty(), "--checkpoint-dir"},
+                                    std::pair{!o.log_csv.empty() || !o.log_jsonl.empty(), "--log-csv and --log-jsonl"},
+                                    std::pair{!o.timeline.empty(), "--timeline"}, std::pair{!o.plot.empty(), "--plot"}}) {
+      if (set) throw UsageError(std::string("--search trains many configurations and does not combine with ") + name);
+    }
+  }
   if (o.early_stopping > 0 && !o.validate) throw UsageError("--early-stopping needs validation (drop --no-validation)");
   if (o.train_limit == 0 || o.train_limit < -1) {
     throw UsageError(fmt::format("--train-limit must be -1 or positive, got {}", o.train_limit));

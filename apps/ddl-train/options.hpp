@@ -89,6 +89,9 @@ struct TrainOptions {
   std::string schedule = "1f1b";    // pipeline: gpipe | 1f1b
   std::string balance = "time";     // pipeline: layers | parameters | time
   std::string split;                // pipeline: "4,7", the first layer of every stage after the first
+  std::string search;               // "lr=0.5,1;batch-size=64,128": train every configuration of the grid
+  int group_size = 1;               // --search: ranks per configuration (data-parallel inside a group)
+  std::string label;                // not an option: --search's name of the configuration, before the final line
 };
 
 // Declares every option on `app`, writing into `options`.

@@ -34,7 +34,8 @@ case $case_name in
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
-      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers --plot; do
+      --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers --plot \
+      --search --group-size; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -48,6 +49,10 @@ case $case_name in
     expect_usage_error 2 "--device" --device gpu:0
     expect_usage_error 2 "--device cuda:3" --device cuda:3
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
+    expect_usage_error 2 "--group-size applies to --search" --group-size 2
+    expect_usage_error 2 "--search: 'data' cannot be searched" --search "data=/tmp"
+    expect_usage_error 2 "--search, configuration lr=abc: --lr: 'abc' is not a number" --search "lr=1,abc"
+    expect_usage_error 2 "does not combine with --checkpoint-dir" --search "lr=1,2" --checkpoint-dir "$work/c"
     expect_usage_error 2 "--precision" --precision half
     # Refused on a CPU without AVX512-BF16, and on a GPU anywhere.
     expect_usage_error 2 "--precision bf16" --precision bf16 --device cuda

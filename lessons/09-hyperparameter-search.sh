@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Lesson 9: hyper-parameter search, the third kind of parallelism. Trying a
+# grid of configurations needs no communication between them, so the ranks
+# can train different configurations at once (groups of one rank each) as
+# well as one configuration faster (a data-parallel group of all ranks).
+# Runs ddl-train --search over learning rate x batch size for mnist_cnn on
+# 1 process, on 2 ranks in 2 groups of 1 and on 2 ranks in 1 group of 2,
+# and compares the wall time of the whole search (docs/lessons/09-hyperparameter-search.md).
+#
+#   lessons/09-hyperparameter-search.sh [--quick] [--build DIR] [--out DIR]
+lesson=09-hyperparameter-search
+source "$(dirname "$0")/common.sh"
+parse_lesson_options "$@"
+require "$build/apps/ddl-train" mpiexec gnuplot
+
+if ((quick)); then
+  grid="lr=0.5,1;batch-size=128" samples=512
+else
+  grid="lr=0.3,1,3;batch-size=64,128" samples=6400
+fi
+common=(--search "$grid" --epochs 1 --train-limit "$samples" --test-limit 1000 --threads 1 --prefetch 0)
+# run_search NAME RANKS [ddl-train options]: one whole search, timed from the shell.
+run_search() {
+  local name=$1 ranks=$2 start
+  shift 2
+  echo "$lesson: $name"
+  start=$(date +%s.%N)
+  mpiexec -n "$ranks" "$build/apps/ddl-train" "${common[@]}" "$@" > "$out/$name.txt" 2>&1 ||
+    { cat "$out/$name.txt" >&2; exit 1; }
+  awk -v s="$start" -v e="$(date +%s.%N)" -v n="$name" 'BEGIN { printf "%s %.1f\n", n, e - s }' >> "$out/walls.dat"
+}
+: > "$out/walls.dat"
+run_search 1-process 1
+run_search 2-groups-of-1 2
+run_search 1-group-of-2 2 --group-size 2
+
+{
+  echo "# search, wall seconds of the whole search (from the shell, start-up and data loading included)"
+  cat "$out/walls.dat"
+  for name in 1-process 2-groups-of-1 1-group-of-2; do
+    echo "# $name"
+    sed -n '/^ *lr /,/^the search took/p' "$out/$name.txt"
+  done
+} > "$out/table.txt"
+# lr, batch size, validation accuracy of each configuration, from the 1-process search
+awk '/^ *lr / { on = 1; next } on && /^ +[0-9.]+ +[0-9]+ +[0-9.]+/ { print $1, $2, $3 }' "$out/1-process.txt" \
+  > "$out/grid.dat"
+
+gnuplot <<GNUPLOT
+$(figure_preamble 1400 500)
+set multiplot layout 1,2 title "Hyper-parameter search over learning rate x batch size: mnist_cnn, Adadelta, one epoch each"
+set title "wall time of the whole search"
+set style data histograms
+set style fill solid 0.8 border -1
+set ylabel "seconds"
+set yrange [0:*]
+plot "$out/walls.dat" using 2:xtic(1) notitle lc 1
+set title "test accuracy of each configuration"
+set style data linespoints
+set logscale x
+set xlabel "learning rate"
+set ylabel "test accuracy"
+set yrange [*:*]
+set key bottom right
+plot "$out/grid.dat" using (\$2 == 64 ? \$1 : 1/0):3 lw 2 title "batch 64", \
+     "" using (\$2 == 128 ? \$1 : 1/0):3 lw 2 title "batch 128"
+unset multiplot
+GNUPLOT
+finish
