@@ -62,8 +62,8 @@ set xlabel "learning rate"
 set ylabel "test accuracy"
 set yrange [*:*]
 set key bottom right
-plot "$out/grid.dat" using (\$2 == 64 ? \$1 : 1/0):3 lw 2 title "batch 64", \
-     "" using (\$2 == 128 ? \$1 : 1/0):3 lw 2 title "batch 128"
+plot "< awk '\$2 == 64' $out/grid.dat" using 1:3 lw 2 title "batch 64", \
+     "< awk '\$2 == 128' $out/grid.dat" using 1:3 lw 2 title "batch 128"
 unset multiplot
 GNUPLOT
 finish
