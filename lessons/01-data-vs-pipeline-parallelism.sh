@@ -8,13 +8,13 @@
 # as a 2-stage pipeline, and compares throughput, memory per rank and
 # bytes sent per step (docs/lessons/01-data-vs-pipeline-parallelism.md).
 #
-#   lessons/01-data-vs-pipeline-parallelism.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/01-data-vs-pipeline-parallelism.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=01-data-vs-pipeline-parallelism
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot /usr/bin/time
 
-samples=$([[ $quick == 1 ]] && echo 512 || echo 12800)
+samples=$(scaled "$([[ $quick == 1 ]] && echo 512 || echo 12800)")  # --scale: training images
 common=(--epochs 1 --train-limit "$samples" --test-limit 128 --no-validation --threads 1 --batch-size 128)
 steps=$((samples / 128))
 rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }

@@ -8,17 +8,17 @@
 # with both on 2 and 3 workers here, then lets the cost model, fitted here,
 # carry both to 1024 ranks (docs/lessons/02-ring-vs-parameter-server.md).
 #
-#   lessons/02-ring-vs-parameter-server.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/02-ring-vs-parameter-server.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=02-ring-vs-parameter-server
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot
 
 if ((quick)); then
-  run=(--epochs 1 --samples 1500)
+  run=(--epochs 1 --samples "$(scaled 1500)")  # --scale: the curves
   budget=0.005
 else
-  run=(--epochs 3 --samples 30000)
+  run=(--epochs 3 --samples "$(scaled 30000)")
   budget=0.1
 fi
 # No loader thread (--prefetch 0): on 2 cores it would give 1 process a

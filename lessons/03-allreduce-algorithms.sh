@@ -6,13 +6,13 @@
 # here beside the alpha-beta-gamma model fitted to this machine, then asks
 # the model for 64 ranks on 8 nodes of a cluster (docs/lessons/03-allreduce-algorithms.md).
 #
-#   lessons/03-allreduce-algorithms.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/03-allreduce-algorithms.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=03-allreduce-algorithms
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/bench/ddl_bench_allreduce" "$build/apps/ddl-model" mpiexec gnuplot
 
-max=$((quick ? 65536 : 64 << 20))
+max=$(scaled $((quick ? 65536 : 64 << 20)))  # --scale: the largest message
 budget=$([[ $quick == 1 ]] && echo 0.005 || echo 0.3)
 algorithms=ring,rhd,tree,naive,shm,builtin
 echo "$lesson: measuring every allreduce on 2 ranks, 64 B to $max B"

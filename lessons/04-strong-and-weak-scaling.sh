@@ -9,16 +9,16 @@
 # machine has 2 cores: 3 and 4 ranks share them, so their rows measure
 # oversubscription as much as scaling.
 #
-#   lessons/04-strong-and-weak-scaling.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/04-strong-and-weak-scaling.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=04-strong-and-weak-scaling
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot
 
 if ((quick)); then
-  samples=512 ranks=(1 2) rounds=1
+  samples=$(scaled 512) ranks=(1 2) rounds=1  # --scale: training images
 else
-  samples=12800 ranks=(1 2 3 4) rounds=3
+  samples=$(scaled 12800) ranks=(1 2 3 4) rounds=3
 fi
 # No loader thread (--prefetch 0): on 2 cores it would give 1 process a
 # second core that the ranks of the parallel runs must share.

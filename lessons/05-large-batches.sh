@@ -10,16 +10,16 @@
 # and the rate x sqrt(1000/75), and compares test error per epoch and per
 # second of training (docs/lessons/05-large-batches.md).
 #
-#   lessons/05-large-batches.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/05-large-batches.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=05-large-batches
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" gnuplot
 
 if ((quick)); then
-  epochs=2 samples=2000 warmup=1
+  epochs=2 samples=$(scaled 2000) warmup=1  # --scale: the curves
 else
-  epochs=40 samples=20000 warmup=5
+  epochs=40 samples=$(scaled 20000) warmup=5
 fi
 lr=4.7331e-4  # materials_mlp's Adam rate at batch 75
 scaled=$(awk -v lr="$lr" 'BEGIN { printf "%.6g", lr * 1000 / 75 }')

@@ -8,16 +8,16 @@
 # server, synchronously and asynchronously with staleness bounds 0, 2 and
 # 8, and compares throughput and test error (docs/lessons/06-async-parameter-server.md).
 #
-#   lessons/06-async-parameter-server.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/06-async-parameter-server.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=06-async-parameter-server
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot
 
 if ((quick)); then
-  epochs=1 samples=1500
+  epochs=1 samples=$(scaled 1500)  # --scale: the curves
 else
-  epochs=20 samples=20000
+  epochs=20 samples=$(scaled 20000)
 fi
 configs=("sync" "async-0 --async --max-staleness 0" "async-2 --async --max-staleness 2" "async-8 --async --max-staleness 8")
 echo "# config, samples/s, final and best test MAE (standardised), per epoch in <config>.dat" > "$out/table.txt"

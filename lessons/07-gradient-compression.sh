@@ -6,16 +6,16 @@
 # cost model what halving the bytes is worth on a slower network and more
 # ranks (docs/lessons/07-gradient-compression.md).
 #
-#   lessons/07-gradient-compression.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/07-gradient-compression.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=07-gradient-compression
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot
 
 if ((quick)); then
-  run=(--epochs 1 --train-limit 1024 --test-limit 500)
+  run=(--epochs "$(scaled 1)" --train-limit 1024 --test-limit 500)  # --scale: epochs
 else
-  run=(--epochs 6)
+  run=(--epochs "$(scaled 6)")
 fi
 for wire in float32 float16; do
   extra=()

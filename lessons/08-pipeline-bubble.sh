@@ -7,17 +7,17 @@
 # mnist_cnn as a 2-stage pipeline on 2 ranks for M = 1 .. 8 under both
 # schedules (docs/lessons/08-pipeline-bubble.md).
 #
-#   lessons/08-pipeline-bubble.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/08-pipeline-bubble.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=08-pipeline-bubble
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot
 
 if ((quick)); then
-  run=(--epochs 1 --train-limit 512 --test-limit 128)
+  run=(--epochs 1 --train-limit "$(scaled 512)" --test-limit 128)  # --scale: training images
   counts=(1 2)
 else
-  run=(--epochs 1 --train-limit 8192 --test-limit 500)
+  run=(--epochs 1 --train-limit "$(scaled 8192)" --test-limit 500)
   counts=(1 2 4 8 16)
 fi
 echo "# schedule, micro-batches, measured bubble %, textbook bubble %, peak activation MiB of stage 0 and 1, samples/s" \

@@ -7,16 +7,16 @@
 # 1 process, on 2 ranks in 2 groups of 1 and on 2 ranks in 1 group of 2,
 # and compares the wall time of the whole search (docs/lessons/09-hyperparameter-search.md).
 #
-#   lessons/09-hyperparameter-search.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/09-hyperparameter-search.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=09-hyperparameter-search
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot
 
 if ((quick)); then
-  grid="lr=0.5,1;batch-size=128" samples=512
+  grid="lr=0.5,1;batch-size=128" samples=$(scaled 512)  # --scale: training images
 else
-  grid="lr=0.3,1,3;batch-size=64,128" samples=6400
+  grid="lr=0.3,1,3;batch-size=64,128" samples=$(scaled 6400)
 fi
 common=(--search "$grid" --epochs 1 --train-limit "$samples" --test-limit 1000 --threads 1 --prefetch 0)
 # run_search NAME RANKS [ddl-train options]: one whole search, timed from the shell.

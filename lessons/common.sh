@@ -1,16 +1,19 @@
 # Sourced by every lesson (lessons/NN-name.sh): the options they share, the
 # checks of what they need, and of what they wrote.
 #
-#   lessons/NN-name.sh [--quick] [--build DIR] [--out DIR]
+#   lessons/NN-name.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 #
 # --quick runs a reduced experiment in seconds (what CI runs, so no lesson
-# rots); without it the experiment takes minutes on 2 cores. --build is the
-# build directory (default: build), --out where the table and figure go
-# (default: lesson-output/NN-name).
+# rots); without it the experiment takes minutes on 2 cores. --scale K
+# multiplies the work (samples, epochs or message sizes, as the lesson
+# says) by K, to go bigger on a bigger machine. --build is the build
+# directory (default: build), --out where the table and figure go (default:
+# lesson-output/NN-name).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 quick=0
+scale=1
 build=build
 out=""
 
@@ -20,14 +23,25 @@ parse_lesson_options() {
       --quick) quick=1 ;;
       --build) build=${2:?--build needs a directory}; shift ;;
       --out) out=${2:?--out needs a directory}; shift ;;
-      -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-      *) echo "$lesson: unknown option $1 (--quick, --build DIR, --out DIR)" >&2; exit 2 ;;
+      --scale)
+        scale=${2:?--scale needs a factor}
+        [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v s="$scale" 'BEGIN { exit !(s > 0) }' ||
+          { echo "$lesson: --scale needs a positive number, got '$scale'" >&2; exit 2; }
+        shift ;;
+      -h | --help)
+        awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
+        awk 'NR > 3 && /^#/ { sub(/^# ?/, ""); print; next } NR > 3 { exit }' "${BASH_SOURCE[0]}"
+        exit 0 ;;
+      *) echo "$lesson: unknown option $1 (--quick, --scale K, --build DIR, --out DIR)" >&2; exit 2 ;;
     esac
     shift
   done
   out=${out:-lesson-output/$lesson}
   mkdir -p "$out"
 }
+
+# N times --scale, rounded, at least 1.
+scaled() { awk -v n="$1" -v s="$scale" 'BEGIN { v = int(n * s + 0.5); print (v < 1 ? 1 : v) }'; }
 
 require() {
   local what
