@@ -17,7 +17,6 @@ require "$build/apps/ddl-train" mpiexec gnuplot /usr/bin/time
 samples=$(scaled "$([[ $quick == 1 ]] && echo 512 || echo 12800)")  # --scale: training images
 common=(--epochs 1 --train-limit "$samples" --test-limit 128 --no-validation --threads 1 --batch-size 128)
 steps=$((samples / 128))
-rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
 # Peak resident memory of each rank in MiB, from /usr/bin/time, largest first.
 # (The ranks share one output, so a line may not start with it.)
 peaks() { grep -o 'maxrss [0-9]* KiB' "$1" | awk '{ print $2 }' | sort -rn | awk '{ printf "%s%.0f", sep, $1 / 1024; sep = " " }'; }

@@ -24,8 +24,6 @@ fi
 # No loader thread (--prefetch 0): on 2 cores it would give 1 process a
 # second core the ranks of the parallel runs must share.
 common=(--model materials_mlp --threads 1 --prefetch 0 --batch-per-rank 75 --no-validation "${run[@]}")
-# The training throughput of the run's final line ("...; 3 epoch(s) in 4.1 s, 8123 samples/s").
-rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
 
 echo "$lesson: 1 process"
 "$build/apps/ddl-train" "${common[@]}" > "$out/one.txt" 2>&1 || { cat "$out/one.txt" >&2; exit 1; }

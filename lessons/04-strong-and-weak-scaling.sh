@@ -23,8 +23,6 @@ fi
 # No loader thread (--prefetch 0): on 2 cores it would give 1 process a
 # second core that the ranks of the parallel runs must share.
 common=(--epochs 1 --train-limit "$samples" --no-validation --threads 1 --prefetch 0)
-rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
-waiting() { sed -n 's/^gradient synchronisation: \([0-9.]*\)%.*/\1/p' "$1"; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # "ranks per-rank-batch" -> "samples/s waiting%", the median of the rounds,

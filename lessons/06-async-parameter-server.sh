@@ -30,8 +30,8 @@ for config in "${configs[@]}"; do
     --threads 1 --seed 1 --epochs "$epochs" --samples "$samples" $options --log-csv "$out/$name.csv" \
     > "$out/$name.txt" 2>&1 || { cat "$out/$name.txt" >&2; exit 1; }
   awk -F, 'NR > 1 { print $1, $5 }' "$out/$name.csv" > "$out/$name.dat"
-  rate=$(sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$out/$name.txt")
-  awk -v name="$name" -v rate="$rate" '{ if (best == "" || $2 < best) best = $2; last = $2 }
+  samples_per_s=$(rate "$out/$name.txt")
+  awk -v name="$name" -v rate="$samples_per_s" '{ if (best == "" || $2 < best) best = $2; last = $2 }
     END { printf "%s %s %.4f %.4f\n", name, rate, last, best }' "$out/$name.dat" >> "$out/table.txt"
 done
 

@@ -28,7 +28,7 @@ done
 
 params=$(sed -n 's/^Total params: //p' "$out/float32.txt" | tr -d ,)
 waits=()
-for wire in float32 float16; do waits+=("$(sed -n 's/^gradient synchronisation: \([0-9.]*\)%.*/\1/p' "$out/$wire.txt")"); done
+for wire in float32 float16; do waits+=("$(waiting "$out/$wire.txt")"); done
 {
   echo "# epoch, test accuracy with float32 and with float16 gradients, epoch seconds of each"
   paste -d, <(cut -d, -f1,5 "$out/float32.csv") <(cut -d, -f5 "$out/float16.csv") \

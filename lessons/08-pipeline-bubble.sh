@@ -28,11 +28,10 @@ for schedule in gpipe 1f1b; do
     echo "$lesson: $schedule, $m micro-batches"
     mpiexec -n 2 "$build/apps/ddl-train" --parallel pipeline --schedule "$schedule" --micro-batches "$m" --threads 1 \
       "${run[@]}" > "$out/$schedule-$m.txt" 2>&1 || { cat "$out/$schedule-$m.txt" >&2; exit 1; }
-    awk -v s="$schedule" -v m="$m" '
+    awk -v m="$m" -v rate="$(rate "$out/$schedule-$m.txt")" '
       /^bubble:/ { measured = $2; sub("%", "", measured)
         match($0, /\(M\+p-1\) = [0-9.]+/); textbook = substr($0, RSTART + 10, RLENGTH - 10) }
       /^[01] +[0-9]+-[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ / { activation[$1] = $5 }
-      /epoch\(s\) in/ { rate = $0; sub(/ samples\/s.*/, "", rate); sub(/.* /, "", rate) }
       END { print m, measured, textbook, activation[0], activation[1], rate }' "$out/$schedule-$m.txt" >> "$out/$schedule.dat"
   done
   sed "s/^/$schedule /" "$out/$schedule.dat" >> "$out/table.txt"

@@ -40,6 +40,12 @@ parse_lesson_options() {
   mkdir -p "$out"
 }
 
+# What ddl-train printed in the log file $1: the training throughput of its
+# final line ("...; 3 epoch(s) in 4.1 s, 8123 samples/s"), and the share of
+# step time a data-parallel run waited for gradients.
+rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
+waiting() { sed -n 's/^gradient synchronisation: \([0-9.]*\)%.*/\1/p' "$1"; }
+
 # N times --scale, rounded, at least 1.
 scaled() { awk -v n="$1" -v s="$scale" 'BEGIN { v = int(n * s + 0.5); print (v < 1 ? 1 : v) }'; }
 
