@@ -117,17 +117,17 @@ void agree_all_can_proceed(const Communicator& comm, const std::string& problem,
 void StallInspector::arrive(std::int64_t step, const std::string& what) {
   const int p = comm_.size();
   if (p == 1) return;
-  const double timeout = config::stall_timeout_seconds();
-  const auto start = std::chrono::steady_clock::now();
-  const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   const auto int_bytes = [](std::int64_t& value) { return std::as_writable_bytes(std::span<std::int64_t>(&value, 1)); };
-
   if (comm_.rank() != 0) {
     report_ = Request();  // the previous report has gone (an eager send: at once)
     reported_step_ = step;
     report_ = comm_.isend(int_bytes(reported_step_), 0, kArrivalTag);
     return;
   }
+  // Rank 0 waits for every report, within the stall timeout.
+  const double timeout = config::stall_timeout_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  const auto waited = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   std::vector<std::int64_t> steps(static_cast<std::size_t>(p), -1);
   std::vector<Request> arrivals;
   for (int r = 1; r < p; ++r) arrivals.push_back(comm_.irecv(int_bytes(steps[static_cast<std::size_t>(r)]), r, kArrivalTag));

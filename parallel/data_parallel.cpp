@@ -81,9 +81,11 @@ struct DataParallel::State {
     // Tagged with the step and bucket, so a trace viewer (and the test of
     // the timeline) can line up one collective's spans across the ranks.
     timeline::Span span("communication", "allreduce");
-    span.arg("step", statistics.steps).arg("bucket", static_cast<std::int64_t>(b));
-    span.arg("bytes", static_cast<std::int64_t>(buckets[b].buffer.nbytes()));
-    span.arg("algorithm", nccl ? "nccl" : algorithm_name(options.algorithm));
+    if (span.active()) {  // the algorithm's name is a string made only for a recording
+      span.arg("step", statistics.steps).arg("bucket", static_cast<std::int64_t>(b));
+      span.arg("bytes", static_cast<std::int64_t>(buckets[b].buffer.nbytes()));
+      span.arg("algorithm", nccl ? "nccl" : algorithm_name(options.algorithm));
+    }
     if (nccl) return nccl->allreduce(buckets[b].buffer);
     allreduce(comm, std::span<float>(buckets[b].data(), static_cast<std::size_t>(buckets[b].size())),
               options.algorithm, options.fp16_compression ? WireFormat::float16 : WireFormat::float32);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/agreement.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -101,10 +102,7 @@ void write_timeline(const Communicator& comm, const std::string& path, const tim
   }
   // Whether rank 0 could write it, agreed, so that every rank reports the
   // failure rather than only one.
-  std::vector<double> failed{failure.empty() ? 0.0 : 1.0};
-  comm.sum_doubles(failed);
-  if (!failure.empty()) throw Error(failure);
-  DDL_CHECK(failed[0] == 0.0, "write_timeline {}: rank 0 could not write it (its error says why)", path);
+  agree_all_can_proceed(comm, failure, "write_timeline " + path);
 }
 
 }  // namespace ddl::parallel

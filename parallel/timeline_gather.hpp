@@ -36,7 +36,7 @@ ClockOffsets measure_clock_offsets(const Communicator& comm, int rounds = kClock
 
 // Collective: gathers every rank's `recording` on rank 0, aligns the
 // clocks, and has rank 0 write the file (timeline::write_chrome_trace). If
-// rank 0 cannot write it, every rank throws ddl::Error (rank 0 saying why).
+// rank 0 cannot write it, every rank throws ddl::Error with rank 0's reason.
 void write_timeline(const Communicator& comm, const std::string& path, const timeline::Recording& recording);
 
 }  // namespace ddl::parallel
