@@ -112,6 +112,18 @@ CpuConvolution cpu_convolution() { return convolution_setting(); }
 void set_cpu_convolution(CpuConvolution algorithm) { convolution_setting() = algorithm; }
 
 namespace {
+CudaConvolution& cuda_convolution_setting() {
+  static CudaConvolution algorithms = read_choice<CudaConvolution>(
+      "DDL_CUDA_CONV", {{"deterministic", CudaConvolution::Deterministic}, {"fastest", CudaConvolution::Fastest}});
+  return algorithms;
+}
+}  // namespace
+
+CudaConvolution cuda_convolution() { return cuda_convolution_setting(); }
+
+void set_cuda_convolution(CudaConvolution algorithms) { cuda_convolution_setting() = algorithms; }
+
+namespace {
 // The CPU's AVX-512 extensions (none off x86).
 struct Avx512 {
   bool foundation, bf16;
@@ -162,6 +174,7 @@ void check_environment() {
   (void)cpu_device_count();
   (void)num_threads();
   (void)cpu_convolution();
+  (void)cuda_convolution();
   (void)cpu_precision();
 }
 

@@ -34,6 +34,17 @@ enum class CpuConvolution { Auto, Direct, Winograd };
 CpuConvolution cpu_convolution();
 void set_cpu_convolution(CpuConvolution algorithm);
 
+// DDL_CUDA_CONV (default deterministic): which of cuDNN's convolution
+// algorithms the GPU takes, each the first in cuDNN's ranking for the shape
+// that fits the workspace budget.
+//   deterministic: only those whose results repeat bit for bit run to run
+//                  (cuDNN's fastest backward-filter and backward-data
+//                  algorithms sum with atomics, in an order that varies).
+//   fastest:       any, as cuDNN ranks them.
+enum class CudaConvolution { Deterministic, Fastest };
+CudaConvolution cuda_convolution();
+void set_cuda_convolution(CudaConvolution algorithms);
+
 // DDL_CPU_PRECISION (default float32): the precision of the CPU's matrix
 // products, the convolutions' and the GEMMs' (Dense, matmul).
 //   float32: float32 throughout.
@@ -71,5 +82,6 @@ std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fall
 namespace ddl {
 using config::set_cpu_convolution;
 using config::set_cpu_precision;
+using config::set_cuda_convolution;
 using config::set_num_threads;
 }

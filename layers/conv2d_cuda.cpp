@@ -1,8 +1,9 @@
 // Conv2d on cuDNN: forward (+ bias through cudnnAddTensor), backward-data,
 // backward-filter and backward-bias, on the stream the op passes in. For each
 // geometry the descriptors and the algorithms cuDNN's heuristics rank first
-// (among those that run and whose workspace fits kMaxWorkspaceBytes) are
-// made once and cached; workspaces come from the caching allocator.
+// (among those that run, whose workspace fits kMaxWorkspaceBytes and, by
+// default, that are deterministic: config::cuda_convolution) are made once
+// and cached; workspaces come from the caching allocator.
 //
 // cuDNN 9 marks this legacy convolution API deprecated in favour of the graph
 // API, but it still ships, works and is what PyTorch and TensorFlow call. The
@@ -13,6 +14,7 @@
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
@@ -39,21 +41,29 @@ int checked_int(std::int64_t value, const Conv2dGeometry& g, int device) {
   return static_cast<int>(value);
 }
 
-// The first algorithm in cuDNN's ranking that can run and fits the budget.
+// The first algorithm in cuDNN's ranking that can run, fits the budget and,
+// unless DDL_CUDA_CONV=fastest, is deterministic.
 template <class Perf>
-Perf first_usable(const Perf* ranked, int count, const char* pass, const Conv2dGeometry& g, int device) {
+Perf first_usable(const Perf* ranked, int count, const char* pass, const Conv2dGeometry& g, int device,
+                  config::CudaConvolution algorithms) {
+  const bool deterministic = algorithms == config::CudaConvolution::Deterministic;
   for (int i = 0; i < count; ++i) {
-    if (ranked[i].status == CUDNN_STATUS_SUCCESS && ranked[i].memory <= kMaxWorkspaceBytes) return ranked[i];
+    if (ranked[i].status == CUDNN_STATUS_SUCCESS && ranked[i].memory <= kMaxWorkspaceBytes &&
+        (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC)) {
+      return ranked[i];
+    }
   }
-  detail::fail("conv2d {} on cuda:{}: cuDNN offers no algorithm within {} MiB of workspace for input [{}, {}, {}, {}], "
-               "weight [{}, {}, {}, {}], stride {}, padding {}, dilation {}",
-               pass, device, kMaxWorkspaceBytes >> 20, g.batch, g.channels, g.height, g.width, g.filters, g.channels,
-               g.kernel_h, g.kernel_w, g.stride, g.padding, g.dilation);
+  detail::fail(
+      "conv2d {} on cuda:{}: cuDNN offers no {}algorithm within {} MiB of workspace for input [{}, {}, {}, {}], "
+      "weight [{}, {}, {}, {}], stride {}, padding {}, dilation {}{}",
+      pass, device, deterministic ? "deterministic " : "", kMaxWorkspaceBytes >> 20, g.batch, g.channels, g.height,
+      g.width, g.filters, g.channels, g.kernel_h, g.kernel_w, g.stride, g.padding, g.dilation,
+      deterministic ? " (DDL_CUDA_CONV=fastest allows the others)" : "");
 }
 
 // Everything cuDNN needs for one geometry on one device (stream.device).
 struct Plan {
-  Plan(Stream stream, const Conv2dGeometry& g)
+  Plan(Stream stream, const Conv2dGeometry& g, config::CudaConvolution algorithms)
       : input(stream.device),
         output(stream.device),
         bias(stream.device),
@@ -89,7 +99,7 @@ struct Plan {
                                                                    convolution.get(), output.get(),
                                                                    static_cast<int>(forward_ranked.size()), &count,
                                                                    forward_ranked.data()));
-    forward_algo = first_usable(forward_ranked.data(), count, "forward", g, device).algo;
+    forward_algo = first_usable(forward_ranked.data(), count, "forward", g, device, algorithms).algo;
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionForwardWorkspaceSize(handle, input.get(), filter.get(),
                                                                     convolution.get(), output.get(), forward_algo,
                                                                     &forward_workspace));
@@ -99,7 +109,7 @@ struct Plan {
                                                                         convolution.get(), input.get(),
                                                                         static_cast<int>(data_ranked.size()), &count,
                                                                         data_ranked.data()));
-    data_algo = first_usable(data_ranked.data(), count, "backward-data", g, device).algo;
+    data_algo = first_usable(data_ranked.data(), count, "backward-data", g, device, algorithms).algo;
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataWorkspaceSize(handle, filter.get(), output.get(),
                                                                          convolution.get(), input.get(), data_algo,
                                                                          &data_workspace));
@@ -109,7 +119,7 @@ struct Plan {
                                                                           convolution.get(), filter.get(),
                                                                           static_cast<int>(filter_ranked.size()),
                                                                           &count, filter_ranked.data()));
-    filter_algo = first_usable(filter_ranked.data(), count, "backward-filter", g, device).algo;
+    filter_algo = first_usable(filter_ranked.data(), count, "backward-filter", g, device, algorithms).algo;
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, input.get(), output.get(),
                                                                            convolution.get(), filter.get(),
                                                                            filter_algo, &filter_workspace));
@@ -126,14 +136,15 @@ struct Plan {
 
 // The cached plan of a geometry on stream.device, made on first use.
 const Plan& plan_for(Stream stream, const Conv2dGeometry& g) {
-  using Key = std::array<std::int64_t, 11>;
+  using Key = std::array<std::int64_t, 12>;
   static std::mutex mutex;
   static std::map<Key, std::unique_ptr<Plan>> plans;
-  const Key key{stream.device, g.batch,    g.channels, g.height,  g.width,   g.filters,
-                g.kernel_h,    g.kernel_w, g.stride,   g.padding, g.dilation};
+  const config::CudaConvolution algorithms = config::cuda_convolution();
+  const Key key{stream.device, g.batch,    g.channels, g.height,  g.width,    g.filters,
+                g.kernel_h,    g.kernel_w, g.stride,   g.padding, g.dilation, static_cast<std::int64_t>(algorithms)};
   const std::lock_guard lock(mutex);
   std::unique_ptr<Plan>& plan = plans[key];
-  if (!plan) plan = std::make_unique<Plan>(stream, g);
+  if (!plan) plan = std::make_unique<Plan>(stream, g, algorithms);
   return *plan;
 }
 

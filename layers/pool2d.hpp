@@ -46,8 +46,9 @@ std::int64_t pool2d_output_extent(std::int64_t in, const Pool2dOptions& options)
 
 // max_pool2d: padded positions never win (they act as -infinity); a NaN in a
 // window wins, so NaNs propagate. Backward sends each output's gradient to
-// the position of its window's maximum (the first one in row-major order on
-// ties on the CPU; cuDNN picks its own), summing where windows overlap.
+// the position of its window's maximum, summing where windows overlap. On
+// ties it is the first maximum in row-major order, on the CPU and on cuDNN's
+// deterministic max mode alike (the conformance suite's tie cases).
 Tensor max_pool2d(const Tensor& input, const Pool2dOptions& options = {});
 // avg_pool2d: the window's sum of input values divided by
 // * count_include_pad (the default): the window's size, padded positions

@@ -57,7 +57,8 @@ StageLinks::StageLinks(const Communicator& pipeline, const Device& device, bool 
     : pipeline_(pipeline), device_(device) {
   // Every rank takes part in the same collectives, whatever it decides.
   const bool wanted = nccl && NcclCommunicator::built();
-  if (!every_stage_has_its_gpu(pipeline, device) || !wanted) return;
+  // A single stage has no neighbour, so no link to open.
+  if (!every_stage_has_its_gpu(pipeline, device) || !wanted || pipeline.size() == 1) return;
   nccl_.emplace();
   const int stage = pipeline.rank();
   // Link l joins stages l and l+1 (ranks 0 and 1 of its pair). Each

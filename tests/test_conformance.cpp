@@ -26,6 +26,7 @@
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/upsample2d.hpp>
 
+#include <cmath>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -40,7 +41,9 @@ namespace {
 using Inputs = const std::vector<Tensor>&;
 
 // What values an op's inputs need for it to be smooth (see test_data.hpp).
-enum class Values { kAny, kPositive, kAwayFromZero, kDistinct };
+// kTies: small integers, so windows and rows hold equal maxima (as ReLU
+// outputs and integer images do), where a tie rule shows.
+enum class Values { kAny, kPositive, kAwayFromZero, kDistinct, kTies };
 
 struct OpCase {
   const char* name;
@@ -99,6 +102,10 @@ const std::vector<OpCase>& op_cases() {
       {"sigmoid", {{3, 5}}, V::kAny, [](Inputs x) { return sigmoid(x[0]); }},
       {"tanh", {{3, 5}}, V::kAny, [](Inputs x) { return tanh(x[0]); }},
       {"exp, multi-threaded size", {{1 << 16}}, V::kAny, [](Inputs x) { return exp(x[0]); }},
+      // More elements than one grid-stride launch covers, so its loop loops.
+      {"relu, grid-stride size", {{3 << 20}}, V::kAwayFromZero, [](Inputs x) { return relu(x[0]); }},
+      {"mul broadcast, grid-stride size", {{3 << 10, 1 << 10}, {1 << 10}}, V::kAny,
+       [](Inputs x) { return mul(x[0], x[1]); }},
       {"sum", {{7, 13}}, V::kAny, [](Inputs x) { return sum(x[0]); }},
       {"sum, chunked size", {{1 << 17}}, V::kAny, [](Inputs x) { return sum(x[0]); }},
       {"sum dim 0", {{7, 13, 3}}, V::kAny, [](Inputs x) { return sum(x[0], 0); }},
@@ -108,9 +115,14 @@ const std::vector<OpCase>& op_cases() {
       {"max dim 1 values", {{7, 13, 3}}, V::kDistinct, [](Inputs x) { return max(x[0], 1).values; }},
       {"max dim 0 keepdim indices", {{7, 13}}, V::kDistinct, [](Inputs x) { return max(x[0], 0, true).indices; }},
       {"argmax", {{7, 13}}, V::kDistinct, [](Inputs x) { return argmax(x[0], -1); }},
+      {"argmax, ties", {{7, 13}}, V::kTies, [](Inputs x) { return argmax(x[0], -1); }},
+      {"max dim 1 values, ties", {{7, 13, 3}}, V::kTies, [](Inputs x) { return max(x[0], 1).values; }},
       {"sum_to", {{5, 3, 7}}, V::kAny, [](Inputs x) { return sum_to(x[0], {3, 1}); }},
       {"expand", {{3, 1}}, V::kAny, [](Inputs x) { return expand(x[0], {5, 3, 7}); }},
       {"matmul 2-D", {{7, 13}, {13, 5}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul 2-D, empty inner dimension", {{3, 0}, {0, 4}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul batched, empty inner dimension", {{2, 3, 0}, {2, 0, 4}}, V::kAny,
+       [](Inputs x) { return matmul(x[0], x[1]); }},
       {"matmul 2-D, blocked size", {{67, 61}, {61, 29}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
       {"matmul batched", {{3, 7, 5}, {3, 5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
       {"matmul batched @ 2-D", {{3, 7, 5}, {5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
@@ -141,6 +153,11 @@ const std::vector<OpCase>& op_cases() {
       {"max_pool2d 2", {{2, 3, 8, 6}}, V::kDistinct, [](Inputs x) { return layers::max_pool2d(x[0], {}); }},
       {"max_pool2d 3 stride 2 padding 1", {{1, 2, 7, 9}}, V::kDistinct,
        [](Inputs x) { return layers::max_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1}); }},
+      {"max_pool2d 2, ties", {{2, 3, 8, 6}}, V::kTies, [](Inputs x) { return layers::max_pool2d(x[0], {}); }},
+      {"max_pool2d 3 stride 2 padding 1, ties", {{2, 3, 9, 7}}, V::kTies,
+       [](Inputs x) { return layers::max_pool2d(x[0], {.kernel_size = 3, .stride = 2, .padding = 1}); }},
+      {"max_pool2d 2 of relu, ties at 0", {{2, 3, 8, 6}}, V::kAny,
+       [](Inputs x) { return layers::max_pool2d(relu(x[0] - 0.5f), {}); }},
       {"avg_pool2d 2", {{2, 3, 8, 6}}, V::kAny, [](Inputs x) { return layers::avg_pool2d(x[0], {}); }},
       {"avg_pool2d 3 padding 1", {{1, 2, 7, 9}}, V::kAny,
        [](Inputs x) { return layers::avg_pool2d(x[0], {.kernel_size = 3, .stride = 1, .padding = 1}); }},
@@ -181,6 +198,8 @@ const std::vector<OpCase>& op_cases() {
       {"mae_loss, sum", {{7, 3}, {7, 3}}, V::kAwayFromZero,
        [](Inputs x) { return layers::mae_loss(x[0], x[1] * 0.1f, layers::Reduction::Sum); }},
       // Optimizer updates (optim/).
+      {"SGD without momentum", {{5, 7}, {5, 7}}, V::kAny,
+       [](Inputs x) { return optimizer_steps<optim::SGD>(x, optim::SgdOptions{.lr = 0.1}); }},
       {"SGD nesterov, weight decay", {{5, 7}, {5, 7}}, V::kAny, [](Inputs x) {
          return optimizer_steps<optim::SGD>(x, optim::SgdOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true,
                                                                  .weight_decay = 0.01});
@@ -227,6 +246,12 @@ struct Tolerance {
 };
 Tolerance tolerance_for(const Device& device) { return device.is_cpu() ? Tolerance{0.0, 0.0} : Tolerance{1e-5, 1e-4}; }
 
+Tensor round_to_integers(const Tensor& values) {
+  std::vector<float> rounded = values.to_vector<float>();
+  for (float& value : rounded) value = std::nearbyint(value);
+  return from_vector(rounded, values.shape());
+}
+
 Tensor make_input(const Shape& shape, Values values, std::uint64_t seed) {
   Generator generator(seed);
   std::mt19937 rng(static_cast<std::mt19937::result_type>(seed));
@@ -237,6 +262,8 @@ Tensor make_input(const Shape& shape, Values values, std::uint64_t seed) {
       return test::away_from_zero_tensor(shape, generator);
     case Values::kDistinct:
       return test::distinct_tensor(shape, rng);
+    case Values::kTies:
+      return round_to_integers(test::uniform_tensor(shape, generator, -2.0f, 2.0f));
     case Values::kAny:
       break;
   }
@@ -325,11 +352,11 @@ void check_all_op_cases() {
   for (const Device& device : devices) {
     std::uint64_t seed = 1000;
     for (const OpCase& op_case : op_cases()) {
-      INFO("op \"", op_case.name, "\" on ", device.str(), " vs cpu:0");
+      INFO("op \"", std::string(op_case.name), "\" on ", device.str(), " vs cpu:0");
       try {
         check_op_case(op_case, device, seed);
       } catch (const std::exception& error) {
-        FAIL_CHECK("threw: ", error.what());
+        FAIL_CHECK("threw: ", std::string(error.what()));
       }
       seed += 10;
     }
@@ -341,13 +368,13 @@ void check_all_creation_cases() {
   REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
   for (const Device& device : devices) {
     for (const CreationCase& creation : creation_cases()) {
-      INFO("creation \"", creation.name, "\" on ", device.str(), " vs cpu:0");
+      INFO("creation \"", std::string(creation.name), "\" on ", device.str(), " vs cpu:0");
       try {
         const Tensor actual = creation.make(device);
         CHECK(actual.device() == device);
         CHECK(compare(actual, creation.make(cpu(0)), tolerance_for(device)));
       } catch (const std::exception& error) {
-        FAIL_CHECK("threw: ", error.what());
+        FAIL_CHECK("threw: ", std::string(error.what()));
       }
     }
   }
@@ -359,6 +386,26 @@ void check_all_creation_cases() {
 
 TEST_CASE("conformance: every op and its gradient on each CUDA device match cpu:0") { check_all_op_cases(); }
 TEST_CASE("conformance: creation ops on each CUDA device match cpu:0") { check_all_creation_cases(); }
+
+// Sizes where cuDNN's heuristics offer atomics-based backward algorithms:
+// a run must repeat itself bit for bit (the default is deterministic).
+TEST_CASE("conformance: conv2d forward and backward on each CUDA device repeat bit for bit") {
+  const OpCase conv{"conv2d 3x3 padding 1", {{32, 16, 28, 28}, {32, 16, 3, 3}, {32}}, Values::kAny, [](Inputs x) {
+                      return layers::conv2d(x[0], x[1], x[2], {.padding = 1});
+                    }};
+  std::vector<Tensor> inputs;
+  for (std::size_t i = 0; i < conv.shapes.size(); ++i) {
+    inputs.push_back(make_input(conv.shapes[i], conv.values, 77 + i));
+  }
+  for (const Device& device : devices_under_test()) {
+    INFO("on ", device.str());
+    const Run first = run_on(device, conv, inputs, 5), second = run_on(device, conv, inputs, 5);
+    CHECK_MESSAGE(compare(second.output, first.output, {0.0, 0.0}), "output");
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      CHECK_MESSAGE(compare(second.grads[i], first.grads[i], {0.0, 0.0}), "gradient of input ", i);
+    }
+  }
+}
 
 int main(int argc, char** argv) {
   if (!cuda_available()) {

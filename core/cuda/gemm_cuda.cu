@@ -8,6 +8,7 @@
 
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <climits>
 
 namespace ddl::cuda_backend {
@@ -42,12 +43,15 @@ void gemm(Stream stream, const backend::GemmArgs& g) {
   const int k = checked_int(g.k, "k exceeds INT_MAX", device);
   const int batch = checked_int(g.batch, "batch exceeds INT_MAX", device);
   // Leading dimensions are the row lengths of the stored row-major matrices.
-  const int lda = g.trans_a ? m : k;
-  const int ldb = g.trans_b ? k : n;
+  // cuBLAS refuses one below 1 even where a dimension is 0 and nothing is
+  // read (an empty inner dimension: C = beta C, zeros here, as on the CPU).
+  const int lda = std::max(1, g.trans_a ? m : k);
+  const int ldb = std::max(1, g.trans_b ? k : n);
+  const int ldc = std::max(1, n);
   DDL_CUBLAS_CHECK(
       device, cublasSgemmStridedBatched(cublas_handle(stream), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                         g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &g.alpha, g.b, ldb, g.stride_b,
-                                        g.a, lda, g.stride_a, &g.beta, g.c, n, g.stride_c, batch));
+                                        g.a, lda, g.stride_a, &g.beta, g.c, ldc, g.stride_c, batch));
 }
 
 }  // namespace ddl::cuda_backend

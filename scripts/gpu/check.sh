@@ -1,31 +1,73 @@
 #!/usr/bin/env bash
 # On a GPU machine, after scripts/gpu/bundle.sh here: the CUDA conformance
-# suite (also under compute-sanitizer when present), NCCL with one rank, the
-# whole ctest suite but the install tests, and ddl-train on the GPU. Logs go
-# to ${OUT:-/tmp/ddl-gpu}; the last lines summarise.
+# suite, NCCL with one rank, ddl-train on the GPU (alone, placed across the
+# CPU and the GPU, and as a 2-stage pipeline), the conformance suite and a
+# short ddl-train run under compute-sanitizer's memcheck, the ctest suite
+# (but what needs no GPU and cannot run there), and last racecheck, initcheck and synccheck.
+# Each step has a time limit, so a short device lease still gets the early
+# steps' answers. Logs go to ${OUT:-/tmp/ddl-gpu}; one summary line per step
+# is printed at the end.
+#   DDL_GPU_SANITIZER_LIMIT  seconds per sanitizer run (default 150)
+#   DDL_GPU_CTEST_LIMIT      seconds for the ctest suite (default 300)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/ddl-gpu}
 mkdir -p "$out"
 source scripts/gpu/setup.sh > "$out/setup.log" 2>&1
 build=$(cat .gpu/build-path)
+sanitizer_limit=${DDL_GPU_SANITIZER_LIMIT:-150}
+summary=()
+
+# step NAME LIMIT LOG 'WHAT TO QUOTE' COMMAND...: runs the command within
+# LIMIT seconds into $out/LOG and records its exit status (124: out of time)
+# with the last line of the log matching the pattern.
+step() {
+  local name=$1 limit=$2 log=$3 quote=$4
+  shift 4
+  local start=$SECONDS
+  timeout --kill-after=10 "$limit" "$@" > "$out/$log" 2>&1
+  local status=$?
+  local line="$name: exit $status in $((SECONDS - start)) s"
+  ((status == 124)) && line+=" (stopped at the ${limit} s limit)"
+  line+=" | $(grep -E "$quote" "$out/$log" | tail -n 1)"
+  echo "$line"
+  summary+=("$line")
+}
+
 nvidia-smi -L
-"$build/tests/ddl_cuda_conformance" > "$out/conformance.log" 2>&1
-echo "conformance: exit $? ($(grep 'assertions:' "$out/conformance.log"))"
-if command -v compute-sanitizer > /dev/null; then
-  compute-sanitizer --tool memcheck "$build/tests/ddl_cuda_conformance" > "$out/memcheck.log" 2>&1
-  echo "memcheck: exit $? ($(grep 'ERROR SUMMARY' "$out/memcheck.log"))"
-fi
-DDL_STALL_TIMEOUT=60 mpiexec -n 1 "$build/tests/ddl_mpi_nccl_tests" > "$out/nccl.log" 2>&1
-echo "NCCL, 1 rank: exit $? ($(grep 'test cases:' "$out/nccl.log"))"
-(cd "$build" && ctest -j8 -E '^install\.' --timeout 300 --output-on-failure > "$out/ctest.log" 2>&1)
-echo "ctest: exit $? ($(grep 'tests passed' "$out/ctest.log"))"
-"$build/apps/ddl-train" --device cuda --epochs 2 --threads 4 > "$out/train.log" 2>&1
-echo "ddl-train --device cuda: exit $? ($(tail -n 1 "$out/train.log"))"
+export DDL_STALL_TIMEOUT=60
+train=("$build/apps/ddl-train" --device cuda --threads 4)
+step "conformance" 120 conformance.log 'assertions:|SKIPPED' "$build/tests/ddl_cuda_conformance"
+step "NCCL, 1 rank" 120 nccl.log 'test cases:' mpiexec -n 1 "$build/tests/ddl_mpi_nccl_tests"
+step "ddl-train --device cuda" 180 train.log '^test accuracy' "${train[@]}" --epochs 2
 # Model parallelism: layers on the CPU and the GPU in one process, and a
 # 2-stage pipeline whose ranks share the GPU (so over MPI, not NCCL).
-"$build/apps/ddl-train" --device cuda --placement 0-6=cpu:0,7-10=cuda:0 --epochs 1 --threads 4 > "$out/placement.log" 2>&1
-echo "ddl-train --placement 0-6=cpu:0,7-10=cuda:0: exit $? ($(grep '^test accuracy' "$out/placement.log"))"
-DDL_STALL_TIMEOUT=60 mpiexec -n 2 "$build/apps/ddl-train" --parallel pipeline --device cuda --epochs 1 --threads 4 \
-  > "$out/pipeline.log" 2>&1
-echo "ddl-train --parallel pipeline --device cuda (2 ranks, one GPU): exit $? ($(grep '^test accuracy' "$out/pipeline.log"))"
+step "ddl-train --placement 0-6=cpu:0,7-10=cuda:0" 120 placement.log '^test accuracy' \
+  "${train[@]}" --placement 0-6=cpu:0,7-10=cuda:0 --epochs 1
+step "ddl-train --parallel pipeline (2 ranks, one GPU)" 180 pipeline.log '^test accuracy' \
+  mpiexec -n 2 "${train[@]}" --parallel pipeline --epochs 1
+# sanitize TOOL: the conformance suite and a short training under one
+# compute-sanitizer tool.
+sanitize() {
+  local tool=$1
+  local run=(compute-sanitizer --tool "$tool" --error-exitcode 3)
+  step "$tool: conformance" "$sanitizer_limit" "$tool-conformance.log" 'ERROR SUMMARY|RACECHECK SUMMARY' \
+    "${run[@]}" "$build/tests/ddl_cuda_conformance"
+  step "$tool: ddl-train (2 batches)" "$sanitizer_limit" "$tool-train.log" 'ERROR SUMMARY|RACECHECK SUMMARY' \
+    "${run[@]}" "${train[@]}" --epochs 1 --batch-size 64 --train-limit 128 --test-limit 128
+}
+have_sanitizer=$(command -v compute-sanitizer)
+[[ -n "$have_sanitizer" ]] && sanitize memcheck
+# Not the install tests (they build anew), nor the lessons and the CLI
+# tests that draw with gnuplot, which GPU images lack (CPU-only work).
+step "ctest (all but install, lessons, plots)" "${DDL_GPU_CTEST_LIMIT:-300}" ctest.log 'tests passed' \
+  ctest --test-dir "$build" -j"$(nproc)" -E '^install\.|^lesson_|^ddl_train_cli_(plot|timeline)$' --timeout 240 \
+  --output-on-failure
+if [[ -n "$have_sanitizer" ]]; then
+  for tool in racecheck initcheck synccheck; do sanitize "$tool"; done
+else
+  summary+=("compute-sanitizer: not on this machine, sanitizer steps skipped")
+fi
+
+echo "== summary =="
+printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"

@@ -67,6 +67,7 @@ case $case_name in
     DDL_STALL_TIMEOUT=abc expect_usage_error 2 "DDL_STALL_TIMEOUT=abc is not a positive number"
     DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
     DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
+    DDL_CUDA_CONV=fast expect_usage_error 2 "DDL_CUDA_CONV=fast is not one of deterministic, fastest"
     ;;
   timeline)
     # --timeline: one trace of every rank on one clock, checked by
@@ -186,15 +187,17 @@ case $case_name in
     ;;
   diverged)
     # A run that diverges (SGD at lr 1e6: the loss turns NaN within a few
-    # steps) stops with exit 1 before the update, and leaves the last good
-    # checkpoints as they were; skipping every step of an epoch stops too.
-    args=(--train-limit 256 --test-limit 128 --batch-size 64 --threads 1 --optimizer sgd --checkpoint-dir "$work/ckpt")
+    # steps, how many depends on the CPU's kernels, so an epoch has 16 for
+    # it to happen before the epoch ends) stops with exit 1 before the update,
+    # and leaves the last good checkpoints as they were; skipping every step
+    # of an epoch stops too.
+    args=(--train-limit 1024 --test-limit 128 --batch-size 64 --threads 1 --optimizer sgd --checkpoint-dir "$work/ckpt")
     "$train" "${args[@]}" --epochs 1 --lr 0.01 > "$work/good" 2>&1 || fail "the good run exited $?: $(cat "$work/good")"
     cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"
     "$train" "${args[@]}" --epochs 2 --lr 1e6 --resume > "$work/out" 2> "$work/err"
     rc=$?
     [[ $rc -eq 1 ]] || fail "the diverging run exited $rc, expected 1: $(cat "$work/err")"
-    grep -qE "the loss is -?nan at epoch 2, step [0-9]+ of 4 .*stopped before this step's update.*--on-nonfinite skip" \
+    grep -qE "the loss is -?nan at epoch 2, step [0-9]+ of 16 .*stopped before this step's update.*--on-nonfinite skip" \
       "$work/err" || fail "no message naming the epoch and step: $(cat "$work/err")"
     cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by the diverged run"
     cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by the diverged run"
@@ -205,7 +208,7 @@ case $case_name in
     "$train" "${args[@]}" --epochs 3 --lr 1e6 --on-nonfinite skip > "$work/out" 2> "$work/err"
     rc=$?
     grep -q "^Skipped a step: the loss is" "$work/out" || fail "skipped steps are not reported: $(cat "$work/out")"
-    [[ $rc -eq 1 ]] && grep -qE "every one of the 4 steps of epoch [23] had a non-finite loss and was skipped" "$work/err" ||
+    [[ $rc -eq 1 ]] && grep -qE "every one of the 16 steps of epoch [23] had a non-finite loss and was skipped" "$work/err" ||
       fail "skipping every step of an epoch did not stop with exit 1 ($rc): $(cat "$work/err")"
     echo "ok: a diverged run stops at its first NaN step with exit 1 and keeps the good checkpoints"
     ;;
