@@ -45,6 +45,7 @@ run_search 1-group-of-2 2 --group-size 2
 # lr, batch size, validation accuracy of each configuration, from the 1-process search
 awk '/^ *lr / { on = 1; next } on && /^ +[0-9.]+ +[0-9]+ +[0-9.]+/ { print $1, $2, $3 }' "$out/1-process.txt" \
   > "$out/grid.dat"
+[[ $(wc -l < "$out/grid.dat") -ge 2 ]] || { echo "$lesson: the 1-process search printed no table" >&2; exit 1; }
 
 gnuplot <<GNUPLOT
 $(figure_preamble 1400 500)

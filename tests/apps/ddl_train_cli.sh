@@ -96,6 +96,39 @@ case $case_name in
     ls "$work" | grep -q "\.tmp\." && fail "temporary trace files were left: $(ls "$work")"
     echo "ok: --timeline writes one checked trace for 1 process, 2 data-parallel ranks and a 2-stage pipeline"
     ;;
+  search)
+    # --search trains every configuration of the grid as that command line
+    # alone would (same seed: the same accuracy), marks the best row, and
+    # gives the same table dealt over 2 groups of 1 rank; a group of 2 ranks
+    # trains each configuration data-parallel.
+    args=(--train-limit 256 --test-limit 128 --epochs 1 --threads 1)
+    grid="lr=0.01,1.0;batch-size=32,64"
+    # The rows of a table: lr, batch size and accuracy (not the seconds).
+    rows() { awk '$1 ~ /^[0-9.]+$/ && NF >= 4 {print $1, $2, $3}' "$1"; }
+    "$train" "${args[@]}" --search "$grid" > "$work/search" 2>&1 || fail "--search exited $?: $(cat "$work/search")"
+    rows "$work/search" > "$work/rows"
+    [[ $(wc -l < "$work/rows") -eq 4 ]] || fail "not 4 configurations in the table: $(cat "$work/search")"
+    best=$(sort -k3,3gr "$work/rows" | head -n 1)
+    grep -qE "^best: lr=$(cut -d' ' -f1 <<< "$best") batch-size=$(cut -d' ' -f2 <<< "$best") " "$work/search" ||
+      fail "the best line does not name the most accurate row ($best): $(cat "$work/search")"
+    [[ $(grep -c '  \*$' "$work/search") -eq 1 ]] || fail "not exactly one row marked best: $(cat "$work/search")"
+    "$train" "${args[@]}" --lr 1.0 --batch-size 32 > "$work/alone" 2>&1 || fail "the lone run exited $?"
+    alone=$(sed -nE 's/^test accuracy ([0-9.]+)%.*/\1/p' "$work/alone")
+    row=$(awk '$1 == "1.0" && $2 == "32" {print $3}' "$work/rows")
+    [[ -n "$alone" && $(awk -v r="$row" 'BEGIN {printf "%.2f", 100 * r}') == "$alone" ]] ||
+      fail "lr=1.0 batch-size=32 reached $row in the search, $alone% alone"
+    echo "ok: --search trains each configuration as it trains alone ($alone%) and names the best: $best"
+    DDL_STALL_TIMEOUT=60 timeout 120 mpiexec -n 2 "$train" "${args[@]}" --search "$grid" > "$work/search2" 2>&1 ||
+      fail "--search on 2 groups exited $?: $(cat "$work/search2")"
+    rows "$work/search2" | cmp -s - "$work/rows" || fail "2 groups of 1 gave another table: $(cat "$work/search2")"
+    grep -q "on 2 group(s) of 1 rank(s)" "$work/search2" || fail "not dealt to 2 groups: $(cat "$work/search2")"
+    echo "ok: 2 groups of 1 rank give the same table"
+    DDL_STALL_TIMEOUT=60 timeout 120 mpiexec -n 2 "$train" "${args[@]}" --search "$grid" --group-size 2 \
+      > "$work/search3" 2>&1 || fail "--search on a group of 2 exited $?: $(cat "$work/search3")"
+    [[ $(rows "$work/search3" | wc -l) -eq 4 ]] && grep -q "on 1 group(s) of 2 rank(s)" "$work/search3" ||
+      fail "a group of 2 ranks did not train the 4 configurations: $(cat "$work/search3")"
+    echo "ok: a group of 2 ranks trains the 4 configurations data-parallel"
+    ;;
   plot)
     # --plot: the curves drawn after every epoch, kept across a resume (the
     # checkpoint carries them); refused before training without gnuplot or
