@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/cuda/runtime.hpp>
 #include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel {
@@ -160,19 +161,36 @@ void StallInspector::arrive(std::int64_t step, const std::string& what) {
   }
 }
 
-Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what, bool or_the_only_one) {
+int local_gpu_index(const Communicator& comm) {
+  return device_count(DeviceType::CUDA) == 1 ? 0 : comm.local_rank();
+}
+
+Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what) {
   // A rank without its GPU must not leave the others waiting in the first
   // collective, so every rank learns here whether all have theirs.
   const int gpus = device_count(DeviceType::CUDA);
-  const bool the_only_one = or_the_only_one && gpus == 1;
+  const int index = local_gpu_index(comm);
   std::string problem;
-  if (comm.local_rank() >= gpus && !the_only_one) {
+  if (index >= gpus) {
     problem = fmt::format("{}: rank {} is rank {} of {} on its node, which has {} GPU(s); {} takes one GPU per rank "
-                          "(name a device, cuda:0, to make the ranks share one, which NCCL does not allow)",
+                          "(or the only one a rank sees, as CUDA_VISIBLE_DEVICES set per rank gives it)",
                           who, comm.rank(), comm.local_rank(), comm.local_size(), gpus, what);
   }
   agree_all_can_proceed(comm, problem, who + ": choosing each rank's GPU");
-  return cuda(the_only_one ? 0 : comm.local_rank());
+  return cuda(index);
+}
+
+std::vector<std::string> gather_gpu_uuids(const Communicator& comm, std::optional<int> device) {
+  constexpr std::size_t kUuidBytes = 48;  // "GPU-" and 36 characters, padded with zeros
+  std::vector<char> mine(kUuidBytes, '\0');
+  if (device) {
+    const std::string uuid = cuda_backend::device_uuid(*device);
+    std::copy_n(uuid.begin(), std::min(uuid.size(), kUuidBytes - 1), mine.begin());
+  }
+  const std::vector<char> all = gather(comm, mine);
+  std::vector<std::string> uuids;
+  for (int r = 0; r < comm.size(); ++r) uuids.emplace_back(all.data() + static_cast<std::size_t>(r) * kUuidBytes);
+  return uuids;
 }
 
 }  // namespace ddl::parallel

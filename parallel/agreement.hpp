@@ -59,14 +59,22 @@ std::vector<RankProblem> gather_problems(const Communicator& comm, const std::st
 // "rank 1: <its problem>; ranks 0, 3: <the problem both had>".
 std::string describe_problems(const std::vector<RankProblem>& problems);
 
-// cuda:<node-local rank>, once every rank has checked that its node has that
-// GPU (collective): one GPU per rank. `who` ("DataParallel") and `what`
-// ("data parallelism") name the strategy in the error a rank without its GPU
-// raises on every rank. With `or_the_only_one`, a rank that sees a single
-// GPU takes it (CUDA_VISIBLE_DEVICES set per rank, as srun --gpus-per-task
-// does; or ranks sharing one GPU, which only MPI's host messages allow).
-Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what,
-                 bool or_the_only_one = false);
+// The index of this rank's GPU: its node-local rank's, or 0 where the
+// process sees a single GPU (a launcher that gives each rank its own
+// through CUDA_VISIBLE_DEVICES, as srun --gpus-per-task=1 does; or ranks
+// sharing one, which only MPI's host messages allow, not NCCL).
+int local_gpu_index(const Communicator& comm);
+
+// cuda:local_gpu_index(), once every rank has checked that it sees that
+// GPU (collective). `who` ("DataParallel") and `what` ("data parallelism")
+// name the strategy in the error a rank without its GPU raises on every
+// rank.
+Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what);
+
+// Collective: every rank's GPU UUID (cuda_backend::device_uuid), or "" for
+// a rank that passes no device, so ranks can tell whether two of them drive
+// the same physical GPU whatever index each process gives it.
+std::vector<std::string> gather_gpu_uuids(const Communicator& comm, std::optional<int> device);
 
 class StallInspector {
  public:

@@ -184,16 +184,17 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   layout.push_back(use_nccl ? "allreduce by NCCL on the GPU" : "allreduce over MPI from host memory");
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
   if (use_nccl) {
-    // NCCL drives cuda:<local rank>; a model elsewhere is refused on every
-    // rank before the bootstrap, which the others would otherwise wait in.
+    // NCCL drives cuda:local_gpu_index (the local rank's GPU, or the only
+    // one the rank sees); a model elsewhere is refused on every rank before
+    // the bootstrap, which the others would otherwise wait in.
     const Device gpu = parameters.front().second.device();
-    const int local = s.comm.local_rank();
+    const int local = local_gpu_index(s.comm);
     agree_all_can_proceed(s.comm,
                           gpu == cuda(local) ? std::string()
                                              : fmt::format("DataParallel: rank {} is rank {} on its node and so reduces "
                                                            "on cuda:{}, but its model is on {}; put each rank's model on "
                                                            "device(DeviceType::CUDA) (ddl-train: --device cuda)",
-                                                           s.comm.rank(), local, local, gpu),
+                                                           s.comm.rank(), s.comm.local_rank(), local, gpu),
                           "DataParallel: checking each rank's GPU");
     s.nccl = NcclCommunicator::create(s.comm);
   }

@@ -6,9 +6,12 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
@@ -40,13 +43,27 @@ std::string missing_gpu(const Communicator& mpi, int device, bool chosen) {
     return fmt::format("NcclCommunicator: rank {} was given cuda:{}, but its node has {} GPU(s)", mpi.rank(), device,
                        devices);
   }
-  if (!chosen && mpi.local_rank() >= devices) {
+  if (!chosen && local_gpu_index(mpi) >= devices) {
     return fmt::format(
         "NcclCommunicator: rank {} is rank {} on its node, but the node has {} GPU(s); NCCL needs one "
         "GPU per rank on a node: launch at most {} rank(s) per node",
         mpi.rank(), mpi.local_rank(), devices, devices);
   }
   return {};
+}
+
+// Collective: why this rank cannot join, if it shares its GPU with another
+// rank (NCCL refuses two ranks of a communicator on one GPU).
+std::string shared_gpu(const Communicator& mpi, int device) {
+  const std::vector<std::string> uuids = gather_gpu_uuids(mpi, device);
+  std::vector<int> sharing;
+  for (int r = 0; r < mpi.size(); ++r) {
+    if (uuids[static_cast<std::size_t>(r)] == uuids[static_cast<std::size_t>(mpi.rank())]) sharing.push_back(r);
+  }
+  if (sharing.size() == 1) return {};
+  return fmt::format("NcclCommunicator: ranks {} all drive GPU {} (cuda:{} on rank {}); NCCL needs a GPU of its own "
+                     "per rank (reduce over MPI instead, e.g. ddl-train --allreduce ring, for ranks that share one)",
+                     fmt::join(sharing, ", "), uuids[static_cast<std::size_t>(mpi.rank())], device, mpi.rank());
 }
 
 // Calls `done` every 20 us until it returns true, or until the stall
@@ -81,8 +98,11 @@ struct NcclCommunicator::State {
   // within the stall timeout) and aborted if that does not finish.
   ~State() {
     if (comm == nullptr && stream == nullptr && inputs_ready == nullptr) return;
-    int previous = 0;
-    const bool switched = cudaGetDevice(&previous) == cudaSuccess && cudaSetDevice(device) == cudaSuccess;
+    std::optional<cuda_backend::DeviceGuard> guard;
+    try {
+      guard.emplace(device);
+    } catch (const std::exception&) {  // a destructor must not throw: release what can be on the current device
+    }
     if (comm != nullptr) {
       if (ncclCommFinalize(comm) == ncclSuccess || settled(comm) == ncclSuccess) {
         ncclCommDestroy(comm);
@@ -92,7 +112,6 @@ struct NcclCommunicator::State {
     }
     if (inputs_ready != nullptr) cudaEventDestroy(inputs_ready);
     if (stream != nullptr) cudaStreamDestroy(stream);
-    if (switched) cudaSetDevice(previous);
   }
 
   // The state of a nonblocking communicator's last call once it is no longer
@@ -227,13 +246,14 @@ bool NcclCommunicator::built() { return true; }
 NcclCommunicator NcclCommunicator::create(const Communicator& mpi, std::optional<int> device) {
   // The ranks first agree that each has its GPU, so one rank's error is an
   // error on every rank instead of the others stalling in the bootstrap.
-  agree_all_can_proceed(mpi, missing_gpu(mpi, device.value_or(mpi.local_rank()), device.has_value()),
-                        "NcclCommunicator: finding each rank's GPU");
+  const int gpu = device.value_or(local_gpu_index(mpi));
+  agree_all_can_proceed(mpi, missing_gpu(mpi, gpu, device.has_value()), "NcclCommunicator: finding each rank's GPU");
+  agree_all_can_proceed(mpi, shared_gpu(mpi, gpu), "NcclCommunicator: checking that no two ranks share a GPU");
   auto state = std::make_shared<State>(mpi);
   State& s = *state;
   s.rank = mpi.rank();
   s.size = mpi.size();
-  s.device = device.value_or(mpi.local_rank());
+  s.device = gpu;
   const cuda_backend::DeviceGuard guard(s.device);
   ncclUniqueId id{};
   agree_all_can_proceed(mpi, s.rank == 0 ? nccl_problem(ncclGetUniqueId(&id), "ncclGetUniqueId", 0) : std::string(),

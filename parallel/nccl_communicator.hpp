@@ -53,7 +53,8 @@ class NcclMessage {
 class NcclCommunicator {
  public:
   // Collective over `mpi`'s ranks: every rank must call it. Each rank drives
-  // `device` (default: its node-local rank's GPU).
+  // `device` (default: local_gpu_index, its node-local rank's GPU or the only
+  // one it sees); two ranks on one physical GPU are refused on every rank.
   static NcclCommunicator create(const Communicator& mpi, std::optional<int> device = std::nullopt);
   // Whether ddl was built with NCCL.
   static bool built();

@@ -348,7 +348,7 @@ optim::Shard Pipeline::shard() const { return state_->data ? optim::Shard{state_
 
 Device Pipeline::device(DeviceType type) {
   if (type != DeviceType::CUDA) return Strategy::device(type);
-  return local_gpu(state_->world, "Pipeline", "a pipeline", true);
+  return local_gpu(state_->world, "Pipeline", "a pipeline");
 }
 
 void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {

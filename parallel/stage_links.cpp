@@ -1,38 +1,26 @@
 // How pipeline stages exchange activations and gradients (see stage_links.hpp).
 #include <ddl/parallel/stage_links.hpp>
 
-#include <unistd.h>
-
-#include <array>
-#include <cstring>
-#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/parallel/agreement.hpp>
 
 namespace ddl::parallel {
 namespace {
 
-// Which host this process runs on, as a number every rank can compare.
-double host_id() {
-  std::array<char, 256> name{};
-  gethostname(name.data(), name.size() - 1);
-  return static_cast<double>(std::hash<std::string>{}(name.data()) % (std::uint64_t{1} << 52));
-}
-
 // NCCL wants every rank of a communicator on its own GPU: whether each
-// stage is on a GPU and no neighbour shares it (collective).
+// stage is on a GPU and no neighbour drives the same physical one, whatever
+// index each process gives it (collective).
 bool every_stage_has_its_gpu(const Communicator& pipeline, const Device& device) {
-  const std::array<double, 3> mine{device.is_cuda() ? 1.0 : 0.0, static_cast<double>(device.index()), host_id()};
-  const std::vector<std::byte> bytes = pipeline.allgather_bytes(std::as_bytes(std::span(mine)));
-  std::vector<double> all(bytes.size() / sizeof(double));
-  std::memcpy(all.data(), bytes.data(), bytes.size());
-  for (int s = 0; s < pipeline.size(); ++s) {
-    const double* stage = all.data() + 3 * s;
-    if (stage[0] == 0.0) return false;
-    if (s > 0 && stage[1] == stage[-2] && stage[2] == stage[-1]) return false;  // the same GPU as the stage before
+  const std::vector<std::string> uuids =
+      gather_gpu_uuids(pipeline, device.is_cuda() ? std::optional<int>(device.index()) : std::nullopt);
+  for (std::size_t s = 0; s < uuids.size(); ++s) {
+    if (uuids[s].empty()) return false;
+    if (s > 0 && uuids[s] == uuids[s - 1]) return false;  // the same GPU as the stage before
   }
   return true;
 }

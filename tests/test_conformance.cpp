@@ -17,6 +17,11 @@
 #endif
 #include <doctest/doctest.h>
 
+#include <ddl/build_config.hpp>
+#if defined(DDL_CONFORMANCE_CUDA) && DDL_WITH_CUDA_BUILD
+#include <cuda_runtime.h>
+#endif
+
 #include <ddl/ddl.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
 #include <ddl/layers/conv2d.hpp>
@@ -30,6 +35,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "support/test_data.hpp"
 
@@ -406,6 +412,56 @@ TEST_CASE("conformance: conv2d forward and backward on each CUDA device repeat b
     }
   }
 }
+
+#if DDL_WITH_CUDA_BUILD
+// The device each thread has current after ddl's work (DeviceGuard): the
+// first GPU a thread computes on stays current, so a rank never touches GPU
+// 0 unless it uses it; a later guard for another GPU restores that one; and
+// a device the thread chose itself is restored too.
+TEST_CASE("conformance: a thread stays on the first GPU it computes on, and ddl restores what it changes") {
+  // Runs `body` on a new thread, as a communication thread would be; an
+  // exception there is returned, not thrown across the thread.
+  const auto on_new_thread = [](const std::function<void()>& body) {
+    std::string failure;
+    std::thread([&] {
+      try {
+        body();
+      } catch (const std::exception& error) {
+        failure = error.what();
+      }
+    }).join();
+    return failure;
+  };
+  const auto current = [] {
+    int device = -1;
+    return cudaGetDevice(&device) == cudaSuccess ? device : -1;
+  };
+  const auto compute_on = [](int device) { (void)sum(ones({3}, on(cuda(device)))).item<float>(); };
+  const int gpus = device_count(DeviceType::CUDA);
+  for (int home = 0; home < gpus; ++home) {
+    INFO("first on cuda:", home, " of ", gpus);
+    std::vector<int> seen;
+    CHECK(on_new_thread([&] {
+            compute_on(home);
+            seen.push_back(current());
+            compute_on((home + 1) % gpus);
+            seen.push_back(current());
+          }) == "");
+    CHECK(seen == std::vector<int>{home, home});
+  }
+  if (gpus < 2) {
+    MESSAGE("restoring a device the thread chose itself needs 2 GPUs; this machine has ", gpus);
+    return;
+  }
+  int after = -1;
+  CHECK(on_new_thread([&] {
+          if (cudaSetDevice(1) != cudaSuccess) throw std::runtime_error("cudaSetDevice(1) failed");
+          compute_on(0);
+          after = current();
+        }) == "");
+  CHECK(after == 1);
+}
+#endif
 
 int main(int argc, char** argv) {
   if (!cuda_available()) {

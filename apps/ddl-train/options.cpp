@@ -101,7 +101,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--device", o.device,
                  "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
-                 "rank>), and --allreduce builtin then reduces with NCCL")
+                 "rank>, or the only GPU a rank sees), and --allreduce builtin then reduces with NCCL")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")

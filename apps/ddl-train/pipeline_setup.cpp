@@ -14,7 +14,7 @@
 namespace ddl::apps {
 
 Device pipeline_gpu() {
-  return parallel::local_gpu(parallel::Communicator::world(), "ddl-train", "--parallel pipeline", true);
+  return parallel::local_gpu(parallel::Communicator::world(), "ddl-train", "--parallel pipeline");
 }
 
 PipelineShape pipeline_shape(const TrainOptions& o) {

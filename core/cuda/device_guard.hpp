@@ -1,6 +1,9 @@
 // Internal to the CUDA backend: makes a device current for a scope, as every
 // CUDA runtime and library call on that device needs, and restores the
-// previous one.
+// previous one; but the first device ddl uses on a thread stays current
+// there, unless the thread had made another one current itself. So a rank
+// that computes on cuda:3 runs on cuda:3 alone, its communication thread
+// too, and never touches GPU 0.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -16,6 +19,7 @@ class DeviceGuard {
 
  private:
   int previous_ = 0;
+  bool switched_ = false;
 };
 
 }  // namespace ddl::cuda_backend

@@ -22,6 +22,9 @@ namespace ddl::cuda_backend {
 int device_count();
 // Why device_count() is 0 ("built without CUDA", the driver's error, ...).
 std::string unavailable_reason();
+// The GPU's UUID as nvidia-smi prints it ("GPU-1a2b3c4d-..."): the same
+// physical GPU whatever index CUDA_VISIBLE_DEVICES gives it in a process.
+std::string device_uuid(int device);
 
 void* allocate(int device, std::size_t bytes);
 void deallocate(int device, void* data);

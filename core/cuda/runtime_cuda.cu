@@ -79,6 +79,16 @@ int device_count() { return discovery().count; }
 
 std::string unavailable_reason() { return discovery().reason; }
 
+std::string device_uuid(int device) {
+  cudaDeviceProp properties{};
+  DDL_CUDA_CHECK(device, cudaGetDeviceProperties(&properties, device));
+  const auto* b = reinterpret_cast<const unsigned char*>(properties.uuid.bytes);
+  char text[48];
+  std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+                b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return text;
+}
+
 Stream stream(int device) {
   static PerDevice<cudaStream_t> streams([](int d) {
     cudaStream_t created = nullptr;
@@ -97,12 +107,34 @@ int max_grid_blocks(int device) {
   return blocks.get(device);
 }
 
+namespace {
+// Whether ddl has made a device current on this thread yet.
+thread_local bool thread_has_device = false;
+}  // namespace
+
 DeviceGuard::DeviceGuard(int device) {
   DDL_CUDA_CHECK(device, cudaGetDevice(&previous_));
+  // A thread's first device stays current unless the thread had chosen
+  // another one itself (a current device other than the default 0): going
+  // back to 0 would make a context on GPU 0 (cudaSetDevice creates it since
+  // CUDA 12) in every process of a node, and fails outright where GPU 0 is
+  // in EXCLUSIVE_PROCESS mode and another process holds it.
+  if (!thread_has_device && previous_ == 0) previous_ = device;
+  thread_has_device = true;
   if (previous_ != device) DDL_CUDA_CHECK(device, cudaSetDevice(device));
+  switched_ = previous_ != device;
 }
 
-DeviceGuard::~DeviceGuard() { cudaSetDevice(previous_); }
+DeviceGuard::~DeviceGuard() {
+  if (!switched_) return;
+  const cudaError_t status = cudaSetDevice(previous_);
+  if (status != cudaSuccess) {
+    // A destructor cannot throw; the error is cleared so that it does not
+    // surface at an unrelated later call, and said here instead.
+    (void)cudaGetLastError();
+    std::fprintf(stderr, "ddl: could not make cuda:%d current again: %s\n", previous_, cudaGetErrorString(status));
+  }
+}
 
 void copy(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes, CopyKind kind) {
   switch (kind) {

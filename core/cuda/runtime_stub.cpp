@@ -10,6 +10,7 @@ namespace {
 
 int device_count() { return 0; }
 std::string unavailable_reason() { return "ddl was built with DDL_CUDA=OFF"; }
+std::string device_uuid(int) { no_cuda("cuda_backend::device_uuid"); }
 void* allocate(int, std::size_t) { no_cuda("cuda_backend::allocate"); }
 void deallocate(int, void*) { no_cuda("cuda_backend::deallocate"); }
 MemoryStats memory_stats(int) { no_cuda("cuda_backend::memory_stats"); }
