@@ -156,10 +156,13 @@ struct NcclCommunicator::State {
   // queue(), then waits until it is done, within the stall timeout. The
   // host's wait is what orders NCCL's result before later compute: kernels
   // queued on the compute stream after this returns start after NCCL has
-  // finished, so no event back to the compute stream is needed.
+  // finished, so no event back to the compute stream is needed. The stall
+  // clock starts once the compute queued before is done: that is no peer's
+  // fault, however long it takes.
   template <class Operation>
   void run(const std::string& what, Operation operation) {
     queue(what, operation);
+    DDL_CUDA_CHECK(device, cudaEventSynchronize(inputs_ready));
     wait(what, true);
   }
 
@@ -203,11 +206,12 @@ struct NcclCommunicator::State {
   }
 };
 
-// A queued message: the communicator that carries it and an event recorded
+// A queued message: the communicator that carries it, an event recorded on
+// the compute stream when it was queued (what NCCL waits for first) and one
 // on NCCL's stream right after it.
 struct NcclMessage::State {
   std::shared_ptr<NcclCommunicator::State> comm;
-  cudaEvent_t done = nullptr;
+  cudaEvent_t inputs_ready = nullptr, done = nullptr;
   std::string what;
 };
 
@@ -237,6 +241,14 @@ void NcclMessage::wait() {
   const std::shared_ptr<State> state = std::move(state_);
   NcclCommunicator::State& comm = *state->comm;
   const cuda_backend::DeviceGuard guard(comm.device);
+  // The stall clock starts once the compute queued before the message is
+  // done, as in NcclCommunicator::State::run.
+  const cudaError_t inputs = cudaEventSynchronize(state->inputs_ready);
+  cudaEventDestroy(state->inputs_ready);
+  if (inputs != cudaSuccess) {
+    cudaEventDestroy(state->done);
+    DDL_CUDA_CHECK(comm.device, inputs);
+  }
   if (comm.comm != nullptr) comm.wait(state->what, true, state->done);
   cudaEventDestroy(state->done);
 }
@@ -318,6 +330,29 @@ void NcclCommunicator::recv(const Tensor& tensor, int peer) const {
   });
 }
 
+void NcclCommunicator::sendrecv(const Tensor& outgoing, int to, const Tensor& incoming, int from) const {
+  State& s = *state_;
+  s.check_peer_to_peer(outgoing, to, "sendrecv", "send to");
+  s.check_peer_to_peer(incoming, from, "sendrecv", "receive from");
+  const std::string what = fmt::format("exchange of {} bytes to rank {} and {} bytes from rank {}", outgoing.nbytes(),
+                                       to, incoming.nbytes(), from);
+  s.run(what, [&] {
+    // A group is started as a whole at ncclGroupEnd, so neither side's send
+    // waits for its receive to be posted first. The first failure is the
+    // one to report; a nonblocking communicator answers ncclInProgress.
+    ncclResult_t result = ncclGroupStart();
+    const auto keep_first = [&](ncclResult_t next) {
+      if (result == ncclSuccess || result == ncclInProgress) result = next;
+    };
+    if (result == ncclSuccess) {
+      keep_first(ncclSend(outgoing.raw_data(), outgoing.nbytes(), ncclUint8, to, s.comm, s.stream));
+      keep_first(ncclRecv(incoming.raw_data(), incoming.nbytes(), ncclUint8, from, s.comm, s.stream));
+      keep_first(ncclGroupEnd());
+    }
+    return result;
+  });
+}
+
 namespace {
 
 // Queues a send or receive and the event that marks its end on NCCL's stream.
@@ -333,6 +368,8 @@ std::shared_ptr<NcclMessage::State> queue_message(const std::shared_ptr<NcclComm
   message->comm = comm;
   message->what = std::move(what);
   const cuda_backend::DeviceGuard guard(s.device);
+  DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->inputs_ready, cudaEventDisableTiming));
+  DDL_CUDA_CHECK(s.device, cudaEventRecord(message->inputs_ready, cuda_backend::stream(s.device).handle));
   DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->done, cudaEventDisableTiming));
   DDL_CUDA_CHECK(s.device, cudaEventRecord(message->done, s.stream));
   return message;

@@ -63,17 +63,29 @@ class NcclCommunicator {
   int size() const;
   int device() const;  // the CUDA device index this rank uses
 
+  // These block the calling thread until NCCL's work is done on the GPU
+  // (after the compute stream's work queued so far, which NCCL waits for),
+  // so compute queued afterwards sees the result. The stall timeout counts
+  // from when that earlier compute is done, so a long kernel before a
+  // collective is not taken for a missing peer.
+  //
   // Sum over the ranks, in place: a contiguous float32 tensor on device().
   void allreduce(const Tensor& tensor) const;
   // Root's values into every rank's `tensor` (same shape everywhere).
   void broadcast(const Tensor& tensor, int root) const;
   // Point-to-point; the receiver's tensor has the sender's shape and dtype.
+  // A blocking send returns only once its receive has run, so two ranks
+  // that both send first wait for each other until the stall timeout: use
+  // sendrecv for an exchange.
   void send(const Tensor& tensor, int peer) const;
   void recv(const Tensor& tensor, int peer) const;
-  // The same without waiting: queued on NCCL's stream after the compute
-  // stream's work so far. Messages with one peer are matched in the order
-  // they are queued, so each side queues them in one order (a pipeline uses
-  // one communicator per direction of each link for this).
+  // Sends `outgoing` to `to` and receives `incoming` from `from` as one
+  // NCCL group, so every rank of a ring or a pair can call it at once.
+  void sendrecv(const Tensor& outgoing, int to, const Tensor& incoming, int from) const;
+  // Send and receive without blocking: queued on NCCL's stream after the
+  // compute stream's work so far. Messages with one peer are matched in the
+  // order they are queued, so each side queues them in one order (a
+  // pipeline uses one communicator per direction of each link for this).
   NcclMessage send_async(const Tensor& tensor, int peer) const;
   NcclMessage recv_async(const Tensor& tensor, int peer) const;
 

@@ -26,6 +26,7 @@ void NcclCommunicator::allreduce(const Tensor&) const { unavailable(-1); }
 void NcclCommunicator::broadcast(const Tensor&, int) const { unavailable(-1); }
 void NcclCommunicator::send(const Tensor&, int) const { unavailable(-1); }
 void NcclCommunicator::recv(const Tensor&, int) const { unavailable(-1); }
+void NcclCommunicator::sendrecv(const Tensor&, int, const Tensor&, int) const { unavailable(-1); }
 NcclMessage NcclCommunicator::send_async(const Tensor&, int) const { unavailable(-1); }
 NcclMessage NcclCommunicator::recv_async(const Tensor&, int) const { unavailable(-1); }
 
