@@ -31,6 +31,7 @@
 #include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/upsample2d.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <iostream>
@@ -410,6 +411,30 @@ TEST_CASE("conformance: conv2d forward and backward on each CUDA device repeat b
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       CHECK_MESSAGE(compare(second.grads[i], first.grads[i], {0.0, 0.0}), "gradient of input ", i);
     }
+  }
+}
+
+// A copy between GPUs reads its source after the source tensor is gone:
+// the source's block must not be handed out again (and overwritten) before
+// the copy has read it. Repeated, with large sizes, so a race would show.
+TEST_CASE("conformance: a copy between GPUs is not overwritten by the source GPU's next allocation") {
+  const int gpus = device_count(DeviceType::CUDA);
+  if (gpus < 2) {
+    MESSAGE("needs 2 GPUs; this machine has ", gpus);
+    return;
+  }
+  const std::int64_t n = std::int64_t{1} << 24;
+  for (int round = 0; round < 5; ++round) {
+    CAPTURE(round);
+    Tensor copied;
+    {
+      const Tensor source = full({n}, 1.0 + round, on(cuda(0)));
+      copied = source.to(cuda(1));
+    }  // the source's block goes back to cuda:0's cache here
+    const Tensor reuse = full({n}, -7.0, on(cuda(0)));  // likely the same block
+    const std::vector<float> values = copied.to_vector<float>();
+    CHECK(std::all_of(values.begin(), values.end(), [&](float v) { return v == 1.0f + static_cast<float>(round); }));
+    CHECK(reuse.to_vector<float>().back() == -7.0f);
   }
 }
 
