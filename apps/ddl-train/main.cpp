@@ -416,9 +416,17 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
                                                               o.accumulate)
                                                : fmt::format("batch {}", o.batch_size);
     const bool bf16 = config::cpu_precision() == config::CpuPrecision::BFloat16;
-    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}, seed {}\n\n", o.model,
+    // On a GPU, which convolution algorithms (DDL_CUDA_CONV): results repeat
+    // bit for bit only with the deterministic ones.
+    const bool on_gpu = o.device.starts_with("cuda") || o.placement.find("cuda") != std::string::npos;
+    const bool deterministic = config::cuda_convolution() == config::CudaConvolution::Deterministic;
+    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}{}, seed {}\n\n", o.model,
                              task.description, optimizer->name(), *o.lr, batch, ranks, where, config::num_threads(),
-                             bf16 ? ", bf16 mixed precision" : "", o.seed);
+                             bf16 ? ", bf16 mixed precision" : "",
+                             !on_gpu        ? ""
+                             : deterministic ? ", deterministic cuDNN convolutions"
+                                             : ", cuDNN's fastest convolutions (DDL_CUDA_CONV=fastest)",
+                             o.seed);
     // A pipeline stage holds its own layers alone: the stage table stands
     // for the summary.
     std::cout << (pipelined ? stages : layers::summary(*model, sample_shape)) << '\n';
