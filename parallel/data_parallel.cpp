@@ -44,7 +44,10 @@ struct DataParallel::State {
   DataParallelOptions options;
   StallInspector stall_inspector;
   std::vector<GradientBucket> buckets;
-  std::optional<NcclCommunicator> nccl;  // set when the buckets live on this rank's GPU
+  std::optional<NcclCommunicator> nccl;  // set when the buckets live on this rank's GPU and NCCL reduces them
+  // Without NCCL, the host copy of each GPU bucket that MPI reduces: one
+  // copy of the whole bucket each way instead of one per parameter.
+  std::vector<Tensor> staging;
   bool prepared = false;
   bool overlapping = false;  // options.overlap with more than one bucket
 
@@ -87,8 +90,13 @@ struct DataParallel::State {
       span.arg("algorithm", nccl ? "nccl" : algorithm_name(options.algorithm));
     }
     if (nccl) return nccl->allreduce(buckets[b].buffer);
-    allreduce(comm, std::span<float>(buckets[b].data(), static_cast<std::size_t>(buckets[b].size())),
-              options.algorithm, options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
+    const Tensor& buffer = buckets[b].buffer;
+    const bool staged = !staging.empty();
+    const Tensor& host = staged ? staging[b] : buffer;
+    if (staged) backend::copy_bytes(host.device(), host.raw_data(), buffer.device(), buffer.raw_data(), buffer.nbytes());
+    allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), options.algorithm,
+              options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
+    if (staged) backend::copy_bytes(buffer.device(), buffer.raw_data(), host.device(), host.raw_data(), buffer.nbytes());
   }
 
   // The communication thread: reduces bucket 0, 1, ... of each step as each
@@ -177,11 +185,19 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   if (s.prepared) return;  // after a checkpoint load: buckets and hooks stand
 
   const auto parameters = model.named_parameters();
-  const bool use_nccl = NcclCommunicator::built() && s.options.algorithm == AllreduceAlgorithm::builtin &&
-                        !parameters.empty() && on_one_gpu(parameters);
-  s.buckets = make_buckets(parameters, s.options.bucket_bytes, use_nccl);
+  // A model on one GPU keeps its buckets there, the gradients as views into
+  // them; NCCL reduces them in place, MPI through a host copy of each.
+  const bool gpu_buckets = !parameters.empty() && on_one_gpu(parameters);
+  const bool use_nccl =
+      gpu_buckets && NcclCommunicator::built() && s.options.algorithm == AllreduceAlgorithm::builtin;
+  s.buckets = make_buckets(parameters, s.options.bucket_bytes, gpu_buckets);
+  if (gpu_buckets && !use_nccl) {
+    for (const GradientBucket& bucket : s.buckets) s.staging.push_back(Tensor::empty({bucket.size()}));
+  }
   std::vector<std::string> layout = describe_layout(s.buckets);
-  layout.push_back(use_nccl ? "allreduce by NCCL on the GPU" : "allreduce over MPI from host memory");
+  layout.push_back(use_nccl      ? "allreduce by NCCL on the GPU"
+                   : gpu_buckets ? "allreduce over MPI, each GPU bucket copied through host memory"
+                                 : "allreduce over MPI from host memory");
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
   if (use_nccl) {
     // NCCL drives cuda:local_gpu_index (the local rank's GPU, or the only

@@ -53,14 +53,14 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
   }
 }
 
-TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algorithm of ours, through host buckets") {
+TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algorithm of ours, its buckets staged") {
   const Communicator world = Communicator::world();
   if (!test::every_rank_has_a_gpu(world)) {
     MESSAGE("skipped: a rank has no CUDA device");
     return;
   }
-  // Ranks may share a GPU: our algorithms reduce host buckets. (builtin on
-  // GPUs is NCCL, one GPU per rank: tests/parallel/gpu.)
+  // Ranks may share a GPU: our algorithms reduce a host copy of each GPU
+  // bucket. (builtin on GPUs is NCCL, one GPU per rank: tests/parallel/gpu.)
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
   const std::int64_t batch = kGlobalBatch / world.size();
   const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
@@ -75,7 +75,10 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
     // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
     CHECK(max_relative_difference(train(strategy, batch, test::sgd_with_momentum(), seed, gpu), on_cpu) <= 1e-4);
     CHECK(strategy->bucket_count() >= 3);
-    for (const GradientBucket& bucket : strategy->buckets()) CHECK(bucket.buffer.device() == cpu());
+    for (const GradientBucket& bucket : strategy->buckets()) {
+      CHECK(bucket.buffer.device() == gpu);  // the gradients are views into it, on the GPU
+      for (const BucketEntry& entry : bucket.entries) CHECK(entry.in_buffer(entry.parameter.grad()));
+    }
   }
 }
 
