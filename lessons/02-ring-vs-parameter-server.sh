@@ -5,7 +5,7 @@
 # and the step slows as workers are added; the ring sends each rank's
 # 2 (n - 1) / n of the gradients whatever n is. Trains materials_mlp (small
 # steps, 0.6 MB of gradients: communication shows) at 75 samples per worker
-# with both on 2 and 3 workers here, then lets the cost model, fitted here,
+# with both on 2, 3 and 4 workers here, then lets the cost model, fitted here,
 # carry both to 1024 ranks (docs/lessons/02-ring-vs-parameter-server.md).
 #
 #   lessons/02-ring-vs-parameter-server.sh [--quick] [--scale K] [--build DIR] [--out DIR]
@@ -31,7 +31,7 @@ one=$(rate "$out/one.txt")
 echo "# workers, samples/s and efficiency (samples/s / (workers x 1 process's $one)) of ring and of 1 server" \
   > "$out/table.txt"
 : > "$out/measured.dat"
-for workers in 2 3; do
+for workers in 2 3 4; do
   echo "$lesson: $workers workers, ring allreduce, then a parameter server ($((workers + 1)) ranks)"
   mpiexec -n "$workers" "$build/apps/ddl-train" --parallel data --allreduce ring "${common[@]}" --quiet \
     > "$out/ring-$workers.txt" 2>&1 || { cat "$out/ring-$workers.txt" >&2; exit 1; }

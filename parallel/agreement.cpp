@@ -184,7 +184,13 @@ std::vector<std::string> gather_gpu_uuids(const Communicator& comm, std::optiona
   constexpr std::size_t kUuidBytes = 48;  // "GPU-" and 36 characters, padded with zeros
   std::vector<char> mine(kUuidBytes, '\0');
   if (device) {
-    const std::string uuid = cuda_backend::device_uuid(*device);
+    // A rank whose device cannot be read still joins the gather (the others
+    // would wait for it), as a rank without a GPU.
+    std::string uuid;
+    try {
+      uuid = cuda_backend::device_uuid(*device);
+    } catch (const Error&) {
+    }
     std::copy_n(uuid.begin(), std::min(uuid.size(), kUuidBytes - 1), mine.begin());
   }
   const std::vector<char> all = gather(comm, mine);

@@ -72,8 +72,9 @@ int local_gpu_index(const Communicator& comm);
 Device local_gpu(const Communicator& comm, const std::string& who, const std::string& what);
 
 // Collective: every rank's GPU UUID (cuda_backend::device_uuid), or "" for
-// a rank that passes no device, so ranks can tell whether two of them drive
-// the same physical GPU whatever index each process gives it.
+// a rank that passes no device (or one whose UUID cannot be read), so ranks
+// can tell whether two of them drive the same physical GPU whatever index
+// each process gives it.
 std::vector<std::string> gather_gpu_uuids(const Communicator& comm, std::optional<int> device);
 
 class StallInspector {

@@ -144,10 +144,13 @@ struct NcclCommunicator::State {
   // Queues `operation` (an NCCL call) on NCCL's stream after the compute
   // stream's work so far, and returns once NCCL has taken it (a nonblocking
   // communicator's call may still be in progress when it returns).
+  // `also_ready`, if given, is recorded at the same point of the compute
+  // stream (a queued message's own mark).
   template <class Operation>
-  void queue(const std::string& what, Operation operation) {
+  void queue(const std::string& what, Operation operation, cudaEvent_t also_ready = nullptr) {
     const cuda_backend::DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device).handle));
+    if (also_ready != nullptr) DDL_CUDA_CHECK(device, cudaEventRecord(also_ready, cuda_backend::stream(device).handle));
     DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
     const ncclResult_t queued = operation();
     if (queued != ncclSuccess && queued != ncclInProgress) abort_and_throw(what, ncclGetErrorString(queued));
@@ -213,6 +216,14 @@ struct NcclMessage::State {
   std::shared_ptr<NcclCommunicator::State> comm;
   cudaEvent_t inputs_ready = nullptr, done = nullptr;
   std::string what;
+
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {
+    if (inputs_ready != nullptr) cudaEventDestroy(inputs_ready);
+    if (done != nullptr) cudaEventDestroy(done);
+  }
 };
 
 NcclMessage::NcclMessage(std::shared_ptr<State> state) : state_(std::move(state)) {}
@@ -243,14 +254,8 @@ void NcclMessage::wait() {
   const cuda_backend::DeviceGuard guard(comm.device);
   // The stall clock starts once the compute queued before the message is
   // done, as in NcclCommunicator::State::run.
-  const cudaError_t inputs = cudaEventSynchronize(state->inputs_ready);
-  cudaEventDestroy(state->inputs_ready);
-  if (inputs != cudaSuccess) {
-    cudaEventDestroy(state->done);
-    DDL_CUDA_CHECK(comm.device, inputs);
-  }
+  DDL_CUDA_CHECK(comm.device, cudaEventSynchronize(state->inputs_ready));
   if (comm.comm != nullptr) comm.wait(state->what, true, state->done);
-  cudaEventDestroy(state->done);
 }
 
 bool NcclCommunicator::built() { return true; }
@@ -360,17 +365,19 @@ template <class Operation>
 std::shared_ptr<NcclMessage::State> queue_message(const std::shared_ptr<NcclCommunicator::State>& comm,
                                                   std::string what, Operation operation) {
   NcclCommunicator::State& s = *comm;
-  s.queue(what, operation);
+  auto message = std::make_shared<NcclMessage::State>();
+  message->comm = comm;
+  {
+    const cuda_backend::DeviceGuard guard(s.device);
+    DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->inputs_ready, cudaEventDisableTiming));
+    DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->done, cudaEventDisableTiming));
+  }
+  s.queue(what, operation, message->inputs_ready);
   // A nonblocking communicator takes the call in the background: the
   // event must follow NCCL's work on the stream, so wait for it to be taken.
   s.wait(what, false);
-  auto message = std::make_shared<NcclMessage::State>();
-  message->comm = comm;
   message->what = std::move(what);
   const cuda_backend::DeviceGuard guard(s.device);
-  DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->inputs_ready, cudaEventDisableTiming));
-  DDL_CUDA_CHECK(s.device, cudaEventRecord(message->inputs_ready, cuda_backend::stream(s.device).handle));
-  DDL_CUDA_CHECK(s.device, cudaEventCreateWithFlags(&message->done, cudaEventDisableTiming));
   DDL_CUDA_CHECK(s.device, cudaEventRecord(message->done, s.stream));
   return message;
 }

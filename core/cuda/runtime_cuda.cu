@@ -113,15 +113,17 @@ thread_local bool thread_has_device = false;
 }  // namespace
 
 DeviceGuard::DeviceGuard(int device) {
-  DDL_CUDA_CHECK(device, cudaGetDevice(&previous_));
+  int current = 0;
+  DDL_CUDA_CHECK(device, cudaGetDevice(&current));
   // A thread's first device stays current unless the thread had chosen
   // another one itself (a current device other than the default 0): going
   // back to 0 would make a context on GPU 0 (cudaSetDevice creates it since
   // CUDA 12) in every process of a node, and fails outright where GPU 0 is
   // in EXCLUSIVE_PROCESS mode and another process holds it.
-  if (!thread_has_device && previous_ == 0) previous_ = device;
-  thread_has_device = true;
-  if (previous_ != device) DDL_CUDA_CHECK(device, cudaSetDevice(device));
+  const bool first_here = !thread_has_device && current == 0;
+  if (current != device) DDL_CUDA_CHECK(device, cudaSetDevice(device));
+  thread_has_device = true;  // only once the switch has worked
+  previous_ = first_here ? device : current;
   switched_ = previous_ != device;
 }
 

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 build=${1:-build-cuda}
 # The GPU machine's CPU is not this one: -march=native code can die there
 # with an illegal instruction.
-if ! grep -q '^DDL_NATIVE:BOOL=OFF' "$build/CMakeCache.txt"; then
+if ! grep -qiE '^DDL_NATIVE:BOOL=(OFF|0|FALSE|NO)$' "$build/CMakeCache.txt"; then
   echo "bundle.sh: $build is built for this CPU (-march=native); configure it with -DDDL_NATIVE=OFF, e.g." >&2
   echo "  DDL_BUILD_DIR=$build DDL_CUDA_ARCHS=90 scripts/build.sh -DDDL_NATIVE=OFF -DDDL_CUDA=ON -DDDL_NCCL=ON" >&2
   exit 2

@@ -17,6 +17,7 @@ source scripts/gpu/setup.sh > "$out/setup.log" 2>&1
 build=$(cat .gpu/build-path)
 sanitizer_limit=${DDL_GPU_SANITIZER_LIMIT:-150}
 summary=()
+: > "$out/summary.txt"
 
 # step NAME LIMIT LOG 'WHAT TO QUOTE' COMMAND...: runs the command within
 # LIMIT seconds into $out/LOG and records its exit status (124: out of time)
@@ -31,6 +32,7 @@ step() {
   ((status == 124)) && line+=" (stopped at the ${limit} s limit)"
   line+=" | $(grep -E "$quote" "$out/$log" | tail -n 1)"
   echo "$line"
+  echo "$line" >> "$out/summary.txt"  # kept if the whole run is stopped
   summary+=("$line")
 }
 
@@ -67,7 +69,8 @@ if [[ -n "$have_sanitizer" ]]; then
   for tool in racecheck initcheck synccheck; do sanitize "$tool"; done
 else
   summary+=("compute-sanitizer: not on this machine, sanitizer steps skipped")
+  echo "${summary[-1]}" >> "$out/summary.txt"
 fi
 
 echo "== summary =="
-printf '%s\n' "${summary[@]}" | tee "$out/summary.txt"
+printf '%s\n' "${summary[@]}"

@@ -3,7 +3,7 @@
 # be, installs MPICH's launcher as mpiexec, and finds the machine's CUDA
 # libraries for LD_LIBRARY_PATH.
 G=$PWD/.gpu
-for packed in "$G"/lib/*.xz; do [ -f "${packed%.xz}" ] || xz -d -k "$packed"; done
+for packed in "$G"/lib/*.xz; do [ -e "$packed" ] && { [ -f "${packed%.xz}" ] || xz -d -k "$packed"; }; done
 build_path=$(cat "$G/build-path")
 mkdir -p "$(dirname "$build_path")"
 [ -e "$build_path" ] || ln -s "$G/build" "$build_path"

@@ -108,7 +108,7 @@ case $case_name in
     "$train" "${args[@]}" --search "$grid" > "$work/search" 2>&1 || fail "--search exited $?: $(cat "$work/search")"
     rows "$work/search" > "$work/rows"
     [[ $(wc -l < "$work/rows") -eq 4 ]] || fail "not 4 configurations in the table: $(cat "$work/search")"
-    best=$(sort -k3,3gr "$work/rows" | head -n 1)
+    best=$(sort -s -k3,3gr "$work/rows" | head -n 1)  # ties: the first in grid order, as the table picks
     grep -qE "^best: lr=$(cut -d' ' -f1 <<< "$best") batch-size=$(cut -d' ' -f2 <<< "$best") " "$work/search" ||
       fail "the best line does not name the most accurate row ($best): $(cat "$work/search")"
     [[ $(grep -c '  \*$' "$work/search") -eq 1 ]] || fail "not exactly one row marked best: $(cat "$work/search")"
