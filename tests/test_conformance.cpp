@@ -438,7 +438,42 @@ TEST_CASE("conformance: a copy between GPUs is not overwritten by the source GPU
   }
 }
 
+// Elementwise kernels index with 64 bits: a tensor past 2^31 elements is
+// computed to its end (2 x 8.6 GB on the GPU; the GPU machines have that).
+TEST_CASE("conformance: a tensor of more than 2^31 elements is computed to its last element") {
+  const std::int64_t n = (std::int64_t{1} << 31) + 5;
+  const Tensor doubled = full({n}, 1.5, on(cuda(0))) * 2.0f;
+  CHECK(slice(doubled, n - 7, n).to_vector<float>() == std::vector<float>(7, 3.0f));
+  CHECK(slice(doubled, 0, 3).to_vector<float>() == std::vector<float>(3, 3.0f));
+}
+
 #if DDL_WITH_CUDA_BUILD
+// The caching allocator: a request that fits only once the cached blocks
+// are given back succeeds (they are released and the allocation retried);
+// empty_cache() leaves nothing cached; a request no GPU could hold is an
+// error naming the device and the size.
+TEST_CASE("conformance: out of GPU memory, the allocator releases its cache and retries; empty_cache empties it") {
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  REQUIRE(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess);
+  const auto floats = [](double bytes) { return static_cast<std::int64_t>(bytes / sizeof(float)); };
+  {
+    const Tensor cached = Tensor::empty({floats(0.55 * static_cast<double>(free_bytes))}, on(cuda(0)));
+  }  // its block stays in the cache
+  CHECK(memory_stats(cuda(0)).bytes_cached >= static_cast<std::size_t>(0.55 * static_cast<double>(free_bytes)));
+  {
+    // Larger than the cached block, and too large for what the driver has
+    // left beside it: only a released cache makes room.
+    const Tensor larger = Tensor::empty({floats(0.6 * static_cast<double>(free_bytes))}, on(cuda(0)));
+    CHECK(larger.numel() == floats(0.6 * static_cast<double>(free_bytes)));
+  }
+  empty_cache();
+  CHECK(memory_stats(cuda(0)).bytes_cached == 0);
+  const std::int64_t impossible = floats(2.0 * static_cast<double>(total_bytes));
+  CHECK(test::throws_error_mentioning([&] { (void)Tensor::empty({impossible}, on(cuda(0))); },
+                                      {"out of memory on cuda:0"}));
+}
+
 // The device each thread has current after ddl's work (DeviceGuard): the
 // first GPU a thread computes on stays current, so a rank never touches GPU
 // 0 unless it uses it; a later guard for another GPU restores that one; and
