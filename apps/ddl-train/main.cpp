@@ -418,7 +418,7 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
     const bool bf16 = config::cpu_precision() == config::CpuPrecision::BFloat16;
     // On a GPU, which convolution algorithms (DDL_CUDA_CONV): results repeat
     // bit for bit only with the deterministic ones.
-    const bool on_gpu = o.device.starts_with("cuda") || o.placement.find("cuda") != std::string::npos;
+    const bool on_gpu = device.is_cuda() || o.placement.find("cuda") != std::string::npos;
     const bool deterministic = config::cuda_convolution() == config::CudaConvolution::Deterministic;
     std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}{}, seed {}\n\n", o.model,
                              task.description, optimizer->name(), *o.lr, batch, ranks, where, config::num_threads(),

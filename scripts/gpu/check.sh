@@ -3,10 +3,11 @@
 # suite, NCCL with one rank, ddl-train on the GPU (alone, placed across the
 # CPU and the GPU, and as a 2-stage pipeline), the conformance suite and a
 # short ddl-train run under compute-sanitizer's memcheck, the ctest suite
-# (but what needs no GPU and cannot run there), and last racecheck, initcheck and synccheck.
-# Each step has a time limit, so a short device lease still gets the early
-# steps' answers. Logs go to ${OUT:-/tmp/ddl-gpu}; one summary line per step
-# is printed at the end.
+# (but what needs no GPU and cannot run there), and last racecheck,
+# initcheck and synccheck. Each step has a time limit, so a short device
+# lease still gets the early steps' answers. Logs go to
+# ${OUT:-/tmp/ddl-gpu}; $OUT/summary.txt gets one line per step as it ends,
+# printed again at the end.
 #   DDL_GPU_SANITIZER_LIMIT  seconds per sanitizer run (default 150)
 #   DDL_GPU_CTEST_LIMIT      seconds for the ctest suite (default 300)
 set -uo pipefail
@@ -16,7 +17,6 @@ mkdir -p "$out"
 source scripts/gpu/setup.sh > "$out/setup.log" 2>&1
 build=$(cat .gpu/build-path)
 sanitizer_limit=${DDL_GPU_SANITIZER_LIMIT:-150}
-summary=()
 : > "$out/summary.txt"
 
 # step NAME LIMIT LOG 'WHAT TO QUOTE' COMMAND...: runs the command within
@@ -31,9 +31,7 @@ step() {
   local line="$name: exit $status in $((SECONDS - start)) s"
   ((status == 124)) && line+=" (stopped at the ${limit} s limit)"
   line+=" | $(grep -E "$quote" "$out/$log" | tail -n 1)"
-  echo "$line"
-  echo "$line" >> "$out/summary.txt"  # kept if the whole run is stopped
-  summary+=("$line")
+  echo "$line" | tee -a "$out/summary.txt"  # kept if the whole run is stopped
 }
 
 nvidia-smi -L
@@ -68,9 +66,8 @@ step "ctest (all but install, lessons, plots)" "${DDL_GPU_CTEST_LIMIT:-300}" cte
 if [[ -n "$have_sanitizer" ]]; then
   for tool in racecheck initcheck synccheck; do sanitize "$tool"; done
 else
-  summary+=("compute-sanitizer: not on this machine, sanitizer steps skipped")
-  echo "${summary[-1]}" >> "$out/summary.txt"
+  echo "compute-sanitizer: not on this machine, sanitizer steps skipped" | tee -a "$out/summary.txt"
 fi
 
 echo "== summary =="
-printf '%s\n' "${summary[@]}"
+cat "$out/summary.txt"
