@@ -10,13 +10,12 @@
 #include <exception>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <utility>
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
-#include <ddl/core/functors.hpp>
-#include <ddl/core/kernels.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
@@ -37,6 +36,17 @@ bool on_one_gpu(const std::vector<std::pair<std::string, Tensor>>& parameters) {
                                         [&](const auto& named) { return named.second.device() == first; });
 }
 
+// Collective, once every rank has its buckets on a GPU: whether they are
+// reduced there (over NCCL) rather than through host memory. NCCL needs a
+// GPU of its own per rank; shm and float16 on the wire exist on the host only.
+bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options, const Device& gpu) {
+  const std::vector<std::string> uuids = gather_gpu_uuids(comm, gpu.index());
+  const std::set<std::string> distinct(uuids.begin(), uuids.end());
+  const bool own_gpus = distinct.size() == uuids.size() && !distinct.contains("");
+  return own_gpus && NcclCommunicator::built() && options.algorithm != AllreduceAlgorithm::shm &&
+         !options.fp16_compression;
+}
+
 }  // namespace
 
 struct DataParallel::State {
@@ -44,7 +54,7 @@ struct DataParallel::State {
   DataParallelOptions options;
   StallInspector stall_inspector;
   std::vector<GradientBucket> buckets;
-  std::optional<NcclCommunicator> nccl;  // set when the buckets live on this rank's GPU and NCCL reduces them
+  std::optional<NcclCommunicator> nccl;  // set when the buckets are reduced on this rank's GPU
   // Without NCCL, the host copy of each GPU bucket that MPI reduces: one
   // copy of the whole bucket each way instead of one per parameter.
   std::vector<Tensor> staging;
@@ -87,15 +97,15 @@ struct DataParallel::State {
     if (span.active()) {  // the algorithm's name is a string made only for a recording
       span.arg("step", statistics.steps).arg("bucket", static_cast<std::int64_t>(b));
       span.arg("bytes", static_cast<std::int64_t>(buckets[b].buffer.nbytes()));
-      span.arg("algorithm", nccl ? "nccl" : algorithm_name(options.algorithm));
+      span.arg("algorithm", algorithm_name(options.algorithm)).arg("memory", nccl ? "gpu" : "host");
     }
-    if (nccl) return nccl->allreduce(buckets[b].buffer);
     const Tensor& buffer = buckets[b].buffer;
+    if (nccl) return allreduce(*nccl, buffer, options.algorithm, ReduceOp::average);
     const bool staged = !staging.empty();
     const Tensor& host = staged ? staging[b] : buffer;
     if (staged) backend::copy_bytes(host.device(), host.raw_data(), buffer.device(), buffer.raw_data(), buffer.nbytes());
     allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), options.algorithm,
-              options.fp16_compression ? WireFormat::float16 : WireFormat::float32);
+              options.fp16_compression ? WireFormat::float16 : WireFormat::float32, ReduceOp::average);
     if (staged) backend::copy_bytes(buffer.device(), buffer.raw_data(), host.device(), host.raw_data(), buffer.nbytes());
   }
 
@@ -176,6 +186,7 @@ const Communicator& DataParallel::communicator() const { return state_->comm; }
 const DataParallelOptions& DataParallel::options() const { return state_->options; }
 std::size_t DataParallel::bucket_count() const { return state_->buckets.size(); }
 bool DataParallel::overlapping() const { return state_->overlapping; }
+bool DataParallel::reduces_on_gpu() const { return state_->nccl.has_value(); }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
 
@@ -186,20 +197,14 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
 
   const auto parameters = model.named_parameters();
   // A model on one GPU keeps its buckets there, the gradients as views into
-  // them; NCCL reduces them in place, MPI through a host copy of each.
+  // them.
   const bool gpu_buckets = !parameters.empty() && on_one_gpu(parameters);
-  const bool use_nccl =
-      gpu_buckets && NcclCommunicator::built() && s.options.algorithm == AllreduceAlgorithm::builtin;
   s.buckets = make_buckets(parameters, s.options.bucket_bytes, gpu_buckets);
-  if (gpu_buckets && !use_nccl) {
-    for (const GradientBucket& bucket : s.buckets) s.staging.push_back(Tensor::empty({bucket.size()}));
-  }
   std::vector<std::string> layout = describe_layout(s.buckets);
-  layout.push_back(use_nccl      ? "allreduce by NCCL on the GPU"
-                   : gpu_buckets ? "allreduce over MPI, each GPU bucket copied through host memory"
-                                 : "allreduce over MPI from host memory");
+  layout.push_back(gpu_buckets ? "buckets on the GPU" : "buckets in host memory");
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
-  if (use_nccl) {
+  // Every rank now places its buckets alike, so all take the same path.
+  if (gpu_buckets && reduce_on_gpu(s.comm, s.options, parameters.front().second.device())) {
     // NCCL drives cuda:local_gpu_index (the local rank's GPU, or the only
     // one the rank sees); a model elsewhere is refused on every rank before
     // the bootstrap, which the others would otherwise wait in.
@@ -213,6 +218,8 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
                                                            s.comm.rank(), s.comm.local_rank(), local, gpu),
                           "DataParallel: checking each rank's GPU");
     s.nccl = NcclCommunicator::create(s.comm);
+  } else if (gpu_buckets) {
+    for (const GradientBucket& bucket : s.buckets) s.staging.push_back(Tensor::empty({bucket.size()}));
   }
   s.ready.assign(s.buckets.size(), 0);
   s.launched.assign(s.buckets.size(), false);
@@ -309,12 +316,9 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
       s.reduce(b);
     }
   }
-  // The average, which is each parameter's gradient (copied back where it
-  // is not a view into the bucket).
-  const timeline::Span average("communication", "average gradients");
-  const float inverse = 1.0f / static_cast<float>(s.comm.size());
+  // The buckets hold the average, which is each parameter's gradient
+  // (copied back where it is not a view into the bucket).
   for (GradientBucket& bucket : s.buckets) {
-    backend::launch(bucket.buffer.device(), bucket.size(), kernels::Map1<fn::MulScalar>{bucket.data(), bucket.data(), {inverse}});
     for (const BucketEntry& entry : bucket.entries) {
       Tensor grad = entry.parameter.grad();
       if (entry.in_buffer(grad)) continue;

@@ -14,16 +14,19 @@
 //     is complete a hook counts it (or copies it in, for a parameter on
 //     another device than its bucket), and a full bucket is handed to the
 //     communication thread, whose allreduce overlaps the rest of backward.
-//   synchronize_gradients: waits for every bucket and divides by the rank
-//     count: the buckets then hold the parameters' averaged .grad.
+//   synchronize_gradients: waits for every bucket, averaged over the ranks
+//     by the allreduce itself (ReduceOp::average): the buckets then hold
+//     the parameters' averaged .grad.
 //   metrics: summed over ranks; only rank 0 prints, logs and checkpoints.
 //
-// Where the gradients are reduced: a model on one GPU per rank with the
-// `builtin` algorithm in a build with NCCL keeps its buckets on the GPU and
-// reduces them with ncclAllReduce (NcclCommunicator, on its own stream);
-// every other case reduces host buckets with the chosen MPI collective (a
-// CUDA model's gradients are then copied to and from the host). The ranks
-// check that they all chose the same way.
+// Where the gradients are reduced: a model on one GPU per rank, in a build
+// with NCCL, keeps its buckets on the GPU and reduces them there with the
+// chosen algorithm (collectives.hpp: ring, rhd, tree, naive over NCCL's
+// point-to-point messages, builtin as ncclAllReduce) on NCCL's stream.
+// Every other case reduces host buckets with the chosen MPI collective: no
+// NCCL, ranks sharing a GPU (NCCL refuses them), shm, or fp16 compression;
+// a GPU bucket is then copied to the host and back once per step. The
+// ranks check that they all chose the same way.
 //
 // Parameters that receive no gradient in a step count as zero gradients
 // (every rank must still send the bucket). Each parameter must be used once
@@ -90,6 +93,9 @@ class DataParallel : public optim::Strategy {
   // After prepare(): whether buckets are reduced during backward (overlap
   // on and more than one bucket).
   bool overlapping() const;
+  // After prepare(): whether the buckets are reduced in GPU memory over
+  // NCCL (see above), rather than in host memory over MPI.
+  bool reduces_on_gpu() const;
   // The buckets, after prepare(): which parameter lies where.
   const std::vector<GradientBucket>& buckets() const;
   SyncStatistics statistics() const;

@@ -17,7 +17,10 @@
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/functors.hpp>
+#include <ddl/core/kernels.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 #include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel {
@@ -78,6 +81,25 @@ bool poll_within_stall_timeout(Done done) {
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
   return true;
+}
+
+// Sends `send_bytes` to `to` and receives `receive_bytes` from `from` as one
+// NCCL group, which starts as a whole at ncclGroupEnd, so neither side's
+// send waits for its receive to be posted first. An empty direction is left
+// out. Returns the first failure (a nonblocking communicator answers
+// ncclInProgress for a call it has taken).
+ncclResult_t grouped_exchange(const void* send, std::size_t send_bytes, int to, void* receive,
+                              std::size_t receive_bytes, int from, ncclComm_t comm, cudaStream_t stream) {
+  ncclResult_t result = ncclGroupStart();
+  if (result != ncclSuccess) return result;
+  const auto keep_first = [&](ncclResult_t next) {
+    if (result == ncclSuccess || result == ncclInProgress) result = next;
+  };
+  if (send_bytes > 0) keep_first(ncclSend(send, send_bytes, ncclUint8, to, comm, stream));
+  if (receive_bytes > 0) keep_first(ncclRecv(receive, receive_bytes, ncclUint8, from, comm, stream));
+  const ncclResult_t ended = ncclGroupEnd();
+  keep_first(ended);
+  return result;
 }
 
 }  // namespace
@@ -141,32 +163,47 @@ struct NcclCommunicator::State {
               rank, verb, peer, size);
   }
 
-  // Queues `operation` (an NCCL call) on NCCL's stream after the compute
-  // stream's work so far, and returns once NCCL has taken it (a nonblocking
-  // communicator's call may still be in progress when it returns).
-  // `also_ready`, if given, is recorded at the same point of the compute
-  // stream (a queued message's own mark).
-  template <class Operation>
-  void queue(const std::string& what, Operation operation, cudaEvent_t also_ready = nullptr) {
+  // Makes NCCL's stream wait for the compute stream's work so far (recording
+  // `inputs_ready`, and `also_ready` if given: a queued message's own mark).
+  void follow_compute(cudaEvent_t also_ready = nullptr) {
     const cuda_backend::DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaEventRecord(inputs_ready, cuda_backend::stream(device).handle));
     if (also_ready != nullptr) DDL_CUDA_CHECK(device, cudaEventRecord(also_ready, cuda_backend::stream(device).handle));
     DDL_CUDA_CHECK(device, cudaStreamWaitEvent(stream, inputs_ready, 0));
+  }
+
+  // Calls `operation` (NCCL calls on NCCL's stream); returns once NCCL has
+  // accepted it (a nonblocking communicator's call may still be in progress).
+  template <class Operation>
+  void submit(const std::string& what, Operation operation) {
+    const cuda_backend::DeviceGuard guard(device);
     const ncclResult_t queued = operation();
     if (queued != ncclSuccess && queued != ncclInProgress) abort_and_throw(what, ncclGetErrorString(queued));
   }
 
-  // queue(), then waits until it is done, within the stall timeout. The
-  // host's wait is what orders NCCL's result before later compute: kernels
-  // queued on the compute stream after this returns start after NCCL has
-  // finished, so no event back to the compute stream is needed. The stall
-  // clock starts once the compute queued before is done: that is no peer's
-  // fault, however long it takes.
+  // Queues `operation` on NCCL's stream after the compute stream's work so far.
+  template <class Operation>
+  void queue(const std::string& what, Operation operation, cudaEvent_t also_ready = nullptr) {
+    follow_compute(also_ready);
+    submit(what, operation);
+  }
+
+  // Waits for everything queued since follow_compute(): first for the
+  // compute that came before (no peer's fault, however long it takes), then
+  // for NCCL's part within the stall timeout.
+  void finish(const std::string& what) {
+    DDL_CUDA_CHECK(device, cudaEventSynchronize(inputs_ready));
+    wait(what, true);
+  }
+
+  // queue(), then finish(). The host's wait is what orders NCCL's result
+  // before later compute: kernels queued on the compute stream after this
+  // returns start after NCCL has finished, so no event back to the compute
+  // stream is needed.
   template <class Operation>
   void run(const std::string& what, Operation operation) {
     queue(what, operation);
-    DDL_CUDA_CHECK(device, cudaEventSynchronize(inputs_ready));
-    wait(what, true);
+    finish(what);
   }
 
   // NCCL's loop for a nonblocking communicator: its calls return at once
@@ -299,14 +336,14 @@ int NcclCommunicator::rank() const { return state_->rank; }
 int NcclCommunicator::size() const { return state_->size; }
 int NcclCommunicator::device() const { return state_->device; }
 
-void NcclCommunicator::allreduce(const Tensor& tensor) const {
+void NcclCommunicator::allreduce(const Tensor& tensor, ReduceOp op) const {
   State& s = *state_;
   s.check(tensor, "allreduce");
   DDL_CHECK(tensor.dtype() == DType::Float32, "NcclCommunicator::allreduce: needs a float32 tensor, got {} {}",
             tensor.dtype(), tensor.shape());
   s.run(fmt::format("allreduce of {} floats", tensor.numel()), [&] {
     return ncclAllReduce(tensor.raw_data(), tensor.raw_data(), static_cast<std::size_t>(tensor.numel()), ncclFloat,
-                         ncclSum, s.comm, s.stream);
+                         op == ReduceOp::average ? ncclAvg : ncclSum, s.comm, s.stream);
   });
 }
 
@@ -342,19 +379,8 @@ void NcclCommunicator::sendrecv(const Tensor& outgoing, int to, const Tensor& in
   const std::string what = fmt::format("exchange of {} bytes to rank {} and {} bytes from rank {}", outgoing.nbytes(),
                                        to, incoming.nbytes(), from);
   s.run(what, [&] {
-    // A group is started as a whole at ncclGroupEnd, so neither side's send
-    // waits for its receive to be posted first. The first failure is the
-    // one to report; a nonblocking communicator answers ncclInProgress.
-    ncclResult_t result = ncclGroupStart();
-    const auto keep_first = [&](ncclResult_t next) {
-      if (result == ncclSuccess || result == ncclInProgress) result = next;
-    };
-    if (result == ncclSuccess) {
-      keep_first(ncclSend(outgoing.raw_data(), outgoing.nbytes(), ncclUint8, to, s.comm, s.stream));
-      keep_first(ncclRecv(incoming.raw_data(), incoming.nbytes(), ncclUint8, from, s.comm, s.stream));
-      keep_first(ncclGroupEnd());
-    }
-    return result;
+    return grouped_exchange(outgoing.raw_data(), outgoing.nbytes(), to, incoming.raw_data(), incoming.nbytes(), from,
+                            s.comm, s.stream);
   });
 }
 
@@ -400,5 +426,56 @@ NcclMessage NcclCommunicator::recv_async(const Tensor& tensor, int peer) const {
         return ncclRecv(tensor.raw_data(), tensor.nbytes(), ncclUint8, peer, s.comm, s.stream);
       }));
 }
+
+namespace detail {
+
+NcclTransport::NcclTransport(const NcclCommunicator& comm, std::string what, std::int64_t scratch_elements)
+    : state_(comm.state()), what_(std::move(what)) {
+  NcclCommunicator::State& s = *state_;
+  DDL_CHECK(s.comm != nullptr, "{}: rank {}'s NCCL communicator was aborted after an earlier error", what_, s.rank);
+  // Allocated before NCCL's stream follows the compute stream, so whatever
+  // compute last used this block is done before NCCL writes into it.
+  if (scratch_elements > 0) scratch_ = Tensor::empty({scratch_elements}, {DType::Float32, cuda(s.device), false});
+  s.follow_compute();
+}
+
+int NcclTransport::rank() const { return state_->rank; }
+int NcclTransport::size() const { return state_->size; }
+
+void NcclTransport::exchange(const float* send, std::int64_t n_send, int to, float* receive, std::int64_t n_recv,
+                             int from, int /*tag: NCCL matches by order*/) {
+  NcclCommunicator::State& s = *state_;
+  s.submit(what_, [&] {
+    return grouped_exchange(send, static_cast<std::size_t>(n_send) * sizeof(float), to, receive,
+                            static_cast<std::size_t>(n_recv) * sizeof(float), from, s.comm, s.stream);
+  });
+  // A nonblocking communicator may still be placing the group on the
+  // stream: what the algorithm queues next must come after it.
+  s.wait(what_, false);
+}
+
+void NcclTransport::exchange_add(const float* send, std::int64_t n_send, int to, float* target, std::int64_t n_recv,
+                                 int from, int tag) {
+  float* arrived = scratch_.defined() ? static_cast<float*>(scratch_.raw_data()) : nullptr;
+  DDL_CHECK(n_recv <= (scratch_.defined() ? scratch_.numel() : 0),
+            "{}: an exchange adds {} values, more than the {} the scratch buffer was made for", what_, n_recv,
+            scratch_.defined() ? scratch_.numel() : 0);
+  exchange(send, n_send, to, arrived, n_recv, from, tag);
+  if (n_recv == 0) return;
+  // On NCCL's stream, so it runs after the receive and before the next
+  // message reuses the scratch buffer.
+  cuda_backend::launch(cuda_backend::Stream{state_->device, state_->stream}, n_recv,
+                       kernels::Zip2<fn::Add>{target, arrived, target, {}});
+}
+
+void NcclTransport::complete(float* data, std::int64_t n, ReduceOp op) {
+  if (op != ReduceOp::average || size() == 1 || n == 0) return;
+  cuda_backend::launch(cuda_backend::Stream{state_->device, state_->stream}, n,
+                       kernels::Map1<fn::MulScalar>{data, data, {reduce_factor(op, size())}});
+}
+
+void NcclTransport::finish() { state_->finish(what_); }
+
+}  // namespace detail
 
 }  // namespace ddl::parallel

@@ -15,14 +15,20 @@
 // with the same names, instead of hanging.
 //
 // Without NCCL in the build, or without a GPU for some rank, create() throws
-// a ddl::Error on every rank saying which. The NCCL path has been compiled
-// but not yet run on a GPU in this project (its machines have none).
+// a ddl::Error on every rank saying which. This project's GPU machines have
+// one GPU, so the NCCL calls have run with one rank; the exchanges between
+// ranks (two GPUs or more) have been compiled, not run.
+//
+// collectives.hpp's allreduce(NcclCommunicator, ...) runs ddl's own
+// algorithms (ring, rhd, tree, naive) on the GPU over this communicator's
+// point-to-point messages.
 #pragma once
 
 #include <memory>
 #include <optional>
 
 #include <ddl/core/tensor.hpp>
+#include <ddl/parallel/allreduce_algorithm.hpp>
 #include <ddl/parallel/communicator.hpp>
 
 namespace ddl::parallel {
@@ -69,8 +75,9 @@ class NcclCommunicator {
   // from when that earlier compute is done, so a long kernel before a
   // collective is not taken for a missing peer.
   //
-  // Sum over the ranks, in place: a contiguous float32 tensor on device().
-  void allreduce(const Tensor& tensor) const;
+  // Sum (or average: ncclAvg) over the ranks, in place: a float32 tensor
+  // on device().
+  void allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::sum) const;
   // Root's values into every rank's `tensor` (same shape everywhere).
   void broadcast(const Tensor& tensor, int root) const;
   // Point-to-point; the receiver's tensor has the sender's shape and dtype.
@@ -90,6 +97,8 @@ class NcclCommunicator {
   NcclMessage recv_async(const Tensor& tensor, int peer) const;
 
   struct State;
+  // Internal: for the device-resident collectives (collectives/transport.hpp).
+  const std::shared_ptr<State>& state() const { return state_; }
 
  private:
   explicit NcclCommunicator(std::shared_ptr<State> state) : state_(std::move(state)) {}

@@ -5,6 +5,7 @@
 #include <ddl/parallel/nccl_communicator.hpp>
 
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -22,7 +23,7 @@ NcclCommunicator NcclCommunicator::create(const Communicator& mpi, std::optional
 int NcclCommunicator::rank() const { unavailable(-1); }
 int NcclCommunicator::size() const { unavailable(-1); }
 int NcclCommunicator::device() const { unavailable(-1); }
-void NcclCommunicator::allreduce(const Tensor&) const { unavailable(-1); }
+void NcclCommunicator::allreduce(const Tensor&, ReduceOp) const { unavailable(-1); }
 void NcclCommunicator::broadcast(const Tensor&, int) const { unavailable(-1); }
 void NcclCommunicator::send(const Tensor&, int) const { unavailable(-1); }
 void NcclCommunicator::recv(const Tensor&, int) const { unavailable(-1); }
@@ -36,5 +37,17 @@ NcclMessage::NcclMessage(NcclMessage&&) noexcept = default;
 NcclMessage& NcclMessage::operator=(NcclMessage&&) noexcept = default;
 NcclMessage::~NcclMessage() = default;
 void NcclMessage::wait() {}
+
+// Nor a transport over one: the device-resident collectives are compiled
+// for it in every build.
+namespace detail {
+NcclTransport::NcclTransport(const NcclCommunicator&, std::string, std::int64_t) { unavailable(-1); }
+int NcclTransport::rank() const { unavailable(-1); }
+int NcclTransport::size() const { unavailable(-1); }
+void NcclTransport::exchange_add(const float*, std::int64_t, int, float*, std::int64_t, int, int) { unavailable(-1); }
+void NcclTransport::exchange(const float*, std::int64_t, int, float*, std::int64_t, int, int) { unavailable(-1); }
+void NcclTransport::complete(float*, std::int64_t, ReduceOp) { unavailable(-1); }
+void NcclTransport::finish() { unavailable(-1); }
+}  // namespace detail
 
 }  // namespace ddl::parallel

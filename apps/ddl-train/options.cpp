@@ -101,7 +101,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--device", o.device,
                  "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
-                 "rank>, or the only GPU a rank sees), and --allreduce builtin then reduces with NCCL")
+                 "rank>, or the only GPU a rank sees), and with a GPU per rank --allreduce reduces on the GPUs over NCCL")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")
@@ -181,7 +181,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--allreduce", o.allreduce,
                  "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
-                 "(MPI_Allreduce)")
+                 "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)")
       ->check(CLI::IsMember(kAllreduceNames))
       ->capture_default_str();
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")

@@ -1,30 +1,76 @@
-// Allreduce by name (see collectives.hpp): the dispatch, and the Tensor
-// entry point that stages CUDA tensors through the host.
+// Allreduce by name (see collectives.hpp): the dispatch for host buffers,
+// the Tensor entry point that stages CUDA tensors through the host, and the
+// device-resident one that runs the same algorithms on the GPU over NCCL.
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include <ddl/core/check.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 
 namespace ddl::parallel {
+namespace {
 
-void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, WireFormat wire) {
-  DDL_CHECK(wire == WireFormat::float32 || algorithm == AllreduceAlgorithm::ring,
-            "allreduce: float16 on the wire is implemented for the ring only, not for {}", algorithm_name(algorithm));
+// The algorithms written over a transport (all but shm and builtin).
+template <class Transport>
+void run_algorithm(AllreduceAlgorithm algorithm, Transport& transport, float* data, std::int64_t n, ReduceOp op) {
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return ring_allreduce(comm, data, wire);
-    case AllreduceAlgorithm::rhd: return halving_doubling_allreduce(comm, data);
-    case AllreduceAlgorithm::tree: return tree_allreduce(comm, data);
-    case AllreduceAlgorithm::naive: return naive_allreduce(comm, data);
-    case AllreduceAlgorithm::shm: return shared_memory_allreduce(comm, data);
-    case AllreduceAlgorithm::builtin: return builtin_allreduce(comm, data);
+    case AllreduceAlgorithm::ring: return detail::ring_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::rhd: return detail::halving_doubling_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::tree: return detail::tree_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::naive: return detail::naive_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::shm:
+    case AllreduceAlgorithm::builtin: break;
   }
+  throw Error(fmt::format("allreduce: {} is not written over a transport", algorithm_name(algorithm)));
 }
 
-void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm) {
+void require_float32(const Tensor& tensor) {
   DDL_CHECK(tensor.dtype() == DType::Float32, "allreduce: needs a float32 tensor, got {} {}", tensor.dtype(),
             tensor.shape());
+}
+
+}  // namespace
+
+void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, WireFormat wire,
+               ReduceOp op) {
+  DDL_CHECK(wire == WireFormat::float32 || algorithm == AllreduceAlgorithm::ring,
+            "allreduce: float16 on the wire is implemented for the ring only, not for {}", algorithm_name(algorithm));
+  const auto n = static_cast<std::int64_t>(data.size());
+  if (algorithm == AllreduceAlgorithm::shm || algorithm == AllreduceAlgorithm::builtin) {
+    // Summed as a whole, so averaged by a pass of its own.
+    if (algorithm == AllreduceAlgorithm::shm) shared_memory_allreduce(comm, data);
+    if (algorithm == AllreduceAlgorithm::builtin) builtin_allreduce(comm, data);
+    if (op == ReduceOp::average && comm.size() > 1) detail::scale(data.data(), n, detail::reduce_factor(op, comm.size()));
+    return;
+  }
+  detail::HostTransport transport(comm, wire);
+  run_algorithm(algorithm, transport, data.data(), n, op);
+}
+
+void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+  require_float32(tensor);
   const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
-  allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), algorithm);
+  allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), algorithm,
+            WireFormat::float32, op);
   if (!tensor.device().is_cpu()) tensor.copy_from(host);
+}
+
+void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+  require_float32(tensor);
+  DDL_CHECK(algorithm != AllreduceAlgorithm::shm,
+            "allreduce: shm reduces host memory through an MPI window and has no GPU form; on a GPU use ring, rhd, "
+            "tree, naive or builtin (NCCL's own)");
+  DDL_CHECK(tensor.device() == cuda(comm.device()),
+            "allreduce: rank {}'s NCCL communicator drives cuda:{}, but the tensor of shape {} is on {}", comm.rank(),
+            comm.device(), tensor.shape(), tensor.device());
+  if (algorithm == AllreduceAlgorithm::builtin) return comm.allreduce(tensor, op);
+  if (comm.size() == 1) return;  // nothing to exchange, and the average of one is itself
+  const std::int64_t n = tensor.numel();
+  // The ring adds at most a chunk at a time; the others a whole buffer.
+  const std::int64_t scratch = algorithm == AllreduceAlgorithm::ring ? chunk_range(n, comm.size(), 0).size() : n;
+  detail::NcclTransport transport(
+      comm, fmt::format("{} allreduce of {} floats on the GPU", algorithm_name(algorithm), n), scratch);
+  run_algorithm(algorithm, transport, static_cast<float*>(tensor.raw_data()), n, op);
+  transport.finish();
 }
 
 }  // namespace ddl::parallel

@@ -1,9 +1,16 @@
-// Collectives written on the Communicator's point-to-point messages, one
-// readable file per algorithm (DESIGN.md item 4), beside MPI's own. Every
-// rank calls the same collective with the same element count; buffers are
-// float32 in host memory (a CUDA tensor is staged through the host by the
-// Tensor overload). The sums use the elementwise Add functor every backend
-// shares.
+// Collectives written on point-to-point messages, one readable file per
+// algorithm (DESIGN.md item 4), beside MPI's and NCCL's own. Every rank
+// calls the same collective with the same element count. Each algorithm is
+// written once, over a transport (transport.hpp), and runs on two:
+//
+//   host memory    MPI messages (Communicator), sums by a loop on the
+//                  calling thread;
+//   GPU memory     NCCL point-to-point messages (NcclCommunicator), sums by
+//                  a CUDA kernel queued on NCCL's stream between them:
+//                  nothing passes through host memory.
+//
+// Both add with the elementwise Add functor every backend shares, in the
+// same order, so the two give the same bits.
 //
 //   algorithm  file                 messages per rank   bytes sent per rank
 //   ring       ring.cpp             2(p-1)              2 n (p-1)/p
@@ -22,6 +29,7 @@
 #include <ddl/core/tensor.hpp>
 #include <ddl/parallel/allreduce_algorithm.hpp>
 #include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/nccl_communicator.hpp>
 
 namespace ddl::parallel {
 
@@ -30,12 +38,20 @@ namespace ddl::parallel {
 // still taken in float32 on arrival. Only the ring offers float16.
 enum class WireFormat { float32, float16 };
 
-// Sums `data` over the ranks of `comm`, in place. float16 on the wire needs
-// the ring (ddl::Error otherwise).
+// Sums (or averages) `data` over the ranks of `comm`, in place. float16 on
+// the wire needs the ring (ddl::Error otherwise).
 void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm,
-               WireFormat wire = WireFormat::float32);
-// The same on a contiguous float32 tensor (CUDA: through a host copy).
-void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm);
+               WireFormat wire = WireFormat::float32, ReduceOp op = ReduceOp::sum);
+// The same on a float32 tensor (CUDA: through a host copy).
+void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+               ReduceOp op = ReduceOp::sum);
+// The same on a float32 tensor on the communicator's GPU, device-resident:
+// ring, rhd, tree and naive over NCCL's point-to-point messages with their
+// sums as CUDA kernels; builtin is ncclAllReduce; shm has no GPU form
+// (ddl::Error). Returns once the result is in `tensor`, within the stall
+// timeout, as NcclCommunicator's calls do.
+void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+               ReduceOp op = ReduceOp::sum);
 
 // The algorithms one by one (allreduce() dispatches to them).
 // With float16 on the wire every rank ends with the same values: the owner

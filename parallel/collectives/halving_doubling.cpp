@@ -17,11 +17,9 @@
 // ranks, and two more latencies.
 #include <ddl/parallel/collectives/collectives.hpp>
 
-#include <algorithm>
 #include <vector>
 
-#include <ddl/parallel/collectives/local_reduce.hpp>
-#include <ddl/parallel/collectives/segments.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -39,10 +37,12 @@ struct Round {
 
 }  // namespace
 
-void halving_doubling_allreduce(const Communicator& comm, std::span<float> data) {
-  const int p = comm.size(), r = comm.rank();
+namespace detail {
+
+template <class Transport>
+void halving_doubling_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+  const int p = transport.size(), r = transport.rank();
   if (p == 1) return;
-  const auto n = static_cast<std::int64_t>(data.size());
   int q = 1;
   while (q * 2 <= p) q *= 2;
   const int extra = p - q;
@@ -50,14 +50,11 @@ void halving_doubling_allreduce(const Communicator& comm, std::span<float> data)
   // Fold the first 2·extra ranks pairwise, so q ranks remain.
   if (r < 2 * extra) {
     if (r % 2 == 0) {
-      for (Request& request : detail::send_segments(comm, data.data(), n, r + 1, kFoldTag)) request.wait();
-      detail::exchange_into(comm, nullptr, 0, r + 1, data.data(), n, r + 1, kUnfoldTag);
+      transport.exchange(data, n, r + 1, nullptr, 0, r + 1, kFoldTag);
+      transport.exchange(nullptr, 0, r + 1, data, n, r + 1, kUnfoldTag);
       return;
     }
-    detail::exchange_segments(comm, nullptr, 0, r - 1, n, r - 1, kFoldTag,
-                              [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                detail::add_into(data.data() + offset, segment, count);
-                              });
+    transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
   }
   // Ranks among the q that remain: odd folded ranks r/2, the rest r - extra.
   const int virtual_rank = r < 2 * extra ? r / 2 : r - extra;
@@ -72,24 +69,28 @@ void halving_doubling_allreduce(const Communicator& comm, std::span<float> data)
     const ChunkRange lower{owned.begin, middle}, upper{middle, owned.end};
     const bool keep_lower = virtual_rank < partner_virtual;
     const Round round{real_rank(partner_virtual), keep_lower ? lower : upper, keep_lower ? upper : lower};
-    float* kept = data.data() + round.kept.begin;
-    detail::exchange_segments(comm, data.data() + round.given.begin, round.given.size(), round.partner,
-                              round.kept.size(), round.partner, kHalvingTag,
-                              [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                detail::add_into(kept + offset, segment, count);
-                              });
+    transport.exchange_add(data + round.given.begin, round.given.size(), round.partner, data + round.kept.begin,
+                           round.kept.size(), round.partner, kHalvingTag);
     rounds.push_back(round);
     owned = round.kept;
   }
+  transport.complete(data + owned.begin, owned.size(), op);
   // Recursive doubling: the rounds backwards, each handing over what it kept.
   for (auto round = rounds.rbegin(); round != rounds.rend(); ++round) {
-    detail::exchange_into(comm, data.data() + round->kept.begin, round->kept.size(), round->partner,
-                          data.data() + round->given.begin, round->given.size(), round->partner, kDoublingTag);
+    transport.exchange(data + round->kept.begin, round->kept.size(), round->partner, data + round->given.begin,
+                       round->given.size(), round->partner, kDoublingTag);
   }
   // Unfold: hand the result to the even rank folded into this one.
-  if (r < 2 * extra) {
-    for (Request& request : detail::send_segments(comm, data.data(), n, r - 1, kUnfoldTag)) request.wait();
-  }
+  if (r < 2 * extra) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
+}
+
+DDL_FOR_BOTH_TRANSPORTS(halving_doubling_allreduce, float*, std::int64_t, ReduceOp)
+
+}  // namespace detail
+
+void halving_doubling_allreduce(const Communicator& comm, std::span<float> data) {
+  detail::HostTransport transport(comm, WireFormat::float32);
+  detail::halving_doubling_allreduce(transport, data.data(), static_cast<std::int64_t>(data.size()), ReduceOp::sum);
 }
 
 }  // namespace ddl::parallel

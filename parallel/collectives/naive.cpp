@@ -5,11 +5,7 @@
 // linearly with p: the baseline the other algorithms are measured against.
 #include <ddl/parallel/collectives/collectives.hpp>
 
-#include <algorithm>
-#include <vector>
-
-#include <ddl/parallel/collectives/local_reduce.hpp>
-#include <ddl/parallel/collectives/segments.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -19,28 +15,31 @@ constexpr int kScatterTag = 402;
 
 }  // namespace
 
-void naive_allreduce(const Communicator& comm, std::span<float> data) {
-  const int p = comm.size(), r = comm.rank();
+namespace detail {
+
+template <class Transport>
+void naive_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+  const int p = transport.size(), r = transport.rank();
   if (p == 1) return;
-  const auto n = static_cast<std::int64_t>(data.size());
   if (r != 0) {
-    for (Request& request : detail::send_segments(comm, data.data(), n, 0, kGatherTag)) request.wait();
-    detail::exchange_into(comm, nullptr, 0, 0, data.data(), n, 0, kScatterTag);
+    transport.exchange(data, n, 0, nullptr, 0, 0, kGatherTag);
+    transport.exchange(nullptr, 0, 0, data, n, 0, kScatterTag);
     return;
   }
   for (int worker = 1; worker < p; ++worker) {
-    detail::exchange_segments(comm, nullptr, 0, worker, n, worker, kGatherTag,
-                              [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                                detail::add_into(data.data() + offset, segment, count);
-                              });
+    transport.exchange_add(nullptr, 0, worker, data, n, worker, kGatherTag);
   }
-  std::vector<Request> sends;
-  for (int worker = 1; worker < p; ++worker) {
-    for (Request& request : detail::send_segments(comm, data.data(), n, worker, kScatterTag)) {
-      sends.push_back(std::move(request));
-    }
-  }
-  for (Request& request : sends) request.wait();
+  transport.complete(data, n, op);
+  for (int worker = 1; worker < p; ++worker) transport.exchange(data, n, worker, nullptr, 0, worker, kScatterTag);
+}
+
+DDL_FOR_BOTH_TRANSPORTS(naive_allreduce, float*, std::int64_t, ReduceOp)
+
+}  // namespace detail
+
+void naive_allreduce(const Communicator& comm, std::span<float> data) {
+  detail::HostTransport transport(comm, WireFormat::float32);
+  detail::naive_allreduce(transport, data.data(), static_cast<std::int64_t>(data.size()), ReduceOp::sum);
 }
 
 }  // namespace ddl::parallel

@@ -15,15 +15,14 @@
 // the reduction of one segment can overlap the transfer of the next where
 // the transport moves data on its own (RDMA, a progress thread), and each
 // segment is added while it is still in cache. The allgather's chunks land
-// in place, and a chunk of one segment is a single sendrecv.
+// in place, and a chunk of one segment is a single sendrecv. On the GPU
+// (NcclTransport) each step is one grouped NCCL send and receive followed
+// by the sum's kernel on the same stream.
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include <algorithm>
-#include <vector>
 
-#include <ddl/parallel/collectives/half.hpp>
-#include <ddl/parallel/collectives/local_reduce.hpp>
-#include <ddl/parallel/collectives/segments.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -41,47 +40,60 @@ ChunkRange chunk_range(std::int64_t n, int parts, int index) {
   return {begin, begin + base + (index < extra ? 1 : 0)};
 }
 
-void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire) {
-  const int p = comm.size(), r = comm.rank();
-  if (p == 1) return;
-  const auto n = static_cast<std::int64_t>(data.size());
+namespace detail {
+
+template <class Transport>
+void ring_reduce_scatter(Transport& transport, float* data, std::int64_t n) {
+  const int p = transport.size(), r = transport.rank();
   const int right = wrap(r + 1, p), left = wrap(r - 1, p);
   for (int step = 0; step < p - 1; ++step) {
     const ChunkRange send = chunk_range(n, p, wrap(r - step - 1, p));
     const ChunkRange receive = chunk_range(n, p, wrap(r - step - 2, p));
-    float* target = data.data() + receive.begin;
-    detail::exchange_segments(
-        comm, data.data() + send.begin, send.size(), right, receive.size(), left, kReduceScatterTag,
-        [&](std::int64_t offset, const float* segment, std::int64_t count) {
-          detail::add_into(target + offset, segment, count);
-        },
-        wire);
+    transport.exchange_add(data + send.begin, send.size(), right, data + receive.begin, receive.size(), left,
+                           kReduceScatterTag);
   }
 }
 
-void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat wire) {
-  const int p = comm.size(), r = comm.rank();
-  if (p == 1) return;
-  const auto n = static_cast<std::int64_t>(data.size());
+template <class Transport>
+void ring_allgather(Transport& transport, float* data, std::int64_t n) {
+  const int p = transport.size(), r = transport.rank();
   const int right = wrap(r + 1, p), left = wrap(r - 1, p);
   for (int step = 0; step < p - 1; ++step) {
     const ChunkRange send = chunk_range(n, p, wrap(r - step, p));
     const ChunkRange receive = chunk_range(n, p, wrap(r - step - 1, p));
-    detail::exchange_into(comm, data.data() + send.begin, send.size(), right, data.data() + receive.begin,
-                          receive.size(), left, kAllgatherTag, wire);
+    transport.exchange(data + send.begin, send.size(), right, data + receive.begin, receive.size(), left,
+                       kAllgatherTag);
   }
 }
 
+template <class Transport>
+void ring_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+  ring_reduce_scatter(transport, data, n);
+  // Between the halves this rank's chunk is the complete sum, here only.
+  const ChunkRange mine = chunk_range(n, transport.size(), transport.rank());
+  transport.complete(data + mine.begin, mine.size(), op);
+  ring_allgather(transport, data, n);
+}
+
+DDL_FOR_BOTH_TRANSPORTS(ring_reduce_scatter, float*, std::int64_t)
+DDL_FOR_BOTH_TRANSPORTS(ring_allgather, float*, std::int64_t)
+DDL_FOR_BOTH_TRANSPORTS(ring_allreduce, float*, std::int64_t, ReduceOp)
+
+}  // namespace detail
+
+void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire) {
+  detail::HostTransport transport(comm, wire);
+  detail::ring_reduce_scatter(transport, data.data(), static_cast<std::int64_t>(data.size()));
+}
+
+void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat wire) {
+  detail::HostTransport transport(comm, wire);
+  detail::ring_allgather(transport, data.data(), static_cast<std::int64_t>(data.size()));
+}
+
 void ring_allreduce(const Communicator& comm, std::span<float> data, WireFormat wire) {
-  ring_reduce_scatter(comm, data, wire);
-  if (wire == WireFormat::float16 && comm.size() > 1) {
-    // The others will hold this chunk as float16 arrived: so must its owner.
-    const ChunkRange mine = chunk_range(static_cast<std::int64_t>(data.size()), comm.size(), comm.rank());
-    std::vector<std::uint16_t> bits(static_cast<std::size_t>(mine.size()));
-    detail::encode_half(data.data() + mine.begin, bits.data(), mine.size());
-    detail::decode_half(bits.data(), data.data() + mine.begin, mine.size());
-  }
-  ring_allgather(comm, data, wire);
+  detail::HostTransport transport(comm, wire);
+  detail::ring_allreduce(transport, data.data(), static_cast<std::int64_t>(data.size()), ReduceOp::sum);
 }
 
 }  // namespace ddl::parallel

@@ -7,11 +7,8 @@
 // 2 n log2 p bytes: few latencies, poor bandwidth; good for small buffers.
 #include <ddl/parallel/collectives/collectives.hpp>
 
-#include <algorithm>
-
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/collectives/local_reduce.hpp>
-#include <ddl/parallel/collectives/segments.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -19,55 +16,61 @@ namespace {
 constexpr int kReduceTag = 301;
 constexpr int kBroadcastTag = 302;
 
-void send_all(const Communicator& comm, const float* data, std::int64_t n, int peer, int tag) {
-  for (Request& request : detail::send_segments(comm, data, n, peer, tag)) request.wait();
-}
-
-void receive_all(const Communicator& comm, float* data, std::int64_t n, int peer, int tag, bool add) {
-  if (!add) {
-    detail::exchange_into(comm, nullptr, 0, peer, data, n, peer, tag);
-    return;
-  }
-  detail::exchange_segments(comm, nullptr, 0, peer, n, peer, tag,
-                            [&](std::int64_t offset, const float* segment, std::int64_t count) {
-                              detail::add_into(data + offset, segment, count);
-                            });
-}
-
 }  // namespace
 
-void tree_broadcast(const Communicator& comm, std::span<float> data, int root) {
-  const int p = comm.size();
-  DDL_CHECK(root >= 0 && root < p, "tree_broadcast: root {} is not a rank of this communicator of {}", root, p);
-  if (p == 1) return;
-  const auto n = static_cast<std::int64_t>(data.size());
+namespace detail {
+
+template <class Transport>
+void tree_broadcast(Transport& transport, float* data, std::int64_t n, int root) {
+  const int p = transport.size();
   // Ranks relative to the root, so the tree is rooted at 0.
-  const int relative = (comm.rank() - root + p) % p;
+  const int relative = (transport.rank() - root + p) % p;
   int mask = 1;
   while (mask < p) {
     if (relative & mask) {
-      receive_all(comm, data.data(), n, (relative - mask + root) % p, kBroadcastTag, false);
+      const int parent = (relative - mask + root) % p;
+      transport.exchange(nullptr, 0, parent, data, n, parent, kBroadcastTag);
       break;
     }
     mask <<= 1;
   }
   for (mask >>= 1; mask > 0; mask >>= 1) {
-    if (relative + mask < p) send_all(comm, data.data(), n, (relative + mask + root) % p, kBroadcastTag);
+    if (relative + mask >= p) continue;
+    const int child = (relative + mask + root) % p;
+    transport.exchange(data, n, child, nullptr, 0, child, kBroadcastTag);
   }
 }
 
-void tree_allreduce(const Communicator& comm, std::span<float> data) {
-  const int p = comm.size(), r = comm.rank();
+template <class Transport>
+void tree_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+  const int p = transport.size(), r = transport.rank();
   if (p == 1) return;
-  const auto n = static_cast<std::int64_t>(data.size());
   for (int mask = 1; mask < p; mask <<= 1) {
     if (r & mask) {
-      send_all(comm, data.data(), n, r - mask, kReduceTag);
+      transport.exchange(data, n, r - mask, nullptr, 0, r - mask, kReduceTag);
       break;
     }
-    if (r + mask < p) receive_all(comm, data.data(), n, r + mask, kReduceTag, true);
+    if (r + mask < p) transport.exchange_add(nullptr, 0, r + mask, data, n, r + mask, kReduceTag);
   }
-  tree_broadcast(comm, data, 0);
+  if (r == 0) transport.complete(data, n, op);
+  tree_broadcast(transport, data, n, 0);
+}
+
+DDL_FOR_BOTH_TRANSPORTS(tree_broadcast, float*, std::int64_t, int)
+DDL_FOR_BOTH_TRANSPORTS(tree_allreduce, float*, std::int64_t, ReduceOp)
+
+}  // namespace detail
+
+void tree_broadcast(const Communicator& comm, std::span<float> data, int root) {
+  DDL_CHECK(root >= 0 && root < comm.size(), "tree_broadcast: root {} is not a rank of this communicator of {}", root,
+            comm.size());
+  detail::HostTransport transport(comm, WireFormat::float32);
+  detail::tree_broadcast(transport, data.data(), static_cast<std::int64_t>(data.size()), root);
+}
+
+void tree_allreduce(const Communicator& comm, std::span<float> data) {
+  detail::HostTransport transport(comm, WireFormat::float32);
+  detail::tree_allreduce(transport, data.data(), static_cast<std::int64_t>(data.size()), ReduceOp::sum);
 }
 
 }  // namespace ddl::parallel

@@ -6,6 +6,7 @@
 // MPI_Allreduce; every rank must end with the same bits.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -68,6 +69,55 @@ TEST_CASE("Collectives: every allreduce algorithm sums awkward sizes like MPI_Al
       CHECK(test::all_close(data, reference, 1e-6, 1e-5));
       CHECK(same_on_every_rank(world, data));
     }
+  }
+}
+
+TEST_CASE("Collectives: every algorithm's average is its sum times 1/p, bit for bit, the same on every rank") {
+  const Communicator world = Communicator::world();
+  const float inverse = 1.0f / static_cast<float>(world.size());
+  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+    for (const std::int64_t n : awkward_sizes(world.size())) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(n);
+      std::vector<float> sum = rank_data(world.rank(), n);
+      std::vector<float> average = sum;
+      allreduce(world, sum, algorithm);
+      allreduce(world, average, algorithm, WireFormat::float32, ReduceOp::average);
+      // Divided once, where the sum is complete: the same multiply of the
+      // same sums, whichever rank did it.
+      std::size_t differing = 0;
+      for (std::size_t i = 0; i < sum.size(); ++i) differing += average[i] != sum[i] * inverse ? 1 : 0;
+      CHECK(differing == 0);
+      CHECK(same_on_every_rank(world, average));
+    }
+  }
+}
+
+TEST_CASE("Collectives: the ring's average with float16 on the wire is within float16 rounding of the exact mean") {
+  const Communicator world = Communicator::world();
+  const int p = world.size();
+  for (const std::int64_t n : awkward_sizes(p)) {
+    CAPTURE(n);
+    // Values in [10000, 20000]: with 4 ranks most sums pass float16's
+    // largest, 65504, while the partial sums on the wire (of at most 3
+    // ranks) and the mean do not; the average is taken before the rounding.
+    const auto shifted = [](std::vector<float> values) {
+      for (float& value : values) value = 10000.0f + 10000.0f * std::abs(value);
+      return values;
+    };
+    std::vector<float> data = shifted(rank_data(world.rank(), n));
+    allreduce(world, data, AllreduceAlgorithm::ring, WireFormat::float16, ReduceOp::average);
+    std::vector<double> mean(static_cast<std::size_t>(n), 0.0);
+    for (int r = 0; r < p; ++r) {
+      const std::vector<float> theirs = shifted(rank_data(r, n));
+      for (std::size_t i = 0; i < mean.size(); ++i) mean[i] += theirs[i] / static_cast<double>(p);
+    }
+    // Hop k rounds a partial sum of k ranks (below 20000 k) to 11 bits, the
+    // p-1 hops' errors are divided by p with the sum, and the mean is
+    // rounded once more: 20000 2^-11 ((p-1)/2 + 1) at most.
+    const double bound = 20000.0 / 2048.0 * ((p - 1) / 2.0 + 1.0);
+    CHECK(test::all_close(data, std::vector<float>(mean.begin(), mean.end()), bound, 0.0));
+    CHECK(same_on_every_rank(world, data));
   }
 }
 

@@ -59,22 +59,24 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
     MESSAGE("skipped: a rank has no CUDA device");
     return;
   }
-  // Ranks may share a GPU: our algorithms reduce a host copy of each GPU
-  // bucket. (builtin on GPUs is NCCL, one GPU per rank: tests/parallel/gpu.)
+  // Ranks that share a GPU reduce a host copy of each GPU bucket over MPI;
+  // ranks with GPUs of their own reduce on the GPU over NCCL (and so do
+  // tests/parallel/gpu, on one GPU per rank).
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
+  const bool own_gpus = world.local_size() <= device_count(DeviceType::CUDA);
   const std::int64_t batch = kGlobalBatch / world.size();
   const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
   const DataParallelOptions ring{.algorithm = AllreduceAlgorithm::ring, .bucket_bytes = 1024};
   const std::vector<float> on_cpu =
       train(std::make_shared<DataParallel>(world, ring), batch, test::sgd_with_momentum(), seed);
   for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
-    if (algorithm == AllreduceAlgorithm::builtin) continue;
     CAPTURE(algorithm_name(algorithm));
     auto strategy =
         std::make_shared<DataParallel>(world, DataParallelOptions{.algorithm = algorithm, .bucket_bytes = 1024});
     // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
     CHECK(max_relative_difference(train(strategy, batch, test::sgd_with_momentum(), seed, gpu), on_cpu) <= 1e-4);
     CHECK(strategy->bucket_count() >= 3);
+    CHECK(strategy->reduces_on_gpu() == (own_gpus && NcclCommunicator::built() && algorithm != AllreduceAlgorithm::shm));
     for (const GradientBucket& bucket : strategy->buckets()) {
       CHECK(bucket.buffer.device() == gpu);  // the gradients are views into it, on the GPU
       for (const BucketEntry& entry : bucket.entries) CHECK(entry.in_buffer(entry.parameter.grad()));

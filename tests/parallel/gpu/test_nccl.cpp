@@ -97,17 +97,67 @@ TEST_CASE("NCCL: tensors on the wrong device or of the wrong dtype are refused, 
                                       {"cannot send to rank " + std::to_string(nccl.rank())}));
 }
 
-TEST_CASE("NCCL: DataParallel on the GPU with builtin trains as DataParallel on the CPU") {
+TEST_CASE("NCCL: ring, rhd, tree and naive on the GPU give their host twins' bits, as sums and averages") {
+  const Communicator world = Communicator::world();
+  const NcclCommunicator nccl = NcclCommunicator::create(world);
+  const Device gpu = cuda(nccl.device());
+  const int p = world.size();
+  for (const AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree, AllreduceAlgorithm::naive}) {
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::average}) {
+      for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{7 * p + 3},
+                                   std::int64_t{(3 << 20) / 4 + 5}}) {
+        CAPTURE(algorithm_name(algorithm));
+        CAPTURE(op == ReduceOp::sum ? "sum" : "average");
+        CAPTURE(n);
+        std::vector<float> host = rank_data(world.rank(), n);
+        const Tensor tensor = from_vector(host, {n}).to(gpu);
+        allreduce(nccl, tensor, algorithm, op);
+        allreduce(world, host, algorithm, WireFormat::float32, op);
+        // The same adds of the same values in the same order, by the same
+        // functor: the GPU's kernels and the host's loop agree bit for bit.
+        CHECK(tensor.device() == gpu);
+        CHECK(tensor.to_vector<float>() == host);
+      }
+    }
+  }
+}
+
+TEST_CASE("NCCL: builtin averages with ncclAvg; the device allreduce refuses shm and tensors it cannot reduce") {
+  const Communicator world = Communicator::world();
+  const NcclCommunicator nccl = NcclCommunicator::create(world);
+  const Device gpu = cuda(nccl.device());
+  const std::int64_t n = 7 * world.size() + 3;
+  std::vector<float> expected = rank_data(world.rank(), n);
+  const Tensor tensor = from_vector(expected, {n}).to(gpu);
+  allreduce(nccl, tensor, AllreduceAlgorithm::builtin, ReduceOp::average);
+  allreduce(world, expected, AllreduceAlgorithm::builtin, WireFormat::float32, ReduceOp::average);
+  CHECK(test::all_close(tensor.to_vector<float>(), expected, 1e-6, 1e-5));
+  CHECK(test::throws_error_mentioning([&] { allreduce(nccl, tensor, AllreduceAlgorithm::shm); },
+                                      {"shm", "no GPU form", "ring"}));
+  CHECK(test::throws_error_mentioning([&] { allreduce(nccl, zeros({4}), AllreduceAlgorithm::ring); },
+                                      {"cuda:", "cpu:0", "[4]"}));
+  CHECK(test::throws_error_mentioning(
+      [&] { allreduce(nccl, zeros({4}, {DType::Int32, gpu, false}), AllreduceAlgorithm::ring); },
+      {"float32", "int32"}));
+}
+
+TEST_CASE("NCCL: DataParallel on the GPU trains as DataParallel on the CPU, with NCCL's allreduce and with ours") {
   const Communicator world = Communicator::world();
   const Device gpu = cuda(world.local_rank());
   const std::int64_t batch = test::kGlobalBatch / world.size();
   const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
-  const DataParallelOptions builtin{.algorithm = AllreduceAlgorithm::builtin, .bucket_bytes = 1024};
-  const auto strategy = std::make_shared<DataParallel>(world, builtin);
-  const std::vector<float> on_gpu = test::train(strategy, batch, test::sgd_with_momentum(), seed, gpu);
-  for (const GradientBucket& bucket : strategy->buckets()) CHECK(bucket.buffer.device() == gpu);
-  const std::vector<float> on_cpu =
-      test::train(std::make_shared<DataParallel>(world, builtin), batch, test::sgd_with_momentum(), seed);
-  // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
-  CHECK(test::max_relative_difference(on_gpu, on_cpu) <= 1e-4);
+  for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::builtin, AllreduceAlgorithm::ring,
+                                             AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree}) {
+    CAPTURE(algorithm_name(algorithm));
+    const DataParallelOptions options{.algorithm = algorithm, .bucket_bytes = 1024};
+    const auto strategy = std::make_shared<DataParallel>(world, options);
+    const std::vector<float> on_gpu = test::train(strategy, batch, test::sgd_with_momentum(), seed, gpu);
+    CHECK(strategy->reduces_on_gpu());
+    for (const GradientBucket& bucket : strategy->buckets()) CHECK(bucket.buffer.device() == gpu);
+    const std::vector<float> on_cpu =
+        test::train(std::make_shared<DataParallel>(world, options), batch, test::sgd_with_momentum(), seed);
+    // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
+    CHECK(test::max_relative_difference(on_gpu, on_cpu) <= 1e-4);
+  }
 }
