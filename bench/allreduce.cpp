@@ -10,6 +10,12 @@
 // link speed an optimal ring would need). "wrong" counts elements that
 // differ from MPI_Allreduce's result by more than a few ulps.
 //
+// With one GPU per rank, columns named gpu-ring, gpu-rhd, gpu-tree and
+// gpu-naive run ddl's algorithms on a GPU tensor over NCCL's point-to-point
+// messages (device-resident: sums as CUDA kernels), and nccl is
+// ncclAllReduce, the yardstick there:
+//   mpiexec -n 2 build/bench/ddl_bench_allreduce --algorithms gpu-ring,gpu-rhd,gpu-tree,nccl
+//
 // "textbook" is the ring as textbooks write it (Patarasuk & Yuan 2009):
 // n - 1 steps of one MPI_Sendrecv of a whole chunk and a vectorised add
 // (reduce-scatter), then n - 1 of one MPI_Sendrecv (allgather). It is the
@@ -22,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,9 +109,11 @@ double cache_line_round_trip_ns() {
   return nanoseconds;
 }
 
+// A column runs on host data, or (on_gpu) on a copy of it on the rank's GPU.
 struct Column {
   std::string name;
   std::function<void(std::vector<float>&)> run;
+  std::function<void(const Tensor&)> run_on_gpu;
 };
 
 struct Result {
@@ -114,7 +123,7 @@ struct Result {
 
 // Per column, the median of the per-iteration maxima over ranks.
 std::vector<Result> measure(const Communicator& comm, const std::vector<Column>& columns, std::int64_t count,
-                            double budget_seconds) {
+                            double budget_seconds, const Device& gpu) {
   Generator generator(7 + static_cast<std::uint64_t>(comm.rank()));
   const std::vector<float> original =
       count > 0 ? uniform({count}, -1.0f, 1.0f, {}, &generator).to_vector<float>() : std::vector<float>{};
@@ -122,8 +131,15 @@ std::vector<Result> measure(const Communicator& comm, const std::vector<Column>&
   builtin_allreduce(comm, expected);
   std::vector<Result> results(columns.size(), Result{0.0, 0});
   std::vector<std::vector<float>> data(columns.size(), original);
+  std::vector<Tensor> on_gpu(columns.size());
+  const auto run = [&](std::size_t c) {
+    if (columns[c].run_on_gpu) return columns[c].run_on_gpu(on_gpu[c]);
+    columns[c].run(data[c]);
+  };
   for (std::size_t c = 0; c < columns.size(); ++c) {
-    columns[c].run(data[c]);  // warm-up, and the result checked here
+    if (columns[c].run_on_gpu) on_gpu[c] = from_vector(original, {count}).to(gpu);
+    run(c);  // warm-up, and the result checked here
+    if (columns[c].run_on_gpu) data[c] = on_gpu[c].to_vector<float>();
     for (std::size_t i = 0; i < original.size(); ++i) {
       if (std::abs(data[c][i] - expected[i]) > 1e-5f * (1.0f + std::abs(expected[i]))) ++results[c].wrong;
     }
@@ -136,7 +152,7 @@ std::vector<Result> measure(const Communicator& comm, const std::vector<Column>&
       const std::size_t c = (k + static_cast<std::size_t>(iteration)) % columns.size();
       comm.barrier();
       const auto begin = std::chrono::steady_clock::now();
-      columns[c].run(data[c]);
+      run(c);  // a GPU column returns once its result is in GPU memory
       // The slowest rank's time is the collective's: each rank fills its
       // own slot, the sum gathers them all.
       std::vector<double> slots(static_cast<std::size_t>(comm.size()), 0.0);
@@ -162,20 +178,36 @@ int main(int argc, char** argv) {
   std::int64_t min_bytes = 4, max_bytes = std::int64_t{256} << 20;
   double budget = 0.3;
   std::vector<std::string> names{"ring", "textbook", "rhd", "tree", "naive", "shm", "builtin"};
+  const std::vector<std::string> gpu_names{"gpu-ring", "gpu-rhd", "gpu-tree", "gpu-naive", "nccl"};
+  const auto on_gpu = [&](const std::string& name) {
+    return std::find(gpu_names.begin(), gpu_names.end(), name) != gpu_names.end();
+  };
   app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-bytes", max_bytes, "largest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--budget", budget, "seconds of timed iterations per size and column")->capture_default_str();
-  app.add_option("--algorithms", names, "which algorithms, in column order (ddl's, or textbook)")->delimiter(',');
+  app.add_option("--algorithms", names,
+                 "which algorithms, in column order: ddl's, textbook, or on a GPU per rank gpu-ring, gpu-rhd, "
+                 "gpu-tree, gpu-naive and nccl")
+      ->delimiter(',');
   CLI11_PARSE(app, argc, argv);
 
   const Communicator world = Communicator::world();
+  // Made once, collectively, if any column runs on the GPU.
+  std::optional<NcclCommunicator> nccl;
+  if (std::any_of(names.begin(), names.end(), on_gpu)) nccl = NcclCommunicator::create(world);
+  const Device gpu = nccl ? cuda(nccl->device()) : cpu();
   std::vector<Column> columns;
   for (const auto& name : names) {
     if (name == "textbook") {
-      columns.push_back({name, textbook_ring});
+      columns.push_back({name, textbook_ring, {}});
+    } else if (on_gpu(name)) {
+      const AllreduceAlgorithm algorithm =
+          name == "nccl" ? AllreduceAlgorithm::builtin : parse_allreduce(name.substr(std::string("gpu-").size()));
+      columns.push_back({name, {}, [&nccl, algorithm](const Tensor& data) { allreduce(*nccl, data, algorithm); }});
     } else {
       const AllreduceAlgorithm algorithm = parse_allreduce(name);
-      columns.push_back({name, [&world, algorithm](std::vector<float>& data) { allreduce(world, data, algorithm); }});
+      columns.push_back(
+          {name, [&world, algorithm](std::vector<float>& data) { allreduce(world, data, algorithm); }, {}});
     }
   }
   const int n = world.size();
@@ -191,7 +223,7 @@ int main(int argc, char** argv) {
   for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
     std::string line = fmt::format("{:>12} {:>12}", bytes, count);
-    for (const Result& result : measure(world, columns, count, budget)) {
+    for (const Result& result : measure(world, columns, count, budget, gpu)) {
       const double algbw = static_cast<double>(bytes) / (result.microseconds * 1e-6) * 1e-9;
       line += fmt::format(" | {:>8} {:>9.1f} {:>7.3f} {:>7.3f} {:>5}", "", result.microseconds, algbw,
                           algbw * bus_factor, result.wrong);

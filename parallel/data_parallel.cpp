@@ -16,6 +16,8 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/cuda/staging.hpp>
+#include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
@@ -36,14 +38,17 @@ bool on_one_gpu(const std::vector<std::pair<std::string, Tensor>>& parameters) {
                                         [&](const auto& named) { return named.second.device() == first; });
 }
 
-// Collective, once every rank has its buckets on a GPU: whether they are
-// reduced there (over NCCL) rather than through host memory. NCCL needs a
-// GPU of its own per rank; shm and float16 on the wire exist on the host only.
-bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options, const Device& gpu) {
-  const std::vector<std::string> uuids = gather_gpu_uuids(comm, gpu.index());
+// Collective: whether this rank's buckets, on `gpu` (none: in host memory),
+// are reduced there, over NCCL, rather than through host memory over MPI.
+// NCCL needs a GPU of its own per rank (told apart by UUID, whatever index
+// each process gives it); shm and float16 on the wire exist on the host
+// only. Every rank joins the gather, so the answer is the same on all of
+// them once they agree on the options (the layout says them).
+bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options, std::optional<Device> gpu) {
+  const std::vector<std::string> uuids = gather_gpu_uuids(comm, gpu ? std::optional<int>(gpu->index()) : std::nullopt);
   const std::set<std::string> distinct(uuids.begin(), uuids.end());
   const bool own_gpus = distinct.size() == uuids.size() && !distinct.contains("");
-  return own_gpus && NcclCommunicator::built() && options.algorithm != AllreduceAlgorithm::shm &&
+  return gpu && own_gpus && NcclCommunicator::built() && options.algorithm != AllreduceAlgorithm::shm &&
          !options.fp16_compression;
 }
 
@@ -55,9 +60,10 @@ struct DataParallel::State {
   StallInspector stall_inspector;
   std::vector<GradientBucket> buckets;
   std::optional<NcclCommunicator> nccl;  // set when the buckets are reduced on this rank's GPU
-  // Without NCCL, the host copy of each GPU bucket that MPI reduces: one
-  // copy of the whole bucket each way instead of one per parameter.
-  std::vector<Tensor> staging;
+  // When GPU buckets are reduced over MPI, the host copy of each: one copy
+  // of the whole bucket each way instead of one per parameter, in pinned
+  // memory on the GPU's copy stream (core/cuda/staging.hpp).
+  std::vector<cuda_backend::StagingBuffer> staging;
   bool prepared = false;
   bool overlapping = false;  // options.overlap with more than one bucket
 
@@ -102,11 +108,17 @@ struct DataParallel::State {
     const Tensor& buffer = buckets[b].buffer;
     if (nccl) return allreduce(*nccl, buffer, options.algorithm, ReduceOp::average);
     const bool staged = !staging.empty();
-    const Tensor& host = staged ? staging[b] : buffer;
-    if (staged) backend::copy_bytes(host.device(), host.raw_data(), buffer.device(), buffer.raw_data(), buffer.nbytes());
-    allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), options.algorithm,
+    if (staged) staging[b].download(buffer.raw_data());
+    float* host = staged ? static_cast<float*>(staging[b].host()) : buffer.data<float>();
+    allreduce(comm, std::span<float>(host, static_cast<std::size_t>(buffer.numel())), options.algorithm,
               options.fp16_compression ? WireFormat::float16 : WireFormat::float32, ReduceOp::average);
-    if (staged) backend::copy_bytes(buffer.device(), buffer.raw_data(), host.device(), host.raw_data(), buffer.nbytes());
+    if (staged) staging[b].upload(buffer.raw_data());
+  }
+
+  // Bucket b's gradients are all queued: what its download waits for. On
+  // the training thread, which queued them, before the bucket is handed on.
+  void mark_ready(std::size_t b) {
+    if (!staging.empty()) staging[b].mark_ready();
   }
 
   // The communication thread: reduces bucket 0, 1, ... of each step as each
@@ -149,9 +161,13 @@ struct DataParallel::State {
     {
       const std::lock_guard lock(mutex);
       full = ++ready[b] == static_cast<std::int64_t>(buckets[b].entries.size());
-      if (full) launched[b] = true;
     }
     if (full) {
+      mark_ready(b);
+      {
+        const std::lock_guard lock(mutex);
+        launched[b] = true;
+      }
       if (timeline::recording()) {
         timeline::instant("communication", "bucket ready",
                           {{"step", statistics.steps}, {"bucket", static_cast<std::int64_t>(b)}});
@@ -199,27 +215,26 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // A model on one GPU keeps its buckets there, the gradients as views into
   // them.
   const bool gpu_buckets = !parameters.empty() && on_one_gpu(parameters);
+  const std::optional<Device> gpu =
+      gpu_buckets ? std::optional<Device>(parameters.front().second.device()) : std::nullopt;
   s.buckets = make_buckets(parameters, s.options.bucket_bytes, gpu_buckets);
+  const bool on_gpu = reduce_on_gpu(s.comm, s.options, gpu);
   std::vector<std::string> layout = describe_layout(s.buckets);
-  layout.push_back(gpu_buckets ? "buckets on the GPU" : "buckets in host memory");
+  layout.push_back(fmt::format("{} allreduce{}, {}", algorithm_name(s.options.algorithm),
+                               s.options.fp16_compression ? " (float16 on the wire)" : "",
+                               on_gpu        ? "on the GPU over NCCL"
+                               : gpu_buckets ? "GPU buckets through host memory over MPI"
+                                             : "host buckets over MPI"));
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
-  // Every rank now places its buckets alike, so all take the same path.
-  if (gpu_buckets && reduce_on_gpu(s.comm, s.options, parameters.front().second.device())) {
-    // NCCL drives cuda:local_gpu_index (the local rank's GPU, or the only
-    // one the rank sees); a model elsewhere is refused on every rank before
-    // the bootstrap, which the others would otherwise wait in.
-    const Device gpu = parameters.front().second.device();
-    const int local = local_gpu_index(s.comm);
-    agree_all_can_proceed(s.comm,
-                          gpu == cuda(local) ? std::string()
-                                             : fmt::format("DataParallel: rank {} is rank {} on its node and so reduces "
-                                                           "on cuda:{}, but its model is on {}; put each rank's model on "
-                                                           "device(DeviceType::CUDA) (ddl-train: --device cuda)",
-                                                           s.comm.rank(), s.comm.local_rank(), local, gpu),
-                          "DataParallel: checking each rank's GPU");
-    s.nccl = NcclCommunicator::create(s.comm);
+  if (on_gpu) {
+    s.nccl = NcclCommunicator::create(s.comm, gpu->index());
+    // NCCL connects two ranks on their first message: made here, on a
+    // tiny buffer, rather than in the middle of the first step.
+    allreduce(*s.nccl, zeros({s.comm.size()}, {DType::Float32, *gpu, false}), s.options.algorithm);
   } else if (gpu_buckets) {
-    for (const GradientBucket& bucket : s.buckets) s.staging.push_back(Tensor::empty({bucket.size()}));
+    for (const GradientBucket& bucket : s.buckets) {
+      s.staging.emplace_back(bucket.buffer.device().index(), bucket.buffer.nbytes());
+    }
   }
   s.ready.assign(s.buckets.size(), 0);
   s.launched.assign(s.buckets.size(), false);
@@ -301,6 +316,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
         for (const BucketEntry& entry : s.buckets[b].entries) {
           s.copy_in(b, entry);  // a no-op for a gradient that is the bucket's view
         }
+        s.mark_ready(b);
         lock.lock();
         s.launched[b] = true;
       }
@@ -313,6 +329,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   } else {
     for (std::size_t b = 0; b < s.buckets.size(); ++b) {
       for (const BucketEntry& entry : s.buckets[b].entries) s.copy_in(b, entry);
+      s.mark_ready(b);
       s.reduce(b);
     }
   }

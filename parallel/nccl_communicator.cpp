@@ -439,6 +439,18 @@ NcclTransport::NcclTransport(const NcclCommunicator& comm, std::string what, std
   s.follow_compute();
 }
 
+NcclTransport::~NcclTransport() {
+  if (finished_) return;
+  NcclCommunicator::State& s = *state_;
+  if (s.comm != nullptr) ncclCommAbort(std::exchange(s.comm, nullptr));
+  std::optional<cuda_backend::DeviceGuard> guard;
+  try {
+    guard.emplace(s.device);
+  } catch (const std::exception&) {  // a destructor must not throw: wait on whatever device is current
+  }
+  cudaStreamSynchronize(s.stream);  // an error here changes nothing: the communicator is gone
+}
+
 int NcclTransport::rank() const { return state_->rank; }
 int NcclTransport::size() const { return state_->size; }
 
@@ -474,7 +486,10 @@ void NcclTransport::complete(float* data, std::int64_t n, ReduceOp op) {
                        kernels::Map1<fn::MulScalar>{data, data, {reduce_factor(op, size())}});
 }
 
-void NcclTransport::finish() { state_->finish(what_); }
+void NcclTransport::finish() {
+  state_->finish(what_);
+  finished_ = true;
+}
 
 }  // namespace detail
 

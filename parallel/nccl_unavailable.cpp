@@ -42,6 +42,7 @@ void NcclMessage::wait() {}
 // for it in every build.
 namespace detail {
 NcclTransport::NcclTransport(const NcclCommunicator&, std::string, std::int64_t) { unavailable(-1); }
+NcclTransport::~NcclTransport() = default;
 int NcclTransport::rank() const { unavailable(-1); }
 int NcclTransport::size() const { unavailable(-1); }
 void NcclTransport::exchange_add(const float*, std::int64_t, int, float*, std::int64_t, int, int) { unavailable(-1); }

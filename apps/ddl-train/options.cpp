@@ -101,7 +101,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->capture_default_str();
   app.add_option("--device", o.device,
                  "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
-                 "rank>, or the only GPU a rank sees), and with a GPU per rank --allreduce reduces on the GPUs over NCCL")
+                 "rank>, or the only GPU a rank sees); where each rank has a GPU of its own, --allreduce (but shm, or with "
+                 "--fp16-compression) reduces on the GPUs over NCCL")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")

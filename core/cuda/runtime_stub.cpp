@@ -2,6 +2,7 @@
 // would need one is an error (device checks stop ops long before these).
 #include <ddl/core/check.hpp>
 #include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/cuda/staging.hpp>
 
 namespace ddl::cuda_backend {
 namespace {
@@ -18,5 +19,16 @@ void reset_peak_memory_stats(int) { no_cuda("cuda_backend::reset_peak_memory_sta
 void empty_cache(int) {}
 void copy(void*, int, const void*, int, std::size_t, CopyKind) { no_cuda("cuda_backend::copy"); }
 void synchronize(int) { no_cuda("cuda_backend::synchronize"); }
+
+struct StagingBuffer::State {};
+StagingBuffer::StagingBuffer(int, std::size_t) { no_cuda("cuda_backend::StagingBuffer"); }
+StagingBuffer::~StagingBuffer() = default;
+StagingBuffer::StagingBuffer(StagingBuffer&&) noexcept = default;
+StagingBuffer& StagingBuffer::operator=(StagingBuffer&&) noexcept = default;
+void* StagingBuffer::host() const { no_cuda("cuda_backend::StagingBuffer::host"); }
+std::size_t StagingBuffer::bytes() const { no_cuda("cuda_backend::StagingBuffer::bytes"); }
+void StagingBuffer::mark_ready() { no_cuda("cuda_backend::StagingBuffer::mark_ready"); }
+void StagingBuffer::download(const void*) { no_cuda("cuda_backend::StagingBuffer::download"); }
+void StagingBuffer::upload(void*) { no_cuda("cuda_backend::StagingBuffer::upload"); }
 
 }  // namespace ddl::cuda_backend

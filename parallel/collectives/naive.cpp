@@ -3,6 +3,7 @@
 // to each. Two messages per worker, but rank 0 receives and sends n(p-1)
 // elements each way, so its link is the bottleneck and the time grows
 // linearly with p: the baseline the other algorithms are measured against.
+// The root answers the workers one after another.
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include <ddl/parallel/collectives/transport.hpp>

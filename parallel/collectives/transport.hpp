@@ -85,12 +85,19 @@ class HostTransport {
 // stream, in the algorithm's order, after the compute queued before the
 // collective began; the host does not wait between steps. Received values
 // to add land in a scratch buffer of the largest such message, which a
-// CUDA kernel (the Add functor) then adds into the buffer. finish() waits
-// for the whole collective, within the stall timeout. Defined with the
-// NcclCommunicator (nccl_communicator.cpp).
+// CUDA kernel (the Add functor) then adds into the buffer. After each
+// exchange the host waits only until NCCL has queued it (a nonblocking
+// communicator's rule); finish() waits for the whole collective, within the
+// stall timeout. A transport destroyed unfinished (an error on the way)
+// aborts the NCCL communicator, whose messages no longer match the other
+// ranks', and waits for the queued work before its scratch buffer goes.
+// Defined with the NcclCommunicator (nccl_communicator.cpp).
 class NcclTransport {
  public:
   NcclTransport(const NcclCommunicator& comm, std::string what, std::int64_t scratch_elements);
+  ~NcclTransport();
+  NcclTransport(const NcclTransport&) = delete;
+  NcclTransport& operator=(const NcclTransport&) = delete;
 
   int rank() const;
   int size() const;
@@ -105,6 +112,7 @@ class NcclTransport {
   std::shared_ptr<NcclCommunicator::State> state_;
   std::string what_;
   Tensor scratch_;
+  bool finished_ = false;
 };
 
 // The algorithms over either transport (explicitly instantiated for both

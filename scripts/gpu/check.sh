@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # On a GPU machine, after scripts/gpu/bundle.sh here: the CUDA conformance
 # suite, NCCL with one rank, ddl-train on the GPU (alone, placed across the
-# CPU and the GPU, and as a 2-stage pipeline), the conformance suite and a
+# CPU and the GPU, as a 2-stage pipeline, and data-parallel on 2 ranks
+# sharing it), ddl's training step against PyTorch's
+# (bench/compare_gpu_step.sh), the conformance suite and a
 # short ddl-train run under compute-sanitizer's memcheck, the ctest suite
 # (but what needs no GPU and cannot run there), and last racecheck,
 # initcheck and synccheck. Each step has a time limit, so a short device
@@ -46,6 +48,13 @@ step "ddl-train --placement 0-6=cpu:0,7-10=cuda:0" 120 placement.log '^test accu
   "${train[@]}" --placement 0-6=cpu:0,7-10=cuda:0 --epochs 1
 step "ddl-train --parallel pipeline (2 ranks, one GPU)" 180 pipeline.log '^test accuracy' \
   mpiexec -n 2 "${train[@]}" --parallel pipeline --epochs 1
+# Data parallelism with the ranks sharing the GPU: NCCL refuses that, so the
+# buckets go through pinned host memory on the copy stream, over MPI.
+step "ddl-train --parallel data (2 ranks, one GPU)" 180 data-parallel.log '^test accuracy' \
+  mpiexec -n 2 "${train[@]}" --parallel data --epochs 1
+# ddl against PyTorch where the GPU is the bottleneck (PyTorch from the image).
+step "ddl vs PyTorch, resnet_small step at batch 512" 150 gpu-step.log 'ddl / torch|no PyTorch' \
+  bench/compare_gpu_step.sh "$build" 3 512
 # sanitize TOOL: the conformance suite and a short training under one
 # compute-sanitizer tool.
 sanitize() {

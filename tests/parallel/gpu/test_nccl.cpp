@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,32 @@ TEST_CASE("NCCL: sendrecv lets every rank send first, around a ring of awkward s
     nccl.sendrecv(mine, right, theirs, left);
     CHECK(theirs.to_vector<float>() == rank_data(left + 10 * round, size_of(left)));
   }
+}
+
+TEST_CASE("NCCL: communicators made and torn down in turn, and two alive at once, each reduce on their own") {
+  const Communicator world = Communicator::world();
+  const std::int64_t n = 1000;
+  const std::vector<float> sum = [&] {
+    std::vector<float> values = rank_data(world.rank(), n);
+    builtin_allreduce(world, values);
+    return values;
+  }();
+  for (int round = 0; round < 4; ++round) {  // each destroyed at the end of its round
+    CAPTURE(round);
+    const NcclCommunicator nccl = NcclCommunicator::create(world);
+    const Tensor tensor = from_vector(rank_data(world.rank(), n), {n}).to(cuda(nccl.device()));
+    allreduce(nccl, tensor, round % 2 == 0 ? AllreduceAlgorithm::ring : AllreduceAlgorithm::builtin);
+    CHECK(test::all_close(tensor.to_vector<float>(), sum, 1e-6, 1e-5));
+  }
+  std::optional<NcclCommunicator> first = NcclCommunicator::create(world);
+  const NcclCommunicator second = NcclCommunicator::create(world);
+  const Tensor a = from_vector(rank_data(world.rank(), n), {n}).to(cuda(second.device()));
+  const Tensor b = from_vector(rank_data(world.rank(), n), {n}).to(cuda(second.device()));
+  first->allreduce(a);
+  first.reset();  // the other goes on alone
+  second.allreduce(b);
+  CHECK(test::all_close(a.to_vector<float>(), sum, 1e-6, 1e-5));
+  CHECK(test::all_close(b.to_vector<float>(), sum, 1e-6, 1e-5));
 }
 
 TEST_CASE("NCCL: tensors on the wrong device or of the wrong dtype are refused, naming them") {
