@@ -22,6 +22,42 @@
 
 using namespace ddl;
 
+namespace {
+
+void measure(const std::string& model_name, const Device& device, std::int64_t batch, int steps, int reps) {
+  const auto model = models::make_model(model_name);
+  model->to(device);
+  optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
+  Generator generator(11);
+  const Tensor inputs = uniform({batch, 1, 28, 28}, 0.0f, 1.0f, {}, &generator).to(device);
+  std::vector<std::int64_t> labels(static_cast<std::size_t>(batch));
+  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i * 7 % 10);
+  const Tensor targets = from_vector(labels, {batch}).to(device);
+
+  float last_loss = 0.0f;
+  const auto some_steps = [&] {
+    Tensor loss;
+    for (int i = 0; i < steps; ++i) {
+      optimizer.zero_grad();
+      loss = layers::cross_entropy((*model)(inputs), targets);
+      loss.backward();
+      optimizer.step();
+    }
+    last_loss = loss.to_vector<float>().front();  // waits for the GPU
+  };
+  some_steps();  // warm-up: cuDNN's algorithm choice, the memory pool
+  reset_peak_memory_stats(device);
+  const bench::Timing timing = bench::time_it(some_steps, reps);
+  const double step_ms = timing.median_ms / steps;
+  std::printf("model %s, batch %lld, %s\n", model_name.c_str(), static_cast<long long>(batch),
+              device.str().c_str());
+  std::printf("training step: %.3f ms (best %.3f), %.0f samples/s, peak memory %.1f MiB, last loss %.4f\n", step_ms,
+              timing.best_ms / steps, static_cast<double>(batch) / (step_ms * 1e-3),
+              static_cast<double>(memory_stats(device).peak_bytes) / (1 << 20), last_loss);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"a bundled model's training step on a GPU", "ddl_bench_gpu_step"};
   std::string model_name = "resnet_small", device_name = "cuda:0";
@@ -33,36 +69,11 @@ int main(int argc, char** argv) {
   app.add_option("--reps", reps, "timed repetitions (median reported)")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--device", device_name, "where to train")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
-
-  const Device device = Device::parse(device_name);
-  const auto model = models::make_model(model_name);
-  model->to(device);
-  optim::SGD optimizer(model->parameters(), {.lr = 0.01, .momentum = 0.9});
-  Generator generator(11);
-  const Tensor inputs = uniform({batch, 1, 28, 28}, 0.0f, 1.0f, {}, &generator).to(device);
-  std::vector<std::int64_t> labels(static_cast<std::size_t>(batch));
-  for (std::size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<std::int64_t>(i * 7 % 10);
-  const Tensor targets = from_vector(labels, {batch}).to(device);
-
-  float last_loss = 0.0f;
-  const auto run = [&] {
-    Tensor loss;
-    for (int i = 0; i < steps; ++i) {
-      optimizer.zero_grad();
-      loss = layers::cross_entropy((*model)(inputs), targets);
-      loss.backward();
-      optimizer.step();
-    }
-    last_loss = loss.to_vector<float>().front();  // waits for the GPU
-  };
-  run();  // warm-up: cuDNN's algorithm choice, the memory pool
-  reset_peak_memory_stats(device);
-  const bench::Timing timing = bench::time_it(run, reps);
-  const double step_ms = timing.median_ms / steps;
-  std::printf("model %s, batch %lld, %s\n", model_name.c_str(), static_cast<long long>(batch),
-              device.str().c_str());
-  std::printf("training step: %.3f ms (best %.3f), %.0f samples/s, peak memory %.1f MiB, last loss %.4f\n", step_ms,
-              timing.best_ms / steps, static_cast<double>(batch) / (step_ms * 1e-3),
-              static_cast<double>(memory_stats(device).peak_bytes) / (1 << 20), last_loss);
+  try {
+    measure(model_name, Device::parse(device_name), batch, steps, reps);
+  } catch (const Error& error) {  // no GPU, an unknown model: said plainly
+    std::fprintf(stderr, "ddl_bench_gpu_step: %s\n", error.what());
+    return 1;
+  }
   return 0;
 }
