@@ -468,10 +468,10 @@ void NcclTransport::exchange(const float* send, std::int64_t n_send, int to, flo
 
 void NcclTransport::exchange_add(const float* send, std::int64_t n_send, int to, float* target, std::int64_t n_recv,
                                  int from, int tag) {
-  float* arrived = scratch_.defined() ? static_cast<float*>(scratch_.raw_data()) : nullptr;
-  DDL_CHECK(n_recv <= (scratch_.defined() ? scratch_.numel() : 0),
-            "{}: an exchange adds {} values, more than the {} the scratch buffer was made for", what_, n_recv,
-            scratch_.defined() ? scratch_.numel() : 0);
+  const std::int64_t capacity = scratch_.defined() ? scratch_.numel() : 0;
+  DDL_CHECK(n_recv <= capacity, "{}: an exchange adds {} values, more than the {} the scratch buffer was made for",
+            what_, n_recv, capacity);
+  float* arrived = capacity > 0 ? static_cast<float*>(scratch_.raw_data()) : nullptr;
   exchange(send, n_send, to, arrived, n_recv, from, tag);
   if (n_recv == 0) return;
   // On NCCL's stream, so it runs after the receive and before the next
@@ -483,7 +483,7 @@ void NcclTransport::exchange_add(const float* send, std::int64_t n_send, int to,
 void NcclTransport::complete(float* data, std::int64_t n, ReduceOp op) {
   if (op != ReduceOp::average || size() == 1 || n == 0) return;
   cuda_backend::launch(cuda_backend::Stream{state_->device, state_->stream}, n,
-                       kernels::Map1<fn::MulScalar>{data, data, {reduce_factor(op, size())}});
+                       kernels::Map1<fn::MulScalar>{data, data, {average_factor(size())}});
 }
 
 void NcclTransport::finish() {

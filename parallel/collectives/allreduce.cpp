@@ -35,15 +35,16 @@ void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorit
   DDL_CHECK(wire == WireFormat::float32 || algorithm == AllreduceAlgorithm::ring,
             "allreduce: float16 on the wire is implemented for the ring only, not for {}", algorithm_name(algorithm));
   const auto n = static_cast<std::int64_t>(data.size());
-  if (algorithm == AllreduceAlgorithm::shm || algorithm == AllreduceAlgorithm::builtin) {
-    // Summed as a whole, so averaged by a pass of its own.
-    if (algorithm == AllreduceAlgorithm::shm) shared_memory_allreduce(comm, data);
-    if (algorithm == AllreduceAlgorithm::builtin) builtin_allreduce(comm, data);
-    if (op == ReduceOp::average && comm.size() > 1) detail::scale(data.data(), n, detail::reduce_factor(op, comm.size()));
-    return;
+  if (algorithm == AllreduceAlgorithm::shm) {
+    shared_memory_allreduce(comm, data);
+  } else if (algorithm == AllreduceAlgorithm::builtin) {
+    builtin_allreduce(comm, data);
+  } else {
+    detail::HostTransport transport(comm, wire);
+    return run_algorithm(algorithm, transport, data.data(), n, op);
   }
-  detail::HostTransport transport(comm, wire);
-  run_algorithm(algorithm, transport, data.data(), n, op);
+  // shm and MPI sum the buffer as a whole, so they average by a pass of their own.
+  if (op == ReduceOp::average && comm.size() > 1) detail::scale(data.data(), n, detail::average_factor(comm.size()));
 }
 
 void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {

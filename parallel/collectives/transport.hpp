@@ -38,9 +38,8 @@
 
 namespace ddl::parallel::detail {
 
-inline float reduce_factor(ReduceOp op, int ranks) {
-  return op == ReduceOp::average ? 1.0f / static_cast<float>(ranks) : 1.0f;
-}
+// What ReduceOp::average multiplies the sum by.
+inline float average_factor(int ranks) { return 1.0f / static_cast<float>(ranks); }
 
 // Host memory over MPI: messages stream in segments (segments.hpp), and
 // each segment is added on this thread as it arrives.
@@ -68,7 +67,7 @@ class HostTransport {
 
   void complete(float* data, std::int64_t n, ReduceOp op) const {
     if (size() == 1) return;  // nothing travelled: the values are this rank's own
-    if (op == ReduceOp::average) scale(data, n, reduce_factor(op, size()));
+    if (op == ReduceOp::average) scale(data, n, average_factor(size()));
     if (wire_ == WireFormat::float16 && n > 0) {
       std::vector<std::uint16_t> bits(static_cast<std::size_t>(n));
       encode_half(data, bits.data(), n);
