@@ -194,7 +194,12 @@ int main(int argc, char** argv) {
   const Communicator world = Communicator::world();
   // Made once, collectively, if any column runs on the GPU.
   std::optional<NcclCommunicator> nccl;
-  if (std::any_of(names.begin(), names.end(), on_gpu)) nccl = NcclCommunicator::create(world);
+  try {
+    if (std::any_of(names.begin(), names.end(), on_gpu)) nccl = NcclCommunicator::create(world);
+  } catch (const Error& error) {  // no GPU, no NCCL in this build, ranks sharing a GPU: said plainly
+    std::fprintf(stderr, "ddl_bench_allreduce: rank %d: %s\n", world.rank(), error.what());
+    return 1;
+  }
   const Device gpu = nccl ? cuda(nccl->device()) : cpu();
   std::vector<Column> columns;
   for (const auto& name : names) {

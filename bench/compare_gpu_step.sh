@@ -3,15 +3,20 @@
 # batch where the GPU is the bottleneck, in ddl (bench/gpu_step.cpp) and in
 # PyTorch 2.x (bench/torch_gpu_step.py), each with deterministic cuDNN
 # algorithms (ddl's default) and with the fastest (DDL_CUDA_CONV=fastest;
-# PyTorch's cudnn.benchmark, its tuning guide's advice). Rounds rotate the
-# order of the programs, so all see the same state of the machine; the
-# medians over rounds are printed, with ddl's speed against PyTorch's.
+# PyTorch's cudnn.benchmark, its tuning guide's advice). Both do plain
+# float32 arithmetic there (ddl asks cuDNN for CUDNN_FMA_MATH and leaves
+# cuBLAS at its default math), so PyTorch runs with --no-tf32; one more row,
+# torch-tf32, shows PyTorch's default (TF32 tensor cores in convolutions) and
+# is not in the ratios. Rounds rotate the order of the programs, so all see
+# the same state of the machine; the medians over rounds are printed, with
+# ddl's speed against PyTorch's.
 #
 #   bench/compare_gpu_step.sh [build-dir] [rounds] [batch]
 #
 # PyTorch is whatever `python3 -c 'import torch'` finds (PYTHON= to choose);
 # it must see the GPU.
 set -euo pipefail
+export LC_ALL=C  # sort -g and printf read numbers by the locale
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-3}
@@ -26,12 +31,13 @@ measure() {
   case $1 in
     ddl) "$build"/bench/ddl_bench_gpu_step --batch "$batch" ;;
     ddl-fastest) DDL_CUDA_CONV=fastest "$build"/bench/ddl_bench_gpu_step --batch "$batch" ;;
-    torch) "$python" bench/torch_gpu_step.py --batch "$batch" --deterministic ;;
-    torch-fastest) "$python" bench/torch_gpu_step.py --batch "$batch" ;;
+    torch) "$python" bench/torch_gpu_step.py --batch "$batch" --deterministic --no-tf32 ;;
+    torch-fastest) "$python" bench/torch_gpu_step.py --batch "$batch" --no-tf32 ;;
+    torch-tf32) "$python" bench/torch_gpu_step.py --batch "$batch" ;;
   esac | grep '^training step'
 }
 
-programs=(ddl torch ddl-fastest torch-fastest)
+programs=(ddl torch ddl-fastest torch-fastest torch-tf32)
 declare -A lines=()
 for ((r = 0; r < rounds; r++)); do
   for ((i = 0; i < ${#programs[@]}; i++)); do
@@ -52,4 +58,4 @@ for program in "${programs[@]}"; do
     "$(printf '%s' "${lines[$program]}" | median 11)"
 done
 awk -v a="${medians[torch]}" -v b="${medians[ddl]}" -v c="${medians[torch-fastest]}" -v d="${medians[ddl-fastest]}" \
-  'BEGIN { printf "ddl / torch speed: %.2f deterministic, %.2f fastest\n", a / b, c / d }'
+  'BEGIN { printf "ddl / torch speed (both float32, no TF32): %.2f deterministic, %.2f fastest\n", a / b, c / d }'

@@ -136,8 +136,10 @@ struct DataParallel::State {
       try {
         reduce(next);
       } catch (...) {
+        // The first failure is the cause; later buckets of the step fail
+        // because of it (an aborted NCCL communicator says only that).
         const std::lock_guard lock(mutex);
-        failure = std::current_exception();
+        if (!failure) failure = std::current_exception();
       }
       {
         const std::lock_guard lock(mutex);

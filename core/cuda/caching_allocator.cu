@@ -2,11 +2,16 @@
 // (core/caching_pool.hpp): cudaMalloc/cudaFree synchronise the device and
 // cost microseconds to milliseconds each, so freed blocks are reused.
 //
-// Why reuse is safe: every op of a device is queued on that device's single
-// stream (cuda_backend::stream), so a block freed by the host after queuing its last
-// use is only touched again by work queued later on the same stream. Work on
-// other streams (a later communication stream) must synchronise with it
-// before its buffers are freed.
+// Why reuse is safe: every op of a device is queued on that device's
+// compute stream (cuda_backend::stream), so a block freed by the host after
+// queuing its last use is only touched again by work queued later on the
+// same stream. Two other streams touch tensor memory, and each synchronises
+// before such a block can be freed: NCCL's (every NCCL call waits for its
+// stream before it returns, or aborts and drains it; an asynchronous
+// message's tensor must outlive its wait()) and the copy stream of
+// StagingBuffer (core/cuda/staging.hpp), which copies only DataParallel's
+// gradient buckets, tensors that live as long as the DataParallel, and
+// whose uploads the compute stream waits for.
 #include <ddl/core/caching_pool.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>

@@ -6,6 +6,7 @@
 #include <exception>
 #include <optional>
 
+#include <ddl/core/check.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/per_device.hpp>
@@ -33,6 +34,9 @@ struct StagingBuffer::State {
   void* host = nullptr;
   cudaEvent_t ready = nullptr;   // on the compute stream: the region is written
   cudaEvent_t copied = nullptr;  // on the copy stream: the last copy is done
+  // mark_ready was called since the last download: without it the download
+  // would wait for an old event (or none) and copy half-written gradients.
+  bool marked = false;
 
   State() = default;
   State(const State&) = delete;
@@ -72,13 +76,17 @@ void* StagingBuffer::host() const { return state_->host; }
 std::size_t StagingBuffer::bytes() const { return state_->bytes; }
 
 void StagingBuffer::mark_ready() {
-  const State& s = *state_;
+  State& s = *state_;
   const DeviceGuard guard(s.device);
   DDL_CUDA_CHECK(s.device, cudaEventRecord(s.ready, stream(s.device).handle));
+  s.marked = true;
 }
 
 void StagingBuffer::download(const void* source) {
-  const State& s = *state_;
+  State& s = *state_;
+  DDL_CHECK(s.marked, "StagingBuffer::download of {} bytes on cuda:{} without mark_ready since the last one: "
+            "nothing says when the region is written", s.bytes, s.device);
+  s.marked = false;
   const DeviceGuard guard(s.device);
   const cudaStream_t copies = copy_stream(s.device);
   DDL_CUDA_CHECK(s.device, cudaStreamWaitEvent(copies, s.ready, 0));

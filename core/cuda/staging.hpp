@@ -34,7 +34,8 @@ class StagingBuffer {
   // kernels writing the region, once they are all queued.
   void mark_ready();
   // Copies the region at `source` into host() once the marked work is done;
-  // returns when host() holds it.
+  // returns when host() holds it. Each download needs a mark_ready of its
+  // own (a ddl::Error otherwise).
   void download(const void* source);
   // Copies host() into the region at `target`; kernels queued on the
   // compute stream after this call run after the copy. Returns at once; the

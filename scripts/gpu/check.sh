@@ -2,16 +2,16 @@
 # On a GPU machine, after scripts/gpu/bundle.sh here: the CUDA conformance
 # suite, NCCL with one rank, ddl-train on the GPU (alone, placed across the
 # CPU and the GPU, as a 2-stage pipeline, and data-parallel on 2 ranks
-# sharing it), ddl's training step against PyTorch's
-# (bench/compare_gpu_step.sh), the conformance suite and a
-# short ddl-train run under compute-sanitizer's memcheck, the ctest suite
-# (but what needs no GPU and cannot run there), and last racecheck,
-# initcheck and synccheck. Each step has a time limit, so a short device
-# lease still gets the early steps' answers. Logs go to
-# ${OUT:-/tmp/ddl-gpu}; $OUT/summary.txt gets one line per step as it ends,
-# printed again at the end.
+# sharing it), the conformance suite and a short ddl-train run under
+# compute-sanitizer's memcheck, the ctest suite (but what needs no GPU and
+# cannot run there), ddl's training step against PyTorch's
+# (bench/compare_gpu_step.sh), and last racecheck, initcheck and synccheck.
+# Each step has a time limit, so a short device lease still gets the early
+# steps' answers. Logs go to ${OUT:-/tmp/ddl-gpu}; $OUT/summary.txt gets
+# one line per step as it ends, printed again at the end.
 #   DDL_GPU_SANITIZER_LIMIT  seconds per sanitizer run (default 150)
 #   DDL_GPU_CTEST_LIMIT      seconds for the ctest suite (default 300)
+#   DDL_GPU_COMPARE_ROUNDS   rounds of the ddl/PyTorch comparison (default 2)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/ddl-gpu}
@@ -49,12 +49,10 @@ step "ddl-train --placement 0-6=cpu:0,7-10=cuda:0" 120 placement.log '^test accu
 step "ddl-train --parallel pipeline (2 ranks, one GPU)" 180 pipeline.log '^test accuracy' \
   mpiexec -n 2 "${train[@]}" --parallel pipeline --epochs 1
 # Data parallelism with the ranks sharing the GPU: NCCL refuses that, so the
-# buckets go through pinned host memory on the copy stream, over MPI.
+# buckets go through pinned host memory on the copy stream, over MPI; 1 MiB
+# buckets make several, so copies overlap the backward pass and each other.
 step "ddl-train --parallel data (2 ranks, one GPU)" 180 data-parallel.log '^test accuracy' \
-  mpiexec -n 2 "${train[@]}" --parallel data --epochs 1
-# ddl against PyTorch where the GPU is the bottleneck (PyTorch from the image).
-step "ddl vs PyTorch, resnet_small step at batch 512" 150 gpu-step.log 'ddl / torch|no PyTorch' \
-  bench/compare_gpu_step.sh "$build" 3 512
+  mpiexec -n 2 "${train[@]}" --parallel data --bucket-mb 1 --epochs 1
 # sanitize TOOL: the conformance suite and a short training under one
 # compute-sanitizer tool.
 sanitize() {
@@ -72,6 +70,10 @@ have_sanitizer=$(command -v compute-sanitizer)
 step "ctest (all but install, lessons, plots)" "${DDL_GPU_CTEST_LIMIT:-300}" ctest.log 'tests passed' \
   ctest --test-dir "$build" -j"$(nproc)" -E '^install\.|^lesson_|^ddl_train_cli_(plot|timeline)$' --timeout 240 \
   --output-on-failure
+# ddl against PyTorch where the GPU is the bottleneck (PyTorch from the
+# image): after the correctness checks, since a short lease needs those more.
+step "ddl vs PyTorch, resnet_small step at batch 512" 150 gpu-step.log 'ddl / torch|no PyTorch' \
+  bench/compare_gpu_step.sh "$build" "${DDL_GPU_COMPARE_ROUNDS:-2}" 512
 if [[ -n "$have_sanitizer" ]]; then
   for tool in racecheck initcheck synccheck; do sanitize "$tool"; done
 else
