@@ -21,15 +21,25 @@ void sum_all(const Device& device, const float* x, std::int64_t n, float* out) {
       [&](auto stream) { cuda_backend::sum_all(stream, x, n, out); });
 }
 
+// Copies are noted (entry_points.hpp) on the GPU that does them, host
+// copies on the destination.
 void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
+    static EntryPointSite site;
+    site.note("copy between host buffers", dst_device);
     std::memcpy(dst, src, bytes);
   } else if (src_device.is_cpu()) {
+    static EntryPointSite site;
+    site.note("copy host to device", dst_device);
     cuda_backend::copy(dst, dst_device.index(), src, -1, bytes, cuda_backend::CopyKind::HostToDevice);
   } else if (dst_device.is_cpu()) {
+    static EntryPointSite site;
+    site.note("copy device to host", src_device);
     cuda_backend::copy(dst, -1, src, src_device.index(), bytes, cuda_backend::CopyKind::DeviceToHost);
   } else {
+    static EntryPointSite site;
+    site.note(src_device == dst_device ? "copy within a device" : "copy between devices", dst_device);
     cuda_backend::copy(dst, dst_device.index(), src, src_device.index(), bytes, cuda_backend::CopyKind::DeviceToDevice);
   }
 }

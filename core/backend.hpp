@@ -26,7 +26,7 @@ void launch(const Device& device, std::int64_t n, const Kernel& kernel) {
                 "DDL_OPTIM_KERNELS), so a CUDA build would not compile it; add it to its module's list");
   if (n <= 0) return;
   dispatch(
-      "backend::launch", device, [&] { cpu_backend::parallel_for(n, kernel); },
+      kernels::kName<Kernel>, device, [&] { cpu_backend::parallel_for(n, kernel); },
       [&](auto stream) { cuda_backend::launch(stream, n, kernel); });
 }
 

@@ -4,6 +4,7 @@
 // between them is a real copy.
 #pragma once
 
+#include <compare>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -27,6 +28,7 @@ class Device {
   std::string str() const;
 
   constexpr bool operator==(const Device&) const = default;
+  constexpr auto operator<=>(const Device&) const = default;  // CPUs first, then by index
 
  private:
   DeviceType type_ = DeviceType::CPU;

@@ -9,14 +9,20 @@
 
 namespace ddl::kernels {
 
+// A kernel's name as its list spells it ("Map1<fn::Relu>"), or null for a
+// kernel in no list.
+template <class Kernel>
+inline constexpr const char* kName = nullptr;
+
 // True for the kernels of some module's list.
 template <class Kernel>
-inline constexpr bool kListed = false;
+inline constexpr bool kListed = kName<Kernel> != nullptr;
 
 }  // namespace ddl::kernels
 
-// Expands a list entry into its mark; use inside namespace ddl::kernels:
+// Expands a list entry into its mark, its name; use inside namespace
+// ddl::kernels:
 //   DDL_LAYER_KERNELS(DDL_LIST_KERNEL)
 #define DDL_LIST_KERNEL(Kernel) \
   template <>                   \
-  inline constexpr bool kListed<Kernel> = true;
+  inline constexpr const char* kName<Kernel> = #Kernel;

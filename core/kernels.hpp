@@ -227,12 +227,15 @@ struct NormalFill {
 }  // namespace ddl::kernels
 
 // clang-format off
-// The functors applied to two operands: F(X, Op) for each.
-#define DDL_BINARY_FUNCTORS(F, X)                                                                    \
-  F(X, fn::Add) F(X, fn::Sub) F(X, fn::Mul) F(X, fn::Div) F(X, fn::ReluGrad) F(X, fn::AbsGrad)       \
-  F(X, fn::SigmoidGrad) F(X, fn::TanhGrad) F(X, fn::SqrtGrad) F(X, fn::PowGrad)
-// Each is launched as Map2<Op> (broadcast operands) and Zip2<Op> (same shapes).
+// Arithmetic on two operands of broadcastable shapes: F(X, Op) for each,
+// launched as Map2<Op> (broadcast operands) and Zip2<Op> (same shapes).
+#define DDL_ARITHMETIC_FUNCTORS(F, X) F(X, fn::Add) F(X, fn::Sub) F(X, fn::Mul) F(X, fn::Div)
 #define DDL_MAP2_AND_ZIP2(X, Op) X(Map2<Op>) X(Zip2<Op>)
+// The backward of a unary op takes the tensor it saved and a gradient of the
+// same shape: Zip2 only.
+#define DDL_UNARY_GRAD_KERNELS(X)                                                                      \
+  X(Zip2<fn::ReluGrad>) X(Zip2<fn::AbsGrad>) X(Zip2<fn::SigmoidGrad>) X(Zip2<fn::TanhGrad>)          \
+  X(Zip2<fn::SqrtGrad>) X(Zip2<fn::PowGrad>)
 
 // Every kernel the core launches (kernel_list.hpp), named relative to
 // ddl::kernels.
@@ -242,7 +245,8 @@ struct NormalFill {
   X(Map1<fn::PowScalar>) X(BroadcastCopy) X(FillValue<float>)                                           \
   X(FillValue<std::int32_t>) X(FillValue<std::int64_t>) X(Arange<float>) X(Arange<std::int32_t>)        \
   X(Arange<std::int64_t>) X(SumLanes) X(MaxLanes) X(ScatterLanes) X(SoftmaxLanes) X(SoftmaxGradLanes)   \
-  X(TransposeLast2) X(UniformFill) X(NormalFill) DDL_BINARY_FUNCTORS(DDL_MAP2_AND_ZIP2, X)
+  X(TransposeLast2) X(UniformFill) X(NormalFill) DDL_ARITHMETIC_FUNCTORS(DDL_MAP2_AND_ZIP2, X)           \
+  DDL_UNARY_GRAD_KERNELS(X)
 // clang-format on
 
 namespace ddl::kernels {

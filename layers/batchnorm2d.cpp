@@ -58,7 +58,7 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
   // No channels: nothing to normalise, and cuDNN rejects empty tensors.
   if (output.numel() > 0) {
     backend::dispatch(
-        kOp, device, [&] { batchnorm2d_detail::forward_training_cpu(g, buffers, momentum, eps); },
+        "batch_norm2d training", device, [&] { batchnorm2d_detail::forward_training_cpu(g, buffers, momentum, eps); },
         [&](auto stream) { batchnorm2d_detail::forward_training_cuda(stream, g, buffers, momentum, eps); });
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {
@@ -80,7 +80,7 @@ Tensor forward_training(const Tensor& input, const Tensor& weight, const Tensor&
           // No channels: every gradient is empty.
           if (x.numel() > 0) {
             backend::dispatch(
-                kOp, on, [&] { batchnorm2d_detail::backward_training_cpu(g, buffers); },
+                "batch_norm2d backward", on, [&] { batchnorm2d_detail::backward_training_cpu(g, buffers); },
                 [&](auto stream) { batchnorm2d_detail::backward_training_cuda(stream, g, buffers, eps); });
           }
           return std::vector{dx, dgamma, dbeta};
@@ -105,7 +105,7 @@ Tensor forward_inference(const Tensor& input, const Tensor& weight, const Tensor
   // Nothing to normalise (N, H or W is 0); cuDNN rejects empty tensors.
   if (output.numel() > 0) {
     backend::dispatch(
-        kOp, device, [&] { batchnorm2d_detail::forward_inference_cpu(g, buffers, eps); },
+        "batch_norm2d inference", device, [&] { batchnorm2d_detail::forward_inference_cpu(g, buffers, eps); },
         [&](auto stream) { batchnorm2d_detail::forward_inference_cuda(stream, g, buffers, eps); });
   }
   if (autograd::needs_grad({&input, &weight, &bias})) {

@@ -22,6 +22,8 @@
 #include <cuda_runtime.h>
 #endif
 
+#include <ddl/core/entry_points.hpp>
+#include <ddl/core/kernels.hpp>
 #include <ddl/ddl.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
 #include <ddl/layers/conv2d.hpp>
@@ -29,7 +31,9 @@
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/pool2d.hpp>
+#include <ddl/layers/layer_kernels.hpp>
 #include <ddl/layers/upsample2d.hpp>
+#include <ddl/optim/update_kernels.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -237,6 +241,7 @@ const std::vector<CreationCase>& creation_cases() {
       {"full int64", [](const Device& d) { return full({2, 3}, -4.0, on(d, DType::Int64)); }},
       {"full float32", [](const Device& d) { return full({1 << 16}, 0.25, on(d)); }},
       {"arange float32", [](const Device& d) { return arange(13, on(d)); }},
+      {"arange int32", [](const Device& d) { return arange(13, on(d, DType::Int32)); }},
       {"arange int64", [](const Device& d) { return arange(13, on(d, DType::Int64)); }},
       {"from_vector int32", [](const Device& d) { return from_vector(std::vector<std::int32_t>{1, -2, 3}, {3}, on(d)); }},
       {"uniform", [](const Device& d) { Generator g(7); return uniform({1 << 16}, -2.0f, 3.0f, on(d), &g); }},
@@ -353,7 +358,11 @@ constexpr const char* kKind = "CUDA";
 constexpr const char* kKind = "logical CPU";
 #endif
 
+// Whether the two tables have run in this process (coverage needs them).
+bool tables_ran = false;
+
 void check_all_op_cases() {
+  tables_ran = true;
   const std::vector<Device> devices = devices_under_test();
   REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
   for (const Device& device : devices) {
@@ -371,6 +380,7 @@ void check_all_op_cases() {
 }
 
 void check_all_creation_cases() {
+  tables_ran = true;
   const std::vector<Device> devices = devices_under_test();
   REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
   for (const Device& device : devices) {
@@ -383,6 +393,57 @@ void check_all_creation_cases() {
       } catch (const std::exception& error) {
         FAIL_CHECK("threw: ", std::string(error.what()));
       }
+    }
+  }
+}
+
+// Every entry point of a backend (core/entry_points.hpp) a device must run:
+// the kernels of the three lists, by their listed names, the library calls
+// by their op names, and the copies a device of its kind makes.
+std::vector<std::string> every_entry_point(const Device& device) {
+#define DDL_NAME_OF(Kernel) #Kernel,
+  std::vector<std::string> names{DDL_CORE_KERNELS(DDL_NAME_OF) DDL_LAYER_KERNELS(DDL_NAME_OF)
+                                     DDL_OPTIM_KERNELS(DDL_NAME_OF) "gemm",
+                                 "sum_all",
+                                 "fill_zero",
+                                 "conv2d",
+                                 "conv2d backward",
+                                 "batch_norm2d training",
+                                 "batch_norm2d backward",
+                                 "batch_norm2d inference",
+                                 "max_pool2d",
+                                 "avg_pool2d"};
+#undef DDL_NAME_OF
+  if (device.is_cpu()) {
+    names.emplace_back("copy between host buffers");
+  } else {
+    names.insert(names.end(), {"copy host to device", "copy device to host", "copy within a device"});
+  }
+  return names;
+}
+
+// The tables (run here if they have not run yet) ran every entry point on
+// each device under test, and nothing this test does not know of: an entry
+// point added without a case fails here, by name.
+void check_entry_point_coverage() {
+  if (!tables_ran) {
+    check_all_op_cases();
+    check_all_creation_cases();
+  }
+  for (const Device& device : devices_under_test()) {
+    const std::vector<std::string> expected = every_entry_point(device);
+    const std::vector<std::string> run = backend::entry_points_run(device);
+    const auto has = [](const std::vector<std::string>& names, const std::string& name) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    for (const std::string& name : expected) {
+      CHECK_MESSAGE(has(run, name), name, " never ran on ", device.str(), ": add a case that runs it");
+    }
+    for (const std::string& name : run) {
+      // Only a peer copy (the 2-GPU case) may run beyond the list.
+      if (name == "copy between devices") continue;
+      CHECK_MESSAGE(has(expected, name), name, " ran on ", device.str(),
+                    " but is not in every_entry_point: add it there, and a case that runs it");
     }
   }
 }
@@ -523,6 +584,12 @@ TEST_CASE("conformance: a thread stays on the first GPU it computes on, and ddl 
 }
 #endif
 
+// Last in the file, so that doctest (which runs cases in file order) has run
+// the tables before it.
+TEST_CASE("conformance: the cases ran every kernel, library call and copy on each CUDA device") {
+  check_entry_point_coverage();
+}
+
 int main(int argc, char** argv) {
   if (!cuda_available()) {
     std::string reason = "unknown reason";
@@ -542,5 +609,8 @@ int main(int argc, char** argv) {
 
 TEST_CASE("conformance: every op and its gradient on each logical CPU device match cpu:0") { check_all_op_cases(); }
 TEST_CASE("conformance: creation ops on each logical CPU device match cpu:0") { check_all_creation_cases(); }
+TEST_CASE("conformance: the cases ran every kernel, library call and copy on each logical CPU device") {
+  check_entry_point_coverage();
+}
 
 #endif

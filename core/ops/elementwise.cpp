@@ -35,7 +35,7 @@ template <class GradOp>
 void record_unary(const char* name, const Tensor& x, Tensor& y, const Tensor& saved, GradOp backward_op) {
   if (!autograd::needs_grad({&x})) return;
   autograd::record(name, {&x}, y, [saved = saved.detach(), backward_op, name](const Tensor& g) {
-    return std::vector{map2(saved, g, backward_op, name)};
+    return std::vector{zip2(saved, g, backward_op, name)};
   });
 }
 

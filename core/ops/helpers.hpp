@@ -21,6 +21,16 @@ Tensor map1(const Tensor& x, Op op) {
   return y;
 }
 
+// y = op(a, b) for float32 a and b of one shape on one device.
+template <class Op>
+Tensor zip2(const Tensor& a, const Tensor& b, Op op, const char* name) {
+  DDL_CHECK(a.shape() == b.shape() && a.device() == b.device(), "{}: operands {} on {} and {} on {} differ", name,
+            a.shape(), a.device(), b.shape(), b.device());
+  Tensor y = empty_float(a.shape(), a.device());
+  backend::launch(a.device(), y.numel(), kernels::Zip2<Op>{a.data<float>(), b.data<float>(), y.data<float>(), op});
+  return y;
+}
+
 // y = op(a, b) with a and b broadcast to a common shape.
 template <class Op>
 Tensor map2(const Tensor& a, const Tensor& b, Op op, const char* name) {
@@ -28,15 +38,12 @@ Tensor map2(const Tensor& a, const Tensor& b, Op op, const char* name) {
   require_float(b, name);
   require_same_device(a, b, name);
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  if (a.shape() == shape && b.shape() == shape) return zip2(a, b, op, name);
   Tensor y = empty_float(shape, a.device());
-  if (a.shape() == shape && b.shape() == shape) {
-    backend::launch(a.device(), y.numel(), kernels::Zip2<Op>{a.data<float>(), b.data<float>(), y.data<float>(), op});
-  } else {
-    backend::launch(a.device(), y.numel(),
-                    kernels::Map2<Op>{a.data<float>(), b.data<float>(), y.data<float>(),
-                                      kernels::BroadcastIndex::make(a.shape(), shape),
-                                      kernels::BroadcastIndex::make(b.shape(), shape), op});
-  }
+  backend::launch(a.device(), y.numel(),
+                  kernels::Map2<Op>{a.data<float>(), b.data<float>(), y.data<float>(),
+                                    kernels::BroadcastIndex::make(a.shape(), shape),
+                                    kernels::BroadcastIndex::make(b.shape(), shape), op});
   return y;
 }
 
