@@ -22,25 +22,22 @@ void sum_all(const Device& device, const float* x, std::int64_t n, float* out) {
 }
 
 // Copies are noted (entry_points.hpp) on the GPU that does them, host
-// copies on the destination.
+// copies on the destination, once done without an error.
 void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
+  static EntryPointSite host_site, cuda_site, between_site;
   if (dst_device.is_cpu() && src_device.is_cpu()) {
-    static EntryPointSite site;
-    site.note("copy between host buffers", dst_device);
     std::memcpy(dst, src, bytes);
+    host_site.note("copy between host buffers", dst_device);
   } else if (src_device.is_cpu()) {
-    static EntryPointSite site;
-    site.note("copy host to device", dst_device);
     cuda_backend::copy(dst, dst_device.index(), src, -1, bytes, cuda_backend::CopyKind::HostToDevice);
+    cuda_site.note("copy host to device", dst_device);
   } else if (dst_device.is_cpu()) {
-    static EntryPointSite site;
-    site.note("copy device to host", src_device);
     cuda_backend::copy(dst, -1, src, src_device.index(), bytes, cuda_backend::CopyKind::DeviceToHost);
+    cuda_site.note("copy device to host", src_device);
   } else {
-    static EntryPointSite site;
-    site.note(src_device == dst_device ? "copy within a device" : "copy between devices", dst_device);
     cuda_backend::copy(dst, dst_device.index(), src, src_device.index(), bytes, cuda_backend::CopyKind::DeviceToDevice);
+    between_site.note(src_device == dst_device ? "copy within a device" : "copy between devices", dst_device);
   }
 }
 

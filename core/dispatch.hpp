@@ -8,7 +8,8 @@
 // The CUDA callable is generic (`auto stream`, a cuda_backend::Stream): a
 // build without CUDA never instantiates it, so the CUDA kernels it names need
 // not exist there, and a CUDA tensor reaching such a build is one clear error.
-// Each (op, device) a call site runs is noted (entry_points.hpp).
+// Each (op, device) a call site runs without an error is noted
+// (entry_points.hpp).
 // Empty tensors are the op's business, not dispatch's: what counts as empty,
 // and what an empty input must still produce (zeros for the weight gradient
 // of an empty batch), depends on the op.
@@ -30,8 +31,6 @@ namespace ddl::backend {
 // callable makes names it.
 template <class OnCpu, class OnCuda>
 void dispatch(const char* op, const Device& device, const OnCpu& on_cpu, const OnCuda& on_cuda) {
-  static EntryPointSite site;  // one per call site: each has its own lambdas
-  site.note(op, device);
   if (device.is_cpu()) {
     on_cpu();
   } else if constexpr (build::kWithCuda) {
@@ -39,6 +38,8 @@ void dispatch(const char* op, const Device& device, const OnCpu& on_cpu, const O
   } else {
     fail_without_cuda(op, device);
   }
+  static EntryPointSite site;  // one per call site: each has its own lambdas
+  site.note(op, device);       // once it has run without an error
 }
 
 }  // namespace ddl::backend

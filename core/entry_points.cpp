@@ -22,8 +22,9 @@ Registry& registry() {
 
 void note_entry_point(const char* op, const Device& device) {
   Registry& r = registry();
+  std::pair<std::string, Device> entry(op, device);
   const std::lock_guard lock(r.mutex);
-  r.run.emplace(op, device);
+  if (!r.run.contains(entry)) r.run.insert(std::move(entry));
 }
 
 std::vector<std::string> entry_points_run(const Device& device) {

@@ -6,10 +6,11 @@
 // every library call on the device under test, so an entry point added
 // without a case fails there instead of going untested on the GPU.
 //
-// Noting costs a dispatch one relaxed atomic load once a call site has seen
-// its op on a device; the first time, it takes a lock.
+// Once a call site has noted its op on a device, noting again costs two
+// atomic loads (plain loads on x86); the first time takes a lock.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -26,28 +27,38 @@ std::vector<std::string> entry_points_run(const Device& device);
 void note_entry_point(const char* op, const Device& device);
 
 // One call site's memory of what it has noted, so that it notes each
-// (op, device) once: the op it last noted and a bit per device
-// (cpu:0..31, cuda:0..31) it noted that op on. A site whose op name changes
-// between calls (max or average pooling) starts its bits again.
+// (op, device) once: up to two op names (pooling's max and average, a
+// copy's two kinds), each with a bit per device (cpu:0..31, cuda:0..31).
+// A slot's name is set once and its bits only ever added, so threads may
+// note at once; a third name at one site is noted every time.
 class EntryPointSite {
  public:
   void note(const char* op, const Device& device) {
     const std::uint64_t bit = bit_of(device);
-    if (bit != 0 && op_.load(std::memory_order_relaxed) == op && (seen_.load(std::memory_order_relaxed) & bit) != 0)
+    for (Slot& slot : slots_) {
+      const char* held = slot.op.load(std::memory_order_acquire);
+      if (held == nullptr && slot.op.compare_exchange_strong(held, op, std::memory_order_acq_rel)) held = op;
+      if (held != op) continue;
+      if ((slot.seen.load(std::memory_order_acquire) & bit) != 0) return;
+      note_entry_point(op, device);
+      slot.seen.fetch_or(bit, std::memory_order_release);
       return;
+    }
     note_entry_point(op, device);
-    if (op_.exchange(op, std::memory_order_relaxed) != op) seen_.store(0, std::memory_order_relaxed);
-    seen_.fetch_or(bit, std::memory_order_relaxed);
   }
 
  private:
+  struct Slot {
+    std::atomic<const char*> op{nullptr};
+    std::atomic<std::uint64_t> seen{0};
+  };
+
   static std::uint64_t bit_of(const Device& device) {
     if (device.index() < 0 || device.index() >= 32) return 0;  // noted every time
     return std::uint64_t{1} << (device.index() + (device.is_cuda() ? 32 : 0));
   }
 
-  std::atomic<const char*> op_{nullptr};
-  std::atomic<std::uint64_t> seen_{0};
+  std::array<Slot, 2> slots_{};
 };
 
 }  // namespace ddl::backend

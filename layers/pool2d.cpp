@@ -3,6 +3,7 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/dispatch.hpp>
+#include <ddl/core/entry_points.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/pool2d.hpp>
@@ -74,6 +75,8 @@ void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
     Tensor grad_in = empty_float(shape, grad.device());
     pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
                                     elements<float>(grad_in));
+    static backend::EntryPointSite site;  // not a dispatch: forward chose the backend
+    site.note("max_pool2d backward", grad.device());
     return std::vector{grad_in};
   });
 }
@@ -84,6 +87,8 @@ void avg_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool
   autograd::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
     Tensor grad_in = empty_float(shape, grad.device());
     pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
+    static backend::EntryPointSite site;
+    site.note("avg_pool2d backward", grad.device());
     return std::vector{grad_in};
   });
 }
@@ -105,6 +110,8 @@ void pool2d_cuda(auto stream, const Tensor& input, Tensor& output, const Geometr
                      if (empty) return std::vector{grad_in};
                      pool2d_detail::backward_cuda(stream, mode, g, x.data<float>(), y.data<float>(), grad.data<float>(),
                                                   grad_in.data<float>());
+                     static backend::EntryPointSite site;
+                     site.note(mode == Mode::Max ? "max_pool2d backward" : "avg_pool2d backward", grad.device());
                      return std::vector{grad_in};
                    });
 }
