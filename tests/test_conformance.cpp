@@ -29,9 +29,9 @@
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
+#include <ddl/layers/layer_kernels.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/pool2d.hpp>
-#include <ddl/layers/layer_kernels.hpp>
 #include <ddl/layers/upsample2d.hpp>
 #include <ddl/optim/update_kernels.hpp>
 

@@ -24,8 +24,8 @@ Tensor map1(const Tensor& x, Op op) {
 // y = op(a, b) for float32 a and b of one shape on one device.
 template <class Op>
 Tensor zip2(const Tensor& a, const Tensor& b, Op op, const char* name) {
-  DDL_CHECK(a.shape() == b.shape() && a.device() == b.device(), "{}: operands {} on {} and {} on {} differ", name,
-            a.shape(), a.device(), b.shape(), b.device());
+  require_same_device(a, b, name);
+  DDL_CHECK(a.shape() == b.shape(), "{}: operands of shapes {} and {} differ", name, a.shape(), b.shape());
   Tensor y = empty_float(a.shape(), a.device());
   backend::launch(a.device(), y.numel(), kernels::Zip2<Op>{a.data<float>(), b.data<float>(), y.data<float>(), op});
   return y;
