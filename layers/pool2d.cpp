@@ -3,7 +3,6 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/dispatch.hpp>
-#include <ddl/core/entry_points.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/pool2d.hpp>
@@ -64,73 +63,62 @@ std::span<T> elements(const Tensor& t) {
   return {t.data<std::remove_const_t<T>>(), static_cast<std::size_t>(t.numel())};
 }
 
-void max_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool record) {
-  // The winners' positions are what backward needs, so they are kept (8
-  // bytes per output) rather than the input.
+// The CPU's forward loops. Max pooling returns the winners' positions,
+// which are what its backward needs (8 bytes per output, rather than the
+// input); average pooling needs nothing.
+Tensor forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode mode) {
+  if (mode == Mode::Average) {
+    pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
+    return {};
+  }
   Tensor argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
   pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output),
                                  elements<std::int64_t>(argmax));
-  if (!record) return;
-  autograd::record("MaxPool2dBackward", {&input}, output, [g, argmax, shape = input.shape()](const Tensor& grad) {
-    Tensor grad_in = empty_float(shape, grad.device());
+  return argmax;
+}
+
+void backward_cpu(const Tensor& grad, const Tensor& argmax, Tensor& grad_in, const Geometry& g, Mode mode) {
+  if (mode == Mode::Average) {
+    pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
+  } else {
     pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
                                     elements<float>(grad_in));
-    static backend::EntryPointSite site;  // not a dispatch: forward chose the backend
-    site.note("max_pool2d backward", grad.device());
-    return std::vector{grad_in};
-  });
-}
-
-void avg_pool2d_cpu(const Tensor& input, Tensor& output, const Geometry& g, bool record) {
-  pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
-  if (!record) return;
-  autograd::record("AvgPool2dBackward", {&input}, output, [g, shape = input.shape()](const Tensor& grad) {
-    Tensor grad_in = empty_float(shape, grad.device());
-    pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
-    static backend::EntryPointSite site;
-    site.note("avg_pool2d backward", grad.device());
-    return std::vector{grad_in};
-  });
-}
-
-// cuDNN's pooling. Generic in the stream, as backend::dispatch's CUDA
-// callable, so that a build without CUDA never instantiates it and links
-// without pool2d_cuda.cpp.
-void pool2d_cuda(auto stream, const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool record) {
-  // Output is empty exactly when input is (N or C is 0); cuDNN rejects
-  // empty tensors, and there is nothing to compute.
-  const bool empty = output.numel() == 0;
-  if (!empty) pool2d_detail::forward_cuda(stream, mode, g, input.data<float>(), output.data<float>());
-  if (!record) return;
-  // cuDNN's backward reads x and y; y is saved detached so the node does
-  // not own the tensor that owns it.
-  autograd::record(mode == Mode::Max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
-                   [stream, g, mode, empty, x = input.detach(), y = output.detach()](const Tensor& grad) {
-                     Tensor grad_in = empty_float(x.shape(), grad.device());
-                     if (empty) return std::vector{grad_in};
-                     pool2d_detail::backward_cuda(stream, mode, g, x.data<float>(), y.data<float>(), grad.data<float>(),
-                                                  grad_in.data<float>());
-                     static backend::EntryPointSite site;
-                     site.note(mode == Mode::Max ? "max_pool2d backward" : "avg_pool2d backward", grad.device());
-                     return std::vector{grad_in};
-                   });
+  }
 }
 
 Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
-  const char* who = mode == Mode::Max ? "max_pool2d" : "avg_pool2d";
+  const bool max = mode == Mode::Max;
+  const char* who = max ? "max_pool2d" : "avg_pool2d";
   const Geometry g = geometry_of(input, options, who);
-  Tensor output = empty_float({g.batch, g.channels, g.out_height, g.out_width}, input.device());
-  const bool record = autograd::needs_grad({&input});
+  const Device& device = input.device();
+  Tensor output = empty_float({g.batch, g.channels, g.out_height, g.out_width}, device);
+  // Output is empty exactly when input is (N or C is 0): there is nothing
+  // to compute, and cuDNN rejects empty tensors.
+  const bool empty = output.numel() == 0;
+  Tensor argmax;  // the CPU's max pooling's winners
   backend::dispatch(
-      who, input.device(),
-      [&] {
-        if (mode == Mode::Max) {
-          max_pool2d_cpu(input, output, g, record);
-        } else {
-          avg_pool2d_cpu(input, output, g, record);
-        }
-      },
-      [&](auto stream) { pool2d_cuda(stream, input, output, g, mode, record); });
+      who, device, [&] { argmax = forward_cpu(input, output, g, mode); },
+      [&](auto stream) {
+        if (!empty) pool2d_detail::forward_cuda(stream, mode, g, input.data<float>(), output.data<float>());
+      });
+  if (!autograd::needs_grad({&input})) return output;
+  // cuDNN's backward reads x and y, kept detached so that the node does not
+  // own the tensor that owns it; the CPU's reads only the winners.
+  const bool on_gpu = device.is_cuda();
+  autograd::record(max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
+                   [g, mode, device, empty, argmax, x = on_gpu ? input.detach() : Tensor(),
+                    y = on_gpu ? output.detach() : Tensor()](const Tensor& grad) {
+                     Tensor grad_in = empty_float({g.batch, g.channels, g.height, g.width}, device);
+                     if (empty) return std::vector{grad_in};
+                     backend::dispatch(
+                         mode == Mode::Max ? "max_pool2d backward" : "avg_pool2d backward", device,
+                         [&] { backward_cpu(grad, argmax, grad_in, g, mode); },
+                         [&](auto stream) {
+                           pool2d_detail::backward_cuda(stream, mode, g, x.data<float>(), y.data<float>(),
+                                                        grad.data<float>(), grad_in.data<float>());
+                         });
+                     return std::vector{grad_in};
+                   });
   return output;
 }
 
