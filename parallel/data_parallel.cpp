@@ -16,11 +16,13 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/cuda/compute_mark.hpp>
 #include <ddl/core/cuda/staging.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/collectives/transport.hpp>
 #include <ddl/parallel/config.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
 #include <ddl/parallel/initial_state.hpp>
@@ -60,6 +62,11 @@ struct DataParallel::State {
   StallInspector stall_inspector;
   std::vector<GradientBucket> buckets;
   std::optional<NcclCommunicator> nccl;  // set when the buckets are reduced on this rank's GPU
+  // For buckets on the GPU, each one's point on the compute stream where
+  // its gradients are written: what its transfer waits for, rather than
+  // every kernel queued by the time the communication thread reaches it
+  // (the training thread is usually far ahead of the GPU).
+  std::vector<cuda_backend::ComputeMark> written;
   // When GPU buckets are reduced over MPI, the host copy of each: one copy
   // of the whole bucket each way instead of one per parameter, in pinned
   // memory on the GPU's copy stream (core/cuda/staging.hpp).
@@ -106,19 +113,19 @@ struct DataParallel::State {
       span.arg("algorithm", algorithm_name(options.algorithm)).arg("memory", nccl ? "gpu" : "host");
     }
     const Tensor& buffer = buckets[b].buffer;
-    if (nccl) return allreduce(*nccl, buffer, options.algorithm, ReduceOp::average);
+    if (nccl) return detail::allreduce_after(*nccl, buffer, options.algorithm, ReduceOp::average, &written[b]);
     const bool staged = !staging.empty();
-    if (staged) staging[b].download(buffer.raw_data());
+    if (staged) staging[b].download(buffer.raw_data(), written[b]);
     float* host = staged ? static_cast<float*>(staging[b].host()) : buffer.data<float>();
     allreduce(comm, std::span<float>(host, static_cast<std::size_t>(buffer.numel())), options.algorithm,
               options.fp16_compression ? WireFormat::float16 : WireFormat::float32, ReduceOp::average);
     if (staged) staging[b].upload(buffer.raw_data());
   }
 
-  // Bucket b's gradients are all queued: what its download waits for. On
+  // Bucket b's gradients are all queued: what its transfer waits for. On
   // the training thread, which queued them, before the bucket is handed on.
   void mark_ready(std::size_t b) {
-    if (!staging.empty()) staging[b].mark_ready();
+    if (!written.empty()) written[b].record();
   }
 
   // The communication thread: reduces bucket 0, 1, ... of each step as each
@@ -228,6 +235,9 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
                                : gpu_buckets ? "GPU buckets through host memory over MPI"
                                              : "host buckets over MPI"));
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
+  if (gpu_buckets) {
+    for (std::size_t b = 0; b < s.buckets.size(); ++b) s.written.emplace_back(gpu->index());
+  }
   if (on_gpu) {
     s.nccl = NcclCommunicator::create(s.comm, gpu->index());
     // NCCL connects two ranks on their first message: made here, on a
@@ -268,6 +278,15 @@ Device DataParallel::device(DeviceType type) {
 void DataParallel::begin_step(layers::Module& model) {
   State& s = *state_;
   DDL_CHECK(s.prepared, "DataParallel: prepare() must run before the first step (the Trainer does it)");
+  {
+    // A step that threw part-way (out of memory in backward, say) may have
+    // left the communication thread reducing a bucket it was handed: wait
+    // until it is idle before the buckets, their marks and the counts are
+    // reused, and drop a failure of that abandoned step.
+    std::unique_lock lock(s.mutex);
+    s.changed.wait(lock, [&] { return s.reduced >= s.launched.size() || !s.launched[s.reduced]; });
+    s.failure = nullptr;
+  }
   {
     const timeline::Span span("communication", "stall check");
     s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");

@@ -14,6 +14,7 @@
 #include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/cuda/compute_mark.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/runtime.hpp>
@@ -102,6 +103,12 @@ ncclResult_t grouped_exchange(const void* send, std::size_t send_bytes, int to, 
   return result;
 }
 
+// Queues NCCL's sum (or average) of n floats at `data`, in place.
+ncclResult_t queue_allreduce(void* data, std::int64_t n, ReduceOp op, ncclComm_t comm, cudaStream_t stream) {
+  return ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, op == ReduceOp::average ? ncclAvg : ncclSum,
+                       comm, stream);
+}
+
 }  // namespace
 
 struct NcclCommunicator::State {
@@ -109,7 +116,9 @@ struct NcclCommunicator::State {
   int rank = 0, size = 1, device = 0;
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;       // NCCL's own
-  cudaEvent_t inputs_ready = nullptr;  // recorded on the compute stream before each operation
+  cudaEvent_t inputs_ready = nullptr;  // recorded on the compute stream by follow_compute()
+  // ddl's algorithms' buffer for the values they receive (reserve_scratch).
+  Tensor scratch;
 
   explicit State(Communicator communicator) : mpi(std::move(communicator)) {}
   State(const State&) = delete;
@@ -133,7 +142,11 @@ struct NcclCommunicator::State {
       }
     }
     if (inputs_ready != nullptr) cudaEventDestroy(inputs_ready);
-    if (stream != nullptr) cudaStreamDestroy(stream);
+    if (stream != nullptr) {
+      cudaStreamSynchronize(stream);  // the scratch buffer goes back to the pool after the work that uses it
+      cudaStreamDestroy(stream);
+    }
+    scratch = Tensor();
   }
 
   // The state of a nonblocking communicator's last call once it is no longer
@@ -181,6 +194,26 @@ struct NcclCommunicator::State {
     if (queued != ncclSuccess && queued != ncclInProgress) abort_and_throw(what, ncclGetErrorString(queued));
   }
 
+  // Makes NCCL's stream wait for an operation's inputs: for the writers
+  // `written` marks, or (nullptr) for the compute stream's work so far.
+  void follow(cuda_backend::ComputeMark* written) {
+    if (written == nullptr) return follow_compute();
+    written->order_before(stream);
+  }
+
+  // Keeps `scratch` at least `elements` long. It is held from one collective
+  // to the next rather than taken from the pool each time, because the pool
+  // hands a block out again in the compute stream's order while NCCL's
+  // stream may be waiting for a mark far behind the compute queued so far.
+  // Returns whether it was (re)made: the compute that last used a block new
+  // from the pool may still be queued, and must be waited for in full.
+  bool reserve_scratch(std::int64_t elements) {
+    if (elements <= (scratch.defined() ? scratch.numel() : 0)) return false;
+    scratch = Tensor();  // free: each collective that used it finished, or aborted and synchronized
+    scratch = Tensor::empty({elements}, {DType::Float32, cuda(device), false});
+    return true;
+  }
+
   // Queues `operation` on NCCL's stream after the compute stream's work so far.
   template <class Operation>
   void queue(const std::string& what, Operation operation, cudaEvent_t also_ready = nullptr) {
@@ -188,11 +221,15 @@ struct NcclCommunicator::State {
     submit(what, operation);
   }
 
-  // Waits for everything queued since follow_compute(): first for the
+  // Waits for everything queued since follow(written): first for the
   // compute that came before (no peer's fault, however long it takes), then
   // for NCCL's part within the stall timeout.
-  void finish(const std::string& what) {
-    DDL_CUDA_CHECK(device, cudaEventSynchronize(inputs_ready));
+  void finish(const std::string& what, const cuda_backend::ComputeMark* written = nullptr) {
+    if (written != nullptr) {
+      written->synchronize();
+    } else {
+      DDL_CUDA_CHECK(device, cudaEventSynchronize(inputs_ready));
+    }
     wait(what, true);
   }
 
@@ -341,10 +378,8 @@ void NcclCommunicator::allreduce(const Tensor& tensor, ReduceOp op) const {
   s.check(tensor, "allreduce");
   DDL_CHECK(tensor.dtype() == DType::Float32, "NcclCommunicator::allreduce: needs a float32 tensor, got {} {}",
             tensor.dtype(), tensor.shape());
-  s.run(fmt::format("allreduce of {} floats", tensor.numel()), [&] {
-    return ncclAllReduce(tensor.raw_data(), tensor.raw_data(), static_cast<std::size_t>(tensor.numel()), ncclFloat,
-                         op == ReduceOp::average ? ncclAvg : ncclSum, s.comm, s.stream);
-  });
+  s.run(fmt::format("allreduce of {} floats", tensor.numel()),
+        [&] { return queue_allreduce(tensor.raw_data(), tensor.numel(), op, s.comm, s.stream); });
 }
 
 void NcclCommunicator::broadcast(const Tensor& tensor, int root) const {
@@ -429,14 +464,19 @@ NcclMessage NcclCommunicator::recv_async(const Tensor& tensor, int peer) const {
 
 namespace detail {
 
-NcclTransport::NcclTransport(const NcclCommunicator& comm, std::string what, std::int64_t scratch_elements)
-    : state_(comm.state()), what_(std::move(what)) {
+NcclTransport::NcclTransport(const NcclCommunicator& comm, std::string what, std::int64_t scratch_elements,
+                             cuda_backend::ComputeMark* written)
+    : state_(comm.state()), what_(std::move(what)), written_(written) {
   NcclCommunicator::State& s = *state_;
   DDL_CHECK(s.comm != nullptr, "{}: rank {}'s NCCL communicator was aborted after an earlier error", what_, s.rank);
-  // Allocated before NCCL's stream follows the compute stream, so whatever
-  // compute last used this block is done before NCCL writes into it.
-  if (scratch_elements > 0) scratch_ = Tensor::empty({scratch_elements}, {DType::Float32, cuda(s.device), false});
-  s.follow_compute();
+  const bool new_scratch = s.reserve_scratch(scratch_elements);
+  s.follow(written_);
+  if (new_scratch) {
+    // The block's last user may still be queued on the compute stream:
+    // NCCL waits for all of it, and finish() for what it waited for.
+    s.follow_compute();
+    written_ = nullptr;
+  }
 }
 
 NcclTransport::~NcclTransport() {
@@ -468,16 +508,22 @@ void NcclTransport::exchange(const float* send, std::int64_t n_send, int to, flo
 
 void NcclTransport::exchange_add(const float* send, std::int64_t n_send, int to, float* target, std::int64_t n_recv,
                                  int from, int tag) {
-  const std::int64_t capacity = scratch_.defined() ? scratch_.numel() : 0;
+  const Tensor& scratch = state_->scratch;
+  const std::int64_t capacity = scratch.defined() ? scratch.numel() : 0;
   DDL_CHECK(n_recv <= capacity, "{}: an exchange adds {} values, more than the {} the scratch buffer was made for",
             what_, n_recv, capacity);
-  float* arrived = capacity > 0 ? static_cast<float*>(scratch_.raw_data()) : nullptr;
+  float* arrived = capacity > 0 ? static_cast<float*>(scratch.raw_data()) : nullptr;
   exchange(send, n_send, to, arrived, n_recv, from, tag);
   if (n_recv == 0) return;
   // On NCCL's stream, so it runs after the receive and before the next
   // message reuses the scratch buffer.
   cuda_backend::launch(cuda_backend::Stream{state_->device, state_->stream}, n_recv,
                        kernels::Zip2<fn::Add>{target, arrived, target, {}});
+}
+
+void NcclTransport::allreduce(float* data, std::int64_t n, ReduceOp op) {
+  NcclCommunicator::State& s = *state_;
+  s.submit(what_, [&] { return queue_allreduce(data, n, op, s.comm, s.stream); });
 }
 
 void NcclTransport::complete(float* data, std::int64_t n, ReduceOp op) {
@@ -487,7 +533,7 @@ void NcclTransport::complete(float* data, std::int64_t n, ReduceOp op) {
 }
 
 void NcclTransport::finish() {
-  state_->finish(what_);
+  state_->finish(what_, written_);
   finished_ = true;
 }
 

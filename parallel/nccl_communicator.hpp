@@ -21,7 +21,10 @@
 //
 // collectives.hpp's allreduce(NcclCommunicator, ...) runs ddl's own
 // algorithms (ring, rhd, tree, naive) on the GPU over this communicator's
-// point-to-point messages.
+// point-to-point messages. Their buffer for the values received is the
+// communicator's, kept until it is destroyed: as large as the largest
+// tensor reduced with rhd, tree or naive, or that tensor's ring chunk
+// (1/size of it) with the ring.
 #pragma once
 
 #include <memory>

@@ -41,13 +41,16 @@ void NcclMessage::wait() {}
 // Nor a transport over one: the device-resident collectives are compiled
 // for it in every build.
 namespace detail {
-NcclTransport::NcclTransport(const NcclCommunicator&, std::string, std::int64_t) { unavailable(-1); }
+NcclTransport::NcclTransport(const NcclCommunicator&, std::string, std::int64_t, cuda_backend::ComputeMark*) {
+  unavailable(-1);
+}
 NcclTransport::~NcclTransport() = default;
 int NcclTransport::rank() const { unavailable(-1); }
 int NcclTransport::size() const { unavailable(-1); }
 void NcclTransport::exchange_add(const float*, std::int64_t, int, float*, std::int64_t, int, int) { unavailable(-1); }
 void NcclTransport::exchange(const float*, std::int64_t, int, float*, std::int64_t, int, int) { unavailable(-1); }
 void NcclTransport::complete(float*, std::int64_t, ReduceOp) { unavailable(-1); }
+void NcclTransport::allreduce(float*, std::int64_t, ReduceOp) { unavailable(-1); }
 void NcclTransport::finish() { unavailable(-1); }
 }  // namespace detail
 

@@ -20,6 +20,10 @@
 #include <ddl/build_config.hpp>
 #if defined(DDL_CONFORMANCE_CUDA) && DDL_WITH_CUDA_BUILD
 #include <cuda_runtime.h>
+
+#include <ddl/core/cuda/compute_mark.hpp>
+#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/cuda/staging.hpp>
 #endif
 
 #include <ddl/core/entry_points.hpp>
@@ -39,6 +43,7 @@
 #include <cmath>
 #include <functional>
 #include <iostream>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -582,6 +587,38 @@ TEST_CASE("conformance: a thread stays on the first GPU it computes on, and ddl 
           after = current();
         }) == "");
   CHECK(after == 1);
+}
+
+// DataParallel's path for a GPU bucket reduced over MPI: the download waits
+// for the point its writers marked, with products queued before the last
+// writer, so a download that did not wait would read what
+// the block held before; each download needs a mark of its own; an upload
+// is seen by the compute queued after it.
+TEST_CASE("conformance: a staging buffer's download waits for its ComputeMark, and its upload precedes later compute") {
+  const std::int64_t n = (std::int64_t{1} << 22) + 3;
+  cuda_backend::StagingBuffer staging(0, static_cast<std::size_t>(n) * sizeof(float));
+  cuda_backend::ComputeMark written(0);
+  const std::span<float> host(static_cast<float*>(staging.host()), static_cast<std::size_t>(n));
+  const Tensor square = ones({1024, 1024}, on(cuda(0)));
+  for (int round = 1; round <= 3; ++round) {
+    CAPTURE(round);
+    for (int i = 0; i < 4; ++i) (void)matmul(square, square);  // 2 GFLOP each, queued faster than they run
+    const Tensor region = (arange(n, on(cuda(0))) + 1.0f) * static_cast<float>(round);
+    written.record();
+    // Whether this round tested the wait: the GPU was still busy.
+    WARN(cudaStreamQuery(cuda_backend::stream(0).handle) == cudaErrorNotReady);
+    staging.download(region.raw_data(), written);
+    // Integers below 2^24: exact in float32.
+    CHECK(host.front() == static_cast<float>(round));
+    CHECK(host[12345] == 12346.0f * static_cast<float>(round));
+    CHECK(host.back() == static_cast<float>(n) * static_cast<float>(round));
+    CHECK(test::throws_error_mentioning([&] { staging.download(region.raw_data(), written); },
+                                        {"ComputeMark on cuda:0", "record()"}));
+    std::fill(host.begin(), host.end(), -static_cast<float>(round));
+    const Tensor target = Tensor::empty({n}, on(cuda(0)));
+    staging.upload(target.raw_data());
+    CHECK(sum(target).item<float>() == -static_cast<float>(round) * static_cast<float>(n));
+  }
 }
 #endif
 

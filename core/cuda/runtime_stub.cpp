@@ -1,6 +1,7 @@
 // The CUDA backend of a build without CUDA: no devices, and every call that
 // would need one is an error (device checks stop ops long before these).
 #include <ddl/core/check.hpp>
+#include <ddl/core/cuda/compute_mark.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/cuda/staging.hpp>
 
@@ -20,6 +21,15 @@ void empty_cache(int) {}
 void copy(void*, int, const void*, int, std::size_t, CopyKind) { no_cuda("cuda_backend::copy"); }
 void synchronize(int) { no_cuda("cuda_backend::synchronize"); }
 
+struct ComputeMark::State {};
+ComputeMark::ComputeMark(int) { no_cuda("cuda_backend::ComputeMark"); }
+ComputeMark::~ComputeMark() = default;
+ComputeMark::ComputeMark(ComputeMark&&) noexcept = default;
+ComputeMark& ComputeMark::operator=(ComputeMark&&) noexcept = default;
+void ComputeMark::record() { no_cuda("cuda_backend::ComputeMark::record"); }
+void ComputeMark::order_before(CUstream_st*) { no_cuda("cuda_backend::ComputeMark::order_before"); }
+void ComputeMark::synchronize() const { no_cuda("cuda_backend::ComputeMark::synchronize"); }
+
 struct StagingBuffer::State {};
 StagingBuffer::StagingBuffer(int, std::size_t) { no_cuda("cuda_backend::StagingBuffer"); }
 StagingBuffer::~StagingBuffer() = default;
@@ -27,8 +37,7 @@ StagingBuffer::StagingBuffer(StagingBuffer&&) noexcept = default;
 StagingBuffer& StagingBuffer::operator=(StagingBuffer&&) noexcept = default;
 void* StagingBuffer::host() const { no_cuda("cuda_backend::StagingBuffer::host"); }
 std::size_t StagingBuffer::bytes() const { no_cuda("cuda_backend::StagingBuffer::bytes"); }
-void StagingBuffer::mark_ready() { no_cuda("cuda_backend::StagingBuffer::mark_ready"); }
-void StagingBuffer::download(const void*) { no_cuda("cuda_backend::StagingBuffer::download"); }
+void StagingBuffer::download(const void*, ComputeMark&) { no_cuda("cuda_backend::StagingBuffer::download"); }
 void StagingBuffer::upload(void*) { no_cuda("cuda_backend::StagingBuffer::upload"); }
 
 }  // namespace ddl::cuda_backend

@@ -6,7 +6,6 @@
 #include <exception>
 #include <optional>
 
-#include <ddl/core/check.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/per_device.hpp>
@@ -32,11 +31,7 @@ struct StagingBuffer::State {
   int device = 0;
   std::size_t bytes = 0;
   void* host = nullptr;
-  cudaEvent_t ready = nullptr;   // on the compute stream: the region is written
   cudaEvent_t copied = nullptr;  // on the copy stream: the last copy is done
-  // mark_ready was called since the last download: without it the download
-  // would wait for an old event (or none) and copy half-written gradients.
-  bool marked = false;
 
   State() = default;
   State(const State&) = delete;
@@ -53,7 +48,6 @@ struct StagingBuffer::State {
       cudaEventSynchronize(copied);
       cudaEventDestroy(copied);
     }
-    if (ready != nullptr) cudaEventDestroy(ready);
     if (host != nullptr) cudaFreeHost(host);
   }
 };
@@ -64,7 +58,6 @@ StagingBuffer::StagingBuffer(int device, std::size_t bytes) : state_(std::make_u
   s.bytes = bytes;
   const DeviceGuard guard(device);
   DDL_CUDA_CHECK(device, cudaHostAlloc(&s.host, bytes > 0 ? bytes : 1, cudaHostAllocDefault));
-  DDL_CUDA_CHECK(device, cudaEventCreateWithFlags(&s.ready, cudaEventDisableTiming));
   DDL_CUDA_CHECK(device, cudaEventCreateWithFlags(&s.copied, cudaEventDisableTiming));
 }
 
@@ -75,21 +68,11 @@ StagingBuffer& StagingBuffer::operator=(StagingBuffer&&) noexcept = default;
 void* StagingBuffer::host() const { return state_->host; }
 std::size_t StagingBuffer::bytes() const { return state_->bytes; }
 
-void StagingBuffer::mark_ready() {
+void StagingBuffer::download(const void* source, ComputeMark& written) {
   State& s = *state_;
-  const DeviceGuard guard(s.device);
-  DDL_CUDA_CHECK(s.device, cudaEventRecord(s.ready, stream(s.device).handle));
-  s.marked = true;
-}
-
-void StagingBuffer::download(const void* source) {
-  State& s = *state_;
-  DDL_CHECK(s.marked, "StagingBuffer::download of {} bytes on cuda:{} without mark_ready since the last one: "
-            "nothing says when the region is written", s.bytes, s.device);
-  s.marked = false;
   const DeviceGuard guard(s.device);
   const cudaStream_t copies = copy_stream(s.device);
-  DDL_CUDA_CHECK(s.device, cudaStreamWaitEvent(copies, s.ready, 0));
+  written.order_before(copies);
   DDL_CUDA_CHECK(s.device, cudaMemcpyAsync(s.host, source, s.bytes, cudaMemcpyDeviceToHost, copies));
   DDL_CUDA_CHECK(s.device, cudaEventRecord(s.copied, copies));
   DDL_CUDA_CHECK(s.device, cudaEventSynchronize(s.copied));

@@ -6,15 +6,16 @@
 //   reads and writes it directly, without the driver staging pageable
 //   memory through a buffer of its own;
 //   the copies run on a copy stream of the device, not its compute stream:
-//   a download waits only for the work marked as writing the region
-//   (mark_ready, an event on the compute stream), not for every kernel
-//   queued since, so backward goes on computing while a finished bucket
-//   travels; an upload makes the compute stream wait for it on the GPU, and
-//   the host does not wait at all.
+//   a download waits only for the work marked as writing the region (a
+//   ComputeMark), not for every kernel queued since, so backward goes on
+//   computing while a finished bucket travels; an upload makes the compute
+//   stream wait for it on the GPU, and the host does not wait at all.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+
+#include <ddl/core/cuda/compute_mark.hpp>
 
 namespace ddl::cuda_backend {
 
@@ -29,16 +30,14 @@ class StagingBuffer {
   void* host() const;
   std::size_t bytes() const;
 
-  // Marks the work queued on the device's compute stream so far as what the
-  // next download must wait for: call it on the thread that queued the
-  // kernels writing the region, once they are all queued.
-  void mark_ready();
-  // Copies the region at `source` into host() once the marked work is done;
-  // returns when host() holds it. Each download needs a mark_ready of its
-  // own (a ddl::Error otherwise).
-  void download(const void* source);
+  // Copies the region at `source` into host() once the work that `written`
+  // marks is done; returns when host() holds it. Each download needs a
+  // record() of `written` of its own (a ddl::Error otherwise).
+  void download(const void* source, ComputeMark& written);
   // Copies host() into the region at `target`; kernels queued on the
-  // compute stream after this call run after the copy. Returns at once; the
+  // compute stream after this call run after the copy. The copy does not
+  // wait for kernels queued before: nothing may be using `target` then
+  // (a bucket's users are done once its download has run). Returns at once; the
   // next download or the destructor waits for it.
   void upload(void* target);
 

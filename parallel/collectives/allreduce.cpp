@@ -56,6 +56,11 @@ void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorith
 }
 
 void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+  detail::allreduce_after(comm, tensor, algorithm, op, nullptr);
+}
+
+void detail::allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+                             ReduceOp op, cuda_backend::ComputeMark* written) {
   require_float32(tensor);
   DDL_CHECK(algorithm != AllreduceAlgorithm::shm,
             "allreduce: shm reduces host memory through an MPI window and has no GPU form; on a GPU use ring, rhd, "
@@ -63,14 +68,23 @@ void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgo
   DDL_CHECK(tensor.device() == cuda(comm.device()),
             "allreduce: rank {}'s NCCL communicator drives cuda:{}, but the tensor of shape {} is on {}", comm.rank(),
             comm.device(), tensor.shape(), tensor.device());
-  if (algorithm == AllreduceAlgorithm::builtin) return comm.allreduce(tensor, op);
-  if (comm.size() == 1) return;  // nothing to exchange, and the average of one is itself
+  const bool builtin = algorithm == AllreduceAlgorithm::builtin;
+  // Nothing to exchange, and the average of one is itself: nothing reads
+  // the tensor, so nothing waits for `written` either.
+  if (!builtin && comm.size() == 1) return;
   const std::int64_t n = tensor.numel();
+  float* data = static_cast<float*>(tensor.raw_data());
   // The ring adds at most a chunk at a time; the others a whole buffer.
-  const std::int64_t scratch = algorithm == AllreduceAlgorithm::ring ? chunk_range(n, comm.size(), 0).size() : n;
+  const std::int64_t scratch = builtin                                 ? 0
+                               : algorithm == AllreduceAlgorithm::ring ? chunk_range(n, comm.size(), 0).size()
+                                                                       : n;
   detail::NcclTransport transport(
-      comm, fmt::format("{} allreduce of {} floats on the GPU", algorithm_name(algorithm), n), scratch);
-  run_algorithm(algorithm, transport, static_cast<float*>(tensor.raw_data()), n, op);
+      comm, fmt::format("{} allreduce of {} floats on the GPU", algorithm_name(algorithm), n), scratch, written);
+  if (builtin) {
+    transport.allreduce(data, n, op);
+  } else {
+    run_algorithm(algorithm, transport, data, n, op);
+  }
   transport.finish();
 }
 

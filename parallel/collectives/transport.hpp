@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include <ddl/core/cuda/compute_mark.hpp>
 #include <ddl/core/tensor.hpp>
 #include <ddl/parallel/allreduce_algorithm.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
@@ -81,19 +82,21 @@ class HostTransport {
 };
 
 // GPU memory over NCCL: every message and every sum is queued on NCCL's
-// stream, in the algorithm's order, after the compute queued before the
-// collective began; the host does not wait between steps. Received values
-// to add land in a scratch buffer of the largest such message, which a
-// CUDA kernel (the Add functor) then adds into the buffer. After each
-// exchange the host waits only until NCCL has queued it (a nonblocking
-// communicator's rule); finish() waits for the whole collective, within the
-// stall timeout. A transport destroyed unfinished (an error on the way)
-// aborts the NCCL communicator, whose messages no longer match the other
-// ranks', and waits for the queued work before its scratch buffer goes.
+// stream, in the algorithm's order, after the buffer's writers: those
+// `written` marks, or (nullptr) all the compute queued before the
+// collective began. The host does not wait between steps. Received values
+// to add land in the communicator's scratch buffer, kept as long as the
+// largest such message, which a CUDA kernel (the Add functor) then adds
+// into the buffer. After each exchange the host waits only until NCCL has
+// queued it (a nonblocking communicator's rule); finish() waits for the
+// whole collective, within the stall timeout. A transport destroyed
+// unfinished (an error on the way) aborts the NCCL communicator, whose
+// messages no longer match the other ranks', and waits for the queued work.
 // Defined with the NcclCommunicator (nccl_communicator.cpp).
 class NcclTransport {
  public:
-  NcclTransport(const NcclCommunicator& comm, std::string what, std::int64_t scratch_elements);
+  NcclTransport(const NcclCommunicator& comm, std::string what, std::int64_t scratch_elements,
+                cuda_backend::ComputeMark* written = nullptr);
   ~NcclTransport();
   NcclTransport(const NcclTransport&) = delete;
   NcclTransport& operator=(const NcclTransport&) = delete;
@@ -105,14 +108,24 @@ class NcclTransport {
   void exchange(const float* send, std::int64_t n_send, int to, float* receive, std::int64_t n_recv, int from,
                 int tag);
   void complete(float* data, std::int64_t n, ReduceOp op);
+  // NCCL's own allreduce of data[0, n), in place, for the builtin algorithm.
+  void allreduce(float* data, std::int64_t n, ReduceOp op);
   void finish();
 
  private:
   std::shared_ptr<NcclCommunicator::State> state_;
   std::string what_;
-  Tensor scratch_;
+  cuda_backend::ComputeMark* written_;
   bool finished_ = false;
 };
+
+// allreduce(NcclCommunicator, ...) of collectives.hpp on a tensor whose
+// writers `written` marks: NCCL's work waits for them alone, not for the
+// compute queued since, so a data-parallel bucket is reduced while backward
+// still computes the gradients of earlier layers. nullptr: it waits for all
+// the compute queued so far, as the public call does.
+void allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op,
+                     cuda_backend::ComputeMark* written);
 
 // The algorithms over either transport (explicitly instantiated for both
 // in their files). `data` holds n floats in the transport's memory.

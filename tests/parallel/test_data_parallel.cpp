@@ -289,6 +289,70 @@ TEST_CASE("DataParallel: gradients live in the buckets; parameters on another de
   CHECK(copies > 0);
 }
 
+namespace {
+
+// Dense 144-10, then a pass-through whose backward throws while `fail` is
+// set, then ReLU and Dense 10-10: backward has handed the last Dense's
+// bucket to the communication thread when it throws.
+class FailingMlp : public layers::Module {
+ public:
+  explicit FailingMlp(std::uint64_t seed) {
+    Generator generator(seed);
+    first_ = register_module("0", std::make_shared<layers::Dense>(144, 10, true, &generator));
+    second_ = register_module("1", std::make_shared<layers::Dense>(10, 10, true, &generator));
+  }
+  Tensor forward(const Tensor& input) override {
+    const Tensor hidden = (*first_)(input.flatten(1));
+    Tensor passed = hidden.detach();
+    autograd::record("FailingBackward", {&hidden}, passed, [this](const Tensor& grad) {
+      if (fail) throw Error("FailingMlp: backward failed on purpose");
+      return std::vector{grad};
+    });
+    return (*second_)(relu(passed));
+  }
+  std::string type_name() const override { return "FailingMlp"; }
+
+  bool fail = false;
+
+ private:
+  std::shared_ptr<layers::Dense> first_, second_;
+};
+
+}  // namespace
+
+// A user may catch a failed step (out of memory in backward, say) and go on:
+// the communication thread may still be reducing a bucket of that step when
+// the next begins, and must be done with it first.
+TEST_CASE("DataParallel: after a step that failed in backward, training goes on as if it had never started") {
+  const Communicator world = Communicator::world();
+  const DataParallelOptions options{.bucket_bytes = 512};  // the second Dense's 440 bytes in a bucket of their own
+  const auto fit = [&](const std::shared_ptr<FailingMlp>& model, const std::shared_ptr<DataParallel>& strategy,
+                       std::optional<optim::Trainer>& trainer) {
+    if (!trainer) {
+      trainer.emplace(model, layers::cross_entropy,
+                      std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
+                      test::quiet_options({}, strategy));
+    }
+    models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
+    trainer->fit(loader, {.epochs = 1});
+  };
+  const auto reference_model = std::make_shared<FailingMlp>(7);
+  std::optional<optim::Trainer> reference;
+  fit(reference_model, std::make_shared<DataParallel>(world, options), reference);
+
+  const auto model = std::make_shared<FailingMlp>(7);
+  const auto strategy = std::make_shared<DataParallel>(world, options);
+  std::optional<optim::Trainer> trainer;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    model->fail = true;
+    CHECK(test::throws_error_mentioning([&] { fit(model, strategy, trainer); }, {"failed on purpose"}));
+  }
+  REQUIRE(strategy->overlapping());
+  model->fail = false;
+  fit(model, strategy, trainer);
+  CHECK(test::flat_parameters(*model) == test::flat_parameters(*reference_model));
+}
+
 TEST_CASE("DataParallel: a bucket lives on its parameters' CPU device and gives each of them a view") {
   const Tensor a = zeros({3, 2}, {DType::Float32, cpu(1), true});
   const Tensor b = zeros({5}, {DType::Float32, cpu(1), true});
