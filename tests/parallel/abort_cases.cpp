@@ -4,6 +4,10 @@
 //     layout check names the tensor and what each rank has.
 //   stall: rank 1 never reaches its first step; rank 0's stall inspector
 //     names it after DDL_STALL_TIMEOUT seconds.
+//   nccl-stall: rank 1 never joins an NCCL allreduce; rank 0's wait aborts
+//     the NCCL communicator and the job after DDL_STALL_TIMEOUT seconds.
+//     Needs a GPU per rank; prints "SKIPPED: ..." and exits 77 otherwise.
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -11,12 +15,36 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/data_parallel.hpp>
+#include <ddl/parallel/nccl_communicator.hpp>
 
 using namespace ddl;
+
+namespace {
+
+int nccl_stall(const parallel::Communicator& world) {
+  // Every rank skips alike, so none waits in a collective the others left.
+  std::array<double, 1> short_of_gpus{device_count(DeviceType::CUDA) < world.local_size() ? 1.0 : 0.0};
+  world.sum_doubles(short_of_gpus);
+  if (!parallel::NcclCommunicator::built() || short_of_gpus[0] > 0) {
+    if (world.rank() == 0) std::printf("SKIPPED: needs NCCL and a GPU per rank\n");
+    return 77;
+  }
+  const parallel::NcclCommunicator nccl = parallel::NcclCommunicator::create(world);
+  if (world.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::minutes(5));
+    return 0;
+  }
+  nccl.allreduce(ones({1000}, {DType::Float32, cuda(nccl.device()), false}));
+  std::printf("rank %d: the allreduce ended without rank 1\n", world.rank());
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "";
   const parallel::Communicator world = parallel::Communicator::world();
+  if (which == "nccl-stall") return nccl_stall(world);
   Generator generator(1);
   auto model = std::make_shared<layers::Sequential>();
   const std::int64_t hidden = which == "mismatch" && world.rank() == 1 ? 9 : 8;
