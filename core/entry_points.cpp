@@ -22,9 +22,9 @@ Registry& registry() {
 
 void note_entry_point(const char* op, const Device& device) {
   Registry& r = registry();
-  std::pair<std::string, Device> entry(op, device);
+  std::pair<std::string, Device> entry(op, device);  // made outside the lock
   const std::lock_guard lock(r.mutex);
-  if (!r.run.contains(entry)) r.run.insert(std::move(entry));
+  r.run.insert(std::move(entry));
 }
 
 std::vector<std::string> entry_points_run(const Device& device) {

@@ -128,6 +128,10 @@ struct DataParallel::State {
     if (!written.empty()) written[b].record();
   }
 
+  // The next bucket in order has been handed to the communication thread
+  // and not yet reduced. Under `mutex`.
+  bool next_bucket_launched() const { return reduced < launched.size() && launched[reduced]; }
+
   // The communication thread: reduces bucket 0, 1, ... of each step as each
   // is launched.
   void serve(const std::stop_token& stop) {
@@ -136,7 +140,7 @@ struct DataParallel::State {
       std::size_t next = 0;
       {
         std::unique_lock lock(mutex);
-        changed.wait(lock, [&] { return stop.stop_requested() || (reduced < launched.size() && launched[reduced]); });
+        changed.wait(lock, [&] { return stop.stop_requested() || next_bucket_launched(); });
         if (stop.stop_requested()) return;
         next = reduced;
       }
@@ -284,7 +288,7 @@ void DataParallel::begin_step(layers::Module& model) {
     // until it is idle before the buckets, their marks and the counts are
     // reused, and drop a failure of that abandoned step.
     std::unique_lock lock(s.mutex);
-    s.changed.wait(lock, [&] { return s.reduced >= s.launched.size() || !s.launched[s.reduced]; });
+    s.changed.wait(lock, [&] { return !s.next_bucket_launched(); });
     s.failure = nullptr;
   }
   {

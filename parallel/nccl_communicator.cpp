@@ -469,14 +469,14 @@ NcclTransport::NcclTransport(const NcclCommunicator& comm, std::string what, std
     : state_(comm.state()), what_(std::move(what)), written_(written) {
   NcclCommunicator::State& s = *state_;
   DDL_CHECK(s.comm != nullptr, "{}: rank {}'s NCCL communicator was aborted after an earlier error", what_, s.rank);
-  const bool new_scratch = s.reserve_scratch(scratch_elements);
-  s.follow(written_);
-  if (new_scratch) {
-    // The block's last user may still be queued on the compute stream:
-    // NCCL waits for all of it, and finish() for what it waited for.
-    s.follow_compute();
+  if (s.reserve_scratch(scratch_elements) && written_ != nullptr) {
+    // The new block's last user may still be queued on the compute stream:
+    // NCCL waits for all of it (below), which covers the marked writers;
+    // the mark is used up all the same, as each wait needs its own record.
+    written_->order_before(s.stream);
     written_ = nullptr;
   }
+  s.follow(written_);
 }
 
 NcclTransport::~NcclTransport() {

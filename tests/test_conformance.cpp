@@ -591,9 +591,9 @@ TEST_CASE("conformance: a thread stays on the first GPU it computes on, and ddl 
 
 // DataParallel's path for a GPU bucket reduced over MPI: the download waits
 // for the point its writers marked, with products queued before the last
-// writer, so a download that did not wait would read what
-// the block held before; each download needs a mark of its own; an upload
-// is seen by the compute queued after it.
+// writer, so a download that did not wait would read what the block held
+// before; each download needs a mark of its own; an upload is seen by the
+// compute queued after it.
 TEST_CASE("conformance: a staging buffer's download waits for its ComputeMark, and its upload precedes later compute") {
   const std::int64_t n = (std::int64_t{1} << 22) + 3;
   cuda_backend::StagingBuffer staging(0, static_cast<std::size_t>(n) * sizeof(float));

@@ -36,9 +36,9 @@ class StagingBuffer {
   void download(const void* source, ComputeMark& written);
   // Copies host() into the region at `target`; kernels queued on the
   // compute stream after this call run after the copy. The copy does not
-  // wait for kernels queued before: nothing may be using `target` then
-  // (a bucket's users are done once its download has run). Returns at once; the
-  // next download or the destructor waits for it.
+  // wait for kernels queued before: nothing may be using `target` then (a
+  // bucket's users are done once its download has run). Returns at once;
+  // the next download or the destructor waits for it.
   void upload(void* target);
 
   struct State;
