@@ -20,7 +20,9 @@ TEST_CASE("LayerList: any range of layers built alone equals that range of the w
       const auto part = list.build(&generator, first, last);
       REQUIRE(part->size() == last - first + 1);
       CHECK(part->children().front().first == std::to_string(first));
-      for (const auto& [name, tensor] : part->state_dict()) {
+      for (const auto& entry : part->state_dict()) {
+        const auto& name = entry.first;
+        const auto& tensor = entry.second;
         CAPTURE(name);
         const auto same = std::find_if(whole_state.begin(), whole_state.end(),
                                        [&](const auto& entry) { return entry.first == name; });

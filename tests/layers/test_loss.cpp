@@ -11,6 +11,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "support/gradcheck.hpp"
 #include "support/test_data.hpp"
@@ -185,7 +186,8 @@ TEST_CASE("cross_entropy reduces by mean, sum or not at all, with int64, int32 o
     const Tensor logits = test::uniform_tensor({n, classes}, generator, -3.0f, 3.0f);
     const auto labels = random_labels(n, classes, rng);
     const auto rows = reference_cross_entropy_rows(logits.to_vector<float>(), labels, classes);
-    for (const auto& [reduction, name] : kReductions) {
+    for (const auto& [reduction, reduction_name] : kReductions) {
+      const std::string name = reduction_name;
       CAPTURE(name);
       const std::vector<float> expected = reduced(rows, reduction);
       const Tensor from_labels = layers::cross_entropy(logits, from_vector(labels, {n}), reduction);
@@ -207,7 +209,8 @@ TEST_CASE("cross_entropy gradients match finite differences for every reduction"
   for (const auto& [n, classes] : {std::pair{1, 3}, {7, 5}, {5, 13}}) {
     const auto labels = random_labels(n, classes, rng);
     const Tensor logits = test::uniform_tensor({n, classes}, generator, -2.0f, 2.0f);
-    for (const auto& [reduction, name] : kReductions) {
+    for (const auto& [reduction, reduction_name] : kReductions) {
+      const std::string name = reduction_name;
       CAPTURE(name);
       for (const Tensor& targets : {from_vector(labels, {n}), one_hot(labels, classes)}) {
         CHECK(gradcheck(
@@ -251,7 +254,8 @@ TEST_CASE("cross_entropy over spatial logits reduces by mean, sum or not at all,
     const std::vector<std::int32_t> labels32(labels.begin(), labels.end());
     const Tensor one_hot_targets =
         from_vector(move_classes(one_hot(labels, classes).to_vector<float>(), samples, classes, true), shape);
-    for (const auto& [reduction, name] : kReductions) {
+    for (const auto& [reduction, reduction_name] : kReductions) {
+      const std::string name = reduction_name;
       CAPTURE(name);
       const std::vector<float> expected = reduced(per_position, reduction);
       const Tensor from_labels = layers::cross_entropy(logits, from_vector(labels, without_classes(shape)), reduction);
@@ -273,7 +277,8 @@ TEST_CASE("cross_entropy over spatial logits: gradients match finite differences
     const auto labels = random_labels(shape.numel() / classes, classes, rng);
     const Tensor logits = test::uniform_tensor(shape, generator, -2.0f, 2.0f);
     const Tensor targets = from_vector(labels, without_classes(shape));
-    for (const auto& [reduction, name] : kReductions) {
+    for (const auto& [reduction, reduction_name] : kReductions) {
+      const std::string name = reduction_name;
       CAPTURE(name);
       CHECK(gradcheck(
           [&, r = reduction](const std::vector<Tensor>& t) { return layers::cross_entropy(t[0], targets, r); },
@@ -314,7 +319,8 @@ TEST_CASE("mse_loss and mae_loss reduce by mean, sum or not at all, values and g
       squared.push_back(difference * difference);
       absolute.push_back(std::abs(difference));
     }
-    for (const auto& [reduction, name] : kReductions) {
+    for (const auto& [reduction, reduction_name] : kReductions) {
+      const std::string name = reduction_name;
       CAPTURE(name);
       const Tensor mse = layers::mse_loss(prediction, target, reduction);
       CHECK(mse.shape() == (reduction == layers::Reduction::None ? shape : Shape{}));

@@ -10,6 +10,7 @@
 #include <limits>
 #include <random>
 #include <sstream>
+#include <string>
 #include <tuple>
 
 #include "support/gradcheck.hpp"
@@ -150,7 +151,8 @@ std::string describe_case(const Shape& shape, const Pool2dOptions& o) {
 TEST_CASE("max_pool2d matches a naive loop on random data") {
   Generator generator(21);
   for (const auto& [shape, options] : kForwardCases) {
-    CAPTURE(describe_case(shape, options));
+    const std::string described = describe_case(shape, options);
+    CAPTURE(described);
     const Tensor x = test::uniform_tensor(shape, generator);
     const Tensor y = layers::max_pool2d(x, options);
     const std::vector<float> expected = reference_pool(x, options, true);
@@ -162,7 +164,8 @@ TEST_CASE("max_pool2d matches a naive loop on random data") {
 TEST_CASE("avg_pool2d matches a naive loop that divides by the window's padded or unpadded size") {
   Generator generator(22);
   for (const auto& [shape, options] : kForwardCases) {
-    CAPTURE(describe_case(shape, options));
+    const std::string described = describe_case(shape, options);
+    CAPTURE(described);
     const Tensor x = test::uniform_tensor(shape, generator);
     const Tensor y = layers::avg_pool2d(x, options);
     const std::vector<float> expected = reference_pool(x, options, false);
@@ -189,7 +192,8 @@ TEST_CASE("pooling in ceil_mode rounds the extent up, but no window starts in th
   CHECK(layers::max_pool2d(zeros({1, 1, 5, 5}), {.kernel_size = 2, .stride = 2, .padding = 1, .ceil_mode = true})
             .shape() == Shape{1, 1, 3, 3});
   for (const auto& [shape, options] : kForwardCases) {
-    CAPTURE(describe_case(shape, options));
+    const std::string described = describe_case(shape, options);
+    CAPTURE(described);
     CHECK(layers::max_pool2d(zeros(shape), options).shape() ==
           Shape{shape[0], shape[1], reference_extent(shape[2], options), reference_extent(shape[3], options)});
   }
@@ -276,7 +280,8 @@ TEST_CASE("max_pool2d sends a tied window's gradient to its first maximum, in ce
 TEST_CASE("pooling backward matches a naive scatter loop") {
   std::mt19937 rng(27);
   for (const auto& [shape, options] : kForwardCases) {
-    CAPTURE(describe_case(shape, options));
+    const std::string described = describe_case(shape, options);
+    CAPTURE(described);
     const Tensor x = test::distinct_tensor(shape, rng);  // no ties for max
     for (const bool is_max : {true, false}) {
       CAPTURE(is_max);
@@ -402,13 +407,14 @@ TEST_CASE("pooling on every CUDA device matches the CPU, forward and backward") 
   std::mt19937 rng(26);
   Generator generator(27);
   for (const auto& [shape, options] : kForwardCases) {
-    CAPTURE(describe_case(shape, options));
+    const std::string described = describe_case(shape, options);
+    CAPTURE(described);
     const Tensor x = test::distinct_tensor(shape, rng, cpu(), 1.0f);
     const Tensor upstream = test::positive_tensor(layers::max_pool2d(x, options).shape(), generator);
     for (const auto pool : {&layers::max_pool2d, &layers::avg_pool2d}) {
       if (pool == &layers::avg_pool2d && options.count_include_pad && ceil_adds_a_window(shape, options)) {
         // Refused on CUDA (pool2d.hpp).
-        CHECK(throws_error_mentioning([&] { layers::avg_pool2d(x.to(cuda(0)), options); },
+        CHECK(throws_error_mentioning([&x, &options = options] { layers::avg_pool2d(x.to(cuda(0)), options); },
                                       {"avg_pool2d", "ceil_mode", "count_include_pad"}));
         continue;
       }

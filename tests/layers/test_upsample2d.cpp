@@ -129,9 +129,9 @@ TEST_CASE("upsample_nearest2d: rejects a non-4-D input, a scale below 1, an int 
         layers::upsample_nearest2d(zeros({1, 1, 2, 2}, {DType::Int32, cpu(), false}), 2);
       },
       {"upsample_nearest2d", "int32"}));
-  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
+  constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
   CHECK(throws_error_mentioning(
-      [huge] {
+      [] {
         layers::upsample_nearest2d(zeros({1, 1, 2, 3}), huge);
       },
       {"upsample_nearest2d", "too large", "[1, 1, 2, 3]"}));

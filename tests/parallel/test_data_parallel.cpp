@@ -36,7 +36,11 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
       {"SGD with momentum", test::sgd_with_momentum()},
       {"Adadelta", [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); }},
   };
-  for (const auto& [optimizer_name, make] : optimizers) {
+  for (const auto& optimizer : optimizers) {
+    // Named, not bound: CAPTURE's lambda captures no structured binding
+    // before clang 16 (the sanitizer builds use clang 14).
+    const char* const optimizer_name = optimizer.first;
+    const MakeOptimizer& make = optimizer.second;
     const std::vector<float> reference = train(nullptr, kGlobalBatch, make, 5);
     for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
       for (const bool overlap : {true, false}) {

@@ -70,7 +70,9 @@ models::DataLoader training_data(const Device& device = cpu()) {
 double stage_difference(const layers::Module& stage, const layers::Module& whole) {
   const auto reference = whole.named_parameters();
   double worst = 0.0;
-  for (const auto& [name, tensor] : stage.named_parameters()) {
+  for (const auto& entry : stage.named_parameters()) {
+    const auto& name = entry.first;
+    const auto& tensor = entry.second;
     const auto same = std::find_if(reference.begin(), reference.end(), [&](const auto& e) { return e.first == name; });
     REQUIRE_MESSAGE(same != reference.end(), name);
     worst = std::max(worst, max_relative_difference(tensor.to_vector<float>(), same->second.to_vector<float>()));

@@ -271,9 +271,13 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
   Generator generator(29);
   // 2-D; rows of a batched A stacked against a shared B; a shared A against
   // a batched B; both batched. Backward multiplies by transposes.
-  for (const auto& [a_shape, b_shape] :
+  for (const auto& shapes :
        {std::pair{Shape{5, 33}, Shape{33, 7}}, std::pair{Shape{3, 9, 64}, Shape{64, 13}},
         std::pair{Shape{9, 11}, Shape{2, 11, 3}}, std::pair{Shape{2, 4, 17}, Shape{2, 17, 6}}}) {
+    // Named, not bound: CAPTURE's lambda captures no structured binding
+    // before clang 16 (the sanitizer builds use clang 14).
+    const Shape& a_shape = shapes.first;
+    const Shape& b_shape = shapes.second;
     CAPTURE(a_shape);
     CAPTURE(b_shape);
     const Tensor a = test::uniform_tensor(a_shape, generator), b = test::uniform_tensor(b_shape, generator);

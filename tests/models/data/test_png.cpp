@@ -93,7 +93,8 @@ TEST_CASE("write_png: gray and RGB images of awkward sizes decode to the pixels 
   test::TempDir dir("png");
   std::mt19937 rng(3);
   for (const int channels : {1, 3}) {
-    for (const auto& [height, width] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 13}, {3, 301}, {64, 2}}) {
+    for (const auto& size : {std::pair<std::int64_t, std::int64_t>{1, 1}, {7, 13}, {3, 301}, {64, 2}}) {
+      const std::int64_t height = size.first, width = size.second;
       CAPTURE(channels);
       CAPTURE(height);
       CAPTURE(width);

@@ -696,7 +696,8 @@ TEST_CASE("Callbacks: JsonLinesLogger writes one JSON object per epoch with the 
     std::vector<std::string> keys;
     for (const auto& [key, value] : object.items()) keys.push_back(key);
     CHECK(keys == names_of(history.epochs[e]));
-    for (const auto& [name, value] : history.epochs[e]) {
+    for (const auto& [key, value] : history.epochs[e]) {
+      const std::string name = key;
       CAPTURE(name);
       CHECK(object[name].get<double>() == value);
     }

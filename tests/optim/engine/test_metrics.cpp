@@ -200,7 +200,8 @@ TEST_CASE("MetricAccumulator: the sums of two accumulators added element-wise gi
   const optim::Logs summed = rank0.logs();
   const optim::Logs expected = combined.logs();
   REQUIRE(names_of(summed) == names_of(expected));
-  for (const auto& [name, value] : expected) {
+  for (const auto& [key, value] : expected) {
+    const std::string name = key;
     CAPTURE(name);
     CHECK(summed.at(name) == doctest::Approx(value).epsilon(1e-12));
   }
@@ -251,8 +252,8 @@ TEST_CASE("MetricAccumulator: accuracy of segmentation logits is each sample's f
 TEST_CASE("MetricAccumulator: pixel accuracy and mean IoU of random segmentations over batches of awkward sizes equal a float64 count") {
   std::mt19937 rng(41);
   Generator generator(41);
-  for (const auto& [samples, classes, height, width] :
-       {std::array<std::int64_t, 4>{7, 3, 5, 13}, {5, 7, 1, 11}, {3, 2, 13, 7}}) {
+  for (const auto& sizes : {std::array<std::int64_t, 4>{7, 3, 5, 13}, {5, 7, 1, 11}, {3, 2, 13, 7}}) {
+    const std::int64_t samples = sizes[0], classes = sizes[1], height = sizes[2], width = sizes[3];
     CAPTURE(classes);
     const Tensor logits = test::uniform_tensor({samples, classes, height, width}, generator);
     std::uniform_int_distribution<std::int64_t> pick(0, classes - 1);

@@ -138,7 +138,8 @@ TEST_CASE("Trainer: training resumed from a checkpoint equals uninterrupted trai
   CHECK(uninterrupted == resumed);
   REQUIRE(uninterrupted_state.size() == resumed_state.size());
   for (std::size_t i = 0; i < resumed_state.size(); ++i) {
-    CAPTURE(resumed_state[i].first);
+    const std::string state_name = resumed_state[i].first;
+    CAPTURE(state_name);
     if (resumed_state[i].second.dtype() == DType::Float32) {
       CHECK(resumed_state[i].second.to_vector<float>() == uninterrupted_state[i].second.to_vector<float>());
     }

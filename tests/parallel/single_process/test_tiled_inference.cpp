@@ -52,7 +52,8 @@ TEST_CASE("tiled_forward: grids even and uneven equal the whole image") {
     CAPTURE(model->describe());
     // Extents that no grid divides, and two images so tiles keep the batch.
     const Tensor input = uniform({2, 3, 53, 47}, -1.0f, 1.0f, {}, &generator);
-    for (const auto& [rows, cols] : {std::pair{1L, 2L}, {2L, 2L}, {3L, 1L}, {3L, 4L}, {1L, 1L}}) {
+    for (const auto& grid : {std::pair{1L, 2L}, {2L, 2L}, {3L, 1L}, {3L, 4L}, {1L, 1L}}) {
+      const std::int64_t rows = grid.first, cols = grid.second;
       CAPTURE(rows);
       CAPTURE(cols);
       check_exact(*model, input, {.grid_rows = rows, .grid_cols = cols}, {cpu(0), cpu(1)});
@@ -72,7 +73,8 @@ TEST_CASE("tiled_forward: a model without convolutions tiles bitwise") {
       layers::Pool2dOptions{.kernel_size = 2, .padding = 1, .count_include_pad = false}));
   model.add(std::make_shared<layers::Softmax>(1));
   const Tensor input = uniform({2, 3, 50, 43}, -1.0f, 1.0f, {}, &generator);
-  for (const auto& [rows, cols] : {std::pair{1L, 2L}, {2L, 2L}, {3L, 1L}, {4L, 3L}}) {
+  for (const auto& grid : {std::pair{1L, 2L}, {2L, 2L}, {3L, 1L}, {4L, 3L}}) {
+    const std::int64_t rows = grid.first, cols = grid.second;
     CAPTURE(rows);
     CAPTURE(cols);
     check_exact(model, input, {.grid_rows = rows, .grid_cols = cols}, {cpu(0), cpu(1)}, Exactness::Bitwise);
