@@ -47,7 +47,11 @@ jobs=${DDL_SANITIZE_JOBS:-$(nproc)}
 # 105 s under ASan; what it runs (per-pixel cross-entropy, the metrics, the
 # shapes, the segmentation task) is run under ASan by the unit tests and by
 # ddl_train_cli_segmentation-data-parallel (300 images, one epoch, 2 ranks).
-long_tests='^(Training: |ddl_train_cli_segmentation$)'
+# The packaging test (install.find_package_consumer, 80 s under ASan)
+# compiles every installed header on its own and runs a 200-step linear
+# fit: nothing a sanitizer would see that the unit tests do not run; the
+# main suite runs it.
+long_tests='^(Training: |ddl_train_cli_segmentation$|install\.find_package_consumer$)'
 # The ctest tests that run ddl's own threads: the prefetcher and the loaders
 # that use it, and the MPI program, whose DataParallel cases reduce buckets
 # on the communication thread (several buckets, overlap on and off).
@@ -92,9 +96,9 @@ for variant in "${variants[@]}"; do
       # registration caches, which shared memory on one node does not use.
       export UCX_MEM_MMAP_HOOK_MODE=none
       # The OpenMP runtime is not built for TSan, so the synchronisation
-      # inside an OpenMP team is invisible to it and every parallel loop would look
-      # racy: kernels run on one thread, and the threads TSan checks are
-      # ddl's own.
+      # inside an OpenMP team is invisible to it and every parallel loop
+      # would look racy: kernels run on one thread, and the threads TSan
+      # checks are ddl's own.
       export OMP_NUM_THREADS=1 DDL_NUM_THREADS=1
       # Only the two test programs tsan_tests run are built: half the build.
       build_and_test tsan "-fsanitize=thread" "ddl_tests ddl_mpi_tests" -R "$tsan_tests" "${skip[@]}" "${ctest_args[@]}"
