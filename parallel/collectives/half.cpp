@@ -1,6 +1,7 @@
 #include <ddl/parallel/collectives/half.hpp>
 
-#include <cstring>
+#include <bit>
+#include <type_traits>
 
 // The type that converts: the compiler's _Float16 where it has one and the
 // CPU converts in hardware (F16C), else Eigen's half, which converts in
@@ -22,22 +23,19 @@ using Half = _Float16;
 #else
 using Half = Eigen::half;
 #endif
-static_assert(sizeof(Half) == sizeof(std::uint16_t));
+static_assert(sizeof(Half) == sizeof(std::uint16_t) && std::is_trivially_copyable_v<Half>);
 
 }  // namespace
 
 void encode_half(const float* values, std::uint16_t* bits, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
-    const auto half = static_cast<Half>(values[i]);
-    std::memcpy(bits + i, &half, sizeof(half));
+    bits[i] = std::bit_cast<std::uint16_t>(static_cast<Half>(values[i]));
   }
 }
 
 void decode_half(const std::uint16_t* bits, float* values, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
-    Half half;
-    std::memcpy(&half, bits + i, sizeof(half));
-    values[i] = static_cast<float>(half);
+    values[i] = static_cast<float>(std::bit_cast<Half>(bits[i]));
   }
 }
 
