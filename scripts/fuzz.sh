@@ -16,12 +16,15 @@ cd "$(dirname "$0")/.."
 seconds=${DDL_FUZZ_SECONDS:-60}
 build_dir=${DDL_FUZZ_BUILD_DIR:-build-fuzz}
 
+# No precompiled headers here: the other builds force the headers most
+# files include into every file, which would hide a file that forgot one.
 cmake -S . -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++ -DDDL_FUZZ=ON -DDDL_CUDA=OFF -DDDL_MPI=OFF \
-  -DDDL_BUILD_TESTS=OFF -DDDL_BUILD_EXAMPLES=OFF -DDDL_BUILD_BENCH=OFF \
+  -DDDL_BUILD_TESTS=OFF -DDDL_BUILD_EXAMPLES=OFF -DDDL_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
 # ddl-train too: this is CI's build with CUDA and MPI off, so it also shows
 # that the library and the program build without them (single-process
-# parallel/ alone, the CUDA entry points' stubs).
+# parallel/ alone, the CUDA entry points' stubs) and without precompiled
+# headers.
 cmake --build "$build_dir" --target fuzz_targets ddl-train -j"$(nproc)"
 # The binary seeds must be what today's writers write (the writer runs
 # under LeakSanitizer too): a format changed without new seeds fails here.

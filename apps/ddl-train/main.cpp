@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <ddl/core/config.hpp>

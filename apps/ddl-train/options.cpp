@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <ddl/core/config.hpp>

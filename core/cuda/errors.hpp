@@ -1,4 +1,4 @@
-// Turns a failed CUDA / cuBLAS call into a ddl::Error naming the call, the
+// Turns a failed CUDA call (or cuBLAS call, cublas_library.hpp) into a ddl::Error naming the call, the
 // device, the library's error name and text, and where it happened. Included
 // by the .cu files; the message is built in errors.cpp with fmt so nvcc never
 // compiles fmt.
@@ -18,14 +18,5 @@ namespace ddl::cuda_backend {
     if (ddl_status_ != cudaSuccess) {                                                                       \
       ::ddl::cuda_backend::fail_call(#call, (device), cudaGetErrorName(ddl_status_),                        \
                                      cudaGetErrorString(ddl_status_), __FILE__, __LINE__);                  \
-    }                                                                                                       \
-  } while (false)
-
-#define DDL_CUBLAS_CHECK(device, call)                                                                      \
-  do {                                                                                                      \
-    const cublasStatus_t ddl_status_ = (call);                                                              \
-    if (ddl_status_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-      ::ddl::cuda_backend::fail_call(#call, (device), cublasGetStatusName(ddl_status_),                     \
-                                     cublasGetStatusString(ddl_status_), __FILE__, __LINE__);               \
     }                                                                                                       \
   } while (false)

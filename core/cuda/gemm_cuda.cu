@@ -1,12 +1,11 @@
 // GEMM on cuBLAS. cuBLAS is column-major and our tensors row-major; a
 // row-major C = A B is the column-major C^T = B^T A^T, so the operands are
 // passed swapped and no data is transposed.
+#include <ddl/core/cuda/cublas_library.hpp>
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
 #include <ddl/core/cuda/per_device.hpp>
 #include <ddl/core/cuda/runtime.hpp>
-
-#include <cublas_v2.h>
 
 #include <algorithm>
 #include <climits>
@@ -18,11 +17,11 @@ namespace {
 cublasHandle_t cublas_handle(Stream stream) {
   static PerDevice<cublasHandle_t> handles([](int device) {
     cublasHandle_t created = nullptr;
-    DDL_CUBLAS_CHECK(device, cublasCreate(&created));
+    DDL_CUBLAS_CHECK(device, cublas().create(&created));
     return created;
   });
   const cublasHandle_t handle = handles.get(stream.device);
-  DDL_CUBLAS_CHECK(stream.device, cublasSetStream(handle, stream.handle));
+  DDL_CUBLAS_CHECK(stream.device, cublas().set_stream(handle, stream.handle));
   return handle;
 }
 
@@ -49,9 +48,9 @@ void gemm(Stream stream, const backend::GemmArgs& g) {
   const int ldb = std::max(1, g.trans_b ? k : n);
   const int ldc = std::max(1, n);
   DDL_CUBLAS_CHECK(
-      device, cublasSgemmStridedBatched(cublas_handle(stream), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                        g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &g.alpha, g.b, ldb, g.stride_b,
-                                        g.a, lda, g.stride_a, &g.beta, g.c, ldc, g.stride_c, batch));
+      device, cublas().sgemm_strided_batched(cublas_handle(stream), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                             g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &g.alpha, g.b, ldb,
+                                             g.stride_b, g.a, lda, g.stride_a, &g.beta, g.c, ldc, g.stride_c, batch));
 }
 
 }  // namespace ddl::cuda_backend

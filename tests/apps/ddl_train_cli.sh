@@ -151,6 +151,16 @@ case $case_name in
     ls "$work" | grep -q "\.tmp\." && fail "temporary plot files were left: $(ls "$work")"
     echo "ok: --plot draws the curves after each epoch and across a resume; refusals before training"
     ;;
+  cpu-libraries)
+    # CUDA builds: a CPU training run never maps cuBLAS, which is opened at
+    # the first GPU matrix product (core/cuda/cublas_library.hpp), not when
+    # libddl loads. The loader's trace lists every library it looks for.
+    LD_DEBUG=libs "$train" --train-limit 256 --test-limit 128 --batch-size 64 --threads 1 --epochs 1 \
+      --device cpu > "$work/out" 2> "$work/libs" || fail "exited $?: $(tail -5 "$work/libs")"
+    grep -q "find library=libddl\.so" "$work/libs" || fail "LD_DEBUG=libs traced no load of libddl"
+    grep "libcublas" "$work/libs" | head -3 | grep . && fail "a CPU run loaded cuBLAS (lines above)"
+    echo "ok: a CPU training run loads libddl and never cuBLAS"
+    ;;
   cluster)
     # scripts/cluster/: both scripts parse; the host-file one runs here
     # with localhost as the only node, and the Slurm one through a stand-in
