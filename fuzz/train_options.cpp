@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "options.hpp"
 #include "support.hpp"
 
