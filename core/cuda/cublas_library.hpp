@@ -3,7 +3,7 @@
 // or without: its start-up (relocations, about 26,000 page faults) cost each
 // process 0.12 s here, so ddl-train on a CPU and every test process paid for a
 // library they never call. ddl calls five of its functions; they are looked up
-// by name once (what TensorFlow's and JAX's CUDA loaders do for all of CUDA).
+// by name once (TensorFlow loads all of CUDA this way).
 #pragma once
 
 #include <cublas_v2.h>

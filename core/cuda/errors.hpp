@@ -1,7 +1,7 @@
-// Turns a failed CUDA call (or cuBLAS call, cublas_library.hpp) into a ddl::Error naming the call, the
-// device, the library's error name and text, and where it happened. Included
-// by the .cu files; the message is built in errors.cpp with fmt so nvcc never
-// compiles fmt.
+// Turns a failed CUDA call into a ddl::Error naming the call, the device, the
+// library's error name and text, and where it happened (cuBLAS's calls:
+// cublas_library.hpp). Included by the .cu files; the message is built in
+// errors.cpp with fmt so nvcc never compiles fmt.
 #pragma once
 
 namespace ddl::cuda_backend {
