@@ -158,7 +158,7 @@ case $case_name in
     LD_DEBUG=libs "$train" --train-limit 256 --test-limit 128 --batch-size 64 --threads 1 --epochs 1 \
       --device cpu > "$work/out" 2> "$work/libs" || fail "exited $?: $(tail -5 "$work/libs")"
     grep -q "find library=libddl\.so" "$work/libs" || fail "LD_DEBUG=libs traced no load of libddl"
-    grep "libcublas" "$work/libs" | head -3 | grep . && fail "a CPU run loaded cuBLAS (lines above)"
+    grep -m 3 "libcublas" "$work/libs" && fail "a CPU run loaded cuBLAS (lines above)"
     echo "ok: a CPU training run loads libddl and never cuBLAS"
     ;;
   cluster)
