@@ -22,6 +22,7 @@
 #include <cuda_runtime.h>
 
 #include <ddl/core/cuda/compute_mark.hpp>
+#include <ddl/core/cuda/host_upload.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/cuda/staging.hpp>
 #endif
@@ -618,6 +619,68 @@ TEST_CASE("conformance: a staging buffer's download waits for its ComputeMark, a
     const Tensor target = Tensor::empty({n}, on(cuda(0)));
     staging.upload(target.raw_data());
     CHECK(sum(target).item<float>() == -static_cast<float>(round) * static_cast<float>(n));
+  }
+}
+
+// Every copy from the host (Tensor::to, a batch, a loaded parameter) goes
+// through the ring of page-locked chunks of host_upload.hpp. It returns once
+// the source is read, without waiting for the GPU, and compute queued after
+// it sees the values: sizes around a chunk and past the whole ring, each
+// source overwritten as soon as its copy returns, and two threads at once.
+TEST_CASE("conformance: a copy from the host returns before the GPU is done, having read its source") {
+  constexpr auto chunk = static_cast<std::int64_t>(cuda_backend::kUploadChunkBytes / sizeof(float));
+  const Tensor big = ones({4096, 4096}, on(cuda(0)));
+  const auto gpu_busy = [] { return cudaStreamQuery(cuda_backend::stream(0).handle) == cudaErrorNotReady; };
+  (void)ones({1}).to(cuda(0));  // the ring is made at the first upload
+  // 0.27 TFLOP queued: milliseconds on any GPU, microseconds to queue.
+  const Tensor product = matmul(matmul(big, big), big);
+  (void)ones({1}).to(cuda(0));
+  CHECK(gpu_busy());  // the small copy did not wait for the product
+
+  Generator generator(11);
+  const std::vector<std::int64_t> sizes{
+      1, 3, chunk - 1, chunk, chunk + 1, 3 * chunk + 5, 2 * cuda_backend::kUploadChunks * chunk + 7};
+  std::vector<Tensor> uploaded;
+  std::vector<std::vector<float>> expected;
+  for (const std::int64_t n : sizes) {
+    const Tensor host = test::uniform_tensor({n}, generator);
+    expected.push_back(host.to_vector<float>());
+    (void)matmul(big, big);  // the copy queues behind this
+    uploaded.push_back(host.to(cuda(0)));
+    std::fill_n(host.data<float>(), n, -9.0f);  // too late to change what was copied
+  }
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    CAPTURE(sizes[k]);
+    CHECK(uploaded[k].to_vector<float>() == expected[k]);
+  }
+  CHECK(product.at({4095, 4095}) == 4096.0f * 4096.0f);
+
+  // Two threads uploading to one GPU take turns in the ring; each copy keeps
+  // its own values.
+  const auto upload_many = [&](float base, std::vector<Tensor>& out) {
+    for (int i = 0; i < 12; ++i) out.push_back(full({chunk + 17 * i}, base + static_cast<float>(i)).to(cuda(0)));
+  };
+  std::vector<Tensor> first, second;
+  std::string failure;
+  {
+    const std::jthread other([&] {
+      try {
+        upload_many(100.0f, second);
+      } catch (const std::exception& error) {
+        failure = error.what();
+      }
+    });
+    upload_many(0.0f, first);
+  }
+  REQUIRE(failure == "");
+  const auto holds_only = [](const Tensor& tensor, float value) {
+    const std::vector<float> values = tensor.to_vector<float>();
+    return std::all_of(values.begin(), values.end(), [&](float v) { return v == value; });
+  };
+  for (std::size_t i = 0; i < 12; ++i) {
+    CAPTURE(i);
+    CHECK(holds_only(first[i], static_cast<float>(i)));
+    CHECK(holds_only(second[i], 100.0f + static_cast<float>(i)));
   }
 }
 #endif

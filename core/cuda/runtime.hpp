@@ -33,8 +33,10 @@ void reset_peak_memory_stats(int device);
 void empty_cache(int device);
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
-// Copies on the destination's (or for DeviceToHost the source's) stream and
-// waits for it, so host memory is safe to use on return.
+// Copies on the destination's (or for DeviceToHost the source's) compute
+// stream; host memory is safe to use on return. A copy to the host waits for
+// the stream; one from the host returns once the source is read, before the
+// GPU has the values (host_upload.hpp), which later work on the stream sees.
 void copy(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes, CopyKind kind);
 void synchronize(int device);
 

@@ -4,6 +4,7 @@
 // devices and the reason, once, and never aborts a CPU-only run.
 #include <ddl/core/cuda/device_guard.hpp>
 #include <ddl/core/cuda/errors.hpp>
+#include <ddl/core/cuda/host_upload.hpp>
 #include <ddl/core/cuda/launch.cuh>
 #include <ddl/core/cuda/per_device.hpp>
 #include <ddl/core/cuda/runtime.hpp>
@@ -140,15 +141,9 @@ DeviceGuard::~DeviceGuard() {
 
 void copy(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes, CopyKind kind) {
   switch (kind) {
-    case CopyKind::HostToDevice: {
-      // Pageable host memory: the copy is staged, then we wait so the caller
-      // may free the host buffer on return.
-      const DeviceGuard guard(dst_device);
-      const cudaStream_t queue = stream(dst_device).handle;
-      DDL_CUDA_CHECK(dst_device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, queue));
-      DDL_CUDA_CHECK(dst_device, cudaStreamSynchronize(queue));
+    case CopyKind::HostToDevice:
+      upload(dst_device, dst, src, bytes);
       break;
-    }
     case CopyKind::DeviceToHost: {
       const DeviceGuard guard(src_device);
       const cudaStream_t queue = stream(src_device).handle;

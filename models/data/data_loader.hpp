@@ -34,7 +34,8 @@ struct DataLoaderOptions {
   // the same.
   int prefetch = 2;
   // Where next() delivers batches. They are gathered on the host and moved
-  // there on the caller's thread.
+  // there on the caller's thread; to a GPU that thread waits only until the
+  // batch is read into page-locked memory, not for the GPU's queued work.
   Device device = cpu();
   // Applied to the inputs only, while a batch is gathered; targets are copied
   // as they are.
