@@ -22,7 +22,8 @@ void sum_all(const Device& device, const float* x, std::int64_t n, float* out) {
 }
 
 // Copies are noted (entry_points.hpp) on the GPU that does them, host
-// copies on the destination, once done without an error.
+// copies on the destination, once done (a copy from the host: queued)
+// without an error.
 void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
   static EntryPointSite host_site, cuda_site, between_site;

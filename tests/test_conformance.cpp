@@ -41,9 +41,12 @@
 #include <ddl/optim/update_kernels.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <iostream>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -622,47 +625,122 @@ TEST_CASE("conformance: a staging buffer's download waits for its ComputeMark, a
   }
 }
 
-// Every copy from the host (Tensor::to, a batch, a loaded parameter) goes
-// through the ring of page-locked chunks of host_upload.hpp. It returns once
-// the source is read, without waiting for the GPU, and compute queued after
-// it sees the values: sizes around a chunk and past the whole ring, each
-// source overwritten as soon as its copy returns, and two threads at once.
+// Holds a device's compute stream at a host function until open() (or a
+// 30 s watchdog): the GPU work queued behind it waits however fast the GPU
+// is, which makes "the host did not wait for the GPU" checkable.
+class StreamGate {
+ public:
+  explicit StreamGate(int device) : device_(device) {
+    REQUIRE(cudaLaunchHostFunc(cuda_backend::stream(device).handle, &StreamGate::hold, this) == cudaSuccess);
+  }
+  ~StreamGate() {  // never leaves the stream held
+    open();
+    (void)cudaStreamSynchronize(cuda_backend::stream(device_).handle);
+  }
+  StreamGate(const StreamGate&) = delete;
+  StreamGate& operator=(const StreamGate&) = delete;
+
+  void open() {
+    const std::lock_guard lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+  bool is_open() {
+    const std::lock_guard lock(mutex_);
+    return open_;
+  }
+  bool timed_out() {
+    const std::lock_guard lock(mutex_);
+    return timed_out_;
+  }
+  // Opens the gate `delay` from now, on a thread of its own.
+  std::jthread open_after(std::chrono::milliseconds delay) {
+    return std::jthread([this, delay] {
+      std::this_thread::sleep_for(delay);
+      open();
+    });
+  }
+
+ private:
+  // Runs on CUDA's callback thread, which may call no CUDA function.
+  static void CUDART_CB hold(void* self) {
+    auto& gate = *static_cast<StreamGate*>(self);
+    std::unique_lock lock(gate.mutex_);
+    if (!gate.changed_.wait_for(lock, std::chrono::seconds(30), [&] { return gate.open_; })) {
+      gate.timed_out_ = gate.open_ = true;
+    }
+  }
+
+  int device_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool open_ = false;
+  bool timed_out_ = false;
+};
+
+// Every Tensor::to(cuda) and copy_from a host tensor goes through the ring
+// of page-locked chunks of host_upload.hpp: it returns once the source is
+// read, while the GPU has not reached the copy, and compute queued after it
+// sees the values. With the stream held: copies that fit the ring return at
+// once; a copy past the ring waits until the GPU has sent its oldest chunk
+// (had it not, the chunk would be overwritten before being sent); every
+// source is overwritten as soon as its copy returns; two threads at once.
 TEST_CASE("conformance: a copy from the host returns before the GPU is done, having read its source") {
   constexpr auto chunk = static_cast<std::int64_t>(cuda_backend::kUploadChunkBytes / sizeof(float));
-  const Tensor big = ones({4096, 4096}, on(cuda(0)));
-  const auto gpu_busy = [] { return cudaStreamQuery(cuda_backend::stream(0).handle) == cudaErrorNotReady; };
-  (void)ones({1}).to(cuda(0));  // the ring is made at the first upload
-  // 0.27 TFLOP queued: milliseconds on any GPU, microseconds to queue.
-  const Tensor product = matmul(matmul(big, big), big);
-  (void)ones({1}).to(cuda(0));
-  CHECK(gpu_busy());  // the small copy did not wait for the product
-
   Generator generator(11);
-  const std::vector<std::int64_t> sizes{
-      1, 3, chunk - 1, chunk, chunk + 1, 3 * chunk + 5, 2 * cuda_backend::kUploadChunks * chunk + 7};
   std::vector<Tensor> uploaded;
   std::vector<std::vector<float>> expected;
-  for (const std::int64_t n : sizes) {
+  const auto upload = [&](std::int64_t n) {
     const Tensor host = test::uniform_tensor({n}, generator);
     expected.push_back(host.to_vector<float>());
-    (void)matmul(big, big);  // the copy queues behind this
     uploaded.push_back(host.to(cuda(0)));
     std::fill_n(host.data<float>(), n, -9.0f);  // too late to change what was copied
+  };
+  const auto check_uploaded = [&] {
+    for (std::size_t k = 0; k < uploaded.size(); ++k) {
+      CAPTURE(uploaded[k].numel());
+      CHECK(uploaded[k].to_vector<float>() == expected[k]);
+    }
+    uploaded.clear();
+    expected.clear();
+  };
+  // One chunk each, kUploadChunks in all: the ring holds them.
+  static_assert(cuda_backend::kUploadChunks == 4);
+  const std::vector<std::int64_t> fitting{1, 3, chunk - 1, chunk};
+  {
+    // Made before the stream is held, in case making them waits for it: the
+    // ring (at the first copy) and the GPU blocks (cached once freed).
+    (void)ones({1}).to(cuda(0));
+    std::vector<Tensor> blocks;
+    for (const std::int64_t n : fitting) blocks.push_back(Tensor::empty({n}, on(cuda(0))));
   }
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    CAPTURE(sizes[k]);
-    CHECK(uploaded[k].to_vector<float>() == expected[k]);
+  {
+    StreamGate gate(0);
+    for (const std::int64_t n : fitting) upload(n);
+    CHECK_FALSE(gate.is_open());  // every copy returned with the GPU held before it
+    gate.open();
+    check_uploaded();
+    CHECK_FALSE(gate.timed_out());
   }
-  CHECK(product.at({4095, 4095}) == 4096.0f * 4096.0f);
+  {
+    StreamGate gate(0);
+    const std::jthread opener = gate.open_after(std::chrono::milliseconds(200));
+    for (const std::int64_t n : {chunk + 1, 3 * chunk + 5, 2 * cuda_backend::kUploadChunks * chunk + 7}) upload(n);
+    CHECK(gate.is_open());  // the ring was full: the copy waited for the GPU
+    check_uploaded();
+    CHECK_FALSE(gate.timed_out());
+  }
 
-  // Two threads uploading to one GPU take turns in the ring; each copy keeps
-  // its own values.
+  // Two threads copying to one GPU take turns in the ring, past its size,
+  // while the stream is held for a while; each copy keeps its own values.
   const auto upload_many = [&](float base, std::vector<Tensor>& out) {
     for (int i = 0; i < 12; ++i) out.push_back(full({chunk + 17 * i}, base + static_cast<float>(i)).to(cuda(0)));
   };
   std::vector<Tensor> first, second;
   std::string failure;
   {
+    StreamGate gate(0);
+    const std::jthread opener = gate.open_after(std::chrono::milliseconds(100));
     const std::jthread other([&] {
       try {
         upload_many(100.0f, second);

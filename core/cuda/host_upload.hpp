@@ -9,15 +9,19 @@
 //
 //   the caller may free or change the source as soon as upload() returns;
 //   kernels queued on the compute stream afterwards see the values;
-//   the host waits only when every chunk still has a transfer the GPU has
-//   not reached, not for the kernels queued before (a batch's copy no longer
-//   waits for the previous step's update), and the GPU's copy engine reads
-//   page-locked memory directly.
+//   the GPU's copy engine reads page-locked memory directly;
+//   the host waits for the GPU only when the chunk it needs next still has
+//   a transfer the GPU has not reached. Each copy takes whole chunks, so
+//   copies that add up to kUploadChunks chunks return at once, whatever is
+//   queued before them (a batch's inputs and targets, two chunks, while the
+//   previous step's update runs); a larger one, or the next ones after it,
+//   waits for the compute queued before its oldest chunk's transfer.
 //
 // This is what PyTorch's DataLoader(pin_memory=True) with
-// .to(device, non_blocking=True) gives, made the default: the price is
-// kUploadChunks x kUploadChunkBytes of page-locked memory per device used,
-// taken at the first upload and kept for the life of the process.
+// .to(device, non_blocking=True) gives, made the default, within a bounded
+// amount of page-locked memory: kUploadChunks x kUploadChunkBytes per
+// device used, taken at the first upload and kept for the life of the
+// process. Before, each copy waited for the whole compute stream.
 #pragma once
 
 #include <cstddef>

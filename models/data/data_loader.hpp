@@ -34,8 +34,9 @@ struct DataLoaderOptions {
   // the same.
   int prefetch = 2;
   // Where next() delivers batches. They are gathered on the host and moved
-  // there on the caller's thread; to a GPU that thread waits only until the
-  // batch is read into page-locked memory, not for the GPU's queued work.
+  // there on the caller's thread; to a GPU that thread waits until the batch
+  // is read into page-locked memory, not for the work queued on the GPU
+  // (while the copies the GPU has not yet made fit four 4 MiB chunks).
   Device device = cpu();
   // Applied to the inputs only, while a batch is gathered; targets are copied
   // as they are.
