@@ -4,6 +4,8 @@
 #include <ddl/core/config.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <vector>
 
@@ -16,6 +18,13 @@ struct CpuMemory {
   static void* raw_allocate(int, std::size_t bytes) { return std::aligned_alloc(kCpuAlignment, bytes); }
   static void raw_free(int, void* data) { std::free(data); }
   static void before_release(int) {}
+  // glibc keeps freed memory in its heap for its own reuse, where the pool
+  // already is the cache: blocks the pool gives back would stay resident.
+  static void after_release(int) { malloc_trim(0); }
+  // The system overcommits: running out of memory is the OOM killer, not a
+  // failed allocation the pool could answer by emptying its cache, so the
+  // cache is bounded instead (caching_pool.hpp).
+  static std::size_t cache_limit(std::size_t peak_bytes) { return 2 * peak_bytes + (std::size_t{64} << 20); }
 };
 
 using CpuPool = detail::CachingPool<CpuMemory>;

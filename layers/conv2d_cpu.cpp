@@ -33,6 +33,7 @@
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
 
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -133,7 +134,7 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
 
 // The primitives of `g`, made once per geometry and shared by every thread
 // (a primitive may run on several threads at once).
-Convolution& convolution_of(const Conv2dGeometry& g, bool bias) {
+std::shared_ptr<Convolution> convolution_of(const Conv2dGeometry& g, bool bias) {
   static onednn::Cache<Key, Convolution> cache;
   return cache.get(key_of(g, bias), [&] { return make_convolution(g, bias); });
 }
@@ -176,7 +177,8 @@ memory scratchpad_for(const memory::desc& desc) {
 
 void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
                     float* output) {
-  const Convolution& c = convolution_of(g, bias != nullptr);
+  const std::shared_ptr<const Convolution> held = convolution_of(g, bias != nullptr);
+  const Convolution& c = *held;
   const auto& pd = c.forward_pd;
   const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, input), pd.src_desc(), Slot::Input,
                                      "conv2d forward: reordering the input");
@@ -194,11 +196,12 @@ void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* we
 }
 
 std::string conv2d_implementation(const Conv2dGeometry& g) {
-  return convolution_of(g, false).forward_pd.impl_info_str();
+  return convolution_of(g, false)->forward_pd.impl_info_str();
 }
 
 Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
-  const auto& pd = convolution_of(g, false).forward_pd;
+  const std::shared_ptr<const Convolution> held = convolution_of(g, false);
+  const auto& pd = held->forward_pd;
   // A slot is used only when the layouts differ (onednn::to_layout).
   const auto staged = [](const memory::dims& dims, Tag plain, const memory::desc& wanted) {
     const memory::desc user(dims, memory::data_type::f32, plain);
@@ -213,7 +216,8 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
   // gradient (only the bias's wanted) goes to a staging buffer.
   const bool with_bias = operands.grad_bias != nullptr;
   const bool weight_side = operands.grad_weight != nullptr || with_bias;
-  Convolution& c = convolution_of(g, with_bias);
+  const std::shared_ptr<Convolution> held = convolution_of(g, with_bias);
+  Convolution& c = *held;
   if (operands.grad_input != nullptr) add_backward_data(g, c);
   if (weight_side) add_backward_weights(g, c);
   // Both directions read the output's gradient, normally in the same

@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <memory>
 #include <tuple>
 
 namespace ddl::cpu_backend {
@@ -69,7 +70,7 @@ Matmul make_matmul(const backend::GemmArgs& g) {
   return {a_user, b_user, c, pd, dnnl::matmul(pd)};
 }
 
-const Matmul& matmul_of(const backend::GemmArgs& g) {
+std::shared_ptr<const Matmul> matmul_of(const backend::GemmArgs& g) {
   using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                          std::int64_t, float, float>;
   static onednn::Cache<Key, Matmul> cache;
@@ -82,7 +83,8 @@ const Matmul& matmul_of(const backend::GemmArgs& g) {
 // into C.
 void gemm_bf16(const backend::GemmArgs& g) {
   using dnnl::memory;
-  const Matmul& mm = matmul_of(g);
+  const std::shared_ptr<const Matmul> held = matmul_of(g);
+  const Matmul& mm = *held;
   const memory a = onednn::to_layout(memory(mm.a_user, onednn::engine(), const_cast<float*>(g.a)), mm.pd.src_desc(),
                                      onednn::Slot::Input, "bf16 matmul: rounding A");
   const memory b = onednn::to_layout(memory(mm.b_user, onednn::engine(), const_cast<float*>(g.b)), mm.pd.weights_desc(),

@@ -10,7 +10,9 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
+#include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -49,22 +51,43 @@ void copy_back(const dnnl::memory& written, const dnnl::memory& user, std::strin
 dnnl::primitive_attr user_scratchpad();
 
 // Primitives made once per key (a convolution's geometry, a GEMM's shape)
-// and shared by every thread: a primitive may run on several threads at
-// once, and the references get() returns stay valid as the map grows.
+// and shared by every thread (a primitive may run on several threads at
+// once), for the kCapacity keys used last. Kept for every key, shapes that
+// keep changing (images of many sizes, tiles, a fuzzer's inputs) would grow
+// the cache without end, a primitive and its JIT-compiled code (about
+// 0.15 MB) per shape; a training loop uses a few dozen. Callers hold what
+// get() returns: a primitive dropped from the cache while it runs lives
+// until the call is done.
 template <class Key, class Value>
 class Cache {
  public:
+  static constexpr std::size_t kCapacity = 256;
+
   template <class Make>
-  Value& get(const Key& key, Make&& make) {
+  std::shared_ptr<Value> get(const Key& key, Make&& make) {
     const std::lock_guard lock(mutex_);
-    auto found = entries_.find(key);
-    if (found == entries_.end()) found = entries_.emplace(key, make()).first;
-    return found->second;
+    if (const auto found = entries_.find(key); found != entries_.end()) {
+      recent_.splice(recent_.begin(), recent_, found->second.position);
+      return found->second.value;
+    }
+    auto value = std::make_shared<Value>(make());
+    recent_.push_front(key);
+    entries_.emplace(key, Entry{value, recent_.begin()});
+    if (entries_.size() > kCapacity) {
+      entries_.erase(recent_.back());
+      recent_.pop_back();
+    }
+    return value;
   }
 
  private:
+  struct Entry {
+    std::shared_ptr<Value> value;
+    typename std::list<Key>::iterator position;  // in recent_
+  };
   std::mutex mutex_;
-  std::map<Key, Value> entries_;
+  std::list<Key> recent_;  // the keys, most recently used first
+  std::map<Key, Entry> entries_;
 };
 
 [[noreturn]] void fail(std::string_view what, const dnnl::error& error);

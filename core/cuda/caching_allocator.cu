@@ -18,6 +18,7 @@
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/error.hpp>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,11 @@ struct CudaMemory {
     const DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaStreamSynchronize(stream(device).handle));
   }
+  static void after_release(int) {}
+  // Unbounded, as PyTorch's: giving blocks back synchronises the device, and
+  // a GPU that runs out answers nullptr, on which the pool empties its cache
+  // and tries again.
+  static std::size_t cache_limit(std::size_t) { return std::numeric_limits<std::size_t>::max(); }
 };
 
 using CudaPool = detail::CachingPool<CudaMemory>;
