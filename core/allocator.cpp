@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <vector>
 
@@ -20,11 +21,19 @@ struct CpuMemory {
   static void before_release(int) {}
   // glibc keeps freed memory in its heap for its own reuse, where the pool
   // already is the cache: blocks the pool gives back would stay resident.
-  static void after_release(int) { malloc_trim(0); }
+  // malloc_trim walks the whole heap, so it runs once 64 MiB have been
+  // given back (any device), not for every block a churning cache drops.
+  static void after_release(int, std::size_t bytes) {
+    static std::atomic<std::size_t> untrimmed{0};
+    constexpr std::size_t kTrimEvery = std::size_t{64} << 20;
+    if (untrimmed.fetch_add(bytes) + bytes < kTrimEvery) return;
+    untrimmed = 0;
+    malloc_trim(0);
+  }
   // The system overcommits: running out of memory is the OOM killer, not a
   // failed allocation the pool could answer by emptying its cache, so the
   // cache is bounded instead (caching_pool.hpp).
-  static std::size_t cache_limit(std::size_t peak_bytes) { return 2 * peak_bytes + (std::size_t{64} << 20); }
+  static std::size_t cache_limit(std::size_t high_water) { return 2 * high_water + (std::size_t{64} << 20); }
 };
 
 using CpuPool = detail::CachingPool<CpuMemory>;

@@ -7,20 +7,23 @@
 //
 // A cache that only grows would hold every size a program ever used: with
 // shapes that change (images of many sizes, tiles, a fuzzer's inputs) it
-// held 800 MB of blocks for 2 MB of live tensors after 600 convolutions.
-// So before taking new memory from the system, the pool gives back the
-// blocks cached longest ago until what it caches is within the backend's
-// limit for the most bytes tensors have held at once. Steady-state training
-// reuses the same blocks step after step, and caches about 1.6 times that
-// peak (mnist_cnn, resnet_small), within the CPU's limit of twice the peak
-// plus 64 MiB.
+// held 808 MiB of blocks for 1.4 MiB of live tensors after 600 growing
+// convolutions (bench/shape_churn.cpp). So before taking new memory from
+// the system, the pool gives back the blocks freed longest ago until what it
+// caches is within the backend's limit for the most block bytes tensors have
+// held at once (their high-water mark). Steady-state training reuses the
+// same blocks step after step and stays within the CPU's limit of twice that
+// mark plus 64 MiB (mnist_cnn and resnet_small cache about 1.6 times their
+// peak); a phase with other shapes (evaluation at another batch size) can
+// cost blocks of the next phase once, where the two together pass the limit.
 //
 // Backend provides: static void* raw_allocate(int device, std::size_t bytes)
 // (nullptr when out of memory), static void raw_free(int device, void*),
 // static void before_release(int device) (e.g. wait for queued GPU work),
-// static void after_release(int device) (e.g. hand freed memory back to the
-// system) and static std::size_t cache_limit(std::size_t peak_bytes) (the
-// most bytes to keep cached once tensors have held `peak_bytes` at once).
+// static void after_release(int device, std::size_t bytes) (e.g. hand the
+// freed bytes back to the system) and static std::size_t
+// cache_limit(std::size_t high_water) (the most bytes to keep cached once
+// live blocks have held `high_water` bytes at once).
 #pragma once
 
 #include <algorithm>
@@ -29,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include <ddl/core/allocator.hpp>
 
@@ -64,7 +68,8 @@ class CachingPool {
     stats_.bytes_in_use += bytes;
     stats_.allocations += 1;
     stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.bytes_in_use);
-    high_water_ = std::max(high_water_, stats_.bytes_in_use);
+    live_blocks_ += block_sizes_.at(data);
+    high_water_ = std::max(high_water_, live_blocks_);
     return data;
   }
 
@@ -77,6 +82,7 @@ class CachingPool {
     by_age_.emplace(next_age_++, cached);
     stats_.bytes_in_use -= it->second;
     stats_.bytes_cached += block;
+    live_blocks_ -= block;
     stats_.allocations -= 1;
     live_.erase(it);
   }
@@ -119,17 +125,22 @@ class CachingPool {
   }
 
   // Frees the blocks cached longest ago until the cache is within its limit.
+  // Each block leaves the books before it is freed: if freeing threw, the
+  // block would be lost, not handed out again.
   void trim_locked(int device) {
     const std::size_t limit = Backend::cache_limit(high_water_);
     if (stats_.bytes_cached <= limit) return;
     Backend::before_release(device);
+    std::size_t released = 0;
     while (stats_.bytes_cached > limit) {
       const auto oldest = by_age_.begin()->second;
-      Backend::raw_free(device, oldest->second.data);
-      block_sizes_.erase(oldest->second.data);
+      void* data = oldest->second.data;
+      released += oldest->first;
       forget(oldest);
+      block_sizes_.erase(data);
+      Backend::raw_free(device, data);
     }
-    Backend::after_release(device);
+    Backend::after_release(device, released);
   }
 
   void* raw(int device, std::size_t size) {
@@ -141,21 +152,25 @@ class CachingPool {
   void release_locked(int device) {
     if (cached_.empty()) return;
     Backend::before_release(device);
-    for (const auto& [size, block] : cached_) {
-      Backend::raw_free(device, block.data);
-      block_sizes_.erase(block.data);
-    }
+    const CachedBlocks released = std::move(cached_);
     cached_.clear();
     by_age_.clear();
     stats_.bytes_cached = 0;
-    Backend::after_release(device);
+    std::size_t bytes = 0;
+    for (const auto& [size, block] : released) {
+      block_sizes_.erase(block.data);
+      bytes += size;
+      Backend::raw_free(device, block.data);
+    }
+    Backend::after_release(device, bytes);
   }
 
   std::mutex mutex_;
   CachedBlocks cached_;                                              // free blocks by size
   std::map<std::uint64_t, typename CachedBlocks::iterator> by_age_;  // the same, oldest first
   std::uint64_t next_age_ = 0;
-  std::size_t high_water_ = 0;                          // the most bytes in use at once, ever (reset_peak leaves it)
+  std::size_t live_blocks_ = 0;                         // the block bytes of live_
+  std::size_t high_water_ = 0;                          // the most live_blocks_ ever held (reset_peak leaves it)
   std::unordered_map<void*, std::size_t> live_;         // held blocks -> bytes requested (what stats count)
   std::unordered_map<void*, std::size_t> block_sizes_;  // every block we own -> its real size
   MemoryStats stats_;

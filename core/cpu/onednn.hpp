@@ -54,10 +54,11 @@ dnnl::primitive_attr user_scratchpad();
 // and shared by every thread (a primitive may run on several threads at
 // once), for the kCapacity keys used last. Kept for every key, shapes that
 // keep changing (images of many sizes, tiles, a fuzzer's inputs) would grow
-// the cache without end, a primitive and its JIT-compiled code (about
-// 0.15 MB) per shape; a training loop uses a few dozen. Callers hold what
-// get() returns: a primitive dropped from the cache while it runs lives
-// until the call is done.
+// the cache without end, about 0.15 MB per shape (oneDNN's own primitive
+// cache, 1,024 entries by default, may keep a dropped one's code a while
+// longer); a training loop uses a few dozen. Callers hold what get()
+// returns: a primitive dropped from the cache while it runs lives until the
+// call is done.
 template <class Key, class Value>
 class Cache {
  public:

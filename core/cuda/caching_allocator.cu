@@ -39,7 +39,7 @@ struct CudaMemory {
     const DeviceGuard guard(device);
     DDL_CUDA_CHECK(device, cudaStreamSynchronize(stream(device).handle));
   }
-  static void after_release(int) {}
+  static void after_release(int, std::size_t) {}
   // Unbounded, as PyTorch's: giving blocks back synchronises the device, and
   // a GPU that runs out answers nullptr, on which the pool empties its cache
   // and tries again.
