@@ -2,6 +2,9 @@
 // peak. Both backends allocate through a caching pool (caching_pool.hpp), so
 // steady-state training neither calls cudaMalloc/cudaFree nor page-faults
 // fresh CPU memory. CPU memory is 64-byte aligned (a cache line; AVX-512).
+// A CPU cache holds at most about twice the most memory tensors ever held
+// at once plus 64 MiB (sizes that keep changing would otherwise grow it
+// without end); a GPU's is given back when the GPU runs out.
 #pragma once
 
 #include <cstddef>
