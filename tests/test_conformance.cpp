@@ -523,7 +523,7 @@ TEST_CASE("conformance: a tensor of more than 2^31 elements is computed to its l
 // are given back succeeds (they are released and the allocation retried);
 // empty_cache() leaves nothing cached; a request no GPU could hold is an
 // error naming the device and the size.
-TEST_CASE("conformance: out of GPU memory, the allocator releases its cache and retries; empty_cache empties it") {
+TEST_CASE("conformance: out of GPU memory, the allocator releases its cache and retries, empty_cache empties it") {
   REQUIRE(cudaSetDevice(0) == cudaSuccess);
   std::size_t free_bytes = 0, total_bytes = 0;
   REQUIRE(cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess);

@@ -164,7 +164,7 @@ TEST_CASE("allocator: the CPU pool does not keep every size it was asked for") {
   empty_cache();
 }
 
-TEST_CASE("oneDNN primitive cache: keeps the keys used last; a value held past its eviction stays valid") {
+TEST_CASE("oneDNN primitive cache: keeps the keys used last, a value held past its eviction stays valid") {
   using Cache = cpu_backend::onednn::Cache<int, std::vector<int>>;
   Cache cache;
   int made = 0;

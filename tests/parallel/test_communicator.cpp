@@ -84,7 +84,7 @@ TEST_CASE("Communicator: a message longer than the receive buffer is an error na
   }
 }
 
-TEST_CASE("Communicator: sendrecv passes 1 MiB around the ring at once; a shorter or longer message names the sender") {
+TEST_CASE("Communicator: sendrecv passes 1 MiB around the ring at once, a shorter or longer message names the sender") {
   const Communicator world = Communicator::world();
   const int right = (world.rank() + 1) % world.size(), left = (world.rank() + world.size() - 1) % world.size();
   // Every rank sends before it receives: with blocking sends of this size
@@ -187,7 +187,7 @@ TEST_CASE("first_disagreement: the first line that differs, with each rank's lin
   CHECK(shorter->per_rank[0] == "nothing (it has only 1 entries)");
 }
 
-TEST_CASE("parallel config: check_environment names a bad variable; the getters keep their default meanwhile") {
+TEST_CASE("parallel config: check_environment names a bad variable, the getters keep their default meanwhile") {
   parallel::config::check_environment();
   const std::int64_t segment = parallel::config::ring_segment_bytes();
   ::setenv("DDL_FUSION_THRESHOLD", "lots", 1);

@@ -254,7 +254,7 @@ std::vector<float> train_two_device_mlp(std::shared_ptr<optim::Strategy> strateg
 
 }  // namespace
 
-TEST_CASE("DataParallel: gradients live in the buckets; parameters on another device are copied in and out") {
+TEST_CASE("DataParallel: gradients live in the buckets, parameters on another device are copied in and out") {
   const Communicator world = Communicator::world();
   // Copying a gradient in and out changes no bit, so the model spread over
   // two devices trains exactly as the same model on cpu:0 alone, whose

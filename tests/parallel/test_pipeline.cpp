@@ -170,7 +170,7 @@ TEST_CASE("Pipeline: rank 0 reports the metrics, evaluation and predictions of o
   }
 }
 
-TEST_CASE("Pipeline: a checkpoint is one single-process file; resuming on the same or another stage count, or in "
+TEST_CASE("Pipeline: a checkpoint is one single-process file, resuming on the same or another stage count, or in "
           "one process, goes on exactly") {
   const Communicator world = Communicator::world();
   Run straight = single_run();

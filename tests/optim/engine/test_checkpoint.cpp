@@ -493,7 +493,7 @@ TEST_CASE("checkpoint: restore_tensors with a missing, unexpected or misshapen t
   CHECK(values_of(targets) == before);
 }
 
-TEST_CASE("checkpoint: temp files of dead writers on this host are removed; living and other hosts' ones stay") {
+TEST_CASE("checkpoint: temp files of dead writers on this host are removed, living and other hosts' ones stay") {
   TempDir dir("checkpoint");
   const std::string path = (dir.path / "last.ckpt").string();
   const std::string mine = optim::checkpoint_temp_path(path);  // this process: alive

@@ -110,7 +110,7 @@ TEST_CASE("Trainer: an epoch whose every step is skipped stops training") {
   CHECK(all_finite(flat_parameters(*model)));
 }
 
-TEST_CASE("Trainer: a checkpoint is never written from non-finite weights or optimizer state; the file there stays") {
+TEST_CASE("Trainer: a checkpoint is never written from non-finite weights or optimizer state, the file there stays") {
   const auto data = test::make_blobs(12, 1);
   TempDir dir("non_finite");
   auto model = test::make_classifier(3, false);

@@ -243,7 +243,7 @@ TEST_CASE("Trainer: a training source that yields no batch is an error naming th
   CHECK(throws_error_mentioning([&] { trainer.fit(empty, {.epochs = 1}); }, {"no batch", "epoch 1"}));
 }
 
-TEST_CASE("Trainer: output off a terminal is one plain line per epoch; quiet prints nothing") {
+TEST_CASE("Trainer: output off a terminal is one plain line per epoch, quiet prints nothing") {
   const auto data = test::make_blobs(20, 1);
   auto model = test::make_classifier(3, false);
   auto optimizer = std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.1});

@@ -46,7 +46,7 @@ std::map<std::string, int> count_by_name(const timeline::Recording& recording) {
 
 }  // namespace
 
-TEST_CASE("Trainer timeline: each step holds its forward, backward and update; data, evaluation and checkpoints too") {
+TEST_CASE("Trainer timeline: each step holds its forward, backward and update, data, evaluation and checkpoints too") {
   const timeline::Recording recording = record_fit(false);
   const auto counts = count_by_name(recording);
   CHECK(counts.at("epoch 1") == 1);

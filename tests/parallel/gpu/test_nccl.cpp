@@ -150,7 +150,7 @@ TEST_CASE("NCCL: ring, rhd, tree and naive on the GPU give their host twins' bit
   }
 }
 
-TEST_CASE("NCCL: builtin averages with ncclAvg; the device allreduce refuses shm and tensors it cannot reduce") {
+TEST_CASE("NCCL: builtin averages with ncclAvg, the device allreduce refuses shm and tensors it cannot reduce") {
   const Communicator world = Communicator::world();
   const NcclCommunicator nccl = NcclCommunicator::create(world);
   const Device gpu = cuda(nccl.device());
