@@ -32,7 +32,6 @@
 #include <map>
 #include <mutex>
 #include <unordered_map>
-#include <utility>
 
 #include <ddl/core/allocator.hpp>
 
@@ -124,11 +123,13 @@ class CachingPool {
     cached_.erase(it);
   }
 
-  // Frees the blocks cached longest ago until the cache is within its limit.
-  // Each block leaves the books before it is freed: if freeing threw, the
-  // block would be lost, not handed out again.
-  void trim_locked(int device) {
-    const std::size_t limit = Backend::cache_limit(high_water_);
+  void trim_locked(int device) { give_back_until(device, Backend::cache_limit(high_water_)); }
+  void release_locked(int device) { give_back_until(device, 0); }
+
+  // Frees the blocks cached longest ago until at most `limit` bytes stay
+  // cached. Each block leaves the books before it is freed: if freeing
+  // threw, the block would be lost, not handed out again.
+  void give_back_until(int device, std::size_t limit) {
     if (stats_.bytes_cached <= limit) return;
     Backend::before_release(device);
     std::size_t released = 0;
@@ -147,22 +148,6 @@ class CachingPool {
     void* data = Backend::raw_allocate(device, size);
     if (data != nullptr) block_sizes_[data] = size;
     return data;
-  }
-
-  void release_locked(int device) {
-    if (cached_.empty()) return;
-    Backend::before_release(device);
-    const CachedBlocks released = std::move(cached_);
-    cached_.clear();
-    by_age_.clear();
-    stats_.bytes_cached = 0;
-    std::size_t bytes = 0;
-    for (const auto& [size, block] : released) {
-      block_sizes_.erase(block.data);
-      bytes += size;
-      Backend::raw_free(device, block.data);
-    }
-    Backend::after_release(device, bytes);
   }
 
   std::mutex mutex_;
