@@ -45,7 +45,8 @@ for ((r = 0; r < rounds; r++)); do
     lines[$program]+="$(measure "$program")"$'\n'
   done
 done
-"$python" bench/torch_gpu_step.py --batch "$batch" --steps 1 --repeats 1 | head -1 | sed 's/^/# /'
+# (sed, not head: head would close the pipe on the program's next line)
+"$python" bench/torch_gpu_step.py --batch "$batch" --steps 1 --repeats 1 | sed -n '1s/^/# /p'
 printf '%-14s %10s %12s %12s\n' program "step ms" samples/s "peak MiB"
 # The median of column $1 of a program's lines.
 median() { awk -v f="$1" '{ print $f }' | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
