@@ -2,8 +2,11 @@
 # Side by side, in one run on one GPU: resnet_small's training step at a
 # batch where the GPU is the bottleneck, in ddl (bench/gpu_step.cpp) and in
 # PyTorch 2.x (bench/torch_gpu_step.py), each with deterministic cuDNN
-# algorithms (ddl's default) and with the fastest (DDL_CUDA_CONV=fastest;
-# PyTorch's cudnn.benchmark, its tuning guide's advice). Both do plain
+# algorithms (ddl's default) and with the fastest: PyTorch's
+# cudnn.benchmark (its tuning guide's advice), which times the algorithms
+# at the first step, against ddl's DDL_CUDA_CONV=benchmark, which does the
+# same; one more ddl row, ddl-fastest, takes cuDNN's heuristic's first
+# choice without timing (DDL_CUDA_CONV=fastest). Both do plain
 # float32 arithmetic there (ddl asks cuDNN for CUDNN_FMA_MATH and leaves
 # cuBLAS at its default math), so PyTorch runs with --no-tf32; one more row,
 # torch-tf32, shows PyTorch's default (TF32 tensor cores in convolutions) and
@@ -31,13 +34,14 @@ measure() {
   case $1 in
     ddl) "$build"/bench/ddl_bench_gpu_step --batch "$batch" ;;
     ddl-fastest) DDL_CUDA_CONV=fastest "$build"/bench/ddl_bench_gpu_step --batch "$batch" ;;
+    ddl-benchmark) DDL_CUDA_CONV=benchmark "$build"/bench/ddl_bench_gpu_step --batch "$batch" ;;
     torch) "$python" bench/torch_gpu_step.py --batch "$batch" --deterministic --no-tf32 ;;
     torch-fastest) "$python" bench/torch_gpu_step.py --batch "$batch" --no-tf32 ;;
     torch-tf32) "$python" bench/torch_gpu_step.py --batch "$batch" ;;
   esac | grep '^training step'
 }
 
-programs=(ddl torch ddl-fastest torch-fastest torch-tf32)
+programs=(ddl torch ddl-benchmark torch-fastest ddl-fastest torch-tf32)
 declare -A lines=()
 for ((r = 0; r < rounds; r++)); do
   for ((i = 0; i < ${#programs[@]}; i++)); do
@@ -58,5 +62,5 @@ for program in "${programs[@]}"; do
   printf '%-14s %10s %12s %12s\n' "$program" "$ms" "$(printf '%s' "${lines[$program]}" | median 7)" \
     "$(printf '%s' "${lines[$program]}" | median 11)"
 done
-awk -v a="${medians[torch]}" -v b="${medians[ddl]}" -v c="${medians[torch-fastest]}" -v d="${medians[ddl-fastest]}" \
-  'BEGIN { printf "ddl / torch speed (both float32, no TF32): %.2f deterministic, %.2f fastest\n", a / b, c / d }'
+awk -v a="${medians[torch]}" -v b="${medians[ddl]}" -v c="${medians[torch-fastest]}" -v d="${medians[ddl-benchmark]}" \
+  'BEGIN { printf "ddl / torch speed (both float32, no TF32): %.2f deterministic, %.2f timed algorithms (benchmark)\n", a / b, c / d }'

@@ -114,7 +114,9 @@ void set_cpu_convolution(CpuConvolution algorithm) { convolution_setting() = alg
 namespace {
 CudaConvolution& cuda_convolution_setting() {
   static CudaConvolution algorithms = read_choice<CudaConvolution>(
-      "DDL_CUDA_CONV", {{"deterministic", CudaConvolution::Deterministic}, {"fastest", CudaConvolution::Fastest}});
+      "DDL_CUDA_CONV", {{"deterministic", CudaConvolution::Deterministic},
+                        {"fastest", CudaConvolution::Fastest},
+                        {"benchmark", CudaConvolution::Benchmark}});
   return algorithms;
 }
 }  // namespace

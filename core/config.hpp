@@ -35,13 +35,18 @@ CpuConvolution cpu_convolution();
 void set_cpu_convolution(CpuConvolution algorithm);
 
 // DDL_CUDA_CONV (default deterministic): which of cuDNN's convolution
-// algorithms the GPU takes, each the first in cuDNN's ranking for the shape
-// that fits the workspace budget.
+// algorithms the GPU takes, each the first in a ranking for the shape that
+// fits the workspace budget.
 //   deterministic: only those whose results repeat bit for bit run to run
 //                  (cuDNN's fastest backward-filter and backward-data
-//                  algorithms sum with atomics, in an order that varies).
-//   fastest:       any, as cuDNN ranks them.
-enum class CudaConvolution { Deterministic, Fastest };
+//                  algorithms sum with atomics, in an order that varies),
+//                  as cuDNN's heuristic ranks them.
+//   fastest:       any, as cuDNN's heuristic ranks them.
+//   benchmark:     any, as cuDNN ranks them by running each once, at the
+//                  first use of each shape (PyTorch's cudnn.benchmark): the
+//                  first step of each shape is slower, and the choice, so
+//                  the last bits, can differ run to run.
+enum class CudaConvolution { Deterministic, Fastest, Benchmark };
 CudaConvolution cuda_convolution();
 void set_cuda_convolution(CudaConvolution algorithms);
 

@@ -1,9 +1,10 @@
 // Conv2d on cuDNN: forward (+ bias through cudnnAddTensor), backward-data,
 // backward-filter and backward-bias, on the stream the op passes in. For each
-// geometry the descriptors and the algorithms cuDNN's heuristics rank first
-// (among those that run, whose workspace fits kMaxWorkspaceBytes and, by
-// default, that are deterministic: config::cuda_convolution) are made once
-// and cached; workspaces come from the caching allocator.
+// geometry the descriptors and the algorithms ranked first (among those that
+// run, whose workspace fits kMaxWorkspaceBytes and, by default, that are
+// deterministic: config::cuda_convolution) are made once and cached; the
+// ranking is cuDNN's heuristic's, or under DDL_CUDA_CONV=benchmark cuDNN's
+// measured times. Workspaces come from the caching allocator.
 //
 // cuDNN 9 marks this legacy convolution API deprecated in favour of the graph
 // API, but it still ships, works and is what PyTorch and TensorFlow call. The
@@ -20,6 +21,7 @@
 #include <ddl/layers/conv2d_kernels.hpp>
 #include <ddl/layers/cuda/cudnn.hpp>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstddef>
@@ -41,25 +43,66 @@ int checked_int(std::int64_t value, const Conv2dGeometry& g, int device) {
   return static_cast<int>(value);
 }
 
-// The first algorithm in cuDNN's ranking that can run, fits the budget and,
-// unless DDL_CUDA_CONV=fastest, is deterministic.
+// Whether cuDNN can run the algorithm within the workspace budget.
+template <class Perf>
+bool runs(const Perf& perf) {
+  return perf.status == CUDNN_STATUS_SUCCESS && perf.memory <= kMaxWorkspaceBytes;
+}
+
+// The first algorithm in cuDNN's ranking that runs and, unless
+// DDL_CUDA_CONV is fastest or benchmark, is deterministic. A measured
+// ranking also times each algorithm in CUDNN_DEFAULT_MATH, which may use
+// TF32; only the times in the descriptor's FMA math count.
 template <class Perf>
 Perf first_usable(const Perf* ranked, int count, const char* pass, const Conv2dGeometry& g, int device,
                   config::CudaConvolution algorithms) {
   const bool deterministic = algorithms == config::CudaConvolution::Deterministic;
+  const bool measured = algorithms == config::CudaConvolution::Benchmark;
   for (int i = 0; i < count; ++i) {
-    if (ranked[i].status == CUDNN_STATUS_SUCCESS && ranked[i].memory <= kMaxWorkspaceBytes &&
-        (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC)) {
+    if (runs(ranked[i]) && (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC) &&
+        (!measured || ranked[i].mathType == CUDNN_FMA_MATH)) {
       return ranked[i];
     }
   }
   detail::fail(
-      "conv2d {} on cuda:{}: cuDNN offers no {}algorithm within {} MiB of workspace for input [{}, {}, {}, {}], "
+      "conv2d {} on cuda:{}: cuDNN offers no {}algorithm{} within {} MiB of workspace for input [{}, {}, {}, {}], "
       "weight [{}, {}, {}, {}], stride {}, padding {}, dilation {}{}",
-      pass, device, deterministic ? "deterministic " : "", kMaxWorkspaceBytes >> 20, g.batch, g.channels, g.height,
+      pass, device, deterministic ? "deterministic " : "", measured ? " timed in FMA math" : "",
+      kMaxWorkspaceBytes >> 20, g.batch, g.channels, g.height,
       g.width, g.filters, g.channels, g.kernel_h, g.kernel_w, g.stride, g.padding, g.dilation,
       deterministic ? " (DDL_CUDA_CONV=fastest allows the others)" : "");
 }
+
+// The most workspace any algorithm of a ranking that runs asks for.
+template <class Perf>
+std::size_t largest_workspace(const Perf* ranked, int count) {
+  std::size_t largest = 0;
+  for (int i = 0; i < count; ++i) {
+    if (runs(ranked[i])) largest = std::max(largest, ranked[i].memory);
+  }
+  return largest;
+}
+
+// Scratch memory for cuDNN calls. Returning it to the caching allocator as
+// soon as the call is queued is safe: every later user of the block is
+// queued on the same stream, behind this call.
+class Workspace {
+ public:
+  Workspace(int device, std::size_t bytes)
+      : device_(device), data_(bytes > 0 ? allocate(device, bytes) : nullptr), bytes_(bytes) {}
+  ~Workspace() {
+    if (data_ != nullptr) deallocate(device_, data_);
+  }
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  int device_;
+  void* data_;
+  std::size_t bytes_;
+};
 
 // Everything cuDNN needs for one geometry on one device (stream.device).
 struct Plan {
@@ -93,33 +136,61 @@ struct Plan {
               w, g.batch, g.filters, g.out_height, g.out_width);
 
     const cudnnHandle_t handle = cudnn_handle(stream);
-    int count = 0;
+    int forward_count = 0, data_count = 0, filter_count = 0;
     std::array<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT> forward_ranked{};
+    std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> data_ranked{};
+    std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> filter_ranked{};
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionForwardAlgorithm_v7(handle, input.get(), filter.get(),
                                                                    convolution.get(), output.get(),
-                                                                   static_cast<int>(forward_ranked.size()), &count,
-                                                                   forward_ranked.data()));
-    forward_algo = first_usable(forward_ranked.data(), count, "forward", g, device, algorithms).algo;
-    DDL_CUDNN_CHECK(device, cudnnGetConvolutionForwardWorkspaceSize(handle, input.get(), filter.get(),
-                                                                    convolution.get(), output.get(), forward_algo,
-                                                                    &forward_workspace));
-
-    std::array<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT> data_ranked{};
+                                                                   static_cast<int>(forward_ranked.size()),
+                                                                   &forward_count, forward_ranked.data()));
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, filter.get(), output.get(),
                                                                         convolution.get(), input.get(),
-                                                                        static_cast<int>(data_ranked.size()), &count,
-                                                                        data_ranked.data()));
-    data_algo = first_usable(data_ranked.data(), count, "backward-data", g, device, algorithms).algo;
-    DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataWorkspaceSize(handle, filter.get(), output.get(),
-                                                                         convolution.get(), input.get(), data_algo,
-                                                                         &data_workspace));
-
-    std::array<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT> filter_ranked{};
+                                                                        static_cast<int>(data_ranked.size()),
+                                                                        &data_count, data_ranked.data()));
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, input.get(), output.get(),
                                                                           convolution.get(), filter.get(),
                                                                           static_cast<int>(filter_ranked.size()),
-                                                                          &count, filter_ranked.data()));
-    filter_algo = first_usable(filter_ranked.data(), count, "backward-filter", g, device, algorithms).algo;
+                                                                          &filter_count, filter_ranked.data()));
+    if (algorithms == config::CudaConvolution::Benchmark) {
+      // cuDNN runs every algorithm on scratch tensors of this geometry and
+      // ranks them by time, once per geometry and device (the host waits),
+      // as PyTorch's cudnn.benchmark does. The scratch is zeroed so that no
+      // algorithm reads uninitialised memory; the workspace is the most
+      // that any algorithm within the budget asks for.
+      const auto floats = [](std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+        return static_cast<std::size_t>(a * b * c * d) * sizeof(float);
+      };
+      const Workspace x(device, floats(g.batch, g.channels, g.height, g.width));
+      const Workspace w(device, floats(g.filters, g.channels, g.kernel_h, g.kernel_w));
+      const Workspace y(device, floats(g.batch, g.filters, g.out_height, g.out_width));
+      const Workspace workspace(device, std::max({largest_workspace(forward_ranked.data(), forward_count),
+                                                  largest_workspace(data_ranked.data(), data_count),
+                                                  largest_workspace(filter_ranked.data(), filter_count)}));
+      for (const Workspace* tensor : {&x, &w, &y}) fill_zero(stream, tensor->data(), tensor->bytes());
+      DDL_CUDNN_CHECK(device, cudnnFindConvolutionForwardAlgorithmEx(
+                                  handle, input.get(), x.data(), filter.get(), w.data(), convolution.get(),
+                                  output.get(), y.data(), static_cast<int>(forward_ranked.size()), &forward_count,
+                                  forward_ranked.data(), workspace.data(), workspace.bytes()));
+      DDL_CUDNN_CHECK(device, cudnnFindConvolutionBackwardDataAlgorithmEx(
+                                  handle, filter.get(), w.data(), output.get(), y.data(), convolution.get(),
+                                  input.get(), x.data(), static_cast<int>(data_ranked.size()), &data_count,
+                                  data_ranked.data(), workspace.data(), workspace.bytes()));
+      DDL_CUDNN_CHECK(device, cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                                  handle, input.get(), x.data(), output.get(), y.data(), convolution.get(),
+                                  filter.get(), w.data(), static_cast<int>(filter_ranked.size()), &filter_count,
+                                  filter_ranked.data(), workspace.data(), workspace.bytes()));
+    }
+
+    forward_algo = first_usable(forward_ranked.data(), forward_count, "forward", g, device, algorithms).algo;
+    data_algo = first_usable(data_ranked.data(), data_count, "backward-data", g, device, algorithms).algo;
+    filter_algo = first_usable(filter_ranked.data(), filter_count, "backward-filter", g, device, algorithms).algo;
+    DDL_CUDNN_CHECK(device, cudnnGetConvolutionForwardWorkspaceSize(handle, input.get(), filter.get(),
+                                                                    convolution.get(), output.get(), forward_algo,
+                                                                    &forward_workspace));
+    DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardDataWorkspaceSize(handle, filter.get(), output.get(),
+                                                                         convolution.get(), input.get(), data_algo,
+                                                                         &data_workspace));
     DDL_CUDNN_CHECK(device, cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, input.get(), output.get(),
                                                                            convolution.get(), filter.get(),
                                                                            filter_algo, &filter_workspace));
@@ -147,27 +218,6 @@ const Plan& plan_for(Stream stream, const Conv2dGeometry& g) {
   if (!plan) plan = std::make_unique<Plan>(stream, g, algorithms);
   return *plan;
 }
-
-// Scratch memory for one cuDNN call. Returning it to the caching allocator
-// as soon as the call is queued is safe: every later user of the block is
-// queued on the same stream, behind this call.
-class Workspace {
- public:
-  Workspace(int device, std::size_t bytes)
-      : device_(device), data_(bytes > 0 ? allocate(device, bytes) : nullptr), bytes_(bytes) {}
-  ~Workspace() {
-    if (data_ != nullptr) deallocate(device_, data_);
-  }
-  Workspace(const Workspace&) = delete;
-  Workspace& operator=(const Workspace&) = delete;
-  void* data() const { return data_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  int device_;
-  void* data_;
-  std::size_t bytes_;
-};
 
 constexpr float kOne = 1.0f;
 constexpr float kZero = 0.0f;

@@ -27,6 +27,7 @@
 #include <ddl/core/cuda/staging.hpp>
 #endif
 
+#include <ddl/core/config.hpp>
 #include <ddl/core/entry_points.hpp>
 #include <ddl/core/kernels.hpp>
 #include <ddl/ddl.hpp>
@@ -49,6 +50,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "support/test_data.hpp"
@@ -465,12 +467,13 @@ void check_entry_point_coverage() {
 TEST_CASE("conformance: every op and its gradient on each CUDA device match cpu:0") { check_all_op_cases(); }
 TEST_CASE("conformance: creation ops on each CUDA device match cpu:0") { check_all_creation_cases(); }
 
-// Sizes where cuDNN's heuristics offer atomics-based backward algorithms:
-// a run must repeat itself bit for bit (the default is deterministic).
+// Sizes where cuDNN's heuristics offer atomics-based backward algorithms.
+const OpCase kLargerConv{"conv2d 3x3 padding 1, 32x16x28x28", {{32, 16, 28, 28}, {32, 16, 3, 3}, {32}}, Values::kAny,
+                         [](Inputs x) { return layers::conv2d(x[0], x[1], x[2], {.padding = 1}); }};
+
+// A run must repeat itself bit for bit (the default is deterministic).
 TEST_CASE("conformance: conv2d forward and backward on each CUDA device repeat bit for bit") {
-  const OpCase conv{"conv2d 3x3 padding 1", {{32, 16, 28, 28}, {32, 16, 3, 3}, {32}}, Values::kAny, [](Inputs x) {
-                      return layers::conv2d(x[0], x[1], x[2], {.padding = 1});
-                    }};
+  const OpCase& conv = kLargerConv;
   std::vector<Tensor> inputs;
   for (std::size_t i = 0; i < conv.shapes.size(); ++i) {
     inputs.push_back(make_input(conv.shapes[i], conv.values, 77 + i));
@@ -481,6 +484,33 @@ TEST_CASE("conformance: conv2d forward and backward on each CUDA device repeat b
     CHECK_MESSAGE(compare(second.output, first.output, {0.0, 0.0}), "output");
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       CHECK_MESSAGE(compare(second.grads[i], first.grads[i], {0.0, 0.0}), "gradient of input ", i);
+    }
+  }
+}
+
+// The other choices of algorithm compute the same convolutions: cuDNN's
+// heuristic's first, and the fastest by cuDNN's own timing at a shape's
+// first use (which runs every algorithm on scratch tensors first).
+TEST_CASE("conformance: conv2d with DDL_CUDA_CONV=fastest and =benchmark on each CUDA device matches cpu:0") {
+  const config::CudaConvolution previous = config::cuda_convolution();
+  struct Restore {
+    config::CudaConvolution algorithms;
+    ~Restore() { set_cuda_convolution(algorithms); }
+  } restore{previous};
+  std::vector<OpCase> convolutions{kLargerConv};
+  for (const OpCase& op_case : op_cases()) {
+    if (std::string_view(op_case.name).starts_with("conv2d")) convolutions.push_back(op_case);
+  }
+  for (const config::CudaConvolution algorithms :
+       {config::CudaConvolution::Fastest, config::CudaConvolution::Benchmark}) {
+    set_cuda_convolution(algorithms);
+    for (const Device& device : devices_under_test()) {
+      std::uint64_t seed = 500;
+      for (const OpCase& op_case : convolutions) {
+        INFO("op \"", std::string(op_case.name), "\" on ", device.str(), " with DDL_CUDA_CONV=",
+             algorithms == config::CudaConvolution::Fastest ? "fastest" : "benchmark");
+        check_op_case(op_case, device, seed += 10);
+      }
     }
   }
 }

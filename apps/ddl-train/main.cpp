@@ -420,13 +420,21 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
     // On a GPU, which convolution algorithms (DDL_CUDA_CONV): results repeat
     // bit for bit only with the deterministic ones.
     const bool on_gpu = device.is_cuda() || o.placement.find("cuda") != std::string::npos;
-    const bool deterministic = config::cuda_convolution() == config::CudaConvolution::Deterministic;
+    const auto convolutions = [] {
+      switch (config::cuda_convolution()) {
+        case config::CudaConvolution::Deterministic:
+          return ", deterministic cuDNN convolutions";
+        case config::CudaConvolution::Fastest:
+          return ", cuDNN's fastest convolutions (DDL_CUDA_CONV=fastest)";
+        case config::CudaConvolution::Benchmark:
+          return ", cuDNN convolutions timed at first use (DDL_CUDA_CONV=benchmark)";
+      }
+      return "";
+    };
     std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}{}, seed {}\n\n", o.model,
                              task.description, optimizer->name(), *o.lr, batch, ranks, where, config::num_threads(),
                              bf16 ? ", bf16 mixed precision" : "",
-                             !on_gpu        ? ""
-                             : deterministic ? ", deterministic cuDNN convolutions"
-                                             : ", cuDNN's fastest convolutions (DDL_CUDA_CONV=fastest)",
+                             on_gpu ? convolutions() : "",
                              o.seed);
     // A pipeline stage holds its own layers alone: the stage table stands
     // for the summary.

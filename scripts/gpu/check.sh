@@ -78,7 +78,7 @@ step "ctest (all but install, lessons, plots)" "${DDL_GPU_CTEST_LIMIT:-300}" cte
   --output-on-failure
 # ddl against PyTorch where the GPU is the bottleneck (PyTorch from the
 # image): after the correctness checks, since a short lease needs those more.
-step "ddl vs PyTorch, resnet_small step at batch 512" 150 gpu-step.log 'ddl / torch|no PyTorch' \
+step "ddl vs PyTorch, resnet_small step at batch 512" 180 gpu-step.log 'ddl / torch|no PyTorch' \
   bench/compare_gpu_step.sh "$build" "${DDL_GPU_COMPARE_ROUNDS:-2}" 512
 if [[ -n "$have_sanitizer" ]]; then
   for tool in racecheck initcheck synccheck; do sanitize "$tool"; done

@@ -67,7 +67,7 @@ case $case_name in
     DDL_STALL_TIMEOUT=abc expect_usage_error 2 "DDL_STALL_TIMEOUT=abc is not a positive number"
     DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
     DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
-    DDL_CUDA_CONV=fast expect_usage_error 2 "DDL_CUDA_CONV=fast is not one of deterministic, fastest"
+    DDL_CUDA_CONV=fast expect_usage_error 2 "DDL_CUDA_CONV=fast is not one of deterministic, fastest, benchmark"
     ;;
   timeline)
     # --timeline: one trace of every rank on one clock, checked by
