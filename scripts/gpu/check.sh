@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # On a GPU machine, after scripts/gpu/bundle.sh here: the CUDA conformance
-# suite, NCCL with one rank, the MPI suite's GPU cases on 2 ranks, ddl-train
-# on the GPU (alone, placed across the CPU and the GPU, as a 2-stage
-# pipeline, and data-parallel on 2 ranks sharing it), the conformance
-# suite and a short ddl-train run under compute-sanitizer's memcheck, the ctest suite (but what needs no GPU and
-# cannot run there), ddl's training step against PyTorch's
-# (bench/compare_gpu_step.sh), and last racecheck, initcheck and synccheck.
+# suite, NCCL with one rank, the GPU cases of the unit suite and of the MPI
+# suite on 2 ranks, ddl-train on the GPU (alone, placed across the CPU and
+# the GPU, as a 2-stage pipeline, and data-parallel on 2 ranks sharing it),
+# the conformance suite and a short ddl-train run under compute-sanitizer's
+# memcheck, the ctest suite (but what needs no GPU and cannot run there),
+# ddl's training step against PyTorch's (bench/compare_gpu_step.sh), and
+# last racecheck, initcheck and synccheck.
 # Each step has a time limit, so a short device lease still gets the early
 # steps' answers. Logs go to ${OUT:-/tmp/ddl-gpu}; $OUT/summary.txt gets
 # one line per step as it ends, printed again at the end.
@@ -41,10 +42,15 @@ export DDL_STALL_TIMEOUT=60
 train=("$build/apps/ddl-train" --device cuda --threads 4)
 step "conformance" 120 conformance.log 'assertions:|SKIPPED' "$build/tests/ddl_cuda_conformance"
 step "NCCL, 1 rank" 120 nccl.log 'test cases:' mpiexec -n 1 "$build/tests/ddl_mpi_nccl_tests"
-# The GPU cases of the MPI suite (buckets and activations staged through
-# pinned host memory), which the ctest step below may not reach in its time.
+# The GPU cases of the unit and MPI suites (layers against the CPU,
+# placement and tiles across devices; buckets and activations staged
+# through pinned host memory), which the ctest step below may not reach in
+# its time. doctest's filters ignore case.
+gpu_cases=--test-case='*CUDA*,*GPU*'
+step "unit suite: the CUDA cases" 150 unit-gpu.log 'test cases:' \
+  env DDL_CPU_DEVICES=2 "$build/tests/ddl_tests" "$gpu_cases"
 step "MPI, 2 ranks sharing the GPU: the CUDA cases" 150 mpi-gpu.log 'test cases:' \
-  env DDL_CPU_DEVICES=2 mpiexec -n 2 "$build/tests/ddl_mpi_tests" --test-case='*CUDA*,*GPU*'
+  env DDL_CPU_DEVICES=2 mpiexec -n 2 "$build/tests/ddl_mpi_tests" "$gpu_cases"
 step "ddl-train --device cuda" 180 train.log '^test accuracy' "${train[@]}" --epochs 2
 # Model parallelism: layers on the CPU and the GPU in one process, and a
 # 2-stage pipeline whose ranks share the GPU (so over MPI, not NCCL).
