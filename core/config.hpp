@@ -44,8 +44,9 @@ void set_cpu_convolution(CpuConvolution algorithm);
 //   fastest:       any, as cuDNN's heuristic ranks them.
 //   benchmark:     any, as cuDNN ranks them by running each once, at the
 //                  first use of each shape (PyTorch's cudnn.benchmark): the
-//                  first step of each shape is slower, and the choice, so
-//                  the last bits, can differ run to run.
+//                  first step of each shape is slower, and results can
+//                  differ in the last bits run to run (from the algorithm,
+//                  as with fastest, and from the choice itself).
 enum class CudaConvolution { Deterministic, Fastest, Benchmark };
 CudaConvolution cuda_convolution();
 void set_cuda_convolution(CudaConvolution algorithms);

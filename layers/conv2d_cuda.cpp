@@ -50,27 +50,25 @@ bool runs(const Perf& perf) {
 }
 
 // The first algorithm in cuDNN's ranking that runs and, unless
-// DDL_CUDA_CONV is fastest or benchmark, is deterministic. A measured
-// ranking also times each algorithm in CUDNN_DEFAULT_MATH, which may use
-// TF32; only the times in the descriptor's FMA math count.
+// DDL_CUDA_CONV is fastest or benchmark, is deterministic. (The ranking's
+// mathType is not looked at: the plan runs every algorithm with the
+// descriptor's FMA math.)
 template <class Perf>
 Perf first_usable(const Perf* ranked, int count, const char* pass, const Conv2dGeometry& g, int device,
                   config::CudaConvolution algorithms) {
   const bool deterministic = algorithms == config::CudaConvolution::Deterministic;
-  const bool measured = algorithms == config::CudaConvolution::Benchmark;
+  const bool timed = algorithms == config::CudaConvolution::Benchmark;
   for (int i = 0; i < count; ++i) {
-    if (runs(ranked[i]) && (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC) &&
-        (!measured || ranked[i].mathType == CUDNN_FMA_MATH)) {
-      return ranked[i];
-    }
+    if (runs(ranked[i]) && (!deterministic || ranked[i].determinism == CUDNN_DETERMINISTIC)) return ranked[i];
   }
   detail::fail(
-      "conv2d {} on cuda:{}: cuDNN offers no {}algorithm{} within {} MiB of workspace for input [{}, {}, {}, {}], "
+      "conv2d {} on cuda:{}: cuDNN offers no {}algorithm within {} MiB of workspace for input [{}, {}, {}, {}], "
       "weight [{}, {}, {}, {}], stride {}, padding {}, dilation {}{}",
-      pass, device, deterministic ? "deterministic " : "", measured ? " timed in FMA math" : "",
-      kMaxWorkspaceBytes >> 20, g.batch, g.channels, g.height,
-      g.width, g.filters, g.channels, g.kernel_h, g.kernel_w, g.stride, g.padding, g.dilation,
-      deterministic ? " (DDL_CUDA_CONV=fastest allows the others)" : "");
+      pass, device, deterministic ? "deterministic " : timed ? "timed " : "", kMaxWorkspaceBytes >> 20, g.batch,
+      g.channels, g.height, g.width, g.filters, g.channels, g.kernel_h, g.kernel_w, g.stride, g.padding, g.dilation,
+      deterministic ? " (DDL_CUDA_CONV=fastest allows the others)"
+      : timed       ? " (DDL_CUDA_CONV=fastest takes the heuristic's choice)"
+                    : "");
 }
 
 // The most workspace any algorithm of a ranking that runs asks for.
@@ -154,10 +152,13 @@ struct Plan {
                                                                           &filter_count, filter_ranked.data()));
     if (algorithms == config::CudaConvolution::Benchmark) {
       // cuDNN runs every algorithm on scratch tensors of this geometry and
-      // ranks them by time, once per geometry and device (the host waits),
-      // as PyTorch's cudnn.benchmark does. The scratch is zeroed so that no
-      // algorithm reads uninitialised memory; the workspace is the most
-      // that any algorithm within the budget asks for.
+      // ranks them by time, once per geometry and device (the host waits,
+      // and so do other threads' first convolutions, behind plan_for's
+      // lock), as PyTorch's cudnn.benchmark does. The scratch is zeroed so
+      // that nothing is read uninitialised (later Finds read what earlier
+      // ones wrote); the workspace is the most that any algorithm the
+      // heuristic lists as runnable within the budget asks for: one that
+      // needs more comes back failed and is passed over.
       const auto floats = [](std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
         return static_cast<std::size_t>(a * b * c * d) * sizeof(float);
       };
