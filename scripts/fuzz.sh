@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of fuzz/ with clang, AddressSanitizer and
-# UndefinedBehaviorSanitizer in ./build-fuzz (CUDA and MPI off; the normal
-# build is untouched) and runs each on its committed seeds, fuzz/corpus/<target>/,
-# for a bounded time. A crash, sanitizer report, leak, hang (an input over
-# 10 s) or an allocation past 2 GiB fails the script; libFuzzer prints the
-# input it kept under build-fuzz/artifacts/.
+# UndefinedBehaviorSanitizer in ./build-fuzz (CUDA and MPI off, coverage
+# counters in every object; the normal build is untouched) and runs each on
+# its committed seeds, fuzz/corpus/<target>/, for a bounded time. A crash,
+# sanitizer report, leak, hang (an input over 10 s) or an allocation past
+# 2 GiB fails the script; libFuzzer prints the input it kept under
+# <build>/artifacts/.
 #   DDL_FUZZ_SECONDS    seconds per target (default 60; 0 builds only)
-#   DDL_FUZZ_BUILD_DIR  build folder (default: build-fuzz)
+#   DDL_FUZZ_BUILD_DIR  build folder (default: build-fuzz). One configured
+#                       with DDL_FUZZ=ON elsewhere is used as it is:
+#                       scripts/run-tests.sh gives scripts/sanitize.sh's
+#                       build-asan, which compiles the targets beside the
+#                       test suite (counters in the parsers only,
+#                       cmake/Fuzz.cmake) and saves CI a build of its own.
 #   arguments           targets to run (default: every one, i.e. every fuzz/corpus/<target>/)
-# Inputs the fuzzer finds go to build-fuzz/corpus/<target>/, not the
+# Inputs the fuzzer finds go to <build>/corpus/<target>/, not the
 # repository; copy one into fuzz/corpus/ only when it is worth keeping.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,16 +22,24 @@ cd "$(dirname "$0")/.."
 seconds=${DDL_FUZZ_SECONDS:-60}
 build_dir=${DDL_FUZZ_BUILD_DIR:-build-fuzz}
 
-# No precompiled headers here: the other builds force the headers most
-# files include into every file, which would hide a file that forgot one.
-cmake -S . -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++ -DDDL_FUZZ=ON -DDDL_CUDA=OFF -DDDL_MPI=OFF \
-  -DDDL_BUILD_TESTS=OFF -DDDL_BUILD_EXAMPLES=OFF -DDDL_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
-# ddl-train too: this is CI's build with CUDA and MPI off, so it also shows
-# that the library and the program build without them (single-process
-# parallel/ alone, the CUDA entry points' stubs) and without precompiled
-# headers.
-cmake --build "$build_dir" --target fuzz_targets ddl-train -j"$(nproc)"
+cache="$build_dir/CMakeCache.txt"
+if [[ -f $cache ]] && grep -q '^DDL_FUZZ:BOOL=ON$' "$cache"; then
+  cmake --build "$build_dir" --target fuzz_targets -j"$(nproc)"
+elif [[ -f $cache ]]; then
+  echo "fuzz: $build_dir is a build without DDL_FUZZ=ON; give DDL_FUZZ_BUILD_DIR a new folder or one configured with it" >&2
+  exit 2
+else
+  # No precompiled headers here: the other builds force the headers most
+  # files include into every file, which would hide a file that forgot one.
+  cmake -S . -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++ -DDDL_FUZZ=ON -DDDL_CUDA=OFF -DDDL_MPI=OFF \
+    -DDDL_BUILD_TESTS=OFF -DDDL_BUILD_EXAMPLES=OFF -DDDL_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
+    "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
+  # ddl-train too: the library and the program build with CUDA and MPI off
+  # (single-process parallel/ alone, the CUDA entry points' stubs) and
+  # without precompiled headers. CI builds neither so.
+  cmake --build "$build_dir" --target fuzz_targets ddl-train -j"$(nproc)"
+fi
 # The binary seeds must be what today's writers write (the writer runs
 # under LeakSanitizer too): a format changed without new seeds fails here.
 seeds="$build_dir/seeds"

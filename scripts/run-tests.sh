@@ -13,8 +13,8 @@ scripts/build.sh
 # The suite again under AddressSanitizer + UBSan, and the threaded tests under
 # ThreadSanitizer, each in a CPU-only build of its own.
 scripts/sanitize.sh
-# Then libFuzzer on every parser of outside bytes (scripts/fuzz.sh): 20 s a
-# target, 8 targets, one per core at a time: about 1.5 min plus 4 min of
-# clang build on 2 cores, enough to replay the seeds and catch a regression
-# without doubling CI.
-DDL_FUZZ_SECONDS=${DDL_FUZZ_SECONDS:-20} scripts/fuzz.sh
+# Then libFuzzer on every parser of outside bytes (scripts/fuzz.sh), the
+# targets the ASan build compiled beside the suite: 20 s a target, 8
+# targets, one per core at a time (about 1.5 min on 2 cores), enough to
+# replay the seeds and catch a regression without doubling CI.
+DDL_FUZZ_BUILD_DIR=build-asan DDL_FUZZ_SECONDS=${DDL_FUZZ_SECONDS:-20} scripts/fuzz.sh

@@ -10,10 +10,12 @@
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer, in build-asan: the
 #         whole ctest suite, MPI tests included, but the end-to-end trainings
 #         (long_tests below). Any finding fails its test
-#         (-fno-sanitize-recover=all; leaks are reported at exit).
+#         (-fno-sanitize-recover=all; leaks are reported at exit). The
+#         libFuzzer targets of fuzz/ are built here too (DDL_FUZZ=ON, with
+#         coverage counters in the parsers only), for scripts/fuzz.sh to run.
 #   tsan  ThreadSanitizer, in build-tsan: the tests whose code runs threads of
 #         ddl's own, the loader's prefetcher and data parallelism's
-#         communication thread (tsan_tests below).
+#         communication thread (ctest's label `threads`, tests/CMakeLists.txt).
 #
 # Usage: scripts/sanitize.sh [asan] [tsan] [--all] [-- ctest arguments]
 #   no variant runs both; --all runs long_tests too (asan: about 8 minutes
@@ -52,14 +54,11 @@ jobs=${DDL_SANITIZE_JOBS:-$(nproc)}
 # fit: nothing a sanitizer would see that the unit tests do not run; the
 # main suite runs it.
 long_tests='^(Training: |ddl_train_cli_segmentation$|install\.find_package_consumer$)'
-# The ctest tests that run ddl's own threads: the prefetcher and the loaders
-# that use it, and the MPI program, whose DataParallel cases reduce buckets
-# on the communication thread (several buckets, overlap on and off).
-tsan_tests='^(BatchPrefetcher:|DataLoader:|ddl_mpi_tests_2_ranks$)'
 skip=()
 if ! $all; then skip=(-E "$long_tests"); fi
 
 # build_and_test <variant> <sanitizer flags> <targets, or "all"> [ctest arguments]
+# (cmake_options: the variant's own configure options)
 build_and_test() {
   local variant=$1 sanitizers=$2 targets=$3
   shift 3
@@ -74,7 +73,7 @@ build_and_test() {
   cmake -S . -B "$build_dir" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
     -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" \
     -DCMAKE_CXX_FLAGS="$CXXFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$LDFLAGS" -DCMAKE_SHARED_LINKER_FLAGS="$LDFLAGS" \
-    -DDDL_CUDA=OFF -DDDL_NCCL=OFF -DDDL_BUILD_BENCH=OFF -DDDL_BUILD_EXAMPLES=OFF
+    -DDDL_CUDA=OFF -DDDL_NCCL=OFF -DDDL_BUILD_BENCH=OFF -DDDL_BUILD_EXAMPLES=OFF "${cmake_options[@]}"
   if [[ $targets == all ]]; then cmake --build "$build_dir" -j"$jobs"; else cmake --build "$build_dir" -j"$jobs" --target $targets; fi
   (cd "$build_dir" && ctest --output-on-failure --timeout 900 -j"$jobs" "$@")
 }
@@ -85,6 +84,7 @@ for variant in "${variants[@]}"; do
     asan)
       export ASAN_OPTIONS="detect_leaks=1:check_initialization_order=1:strict_init_order=1"
       export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+      cmake_options=(-DDDL_FUZZ=ON -DDDL_FUZZ_COVERAGE=parsers)
       build_and_test asan "-fsanitize=address,undefined -fno-sanitize-recover=all" all \
         "${skip[@]}" "${ctest_args[@]}"
       ;;
@@ -100,8 +100,11 @@ for variant in "${variants[@]}"; do
       # would look racy: kernels run on one thread, and the threads TSan
       # checks are ddl's own.
       export OMP_NUM_THREADS=1 DDL_NUM_THREADS=1
-      # Only the two test programs tsan_tests run are built: half the build.
-      build_and_test tsan "-fsanitize=thread" "ddl_tests ddl_mpi_tests" -R "$tsan_tests" "${skip[@]}" "${ctest_args[@]}"
+      # Only the two test programs the label covers are built: the library
+      # and a tenth of the tests.
+      cmake_options=(-DDDL_FUZZ=OFF)
+      build_and_test tsan "-fsanitize=thread" "ddl_thread_tests ddl_mpi_tests" -L threads "${skip[@]}" \
+        "${ctest_args[@]}"
       ;;
   esac
 done
