@@ -7,12 +7,12 @@
 # 2 GiB fails the script; libFuzzer prints the input it kept under
 # <build>/artifacts/.
 #   DDL_FUZZ_SECONDS    seconds per target (default 60; 0 builds only)
-#   DDL_FUZZ_BUILD_DIR  build folder (default: build-fuzz). One configured
-#                       with DDL_FUZZ=ON elsewhere is used as it is:
-#                       scripts/run-tests.sh gives scripts/sanitize.sh's
-#                       build-asan, which compiles the targets beside the
-#                       test suite (counters in the parsers only,
-#                       cmake/Fuzz.cmake) and saves CI a build of its own.
+#   DDL_FUZZ_BUILD_DIR  a build configured elsewhere with DDL_FUZZ=ON, used
+#                       as it is instead of build-fuzz: scripts/run-tests.sh
+#                       gives scripts/sanitize.sh's build-asan, which
+#                       compiles the targets beside the test suite (counters
+#                       in the parsers only, cmake/Fuzz.cmake) and saves CI
+#                       a build of its own.
 #   arguments           targets to run (default: every one, i.e. every fuzz/corpus/<target>/)
 # Inputs the fuzzer finds go to <build>/corpus/<target>/, not the
 # repository; copy one into fuzz/corpus/ only when it is worth keeping.
@@ -22,12 +22,12 @@ cd "$(dirname "$0")/.."
 seconds=${DDL_FUZZ_SECONDS:-60}
 build_dir=${DDL_FUZZ_BUILD_DIR:-build-fuzz}
 
-cache="$build_dir/CMakeCache.txt"
-if [[ -f $cache ]] && grep -q '^DDL_FUZZ:BOOL=ON$' "$cache"; then
-  cmake --build "$build_dir" --target fuzz_targets -j"$(nproc)"
-elif [[ -f $cache ]]; then
-  echo "fuzz: $build_dir is a build without DDL_FUZZ=ON; give DDL_FUZZ_BUILD_DIR a new folder or one configured with it" >&2
-  exit 2
+if [[ -n ${DDL_FUZZ_BUILD_DIR:-} ]]; then
+  if ! grep -qiE '^DDL_FUZZ:BOOL=(ON|1|TRUE|YES|Y)$' "$build_dir/CMakeCache.txt" 2>/dev/null; then
+    echo "fuzz: DDL_FUZZ_BUILD_DIR=$build_dir is not a build configured with DDL_FUZZ=ON" \
+      "(scripts/sanitize.sh asan makes one in build-asan; unset, fuzz.sh makes its own in build-fuzz)" >&2
+    exit 2
+  fi
 else
   # No precompiled headers here: the other builds force the headers most
   # files include into every file, which would hide a file that forgot one.
@@ -35,11 +35,12 @@ else
     -DDDL_BUILD_TESTS=OFF -DDDL_BUILD_EXAMPLES=OFF -DDDL_BUILD_BENCH=OFF -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON \
     "-DCMAKE_CXX_FLAGS=-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
-  # ddl-train too: the library and the program build with CUDA and MPI off
-  # (single-process parallel/ alone, the CUDA entry points' stubs) and
-  # without precompiled headers. CI builds neither so.
-  cmake --build "$build_dir" --target fuzz_targets ddl-train -j"$(nproc)"
 fi
+# ddl-train too: in build-fuzz it shows that the library and the program
+# build with CUDA and MPI off (single-process parallel/ alone, the CUDA
+# entry points' stubs) and without precompiled headers, which CI's builds
+# do not; in build-asan it is built already.
+cmake --build "$build_dir" --target fuzz_targets ddl-train -j"$(nproc)"
 # The binary seeds must be what today's writers write (the writer runs
 # under LeakSanitizer too): a format changed without new seeds fails here.
 seeds="$build_dir/seeds"
