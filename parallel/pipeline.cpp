@@ -12,6 +12,7 @@
 
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/deferred_gradients.hpp>
 #include <ddl/parallel/config.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
@@ -216,16 +217,17 @@ class Pipeline::StageRun {
     span.arg("micro-batch", m);
     const auto start = Clock::now();
     const auto k = static_cast<std::size_t>(m);
+    // The weight-gradient rows go to deferred_ as part k, so their sum is in
+    // micro-batch order whatever the schedule.
+    std::optional<autograd::DeferredWeightGradients::Recording> recording;
+    if (s_.options.defer_weight_gradients) recording.emplace(deferred_, k);
     if (s_.last()) {
       // Each micro-batch's mean loss counts with its share of the batch, so
       // the gradients sum to those of the batch's mean loss.
       const double scale =
           loss_scale * static_cast<double>(cuts_[k].size) / static_cast<double>(batch_.size());
-      if (scale == 1.0) {
-        losses_[k].backward();  // bit for bit what one process computes
-      } else {
-        (losses_[k] * static_cast<float>(scale)).backward();
-      }
+      const Tensor loss = scale == 1.0 ? losses_[k] : losses_[k] * static_cast<float>(scale);
+      loss.backward();  // with scale 1, bit for bit what one process computes
     } else {
       const Tensor gradient = take(gradients_in_[k], "receive gradient", m);
       // A first stage without parameters has nothing to differentiate.
@@ -238,6 +240,16 @@ class Pipeline::StageRun {
     }
     inputs_[k] = outputs_[k] = losses_[k] = Tensor();  // the activations go
     --held_;
+    s_.statistics.peak_deferred_bytes = std::max(s_.statistics.peak_deferred_bytes, deferred_.bytes());
+    compute_seconds_ += seconds_since(start);
+  }
+
+  // The deferred weight gradients, once every micro-batch's backward ran.
+  void compute_weight_gradients() {
+    if (deferred_.weights() == 0) return;
+    const timeline::Span span("compute", "weight gradients");
+    const auto start = Clock::now();
+    deferred_.compute();
     compute_seconds_ += seconds_since(start);
   }
 
@@ -297,6 +309,7 @@ class Pipeline::StageRun {
   std::vector<StageMessage> activations_in_, gradients_in_, sends_;
   StageMessage output_in_, loss_in_;  // rank 0's, from the last stage over MPI
   std::vector<Tensor> inputs_, outputs_, losses_, results_;
+  autograd::DeferredWeightGradients deferred_;
   double loss_sum_ = 0.0;
   double compute_seconds_ = 0.0;
   int held_ = 0;
@@ -421,6 +434,7 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
       run.backward(action.micro_batch, share.loss_scale);
     }
   }
+  run.compute_weight_gradients();
   optim::StepOutput result = run.finish();
 
   generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(stage_count()) * kGeneratorBlock);

@@ -29,12 +29,20 @@
 // gradients are averaged over the same stage of every pipeline with one of
 // our allreduce algorithms, so all pipelines step alike.
 //
+// A Dense weight's gradient is computed once per batch, after the last
+// micro-batch's backward, from the rows every micro-batch kept (its input
+// and output gradient): the input gradients go back as soon as they are
+// known, and the weight gradient is one product over the batch instead of
+// M small ones that each rewrite the whole gradient
+// (PipelineOptions::defer_weight_gradients).
+//
 // Micro-batching and layer state: BatchNorm computes its statistics per
 // micro-batch (as GPipe does), so with M > 1 it does not equal the unsplit
 // batch; dropout draws its masks per micro-batch from the generator in
 // schedule order, reproducible for a seed, stage count and M.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -59,6 +67,13 @@ struct PipelineOptions {
   // gradients with NCCL on the GPU (where ddl has NCCL); otherwise, and
   // when false, over MPI through host memory.
   bool nccl = true;
+  // Dense weights' gradients computed once per batch, from the rows of
+  // every micro-batch kept until the last backward (the B/W split of
+  // zero-bubble schedules, core/deferred_gradients.hpp), instead of in each
+  // micro-batch's backward. Costs the kept rows (micro-batch rows x the
+  // layer's inputs + outputs, floats) until then; with M = 1 nothing
+  // changes.
+  bool defer_weight_gradients = true;
 };
 
 // The ranks as dp pipelines of pp stages (Megatron's and DeepSpeed's grid):
@@ -82,6 +97,7 @@ struct PipelineStatistics {
   std::int64_t messages = 0;     // activations and gradients sent
   std::int64_t bytes = 0;
   int peak_micro_batches = 0;    // most micro-batches whose activations were held at once
+  std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients
   // The share of the stage's step time spent not computing: waiting for its
   // neighbours, and idle at the start and end of the schedule.
   double idle_fraction() const { return step_seconds > 0.0 ? 1.0 - compute_seconds / step_seconds : 0.0; }

@@ -28,6 +28,7 @@
 #endif
 
 #include <ddl/core/config.hpp>
+#include <ddl/core/deferred_gradients.hpp>
 #include <ddl/core/entry_points.hpp>
 #include <ddl/core/kernels.hpp>
 #include <ddl/ddl.hpp>
@@ -460,12 +461,47 @@ void check_entry_point_coverage() {
   }
 }
 
+// Deferred weight gradients (core/deferred_gradients.hpp) join the parts'
+// rows on the device and make one GEMM there, as on cpu:0.
+void check_deferred_weight_gradients() {
+  const std::vector<Device> devices = devices_under_test();
+  REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
+  const std::vector<std::int64_t> part_rows{5, 1, 12};
+  std::vector<Tensor> xs, gradients;
+  for (std::size_t p = 0; p < part_rows.size(); ++p) {
+    xs.push_back(make_input({part_rows[p], 37}, Values::kAny, 600 + p));
+    gradients.push_back(make_input({part_rows[p], 19}, Values::kAny, 700 + p));
+  }
+  const Tensor weight = make_input({37, 19}, Values::kAny, 800);
+  const auto deferred_gradient = [&](const Device& device) {
+    const Tensor leaf = weight.to(device).detach().clone().set_requires_grad();
+    autograd::DeferredWeightGradients deferred;
+    for (std::size_t p = 0; p < part_rows.size(); ++p) {
+      const autograd::DeferredWeightGradients::Recording recording(deferred, p);
+      matmul(xs[p].to(device), leaf).backward(gradients[p].to(device));
+    }
+    deferred.compute();
+    return leaf.grad();
+  };
+  const Tensor expected = deferred_gradient(cpu(0));
+  for (const Device& device : devices) {
+    INFO("on ", device.str());
+    const Tensor actual = deferred_gradient(device);
+    REQUIRE(actual.defined());
+    CHECK(actual.device() == device);
+    CHECK_MESSAGE(compare(actual, expected, tolerance_for(device)), "deferred weight gradient");
+  }
+}
+
 }  // namespace
 
 #ifdef DDL_CONFORMANCE_CUDA
 
 TEST_CASE("conformance: every op and its gradient on each CUDA device match cpu:0") { check_all_op_cases(); }
 TEST_CASE("conformance: creation ops on each CUDA device match cpu:0") { check_all_creation_cases(); }
+TEST_CASE("conformance: deferred weight gradients on each CUDA device match cpu:0") {
+  check_deferred_weight_gradients();
+}
 
 // Sizes where cuDNN's heuristics offer atomics-based backward algorithms.
 const OpCase kLargerConv{"conv2d 3x3 padding 1, 32x16x28x28", {{32, 16, 28, 28}, {32, 16, 3, 3}, {32}}, Values::kAny,
@@ -818,6 +854,9 @@ int main(int argc, char** argv) {
 
 TEST_CASE("conformance: every op and its gradient on each logical CPU device match cpu:0") { check_all_op_cases(); }
 TEST_CASE("conformance: creation ops on each logical CPU device match cpu:0") { check_all_creation_cases(); }
+TEST_CASE("conformance: deferred weight gradients on each logical CPU device match cpu:0") {
+  check_deferred_weight_gradients();
+}
 TEST_CASE("conformance: the cases ran every kernel, library call and copy on each logical CPU device") {
   check_entry_point_coverage();
 }

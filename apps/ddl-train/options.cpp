@@ -19,6 +19,7 @@ const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"}
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
 const std::vector<std::string> kParallelModes{"none", "data", "ps", "pipeline", "hybrid"};
 const std::vector<std::string> kPipelineSchedules{"1f1b", "gpipe"};
+const std::vector<std::string> kWeightGradients{"batch", "micro-batch"};
 const std::vector<std::string> kBalances{"time", "parameters", "layers"};
 const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
 const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "shm", "builtin"};
@@ -220,6 +221,13 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "activations) or gpipe (all forwards, then all backwards: every stage holds all M)")
       ->check(CLI::IsMember(kPipelineSchedules))
       ->capture_default_str();
+  app.add_option("--weight-gradients", o.weight_gradients,
+                 "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
+                 "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
+                 "large product instead of M small ones, the B/W split of zero-bubble schedules; costs those "
+                 "rows' memory), or in each micro-batch's backward (micro-batch)")
+      ->check(CLI::IsMember(kWeightGradients))
+      ->capture_default_str();
   app.add_option("--balance", o.balance,
                  "--parallel pipeline: split the layers into stages of equal measured forward+backward time (rank "
                  "0 times each layer at the micro-batch size), of equal parameter bytes, or of equal layer counts")
@@ -287,7 +295,7 @@ void resolve_defaults(TrainOptions& o) {
   if (!pipelined) {
     for (const auto& [set, name] :
          {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
-          std::pair{!o.split.empty(), "--split"}}) {
+          std::pair{!o.split.empty(), "--split"}, std::pair{o.weight_gradients != "batch", "--weight-gradients"}}) {
       if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
   }

@@ -93,6 +93,7 @@ struct TrainOptions {
   int pp = 0;                       // hybrid: stages per pipeline
   int micro_batches = 0;            // pipeline: 0 is 2 per stage
   std::string schedule = "1f1b";    // pipeline: gpipe | 1f1b
+  std::string weight_gradients = "batch";  // pipeline: batch (deferred, once per batch) | micro-batch
   std::string balance = "time";     // pipeline: layers | parameters | time
   std::string split;                // pipeline: "4,7", the first layer of every stage after the first
   std::string search;               // "lr=0.5,1;batch-size=64,128": train every configuration of the grid

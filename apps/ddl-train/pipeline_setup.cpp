@@ -76,13 +76,14 @@ PipelineSetup make_pipeline(const TrainOptions& o, const Shape& sample_shape, co
   PipelineSetup setup;
   const parallel::PipelineOptions options{.micro_batches = micro_batches,
                                          .schedule = parallel::parse_pipeline_schedule(o.schedule),
-                                         .allreduce = parallel::parse_allreduce(o.allreduce)};
+                                         .allreduce = parallel::parse_allreduce(o.allreduce),
+                                         .defer_weight_gradients = o.weight_gradients == "batch"};
   setup.pipeline =
       std::make_shared<parallel::Pipeline>(parallel::ProcessGrid::split(world, data_parallel, stages), split, options);
   setup.stage_model = parallel::build_stage(layers, *setup.pipeline, &weights);
-  setup.description = fmt::format("{} of {} stages ({}, {} micro-batches per batch), {}",
+  setup.description = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}), {}",
                                   hybrid ? fmt::format("{} pipelines", data_parallel) : std::string("pipeline"),
-                                  stages, o.schedule, micro_batches, how);
+                                  stages, o.schedule, micro_batches, o.weight_gradients, how);
   return setup;
 }
 

@@ -13,6 +13,10 @@
 
 namespace ddl::ops_detail {
 
+// op(a) @ op(b) on the backend's GEMM, op transposing the last two dims
+// when asked (linalg.cpp); no autograd.
+Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name);
+
 // y[i] = op(x[i]).
 template <class Op>
 Tensor map1(const Tensor& x, Op op) {

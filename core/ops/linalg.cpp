@@ -1,6 +1,7 @@
 // Matrix products (2-D and batched) on the backend's GEMM, and transpose.
 // Backward uses the transposed-operand flags of GEMM instead of materialising
 // transposes: dA = dC @ B^T, dB = A^T @ dC.
+#include <ddl/core/deferred_gradients.hpp>
 #include <ddl/core/ops/helpers.hpp>
 
 namespace ddl {
@@ -25,9 +26,11 @@ Shape batch_shape(const Shape& s) {
   return Shape(dims);
 }
 
+}  // namespace
+
 // op(a) @ op(b), where op transposes the last two dims when asked. Batch dims
 // must be equal, or one side 2-D and shared by every matrix of the other.
-Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name) {
+Tensor ops_detail::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name) {
   require_float(a, name);
   require_float(b, name);
   require_same_device(a, b, name);
@@ -67,24 +70,31 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
   return c;
 }
 
-}  // namespace
-
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = gemm(a, false, b, false, "matmul");
   if (autograd::needs_grad({&a, &b})) {
     autograd::record(
         "MatmulBackward", {&a, &b}, c,
-        [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad()](const Tensor& g) {
+        [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad(),
+         weight = b.dim() == 2 && b.requires_grad() && !b.impl()->grad_fn ? std::weak_ptr(b.impl())
+                                                                           : std::weak_ptr<TensorImpl>()](
+            const Tensor& g) {
           Tensor grad_a, grad_b;
           if (need_a) grad_a = sum_to(gemm(g, false, b, true, "matmul backward"), a.shape());
-          if (need_b) {
-            if (b.dim() == 2 && a.dim() > 2) {
-              // Shared weight: fold a's batch into rows, one GEMM sums it.
-              const std::int64_t k = a.size(-1), rows = a.numel() / k;
-              grad_b = gemm(a.reshape({rows, k}), true, g.reshape({rows, g.size(-1)}), false, "matmul backward");
-            } else {
-              grad_b = sum_to(gemm(a, true, g, false, "matmul backward"), b.shape());
+          if (need_b && b.dim() == 2) {
+            // A shared 2-D operand (a weight): a's batch folded into rows, one
+            // GEMM sums it, now or (deferred_gradients.hpp) once for several
+            // backward passes.
+            const std::int64_t k = a.size(-1);
+            std::int64_t rows = 1;  // not numel / k: k may be 0
+            for (int d = 0; d + 1 < a.dim(); ++d) rows *= a.size(d);
+            const Tensor x = a.reshape({rows, k}), gradient = g.reshape({rows, g.size(-1)});
+            const std::shared_ptr<TensorImpl> leaf = weight.lock();
+            if (!leaf || !autograd::DeferredWeightGradients::defer(leaf, x, gradient)) {
+              grad_b = gemm(x, true, gradient, false, "matmul backward");
             }
+          } else if (need_b) {
+            grad_b = sum_to(gemm(a, true, g, false, "matmul backward"), b.shape());
           }
           return std::vector{grad_a, grad_b};
         });

@@ -60,6 +60,8 @@ case $case_name in
     expect_usage_error 2 "--accumulate" --accumulate 0
     expect_usage_error 2 "--placement places layers inside one process" --placement 0-10=cpu:0 --parallel data
     expect_usage_error 2 "--micro-batches applies to --parallel pipeline" --micro-batches 4
+    expect_usage_error 2 "--weight-gradients applies to --parallel pipeline" --weight-gradients micro-batch
+    expect_usage_error 2 "--weight-gradients" --parallel pipeline --weight-gradients sometimes
     expect_usage_error 2 "--lr: nan is not a finite number > 0" --lr nan
     expect_usage_error 2 "--weight-decay: 1e999 is not a finite number >= 0" --weight-decay 1e999
     expect_usage_error 2 "--threads 100000: this process may run on" --threads 100000
@@ -415,7 +417,7 @@ case $case_name in
     args=(--train-limit 512 --test-limit 256 --threads 1 --batch-size 64)
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --micro-batches 3 --schedule gpipe --balance parameters \
       --checkpoint-dir "$work/pp" > "$work/out" 2>&1 || fail "2-stage pipeline exited $?: $(cat "$work/out")"
-    grep -q "pipeline of 2 stages (gpipe, 3 micro-batches per batch), balanced by parameters" "$work/out" ||
+    grep -q "pipeline of 2 stages (gpipe, 3 micro-batches per batch, weight gradients per batch), balanced by parameters" "$work/out" ||
       fail "no pipeline header: $(cat "$work/out")"
     [[ $(grep -c "^test accuracy" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
     grep -q "^1 *5-10 *4.51 " "$work/out" || fail "no report row for stage 1 with its 4.51 MiB: $(cat "$work/out")"
@@ -435,9 +437,10 @@ case $case_name in
     # Both ranks refuse it; mpiexec may end the second before it prints.
     [[ $(grep -c "pipeline split '0'" "$work/err") -ge 1 ]] || fail "no rank named the split: $(cat "$work/err")"
     echo "ok: bad stage counts and splits exit 2 on every rank"
-    mpiexec -n 4 "$train" --parallel hybrid --dp 2 --pp 2 "${args[@]}" --epochs 1 --allreduce tree > "$work/out" 2>&1 ||
-      fail "2 x 2 hybrid run exited $?: $(cat "$work/out")"
+    mpiexec -n 4 "$train" --parallel hybrid --dp 2 --pp 2 "${args[@]}" --epochs 1 --allreduce tree \
+      --weight-gradients micro-batch > "$work/out" 2>&1 || fail "2 x 2 hybrid run exited $?: $(cat "$work/out")"
     grep -q "batch 64, 2 pipelines (tree allreduce, 32 per pipeline)" "$work/out" || fail "no hybrid header: $(cat "$work/out")"
+    grep -q "weight gradients per micro-batch" "$work/out" || fail "no weight-gradient mode: $(cat "$work/out")"
     grep -q "^test accuracy .* over 2 pipelines$" "$work/out" || fail "no final line: $(cat "$work/out")"
     mpiexec -n 4 "$train" --parallel hybrid --dp 3 --pp 2 "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--dp 3 --pp 2 on 4 ranks did not exit 2: $(cat "$work/err")"

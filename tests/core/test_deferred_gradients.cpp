@@ -1,0 +1,254 @@
+// Deferred weight gradients (core/deferred_gradients.hpp): matmul's weight
+// gradient kept as rows during several backward passes and computed once.
+#include <doctest/doctest.h>
+
+#include <ddl/core/deferred_gradients.hpp>
+#include <ddl/ddl.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using autograd::DeferredWeightGradients;
+using ddl::test::throws_error_mentioning;
+using ddl::test::uniform_tensor;
+using ddl::test::within_dot_product_bound;
+
+namespace {
+
+// A batch of `rows` rows of x [rows, in] and of the output's gradient
+// g [rows, out], cut into parts of the given row counts.
+struct Batch {
+  std::vector<Tensor> xs, gradients;
+};
+
+Batch random_batch(const std::vector<std::int64_t>& part_rows, std::int64_t in, std::int64_t out,
+                   Generator& generator) {
+  Batch batch;
+  for (const std::int64_t rows : part_rows) {
+    batch.xs.push_back(uniform_tensor({rows, in}, generator));
+    batch.gradients.push_back(uniform_tensor({rows, out}, generator));
+  }
+  return batch;
+}
+
+Tensor weight_leaf(std::int64_t in, std::int64_t out, Generator& generator) {
+  Tensor weight = uniform_tensor({in, out}, generator);
+  weight.set_requires_grad(true);
+  return weight;
+}
+
+// Backward of x @ weight for part p, recording into `deferred` if given.
+void part_backward(const Batch& batch, std::size_t p, const Tensor& weight, DeferredWeightGradients* deferred) {
+  std::optional<DeferredWeightGradients::Recording> recording;
+  if (deferred != nullptr) recording.emplace(*deferred, p);
+  matmul(batch.xs[p], weight).backward(batch.gradients[p]);
+}
+
+}  // namespace
+
+TEST_CASE("deferred weight gradients: one product over every part's rows, within float32's bound of the float64 sum") {
+  Generator generator(901);
+  // Uneven parts of awkward sizes, one of a single row.
+  const std::vector<std::int64_t> part_rows{3, 1, 7, 2};
+  const std::int64_t in = 13, out = 5;
+  const Batch batch = random_batch(part_rows, in, out, generator);
+  const Tensor weight = weight_leaf(in, out, generator);
+
+  DeferredWeightGradients deferred;
+  for (std::size_t p = 0; p < part_rows.size(); ++p) part_backward(batch, p, weight, &deferred);
+  // Nothing reached .grad yet: the rows are kept.
+  CHECK_FALSE(weight.grad().defined());
+  CHECK(deferred.weights() == 1);
+  std::int64_t rows = 0;
+  for (const std::int64_t r : part_rows) rows += r;
+  CHECK(deferred.bytes() == static_cast<std::size_t>(rows * (in + out)) * sizeof(float));
+
+  deferred.compute();
+  CHECK(deferred.weights() == 0);
+  CHECK(deferred.bytes() == 0);
+  REQUIRE(weight.grad().defined());
+  CHECK(weight.grad().shape() == Shape{in, out});
+
+  std::vector<double> expected(static_cast<std::size_t>(in * out), 0.0), magnitude(expected.size(), 0.0);
+  for (std::size_t p = 0; p < part_rows.size(); ++p) {
+    const std::vector<float> x = batch.xs[p].to_vector<float>(), g = batch.gradients[p].to_vector<float>();
+    for (std::int64_t r = 0; r < part_rows[p]; ++r) {
+      for (std::int64_t i = 0; i < in; ++i) {
+        for (std::int64_t o = 0; o < out; ++o) {
+          const double product = static_cast<double>(x[static_cast<std::size_t>(r * in + i)]) *
+                                 static_cast<double>(g[static_cast<std::size_t>(r * out + o)]);
+          expected[static_cast<std::size_t>(i * out + o)] += product;
+          magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
+        }
+      }
+    }
+  }
+  double worst = 0.0;
+  CHECK(within_dot_product_bound(weight.grad(), expected, magnitude, rows, &worst));
+  CAPTURE(worst);
+}
+
+TEST_CASE("deferred weight gradients: with one part, the product backward computes, bit for bit") {
+  Generator generator(902);
+  const Batch batch = random_batch({7}, 13, 3, generator);
+  const Tensor weight = weight_leaf(13, 3, generator);
+  part_backward(batch, 0, weight, nullptr);
+  const std::vector<float> immediate = weight.grad().to_vector<float>();
+
+  weight.zero_grad();
+  DeferredWeightGradients deferred;
+  part_backward(batch, 0, weight, &deferred);
+  deferred.compute();
+  CHECK(weight.grad().to_vector<float>() == immediate);
+}
+
+TEST_CASE("deferred weight gradients: the sum follows the parts' order, not the order they were recorded in") {
+  Generator generator(903);
+  const Batch batch = random_batch({5, 2, 13}, 7, 3, generator);
+  const Tensor weight = weight_leaf(7, 3, generator);
+  std::vector<std::vector<float>> results;
+  for (const std::vector<std::size_t>& order : {std::vector<std::size_t>{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}) {
+    weight.zero_grad();
+    DeferredWeightGradients deferred;
+    for (const std::size_t p : order) part_backward(batch, p, weight, &deferred);
+    deferred.compute();
+    results.push_back(weight.grad().to_vector<float>());
+  }
+  CHECK(results[1] == results[0]);
+  CHECK(results[2] == results[0]);
+}
+
+TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow at once and hooks run once, at compute") {
+  Generator generator(904);
+  const Tensor weight = weight_leaf(5, 3, generator);
+  Tensor bias = uniform_tensor({3}, generator);
+  bias.set_requires_grad(true);
+  int weight_hooks = 0;
+  weight.register_grad_hook([&](const Tensor&) { ++weight_hooks; });
+
+  DeferredWeightGradients deferred;
+  std::vector<Tensor> inputs;
+  for (std::size_t p = 0; p < 3; ++p) {
+    Tensor x = uniform_tensor({2, 5}, generator);
+    x.set_requires_grad(true);
+    inputs.push_back(x);
+    const DeferredWeightGradients::Recording recording(deferred, p);
+    sum(layers::dense(x, weight, bias)).backward();
+    CHECK(x.grad().defined());
+    CHECK(bias.grad().defined());
+  }
+  // dBias is the rows of ones summed: 2 per part.
+  CHECK(bias.grad().to_vector<float>() == std::vector<float>{6.0f, 6.0f, 6.0f});
+  CHECK_FALSE(weight.grad().defined());
+  CHECK(weight_hooks == 0);
+  deferred.compute();
+  CHECK(weight_hooks == 1);
+  // dW[i][o] is the sum of every input's column i.
+  std::vector<float> column_sums(5, 0.0f);
+  for (const Tensor& x : inputs) {
+    const std::vector<float> v = x.to_vector<float>();
+    for (std::size_t k = 0; k < v.size(); ++k) column_sums[k % 5] += v[k];
+  }
+  const std::vector<float> grad = weight.grad().to_vector<float>();
+  for (std::size_t i = 0; i < 5; ++i) {
+    for (std::size_t o = 0; o < 3; ++o) CHECK(grad[i * 3 + o] == doctest::Approx(column_sums[i]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("deferred weight gradients: only a 2-D leaf is deferred, and only while recording") {
+  Generator generator(905);
+  const Tensor weight = weight_leaf(4, 3, generator);
+  const Tensor x = uniform_tensor({6, 4}, generator);
+  DeferredWeightGradients deferred;
+
+  SUBCASE("without a Recording, backward computes the weight gradient at once") {
+    matmul(x, weight).backward(ones({6, 3}));
+    CHECK(weight.grad().defined());
+    CHECK(deferred.weights() == 0);
+  }
+  SUBCASE("a weight computed from a leaf (not a leaf) gets its gradient through its op at once") {
+    const DeferredWeightGradients::Recording recording(deferred, 0);
+    matmul(x, weight * 2.0f).backward(ones({6, 3}));
+    CHECK(weight.grad().defined());
+    CHECK(deferred.weights() == 0);
+  }
+  SUBCASE("a 3-D right operand is not a weight") {
+    Tensor batched = uniform_tensor({2, 4, 3}, generator);
+    batched.set_requires_grad(true);
+    const DeferredWeightGradients::Recording recording(deferred, 0);
+    matmul(uniform_tensor({2, 6, 4}, generator), batched).backward(ones({2, 6, 3}));
+    CHECK(batched.grad().defined());
+    CHECK(deferred.weights() == 0);
+  }
+  SUBCASE("a 3-D input's batch is folded into rows, as backward folds it") {
+    const Tensor x3 = uniform_tensor({2, 3, 4}, generator);
+    const Tensor g3 = uniform_tensor({2, 3, 3}, generator);
+    matmul(x3, weight).backward(g3);
+    const std::vector<float> immediate = weight.grad().to_vector<float>();
+    weight.zero_grad();
+    {
+      const DeferredWeightGradients::Recording recording(deferred, 0);
+      matmul(x3, weight).backward(g3);
+    }
+    CHECK(deferred.bytes() == 6 * (4 + 3) * sizeof(float));
+    deferred.compute();
+    CHECK(weight.grad().to_vector<float>() == immediate);
+  }
+}
+
+TEST_CASE("deferred weight gradients: a second Recording on one thread is an error and a weight gone is skipped") {
+  Generator generator(906);
+  DeferredWeightGradients first, second;
+  {
+    const DeferredWeightGradients::Recording recording(first, 0);
+    CHECK(throws_error_mentioning([&] { const DeferredWeightGradients::Recording nested(second, 1); },
+                                  {"already recording"}));
+  }
+  {
+    Tensor weight = weight_leaf(3, 2, generator);
+    const DeferredWeightGradients::Recording recording(first, 0);
+    matmul(uniform_tensor({4, 3}, generator), weight).backward(ones({4, 2}));
+  }
+  CHECK(first.weights() == 1);
+  first.compute();  // the weight went with its scope: nothing to add it to
+  CHECK(first.weights() == 0);
+}
+
+TEST_CASE("deferred weight gradients: parts of no rows add nothing, a weight of no inputs gets an empty gradient") {
+  Generator generator(907);
+  SUBCASE("only empty parts: zeros of the weight's shape") {
+    const Tensor weight = weight_leaf(5, 3, generator);
+    DeferredWeightGradients deferred;
+    for (std::size_t p = 0; p < 2; ++p) {
+      const DeferredWeightGradients::Recording recording(deferred, p);
+      matmul(uniform_tensor({0, 5}, generator), weight).backward(uniform_tensor({0, 3}, generator));
+    }
+    deferred.compute();
+    CHECK(weight.grad().to_vector<float>() == std::vector<float>(15, 0.0f));
+  }
+  SUBCASE("an empty part beside a full one") {
+    const Batch batch = random_batch({0, 4, 0}, 5, 3, generator);
+    const Tensor weight = weight_leaf(5, 3, generator);
+    part_backward(batch, 1, weight, nullptr);
+    const std::vector<float> immediate = weight.grad().to_vector<float>();
+    weight.zero_grad();
+    DeferredWeightGradients deferred;
+    for (std::size_t p = 0; p < 3; ++p) part_backward(batch, p, weight, &deferred);
+    deferred.compute();
+    CHECK(weight.grad().to_vector<float>() == immediate);
+  }
+  SUBCASE("no inputs: an empty inner dimension") {
+    const Tensor weight = weight_leaf(0, 3, generator);
+    DeferredWeightGradients deferred;
+    {
+      const DeferredWeightGradients::Recording recording(deferred, 0);
+      matmul(uniform_tensor({4, 0}, generator), weight).backward(uniform_tensor({4, 3}, generator));
+    }
+    deferred.compute();
+    CHECK(weight.grad().shape() == Shape{0, 3});
+  }
+}
