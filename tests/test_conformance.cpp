@@ -149,6 +149,8 @@ const std::vector<OpCase>& op_cases() {
       {"matmul 2-D, blocked size", {{67, 61}, {61, 29}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
       {"matmul batched", {{3, 7, 5}, {3, 5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
       {"matmul batched @ 2-D", {{3, 7, 5}, {5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
+      {"matmul batched @ 2-D, empty inner dimension", {{2, 3, 0}, {0, 4}}, V::kAny,
+       [](Inputs x) { return matmul(x[0], x[1]); }},
       {"matmul 2-D @ batched", {{7, 5}, {3, 5, 2}}, V::kAny, [](Inputs x) { return matmul(x[0], x[1]); }},
       {"transpose", {{3, 7, 5}}, V::kAny, [](Inputs x) { return transpose(x[0]); }},
       {"softmax dim -1", {{7, 13}}, V::kAny, [](Inputs x) { return softmax(x[0], -1); }},

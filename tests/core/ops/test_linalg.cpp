@@ -133,6 +133,18 @@ TEST_CASE("matmul: an empty inner dim gives zeros, an empty outer dim an empty r
   CHECK(matmul(ones({2, 0, 3}), ones({3, 4})).shape() == Shape{2, 0, 4});
 }
 
+TEST_CASE("matmul: gradients through an empty inner dim are empty, for a batch @ a shared matrix too") {
+  for (const Shape& a_shape : {Shape{3, 0}, Shape{2, 3, 0}}) {
+    CAPTURE(a_shape);
+    Tensor a = zeros(a_shape), b = zeros({0, 4});
+    a.set_requires_grad(true);
+    b.set_requires_grad(true);
+    sum(matmul(a, b)).backward();
+    CHECK(a.grad().shape() == a_shape);
+    CHECK(b.grad().shape() == Shape{0, 4});
+  }
+}
+
 TEST_CASE("matmul: 2-D gradients match finite differences") {
   std::mt19937 rng(405);
   Generator generator(405);
