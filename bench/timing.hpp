@@ -1,35 +1,18 @@
-// What the CPU bench programs share: a warm-up-then-median timer, the
-// standard command-line options, and the reference GEMM rate measured in the
-// same run that the kernels' GFLOP/s are compared with.
+// What the CPU bench programs share: a warm-up-then-median timer
+// (time_it.hpp), the standard command-line options, and the reference GEMM
+// rate measured in the same run that the kernels' GFLOP/s are compared with.
 #pragma once
 
 #include <ddl/ddl.hpp>
 
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
+#include "time_it.hpp"
+
 namespace ddl::bench {
-
-struct Timing {
-  double median_ms, best_ms;
-};
-
-inline Timing time_it(const std::function<void()>& step, int reps) {
-  step();
-  std::vector<double> ms;
-  for (int i = 0; i < reps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    step();
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return {ms[ms.size() / 2], ms.front()};
-}
 
 struct Options {
   std::vector<int> thread_counts{1, 2};

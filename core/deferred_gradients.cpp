@@ -1,7 +1,6 @@
 #include <ddl/core/deferred_gradients.hpp>
 
 #include <algorithm>
-#include <utility>
 
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
@@ -11,8 +10,13 @@
 namespace ddl::autograd {
 namespace {
 
-// The deferral this thread's backward passes record into, if any.
-thread_local DeferredWeightGradients* recording = nullptr;
+// What this thread's backward passes record into, if anything, and as
+// which part.
+struct Active {
+  DeferredWeightGradients* deferred = nullptr;
+  std::size_t part = 0;
+};
+thread_local Active active;
 
 bool same_owner(const std::weak_ptr<TensorImpl>& a, const std::shared_ptr<TensorImpl>& b) {
   return !a.owner_before(b) && !b.owner_before(a);
@@ -23,24 +27,34 @@ Tensor joined(const std::vector<Tensor>& parts) { return parts.size() == 1 ? par
 
 }  // namespace
 
-DeferredWeightGradients::Recording::Recording(DeferredWeightGradients& deferred, std::size_t part) {
-  DDL_CHECK(recording == nullptr,
-            "DeferredWeightGradients: this thread is already recording (one Recording per thread at a time)");
-  deferred.part_ = part;
-  recording = &deferred;
+DeferredWeightGradients::DeferredWeightGradients(const std::vector<Tensor>& weights) {
+  for (const Tensor& weight : weights) {
+    if (weight.defined() && weight.dim() == 2) entries_.push_back({weight.impl(), {}});
+  }
 }
 
-DeferredWeightGradients::Recording::~Recording() { recording = nullptr; }
+DeferredWeightGradients::Recording::Recording(DeferredWeightGradients& deferred, std::size_t part) {
+  DDL_CHECK(active.deferred == nullptr,
+            "DeferredWeightGradients: this thread is already recording (one Recording per thread at a time)");
+  active = {&deferred, part};
+}
+
+DeferredWeightGradients::Recording::~Recording() { active = {}; }
 
 bool DeferredWeightGradients::defer(const std::shared_ptr<TensorImpl>& weight, const Tensor& x,
                                     const Tensor& gradient) {
-  DeferredWeightGradients* self = recording;
-  if (self == nullptr) return false;
-  auto entry = std::find_if(self->entries_.begin(), self->entries_.end(),
-                            [&](const Entry& e) { return same_owner(e.weight, weight); });
-  if (entry == self->entries_.end()) entry = self->entries_.insert(self->entries_.end(), Entry{weight, {}});
-  entry->rows.push_back({self->part_, x, gradient});
+  if (active.deferred == nullptr) return false;
+  std::vector<Entry>& entries = active.deferred->entries_;
+  const auto entry =
+      std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return same_owner(e.weight, weight); });
+  if (entry == entries.end()) return false;
+  entry->rows.push_back({active.part, x, gradient});
   return true;
+}
+
+std::size_t DeferredWeightGradients::weights() const {
+  return static_cast<std::size_t>(
+      std::count_if(entries_.begin(), entries_.end(), [](const Entry& e) { return !e.rows.empty(); }));
 }
 
 std::size_t DeferredWeightGradients::bytes() const {
@@ -53,10 +67,13 @@ std::size_t DeferredWeightGradients::bytes() const {
 
 void DeferredWeightGradients::compute() {
   const NoGradGuard no_grad;
-  std::vector<Entry> entries = std::exchange(entries_, {});
-  for (Entry& entry : entries) {
+  for (Entry& entry : entries_) {
+    if (entry.rows.empty()) continue;
     const std::shared_ptr<TensorImpl> weight = entry.weight.lock();
-    if (!weight) continue;  // nobody will read its gradient
+    if (!weight) {  // nobody will read its gradient
+      entry.rows.clear();
+      continue;
+    }
     std::stable_sort(entry.rows.begin(), entry.rows.end(),
                      [](const Rows& a, const Rows& b) { return a.part < b.part; });
     std::vector<Tensor> xs, gradients;
@@ -64,13 +81,11 @@ void DeferredWeightGradients::compute() {
       xs.push_back(rows.x);
       gradients.push_back(rows.gradient);
     }
-    entry.rows.clear();
     // The product matmul's backward computes, over every part's rows.
     const Tensor gradient = ops_detail::gemm(joined(xs), true, joined(gradients), false, "deferred weight gradient");
-    xs.clear();
-    gradients.clear();
     // Its accumulator, unless it stopped requiring grad since.
     if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) accumulator->backward(gradient);
+    entry.rows.clear();
   }
 }
 

@@ -158,7 +158,8 @@ class Pipeline::StageRun {
   StageRun(Pipeline::State& state, layers::Module& model, const optim::Batch& batch, bool training,
            const optim::LossFunction& loss)
       : s_(state), model_(model), batch_(batch), training_(training), loss_(loss),
-        cuts_(cut_batch(batch.size(), state.options.micro_batches)), device_(stage_device(model, batch)) {
+        cuts_(cut_batch(batch.size(), state.options.micro_batches)), device_(stage_device(model, batch)),
+        deferred_(model.parameters()) {
     const auto count = cuts_.size();
     inputs_.resize(count);
     outputs_.resize(count);

@@ -70,9 +70,10 @@ struct PipelineOptions {
   // Dense weights' gradients computed once per batch, from the rows of
   // every micro-batch kept until the last backward (the B/W split of
   // zero-bubble schedules, core/deferred_gradients.hpp), instead of in each
-  // micro-batch's backward. Costs the kept rows (micro-batch rows x the
-  // layer's inputs + outputs, floats) until then; with M = 1 nothing
-  // changes.
+  // micro-batch's backward. Costs the kept rows until then: the batch's
+  // rows x each Dense layer's inputs + outputs, floats, whatever the
+  // schedule (under 1F1B the rest of a micro-batch's activations still go
+  // at its backward). With M = 1 the result is the same bits.
   bool defer_weight_gradients = true;
 };
 

@@ -477,11 +477,14 @@ void check_deferred_weight_gradients() {
   const Tensor weight = make_input({37, 19}, Values::kAny, 800);
   const auto deferred_gradient = [&](const Device& device) {
     const Tensor leaf = weight.to(device).detach().clone().set_requires_grad();
-    autograd::DeferredWeightGradients deferred;
+    autograd::DeferredWeightGradients deferred({leaf});
     for (std::size_t p = 0; p < part_rows.size(); ++p) {
       const autograd::DeferredWeightGradients::Recording recording(deferred, p);
       matmul(xs[p].to(device), leaf).backward(gradients[p].to(device));
     }
+    // Kept, not computed, until compute().
+    CHECK(deferred.weights() == 1);
+    CHECK_FALSE(leaf.grad().defined());
     deferred.compute();
     return leaf.grad();
   };

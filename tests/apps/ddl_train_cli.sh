@@ -429,6 +429,10 @@ case $case_name in
       fail "one process resuming the pipeline's checkpoint exited $?: $(cat "$work/out")"
     grep -q "Resumed from $work/pp/last.ckpt after epoch 1" "$work/out" || fail "no resume: $(cat "$work/out")"
     echo "ok: one process resumed the pipeline's checkpoint"
+    mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
+      --weight-gradients micro-batch > "$work/out" 2>&1 || fail "--weight-gradients micro-batch exited $?: $(cat "$work/out")"
+    grep -q "weight gradients per micro-batch" "$work/out" || fail "no weight-gradient mode: $(cat "$work/out")"
+    echo "ok: a pipeline computed its weight gradients per micro-batch"
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --stages 3 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--stages 3 on 2 ranks did not exit 2: $(cat "$work/err")"
     grep -q "stages 3 needs 3 ranks, one per stage; this job has 2" "$work/err" || fail "no reason: $(cat "$work/err")"
@@ -437,10 +441,9 @@ case $case_name in
     # Both ranks refuse it; mpiexec may end the second before it prints.
     [[ $(grep -c "pipeline split '0'" "$work/err") -ge 1 ]] || fail "no rank named the split: $(cat "$work/err")"
     echo "ok: bad stage counts and splits exit 2 on every rank"
-    mpiexec -n 4 "$train" --parallel hybrid --dp 2 --pp 2 "${args[@]}" --epochs 1 --allreduce tree \
-      --weight-gradients micro-batch > "$work/out" 2>&1 || fail "2 x 2 hybrid run exited $?: $(cat "$work/out")"
+    mpiexec -n 4 "$train" --parallel hybrid --dp 2 --pp 2 "${args[@]}" --epochs 1 --allreduce tree > "$work/out" 2>&1 ||
+      fail "2 x 2 hybrid run exited $?: $(cat "$work/out")"
     grep -q "batch 64, 2 pipelines (tree allreduce, 32 per pipeline)" "$work/out" || fail "no hybrid header: $(cat "$work/out")"
-    grep -q "weight gradients per micro-batch" "$work/out" || fail "no weight-gradient mode: $(cat "$work/out")"
     grep -q "^test accuracy .* over 2 pipelines$" "$work/out" || fail "no final line: $(cat "$work/out")"
     mpiexec -n 4 "$train" --parallel hybrid --dp 3 --pp 2 "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--dp 3 --pp 2 on 4 ranks did not exit 2: $(cat "$work/err")"

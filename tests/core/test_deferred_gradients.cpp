@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "support/test_data.hpp"
@@ -41,6 +43,32 @@ Tensor weight_leaf(std::int64_t in, std::int64_t out, Generator& generator) {
   return weight;
 }
 
+// Whether `gradient` is within float32's bound of the float64 sum of
+// x_pᵀ g_p over the batch's parts (within_dot_product_bound).
+void check_against_float64(const Tensor& gradient, const Batch& batch, std::int64_t in, std::int64_t out) {
+  std::vector<double> expected(static_cast<std::size_t>(in * out), 0.0), magnitude(expected.size(), 0.0);
+  std::int64_t terms = 0;
+  for (std::size_t p = 0; p < batch.xs.size(); ++p) {
+    const std::vector<float> x = batch.xs[p].to_vector<float>(), g = batch.gradients[p].to_vector<float>();
+    const std::int64_t rows = batch.xs[p].size(0);
+    terms += rows;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t i = 0; i < in; ++i) {
+        for (std::int64_t o = 0; o < out; ++o) {
+          const double product = static_cast<double>(x[static_cast<std::size_t>(r * in + i)]) *
+                                 static_cast<double>(g[static_cast<std::size_t>(r * out + o)]);
+          expected[static_cast<std::size_t>(i * out + o)] += product;
+          magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
+        }
+      }
+    }
+  }
+  double worst = 0.0;
+  const bool within = within_dot_product_bound(gradient, expected, magnitude, terms, &worst);
+  CAPTURE(worst);
+  CHECK(within);
+}
+
 // Backward of x @ weight for part p, recording into `deferred` if given.
 void part_backward(const Batch& batch, std::size_t p, const Tensor& weight, DeferredWeightGradients* deferred) {
   std::optional<DeferredWeightGradients::Recording> recording;
@@ -58,38 +86,19 @@ TEST_CASE("deferred weight gradients: one product over every part's rows, within
   const Batch batch = random_batch(part_rows, in, out, generator);
   const Tensor weight = weight_leaf(in, out, generator);
 
-  DeferredWeightGradients deferred;
+  DeferredWeightGradients deferred({weight});
   for (std::size_t p = 0; p < part_rows.size(); ++p) part_backward(batch, p, weight, &deferred);
   // Nothing reached .grad yet: the rows are kept.
   CHECK_FALSE(weight.grad().defined());
   CHECK(deferred.weights() == 1);
-  std::int64_t rows = 0;
-  for (const std::int64_t r : part_rows) rows += r;
-  CHECK(deferred.bytes() == static_cast<std::size_t>(rows * (in + out)) * sizeof(float));
+  CHECK(deferred.bytes() == static_cast<std::size_t>(13 * (in + out)) * sizeof(float));
 
   deferred.compute();
   CHECK(deferred.weights() == 0);
   CHECK(deferred.bytes() == 0);
   REQUIRE(weight.grad().defined());
   CHECK(weight.grad().shape() == Shape{in, out});
-
-  std::vector<double> expected(static_cast<std::size_t>(in * out), 0.0), magnitude(expected.size(), 0.0);
-  for (std::size_t p = 0; p < part_rows.size(); ++p) {
-    const std::vector<float> x = batch.xs[p].to_vector<float>(), g = batch.gradients[p].to_vector<float>();
-    for (std::int64_t r = 0; r < part_rows[p]; ++r) {
-      for (std::int64_t i = 0; i < in; ++i) {
-        for (std::int64_t o = 0; o < out; ++o) {
-          const double product = static_cast<double>(x[static_cast<std::size_t>(r * in + i)]) *
-                                 static_cast<double>(g[static_cast<std::size_t>(r * out + o)]);
-          expected[static_cast<std::size_t>(i * out + o)] += product;
-          magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
-        }
-      }
-    }
-  }
-  double worst = 0.0;
-  CHECK(within_dot_product_bound(weight.grad(), expected, magnitude, rows, &worst));
-  CAPTURE(worst);
+  check_against_float64(weight.grad(), batch, in, out);
 }
 
 TEST_CASE("deferred weight gradients: with one part, the product backward computes, bit for bit") {
@@ -100,7 +109,7 @@ TEST_CASE("deferred weight gradients: with one part, the product backward comput
   const std::vector<float> immediate = weight.grad().to_vector<float>();
 
   weight.zero_grad();
-  DeferredWeightGradients deferred;
+  DeferredWeightGradients deferred({weight});
   part_backward(batch, 0, weight, &deferred);
   deferred.compute();
   CHECK(weight.grad().to_vector<float>() == immediate);
@@ -113,7 +122,7 @@ TEST_CASE("deferred weight gradients: the sum follows the parts' order, not the 
   std::vector<std::vector<float>> results;
   for (const std::vector<std::size_t>& order : {std::vector<std::size_t>{0, 1, 2}, {2, 0, 1}, {1, 2, 0}}) {
     weight.zero_grad();
-    DeferredWeightGradients deferred;
+    DeferredWeightGradients deferred({weight});
     for (const std::size_t p : order) part_backward(batch, p, weight, &deferred);
     deferred.compute();
     results.push_back(weight.grad().to_vector<float>());
@@ -130,7 +139,7 @@ TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow 
   int weight_hooks = 0;
   weight.register_grad_hook([&](const Tensor&) { ++weight_hooks; });
 
-  DeferredWeightGradients deferred;
+  DeferredWeightGradients deferred({weight, bias});
   std::vector<Tensor> inputs;
   for (std::size_t p = 0; p < 3; ++p) {
     Tensor x = uniform_tensor({2, 5}, generator);
@@ -163,7 +172,7 @@ TEST_CASE("deferred weight gradients: only a 2-D leaf is deferred, and only whil
   Generator generator(905);
   const Tensor weight = weight_leaf(4, 3, generator);
   const Tensor x = uniform_tensor({6, 4}, generator);
-  DeferredWeightGradients deferred;
+  DeferredWeightGradients deferred({weight});
 
   SUBCASE("without a Recording, backward computes the weight gradient at once") {
     matmul(x, weight).backward(ones({6, 3}));
@@ -176,13 +185,27 @@ TEST_CASE("deferred weight gradients: only a 2-D leaf is deferred, and only whil
     CHECK(weight.grad().defined());
     CHECK(deferred.weights() == 0);
   }
+  SUBCASE("a 2-D leaf the object was not made for (a pipeline stage's input, say) gets its gradient at once") {
+    const Tensor other = weight_leaf(4, 3, generator);
+    const DeferredWeightGradients::Recording recording(deferred, 0);
+    matmul(x, other).backward(ones({6, 3}));
+    CHECK(other.grad().defined());
+    CHECK(deferred.weights() == 0);
+  }
+  SUBCASE("a backward on another thread is not recorded") {
+    const DeferredWeightGradients::Recording recording(deferred, 0);
+    std::thread([&] { matmul(x, weight).backward(ones({6, 3})); }).join();
+    CHECK(weight.grad().defined());
+    CHECK(deferred.weights() == 0);
+  }
   SUBCASE("a 3-D right operand is not a weight") {
     Tensor batched = uniform_tensor({2, 4, 3}, generator);
     batched.set_requires_grad(true);
-    const DeferredWeightGradients::Recording recording(deferred, 0);
+    DeferredWeightGradients for_batched({batched});
+    const DeferredWeightGradients::Recording recording(for_batched, 0);
     matmul(uniform_tensor({2, 6, 4}, generator), batched).backward(ones({2, 6, 3}));
     CHECK(batched.grad().defined());
-    CHECK(deferred.weights() == 0);
+    CHECK(for_batched.weights() == 0);
   }
   SUBCASE("a 3-D input's batch is folded into rows, as backward folds it") {
     const Tensor x3 = uniform_tensor({2, 3, 4}, generator);
@@ -200,29 +223,79 @@ TEST_CASE("deferred weight gradients: only a 2-D leaf is deferred, and only whil
   }
 }
 
+TEST_CASE("deferred weight gradients: a weight used twice in a pass, or also by another op") {
+  Generator generator(908);
+  const std::int64_t in = 7, out = 3;
+  SUBCASE("two products: one GEMM over both products' rows") {
+    const Batch batch = random_batch({5, 2}, in, out, generator);
+    const Tensor weight = weight_leaf(in, out, generator);
+    DeferredWeightGradients deferred({weight});
+    {
+      const DeferredWeightGradients::Recording recording(deferred, 0);
+      const Tensor y0 = matmul(batch.xs[0], weight), y1 = matmul(batch.xs[1], weight);
+      (sum(y0 * batch.gradients[0]) + sum(y1 * batch.gradients[1])).backward();
+    }
+    CHECK(deferred.bytes() == static_cast<std::size_t>(7 * (in + out)) * sizeof(float));
+    deferred.compute();
+    check_against_float64(weight.grad(), batch, in, out);
+  }
+  SUBCASE("a product and another op: the weight accumulates twice, its hooks run twice") {
+    const Tensor weight = weight_leaf(in, out, generator);
+    int hooks = 0;
+    weight.register_grad_hook([&](const Tensor&) { ++hooks; });
+    const Tensor x = uniform_tensor({4, in}, generator);
+    DeferredWeightGradients deferred({weight});
+    {
+      const DeferredWeightGradients::Recording recording(deferred, 0);
+      (sum(matmul(x, weight)) + sum(weight)).backward();
+    }
+    CHECK(hooks == 1);  // sum(weight)'s ones, at once
+    deferred.compute();
+    CHECK(hooks == 2);
+    // d/dW of sum(xW) + sum(W): each x column's sum, plus 1.
+    const std::vector<float> v = x.to_vector<float>(), grad = weight.grad().to_vector<float>();
+    for (std::int64_t i = 0; i < in; ++i) {
+      double column = 1.0;
+      for (std::int64_t r = 0; r < 4; ++r) column += v[static_cast<std::size_t>(r * in + i)];
+      for (std::int64_t o = 0; o < out; ++o) {
+        CHECK(grad[static_cast<std::size_t>(i * out + o)] == doctest::Approx(column).epsilon(1e-6));
+      }
+    }
+  }
+}
+
 TEST_CASE("deferred weight gradients: a second Recording on one thread is an error and a weight gone is skipped") {
   Generator generator(906);
-  DeferredWeightGradients first, second;
+  const Tensor kept = weight_leaf(3, 2, generator);
+  DeferredWeightGradients first({kept}), second({kept});
   {
     const DeferredWeightGradients::Recording recording(first, 0);
     CHECK(throws_error_mentioning([&] { const DeferredWeightGradients::Recording nested(second, 1); },
                                   {"already recording"}));
   }
   {
-    Tensor weight = weight_leaf(3, 2, generator);
-    const DeferredWeightGradients::Recording recording(first, 0);
-    matmul(uniform_tensor({4, 3}, generator), weight).backward(ones({4, 2}));
+    Tensor gone = weight_leaf(3, 2, generator);
+    DeferredWeightGradients deferred({gone, kept});
+    {
+      const DeferredWeightGradients::Recording recording(deferred, 0);
+      matmul(uniform_tensor({4, 3}, generator), gone).backward(ones({4, 2}));
+      matmul(uniform_tensor({4, 3}, generator), kept).backward(ones({4, 2}));
+    }
+    CHECK(deferred.weights() == 2);
+    gone = Tensor();
+    // The weight that went is skipped, the other still gets its gradient.
+    deferred.compute();
+    CHECK(deferred.weights() == 0);
+    CHECK(deferred.bytes() == 0);
+    CHECK(kept.grad().defined());
   }
-  CHECK(first.weights() == 1);
-  first.compute();  // the weight went with its scope: nothing to add it to
-  CHECK(first.weights() == 0);
 }
 
 TEST_CASE("deferred weight gradients: parts of no rows add nothing, a weight of no inputs gets an empty gradient") {
   Generator generator(907);
   SUBCASE("only empty parts: zeros of the weight's shape") {
     const Tensor weight = weight_leaf(5, 3, generator);
-    DeferredWeightGradients deferred;
+    DeferredWeightGradients deferred({weight});
     for (std::size_t p = 0; p < 2; ++p) {
       const DeferredWeightGradients::Recording recording(deferred, p);
       matmul(uniform_tensor({0, 5}, generator), weight).backward(uniform_tensor({0, 3}, generator));
@@ -236,14 +309,14 @@ TEST_CASE("deferred weight gradients: parts of no rows add nothing, a weight of 
     part_backward(batch, 1, weight, nullptr);
     const std::vector<float> immediate = weight.grad().to_vector<float>();
     weight.zero_grad();
-    DeferredWeightGradients deferred;
+    DeferredWeightGradients deferred({weight});
     for (std::size_t p = 0; p < 3; ++p) part_backward(batch, p, weight, &deferred);
     deferred.compute();
     CHECK(weight.grad().to_vector<float>() == immediate);
   }
   SUBCASE("no inputs: an empty inner dimension") {
     const Tensor weight = weight_leaf(0, 3, generator);
-    DeferredWeightGradients deferred;
+    DeferredWeightGradients deferred({weight});
     {
       const DeferredWeightGradients::Recording recording(deferred, 0);
       matmul(uniform_tensor({4, 0}, generator), weight).backward(uniform_tensor({4, 3}, generator));
