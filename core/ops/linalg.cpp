@@ -85,9 +85,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             // A shared 2-D operand (a weight): a's batch folded into rows, one
             // GEMM sums it, now or (deferred_gradients.hpp) once for several
             // backward passes.
-            const std::int64_t k = a.size(-1);
-            std::int64_t rows = 1;  // not numel / k: k may be 0
-            for (int d = 0; d + 1 < a.dim(); ++d) rows *= a.size(d);
+            // a's matrices stacked, as the forward GEMM stacks them (not
+            // numel / k: k may be 0).
+            const std::int64_t k = a.size(-1), rows = batch_shape(a.shape()).numel() * a.size(-2);
             const Tensor x = a.reshape({rows, k}), gradient = g.reshape({rows, g.size(-1)});
             const std::shared_ptr<TensorImpl> leaf = weight.lock();
             if (!leaf || !autograd::DeferredWeightGradients::defer(leaf, x, gradient)) {
