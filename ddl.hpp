@@ -50,29 +50,32 @@
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
 
-// parallel/: placement inside one process, the pipeline's schedules and its
-// stage split, tiled inference on one process's devices (always built);
-// communicators, collectives and the strategies across ranks (built with MPI
-// only)
-#include <ddl/parallel/pipeline_schedule.hpp>
-#include <ddl/parallel/placement.hpp>
-#include <ddl/parallel/receptive_field.hpp>
-#include <ddl/parallel/stage_split.hpp>
-#include <ddl/parallel/tile_plan.hpp>
-#include <ddl/parallel/tiled_inference.hpp>
-#if DDL_WITH_MPI_BUILD
+// parallel/: the setup that assembles a run's parallel configuration;
+// communicators and collectives; the strategies across ranks (data
+// parallelism, parameter server, pipelines) and inside one process (layer
+// placement); tiled inference. Built in every build: without MPI a
+// Communicator cannot be made, and says why.
 #include <ddl/parallel/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/cost_model.hpp>
 #include <ddl/parallel/data_parallel.hpp>
 #include <ddl/parallel/distributed_tiles.hpp>
 #include <ddl/parallel/gradient_buckets.hpp>
 #include <ddl/parallel/initial_state.hpp>
+#include <ddl/parallel/layer_placement.hpp>
 #include <ddl/parallel/nccl_communicator.hpp>
 #include <ddl/parallel/parameter_server.hpp>
 #include <ddl/parallel/pipeline.hpp>
 #include <ddl/parallel/pipeline_report.hpp>
-#endif
+#include <ddl/parallel/pipeline_schedule.hpp>
+#include <ddl/parallel/placement.hpp>
+#include <ddl/parallel/receptive_field.hpp>
+#include <ddl/parallel/setup.hpp>
+#include <ddl/parallel/stage_split.hpp>
+#include <ddl/parallel/tile_plan.hpp>
+#include <ddl/parallel/tiled_inference.hpp>
+#include <ddl/parallel/timeline_gather.hpp>
 
 // models/: bundled architectures, data sets and the DataLoader
 #include <ddl/models/data/csv.hpp>

@@ -12,10 +12,3 @@ set(DDL_MODULE_DEPENDS_parallel core layers optim)
 set(DDL_MODULE_DEPENDS_models core layers optim)
 # Headers private to their module: no other module may include them.
 set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/mpi_internal.hpp)
-# parallel/'s single-process part (placement inside one process, the
-# pipeline's pure schedules and how it splits a model into stages, tiled
-# inference on the devices of one process, the allreduce algorithms' names
-# and cost model, the float16 wire format): built and installed without MPI
-# too.
-set(DDL_PARALLEL_SINGLE_PROCESS allreduce_algorithm cost_model placement pipeline_schedule stage_split receptive_field
-    tile_plan tiled_inference collectives/half)

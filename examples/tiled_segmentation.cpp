@@ -95,9 +95,7 @@ std::shared_ptr<layers::Sequential> train(const Run& run, const Options& options
   models::DataLoader loader(data, {.batch_size = 16, .shuffle = true, .seed = options.seed});
   optim::TrainerOptions trainer_options{.metrics = {optim::Metric::accuracy, optim::Metric::mean_iou},
                                         .classes = models::kShapesClasses};
-#if DDL_WITH_MPI_BUILD
   if (run.comm) trainer_options.strategy = std::make_shared<parallel::DataParallel>(*run.comm);
-#endif
   optim::Trainer trainer(model, layers::cross_entropy,
                          std::make_shared<optim::Adam>(model->parameters(), optim::AdamOptions{.lr = 5e-3}),
                          trainer_options);
@@ -133,11 +131,7 @@ void write_images(const Options& options, const Tensor& image, const Tensor& mas
 
 int run_example(const Options& options) {
   Run run;
-#if DDL_WITH_MPI_BUILD
-  if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
-    run.comm = parallel::Communicator::world();
-  }
-#endif
+  run.comm = parallel::job_ranks();
   // Everything that can be refused is refused before training: these
   // errors are the command line's (exit code 2).
   std::vector<Device> devices;
@@ -162,10 +156,8 @@ int run_example(const Options& options) {
                         options.model, rows, cols, output[2], output[3]));
       }
     }
-#if DDL_WITH_MPI_BUILD
-    if (run.comm) plan = parallel::plan_tiles(*run.comm, *geometry, image_shape, tiling, devices.front().type());
-#endif
-    if (!run.comm) plan = parallel::plan_tiles(*geometry, image_shape, tiling, devices.front().type());
+    plan = run.comm ? parallel::plan_tiles(*run.comm, *geometry, image_shape, tiling, devices.front().type())
+                    : parallel::plan_tiles(*geometry, image_shape, tiling, devices.front().type());
   } catch (const std::exception& error) {
     if (run.reporter()) std::cerr << "tiled_segmentation: error: " << error.what() << '\n';
     return 2;
@@ -187,14 +179,12 @@ int run_example(const Options& options) {
     std::fflush(stdout);
   };
   Tensor tiled;
-#if DDL_WITH_MPI_BUILD
   if (run.comm) {
     const Device device = type == DeviceType::CUDA
                               ? parallel::local_gpu(*run.comm, "tiled_segmentation", "tiles")
                               : devices[static_cast<std::size_t>(run.comm->rank()) % devices.size()];
     tiled = parallel::tiled_forward(*run.comm, *model, large.inputs, plan, device, 0, progress);
   }
-#endif
   if (!run.comm) {
     for (const Device& device : devices) reset_peak_memory_stats(device);
     tiled = parallel::tiled_forward(*model, large.inputs, plan, devices, progress);

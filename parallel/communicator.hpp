@@ -62,6 +62,9 @@ class Communicator {
   // Whether this process was started as one of several ranks: MPI is
   // initialised, or a launcher's environment (mpiexec, srun) says so.
   static bool launched_by_mpi();
+  // Whether this ddl was built with MPI (false: mpi_unavailable.cpp, where
+  // no communicator can be made and launched_by_mpi() is always false).
+  static bool built();
 
   int rank() const;
   int size() const;

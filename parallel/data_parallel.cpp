@@ -219,6 +219,20 @@ bool DataParallel::reduces_on_gpu() const { return state_->nccl.has_value(); }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
 
+std::string DataParallel::describe(std::int64_t shard_batch) const {
+  return fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank)", world_size(),
+                     algorithm_name(state_->options.algorithm), shard_batch);
+}
+
+std::string DataParallel::report(const layers::Module& /*model*/, const optim::Optimizer& /*optimizer*/) {
+  const std::size_t buckets = bucket_count();
+  return fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
+                     100.0 * statistics().fraction_waiting(), buckets, buckets == 1 ? "" : "s",
+                     overlapping()               ? "on"
+                     : state_->options.overlap   ? "off (one bucket)"
+                                                 : "off");
+}
+
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   State& s = *state_;
   broadcast_initial_state(s.comm, model, optimizer, "DataParallel");

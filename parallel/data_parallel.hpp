@@ -86,6 +86,11 @@ class DataParallel : public optim::Strategy {
                                      const optim::StepShare& share) override;
   void synchronize_gradients(layers::Module& model) override;
   void sum_over_ranks(std::vector<double>& values) override;
+  // "data-parallel over 2 ranks (ring allreduce, 64 per rank)".
+  std::string describe(std::int64_t shard_batch) const override;
+  // The share of step time spent waiting for the gradients, the buckets and
+  // whether they overlapped backward (statistics()).
+  std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
 
   const Communicator& communicator() const;
   const DataParallelOptions& options() const;

@@ -140,6 +140,12 @@ int ParameterServer::rank() const { return state_->comm.rank(); }
 int ParameterServer::world_size() const { return state_->comm.size(); }
 bool ParameterServer::is_server() const { return state_->is_server(); }
 int ParameterServer::worker_count() const { return state_->workers; }
+
+std::string ParameterServer::describe(std::int64_t shard_batch) const {
+  return fmt::format("{} parameter server: {} worker(s) of {} per step and {} server(s)",
+                     state_->options.asynchronous ? "asynchronous" : "synchronous", worker_count(), shard_batch,
+                     world_size() - worker_count());
+}
 optim::Shard ParameterServer::shard() const { return {state_->is_server() ? 0 : rank(), state_->workers}; }
 
 void ParameterServer::prepare(layers::Module& model, optim::Optimizer* optimizer) {

@@ -65,6 +65,8 @@ class ParameterServer : public optim::Strategy {
   void update(layers::Module& model, optim::Optimizer& optimizer) override;
   void gather_state(const layers::Module& model, optim::TrainingState& state) override;
   void sum_over_ranks(std::vector<double>& values) override;
+  // "synchronous parameter server: 3 worker(s) of 64 per step and 1 server(s)".
+  std::string describe(std::int64_t shard_batch) const override;
 
   bool is_server() const;
   int worker_count() const;

@@ -327,6 +327,10 @@ ProcessGrid ProcessGrid::split(const Communicator& world, int data_parallel, int
 Pipeline::Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options)
     : Pipeline(ProcessGrid{comm, comm, comm.split(comm.rank(), 0)}, std::move(stages), options) {}
 
+int micro_batches(const PipelineOptions& options, int stages) {
+  return options.micro_batches == 0 ? kMicroBatchesPerStage * stages : options.micro_batches;
+}
+
 Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options)
     : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
   config::check_environment();  // a bad DDL_* value named here, not in a later wait
@@ -334,8 +338,10 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
   if (grid.data.size() > 1) s.data = std::move(grid.data);
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
             "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
-  DDL_CHECK(options.micro_batches >= 1 && options.micro_batches <= kMaxMicroBatches,
-            "Pipeline: micro_batches = {} is invalid (1 to {})", options.micro_batches, kMaxMicroBatches);
+  DDL_CHECK(options.micro_batches >= 0 && options.micro_batches <= kMaxMicroBatches,
+            "Pipeline: micro_batches = {} is invalid (1 to {}, or 0 for {} per stage)", options.micro_batches,
+            kMaxMicroBatches, kMicroBatchesPerStage);
+  s.options.micro_batches = micro_batches(options, static_cast<int>(s.stages.size()));
   for (std::size_t i = 0; i < s.stages.size(); ++i) {
     const std::size_t expected_first = i == 0 ? 0 : s.stages[i - 1].last + 1;
     DDL_CHECK(s.stages[i].first == expected_first && s.stages[i].last >= s.stages[i].first,
@@ -356,6 +362,12 @@ const Communicator& Pipeline::communicator() const { return state_->comm; }
 bool Pipeline::over_nccl() const { return state_->links && state_->links->over_nccl(); }
 PipelineStatistics Pipeline::statistics() const { return state_->statistics; }
 int Pipeline::data_parallel() const { return state_->data ? state_->data->size() : 1; }
+
+std::string Pipeline::describe(std::int64_t shard_batch) const {
+  if (data_parallel() == 1) return {};
+  return fmt::format("{} pipelines ({} allreduce, {} per pipeline)", data_parallel(),
+                     algorithm_name(state_->options.allreduce), shard_batch);
+}
 int Pipeline::rank() const { return state_->world.rank(); }
 int Pipeline::world_size() const { return state_->world.size(); }
 optim::Shard Pipeline::shard() const { return state_->data ? optim::Shard{state_->data->rank(), state_->data->size()} : optim::Shard{}; }

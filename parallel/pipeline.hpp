@@ -49,6 +49,7 @@
 
 #include <ddl/core/random.hpp>
 #include <ddl/layers/layer_list.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/optim/engine/strategy.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communicator.hpp>
@@ -57,9 +58,15 @@
 
 namespace ddl::parallel {
 
+// The micro-batches of a batch when none are asked for: two per stage, so
+// the bubble (p - 1)/(M + p - 1) stays under a third without cutting a
+// batch into slivers.
+inline constexpr int kMicroBatchesPerStage = 2;
+
 struct PipelineOptions {
   // Micro-batches per batch; a batch of fewer samples gets one per sample.
-  int micro_batches = 1;
+  // 0: kMicroBatchesPerStage per stage.
+  int micro_batches = 0;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // Hybrid: how a stage's gradients are averaged over the pipelines.
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
@@ -76,6 +83,9 @@ struct PipelineOptions {
   // at its backward). With M = 1 the result is the same bits.
   bool defer_weight_gradients = true;
 };
+
+// The micro-batches `options` cut each batch into on `stages` stages.
+int micro_batches(const PipelineOptions& options, int stages);
 
 // The ranks as dp pipelines of pp stages (Megatron's and DeepSpeed's grid):
 // world rank r is stage r % pp of pipeline r / pp, so a pipeline's stages
@@ -122,6 +132,7 @@ class Pipeline : public optim::Strategy {
   int stage_count() const;
   const StageRange& layers() const;
   const std::vector<StageRange>& stages() const;
+  // As given, with the micro-batch count resolved (micro_batches()).
   const PipelineOptions& options() const;
   const Communicator& communicator() const;
   PipelineStatistics statistics() const;
@@ -151,11 +162,20 @@ class Pipeline : public optim::Strategy {
   void gather_state(const layers::Module& model, optim::TrainingState& state) override;
   void select_state(const layers::Module& model, optim::TrainingState& state) override;
   void sum_over_ranks(std::vector<double>& values) override;
+  // Hybrid: "2 pipelines (ring allreduce, 64 per pipeline)"; a single
+  // pipeline says nothing here (its stages are a table of their own).
+  std::string describe(std::int64_t shard_batch) const override;
+  // A memory monitor of the stage's device, for report().
+  std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override;
+  // Collective: every stage's layers, memory and idle time against the
+  // textbook bubble (pipeline_report.hpp), for the root to print.
+  std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
 
  private:
   struct State;
   class StageRun;  // one batch through this stage (pipeline.cpp)
   std::shared_ptr<State> state_;
+  std::shared_ptr<optim::StepMemoryMonitor> memory_;  // made by callbacks()
 };
 
 // This rank's stage of the model `layers` describes: its layers alone, named

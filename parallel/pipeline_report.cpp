@@ -8,6 +8,9 @@
 
 #include <fmt/format.h>
 
+#include <ddl/core/check.hpp>
+#include <ddl/parallel/placement.hpp>
+
 namespace ddl::parallel {
 namespace {
 
@@ -49,6 +52,21 @@ StageReport decode(const double* f, int peak_micro_batches) {
 }
 
 }  // namespace
+
+std::vector<std::shared_ptr<optim::Callback>> Pipeline::callbacks(const layers::Module& model) {
+  if (!memory_) {
+    const auto* stage = dynamic_cast<const layers::Sequential*>(&model);
+    DDL_CHECK(stage != nullptr, "Pipeline: stage {} was given a {}, not a Sequential", this->stage(),
+              model.type_name());
+    memory_ = std::make_shared<optim::StepMemoryMonitor>(placement_devices(*stage));
+  }
+  return {memory_};
+}
+
+std::string Pipeline::report(const layers::Module& model, const optim::Optimizer& optimizer) {
+  const auto reports = gather_stage_reports(*this, model, optimizer, memory_.get());
+  return "pipeline stages (peaks over the training steps):\n" + format_stage_reports(reports, options());
+}
 
 std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const layers::Module& stage_model,
                                               const optim::Optimizer& optimizer,

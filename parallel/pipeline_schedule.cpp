@@ -143,6 +143,8 @@ PipelineSchedule parse_pipeline_schedule(std::string_view name) {
   return choice_by_name(name, kSchedules, pipeline_schedule_name, "pipeline schedule");
 }
 
+std::vector<PipelineSchedule> all_pipeline_schedules() { return {kSchedules.begin(), kSchedules.end()}; }
+
 std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
   switch (schedule) {
     case PipelineSchedule::GPipe: return "gpipe";

@@ -21,6 +21,7 @@ enum class PipelineSchedule { GPipe, OneFOneB };
 // "gpipe" or "1f1b"; anything else is a ddl::Error listing the names.
 PipelineSchedule parse_pipeline_schedule(std::string_view name);
 std::string_view pipeline_schedule_name(PipelineSchedule schedule);
+std::vector<PipelineSchedule> all_pipeline_schedules();
 
 // One step of a stage's work on one micro-batch. Forward receives the input
 // activation from the stage before (except on stage 0) and sends its output

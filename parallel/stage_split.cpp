@@ -223,6 +223,8 @@ StageBalance parse_stage_balance(std::string_view name) {
   return choice_by_name(name, kBalances, stage_balance_name, "stage balance");
 }
 
+std::vector<StageBalance> all_stage_balances() { return {kBalances.begin(), kBalances.end()}; }
+
 std::string_view stage_balance_name(StageBalance balance) {
   switch (balance) {
     case StageBalance::Layers: return "layers";

@@ -37,6 +37,7 @@ enum class StageBalance { Layers, Parameters, Time };
 // "layers", "parameters" or "time"; anything else is a ddl::Error listing them.
 StageBalance parse_stage_balance(std::string_view name);
 std::string_view stage_balance_name(StageBalance balance);
+std::vector<StageBalance> all_stage_balances();
 
 // Parses "4,7": the first layer of every stage but the first, so over 11
 // layers and 3 stages it gives {0-3, 4-6, 7-10}; one stage takes "". Throws

@@ -28,29 +28,18 @@
 #include <ddl/optim/adam.hpp>
 #include <ddl/optim/engine/callbacks.hpp>
 #include <ddl/optim/engine/loggers.hpp>
-#include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/optim/engine/trainer.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
-#include <ddl/parallel/placement.hpp>
-
-#include <ddl/build_config.hpp>
-#if DDL_WITH_MPI_BUILD
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/parameter_server.hpp>
-#include <ddl/parallel/pipeline_report.hpp>
-#include <ddl/parallel/timeline_gather.hpp>
-
 #include <ddl/parallel/config.hpp>
-
-#include "pipeline_setup.hpp"
-#include "start_up.hpp"
-#endif
+#include <ddl/parallel/setup.hpp>
+#include <ddl/parallel/timeline_gather.hpp>
 
 #include "curve_plot.hpp"
 #include "options.hpp"
-#include "search.hpp"
 #include "resume_guard.hpp"
+#include "search.hpp"
+#include "start_up.hpp"
 #include "task.hpp"
 
 namespace ddl::apps {
@@ -61,16 +50,14 @@ namespace {
 void check_environment() {
   try {
     config::check_environment();
-#if DDL_WITH_MPI_BUILD
     parallel::config::check_environment();
-#endif
   } catch (const Error& error) {
     throw UsageError(error.what());
   }
 }
 
 // --device's text, checked before any rank waits for another: a device
-// this machine has, or a type alone.
+// this machine has, or a type alone (which the parallel setup resolves).
 void check_device_option(const std::string& text) {
   Device device = cpu();
   try {
@@ -82,19 +69,6 @@ void check_device_option(const std::string& text) {
   if (text.find(':') != std::string::npos && device.index() >= count) {
     throw UsageError(fmt::format("--device {}: this machine has {} such device(s){}", text, count,
                                  device.is_cuda() ? "" : " (set DDL_CPU_DEVICES for more logical CPU devices)"));
-  }
-}
-
-// --device: a device by name, or by type alone ("cuda"), which `by_type`
-// resolves (under data parallelism or a pipeline, this rank's GPU on its
-// node).
-Device choose_device(const std::string& text, const std::function<Device(DeviceType)>& by_type) {
-  const Device device = Device::parse(text);  // check_device_option has vetted it
-  if (text.find(':') != std::string::npos) return device;
-  try {
-    return by_type(device.type());
-  } catch (const Error& error) {
-    throw UsageError(fmt::format("--device {}: {}", text, error.what()));
   }
 }
 
@@ -112,39 +86,39 @@ void check_output_directory(const std::string& path, const char* option) {
   }
 }
 
-std::shared_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o, std::vector<Tensor> params) {
+std::shared_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o, double lr, std::vector<Tensor> params) {
   if (o.optimizer == "sgd") {
     return std::make_shared<optim::SGD>(
         std::move(params),
-        optim::SgdOptions{.lr = *o.lr, .momentum = o.momentum, .nesterov = o.nesterov, .weight_decay = o.weight_decay});
+        optim::SgdOptions{.lr = lr, .momentum = o.momentum, .nesterov = o.nesterov, .weight_decay = o.weight_decay});
   }
   if (o.optimizer == "adam") {
     optim::AdamOptions options;
-    options.lr = *o.lr;
+    options.lr = lr;
     options.weight_decay = o.weight_decay;
     return std::make_shared<optim::Adam>(std::move(params), options);
   }
   if (o.optimizer == "adagrad") {
     optim::AdagradOptions options;
-    options.lr = *o.lr;
+    options.lr = lr;
     return std::make_shared<optim::Adagrad>(std::move(params), options);
   }
   optim::AdadeltaOptions options;
-  options.lr = *o.lr;
+  options.lr = lr;
   return std::make_shared<optim::Adadelta>(std::move(params), options);
 }
 
-// The --lr-schedule and --warmup-epochs as one per-step schedule (null when
-// the rate stays constant).
-std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, std::int64_t steps_per_epoch) {
+// The --lr-schedule and --warmup-epochs as one per-step schedule from `lr`
+// (null when the rate stays constant).
+std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, double lr, std::int64_t steps_per_epoch) {
   std::shared_ptr<const optim::LrSchedule> schedule;
   if (o.lr_schedule == "step") {
-    schedule = std::make_shared<optim::StepLr>(*o.lr, o.lr_step_epochs * steps_per_epoch);
+    schedule = std::make_shared<optim::StepLr>(lr, o.lr_step_epochs * steps_per_epoch);
   } else if (o.lr_schedule == "cosine") {
-    schedule = std::make_shared<optim::CosineLr>(*o.lr, o.epochs * steps_per_epoch);
+    schedule = std::make_shared<optim::CosineLr>(lr, o.epochs * steps_per_epoch);
   }
   if (o.warmup_epochs > 0.0) {
-    if (!schedule) schedule = std::make_shared<optim::ConstantLr>(*o.lr);
+    if (!schedule) schedule = std::make_shared<optim::ConstantLr>(lr);
     const auto warmup_steps = static_cast<std::int64_t>(o.warmup_epochs * static_cast<double>(steps_per_epoch));
     schedule = std::make_shared<optim::LinearWarmup>(schedule, std::max<std::int64_t>(warmup_steps, 1));
   }
@@ -154,72 +128,19 @@ std::shared_ptr<const optim::LrSchedule> make_schedule(const TrainOptions& o, st
 // The ranks one training run spans: every rank of the job (mpiexec's), or
 // under --search the group of ranks this one trains its configurations
 // with; none for a process that trains alone.
-struct Ranks {
-#if DDL_WITH_MPI_BUILD
-  std::optional<parallel::Communicator> comm;
-#endif
+using Ranks = std::optional<parallel::Communicator>;
+
+// The start-up every rank goes through before training: its command line,
+// environment, device and data are checked, and under mpiexec the ranks
+// agree that all went well and that they train the same thing, so that a
+// mistake on one rank becomes the same error on every rank before any of
+// them waits for the others.
+struct StartUp {
+  Task task;
+  std::vector<std::string> fingerprint;  // of the data, where ranks compare it
 };
 
-Ranks job_ranks() {
-#if DDL_WITH_MPI_BUILD
-  if (parallel::Communicator::launched_by_mpi() && parallel::Communicator::world().size() > 1) {
-    return {parallel::Communicator::world()};
-  }
-#endif
-  return {};
-}
-
-// The strategy for --parallel (null: this process alone, and a pipeline,
-// which make_pipeline builds once the data's shape is known).
-std::shared_ptr<optim::Strategy> make_strategy(const TrainOptions& o, const Ranks& ranks) {
-#if DDL_WITH_MPI_BUILD
-  if (o.parallel == "pipeline" || o.parallel == "hybrid") return nullptr;
-  if (o.parallel == "none") {
-    if (ranks.comm) {
-      throw UsageError(
-          fmt::format("started as {} MPI ranks without --parallel: pass --parallel data, or every rank "
-                      "trains alone",
-                      ranks.comm->size()));
-    }
-    return nullptr;
-  }
-  if (!ranks.comm) throw UsageError("--parallel " + o.parallel + " needs several ranks: start it with mpiexec -n N");
-  if (o.parallel == "ps") {
-    try {
-      return std::make_shared<parallel::ParameterServer>(
-          *ranks.comm,
-          parallel::ParameterServerOptions{
-              .servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness});
-    } catch (const Error& error) {  // a --servers the rank count cannot hold
-      throw UsageError(fmt::format("--servers: {}", error.what()));
-    }
-  }
-  parallel::DataParallelOptions options;
-  options.algorithm = parallel::parse_allreduce(o.allreduce);
-  options.bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0);
-  options.overlap = o.overlap;
-  options.fp16_compression = o.fp16_compression;
-  return std::make_shared<parallel::DataParallel>(*ranks.comm, options);
-#else
-  (void)ranks;
-  if (o.parallel == "none") return nullptr;
-  throw UsageError("--parallel " + o.parallel + ": this ddl was built without MPI (DDL_MPI=OFF)");
-#endif
-}
-
-// What a training run reports: its final line (the test metrics) and the
-// monitored metric of its last epoch, on the rank that prints.
-struct RunResult {
-  std::string report;
-  double seconds = 0.0;
-  std::string monitor;  // the metric "best" refers to
-  std::optional<double> monitored;
-};
-
-RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const Ranks& ranks) {
-  // Start-up: what a rank can get wrong on its own (its command line, its
-  // device, its data) is caught, so that under mpiexec every rank learns of
-  // it before any of them waits for the others.
+StartUp start_up(const CLI::App& app, TrainOptions& o, std::string problem, const Ranks& job) {
   bool usage = !problem.empty();
   std::optional<Task> loaded;
   if (problem.empty()) {
@@ -239,9 +160,7 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
       problem = error.what();
     }
   }
-  std::vector<std::string> fingerprint;  // of the data, where ranks or checkpoints compare it
-#if DDL_WITH_MPI_BUILD
-  const std::optional<parallel::Communicator>& job = ranks.comm;
+  std::vector<std::string> fingerprint;
   if (job) {
     agree_start_up(*job, problem, usage);
     fingerprint = data_fingerprint(*loaded);
@@ -249,83 +168,114 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
     settings.insert(settings.end(), fingerprint.begin(), fingerprint.end());
     agree_settings(*job, settings);
   }
-#else
-  (void)app;
-#endif
   if (!problem.empty()) {
     if (usage) throw UsageError(problem);
     throw std::runtime_error(problem);
   }
-  const Task& task = *loaded;
+  return {std::move(*loaded), std::move(fingerprint)};
+}
 
-  auto strategy = make_strategy(o, ranks);
-  const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
-  // The ranks that share each batch (a pipeline's stages all read all of it;
-  // hybrid: the --dp pipelines share it).
-  int world = strategy ? strategy->shard().world : 1;
-#if DDL_WITH_MPI_BUILD
-  if (pipelined) world = pipeline_shape(o).data_parallel;  // checks the ranks first
-#endif
-  if (o.batch_per_rank > 0) o.batch_size = o.batch_per_rank * world;
-  if (o.scale_lr == "linear") o.lr = optim::scale_lr_linear(*o.lr, world);
-  if (o.scale_lr == "sqrt") o.lr = optim::scale_lr_sqrt(*o.lr, world);
-  if (o.batch_size % world != 0) {
-    throw UsageError(
-        fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks", o.batch_size, world));
+// The parallel module's errors for a configuration that does not fit are
+// the command line's, named by the option that set what is at fault
+// ("--placement: ...", "--parallel hybrid: 3 pipelines x 2 stages need ...").
+template <class Call>
+auto usage_errors_of(const TrainOptions& o, Call call) {
+  try {
+    return call();
+  } catch (const parallel::ConfigError& error) {
+    std::string option = fmt::format("--parallel {}", parallel::strategy_kind_name(o.parallel));
+    if (error.setting.starts_with("device")) option = "--" + error.setting;  // "--device cuda"
+    if (error.setting == "stages") option = o.parallel == parallel::StrategyKind::hybrid ? "--pp" : "--stages";
+    for (const char* setting : {"placement", "split", "servers", "balance"}) {
+      if (error.setting == setting) option = fmt::format("--{}", setting);
+    }
+    throw UsageError(fmt::format("{}: {}", option, error.reason));
   }
-  optim::Strategy single_process;
-  const Device device = choose_device(o.device, [&](DeviceType type) {
-#if DDL_WITH_MPI_BUILD
-    if (pipelined && type == DeviceType::CUDA) return pipeline_gpu();
-#endif
-    return strategy ? strategy->device(type) : single_process.device(type);
-  });
+}
+
+// The run's header: what trains on what, how it is spread, and on what.
+std::string header(const TrainOptions& o, const Task& task, const parallel::ParallelSetup& setup,
+                   const optim::Optimizer& optimizer, double lr, std::int64_t batch) {
+  std::vector<std::string> parts;
+  parts.push_back(o.scale_lr == "none" ? fmt::format("{} (lr {:g})", optimizer.name(), lr)
+                                       : fmt::format("{} (lr {:g}: {:g} scaled by --scale-lr {} over {} ranks)",
+                                                     optimizer.name(), lr, *o.lr, o.scale_lr, setup.data_ranks));
+  parts.push_back(o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", batch, o.accumulate)
+                                   : fmt::format("batch {}", batch));
+  const std::string spread = setup.strategy->describe(batch / setup.data_ranks);
+  if (!spread.empty()) parts.push_back(spread);
+  parts.push_back(setup.where);
+  std::string threads = fmt::format("{} thread(s)", config::num_threads());
+  if (config::cpu_precision() == config::CpuPrecision::BFloat16) threads += ", bf16 mixed precision";
+  // On a GPU, which convolution algorithms (DDL_CUDA_CONV): results repeat
+  // bit for bit only with the deterministic ones.
+  if (setup.device.is_cuda() || o.placement.find("cuda") != std::string::npos) {
+    switch (config::cuda_convolution()) {
+      case config::CudaConvolution::Deterministic:
+        threads += ", deterministic cuDNN convolutions";
+        break;
+      case config::CudaConvolution::Fastest:
+        threads += ", cuDNN's fastest convolutions (DDL_CUDA_CONV=fastest)";
+        break;
+      case config::CudaConvolution::Benchmark:
+        threads += ", cuDNN convolutions timed at first use (DDL_CUDA_CONV=benchmark)";
+        break;
+    }
+  }
+  parts.push_back(threads);
+  parts.push_back(fmt::format("seed {}", o.seed));
+  return fmt::format("ddl-train: {} on {}\n{}\n\n", o.model, task.description, fmt::join(parts, ", "));
+}
+
+// What a training run reports: its final line (the test metrics) and the
+// monitored metric of its last epoch, on the rank that prints.
+struct RunResult {
+  std::string report;
+  double seconds = 0.0;
+  std::string monitor;  // the metric "best" refers to
+  std::optional<double> monitored;
+};
+
+RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const Ranks& job) {
+  StartUp started = start_up(app, o, std::move(problem), job);
+  const Task& task = started.task;
+  std::vector<std::string>& fingerprint = started.fingerprint;
+
+  // What runs, from what was asked: the parallel configuration, the batch
+  // and learning rate once spread over the ranks that share each batch.
+  const parallel::ParallelConfig config = parallel_config(o);
+  const int data_ranks = usage_errors_of(o, [&] { return parallel::data_ranks(config, job ? job->size() : 1); });
+  const std::int64_t batch = global_batch(o, data_ranks);
+  const double lr = effective_lr(o, data_ranks);
   const auto dims = task.train.inputs.shape().to_vector();
   const Shape sample_shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()));
 
   Generator weights(o.seed);
   manual_seed(o.seed ^ 0x9E3779B97F4A7C15ull);  // dropout's stream, apart from the weights'
-  std::shared_ptr<layers::Sequential> model;
-  std::string where = device.str();
-  std::string stages;  // a pipeline's, for the header
-#if DDL_WITH_MPI_BUILD
-  std::shared_ptr<parallel::Pipeline> pipeline;
-  if (pipelined) {
-    PipelineSetup setup = make_pipeline(o, sample_shape, device, weights);
-    pipeline = setup.pipeline;
-    strategy = pipeline;
-    model = setup.stage_model;
-    model->to(device);
-    stages = setup.description;
-  }
-#endif
-  const bool root = !strategy || strategy->is_root();
-  if (!model) {
-    model = models::make_model(o.model, &weights);
-    if (o.placement.empty()) {
-      model->to(device);
-    } else {
-      try {
-        parallel::place(*model, parallel::parse_placement(o.placement, *model), device);
-      } catch (const Error& error) {
-        throw UsageError(fmt::format("--placement: {}", error.what()));
-      }
-      where = fmt::format("placed {}, data on {}", o.placement, device.str());
-    }
-  }
-  const auto optimizer = make_optimizer(o, model->parameters());  // its state on each parameter's device
+  const parallel::ParallelSetup setup = usage_errors_of(o, [&] {
+    return parallel::make_setup(config, job, models::model_layers(o.model),
+                                {.sample_shape = sample_shape,
+                                 .batch = batch,
+                                 .device = o.device,
+                                 .weights = &weights,
+                                 .progress = o.quiet ? nullptr : &std::cout});
+  });
+  const auto& strategy = setup.strategy;
+  const auto& model = setup.model;
+  const bool root = strategy->is_root();
+  const auto optimizer = make_optimizer(o, lr, model->parameters());  // its state on each parameter's device
 
   models::DataLoaderOptions train_options;
-  train_options.batch_size = o.batch_size / world;
+  train_options.batch_size = batch / data_ranks;
   train_options.shuffle = true;
   train_options.seed = o.seed;
   train_options.prefetch = o.prefetch;
-  train_options.device = device;
+  train_options.device = setup.device;
   train_options.normalization = task.normalization;
   models::DataLoader train(task.train, train_options);
   models::DataLoaderOptions test_options = train_options;
   test_options.shuffle = false;
-  test_options.batch_size = std::max<std::int64_t>(o.batch_size / world, 500);  // evaluation holds no graph
+  test_options.batch_size = std::max<std::int64_t>(batch / data_ranks, 500);  // evaluation holds no graph
   models::DataLoader test(task.test, test_options);
 
   optim::TrainerOptions trainer_options;
@@ -342,9 +292,9 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
   fit.epochs = o.epochs;
   fit.validation = o.validate ? &test : nullptr;
   const std::string monitor = o.validate ? task.monitor : "loss";
-  const std::int64_t batches_per_epoch = train.batches_per_epoch(strategy ? strategy->shard() : optim::Shard{});
+  const std::int64_t batches_per_epoch = train.batches_per_epoch(strategy->shard());
   const std::int64_t steps_per_epoch = (batches_per_epoch + o.accumulate - 1) / o.accumulate;
-  if (const auto schedule = make_schedule(o, steps_per_epoch)) {
+  if (const auto schedule = make_schedule(o, lr, steps_per_epoch)) {
     fit.callbacks.push_back(std::make_shared<optim::LrScheduler>(schedule, optim::LrScheduler::Unit::step));
   }
   if (o.early_stopping > 0) {
@@ -355,23 +305,16 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
   if (!o.checkpoint_dir.empty()) {
     if (fingerprint.empty()) fingerprint = data_fingerprint(task);
     fit.callbacks.push_back(std::make_shared<ResumeGuard>(
-        std::vector<std::pair<std::string, std::string>>{{"--batch-size", std::to_string(o.batch_size)},
+        std::vector<std::pair<std::string, std::string>>{{"--batch-size", std::to_string(batch)},
                                                          {"--accumulate", std::to_string(o.accumulate)},
                                                          {"--seed", std::to_string(o.seed)},
-                                                         {"data-parallel ranks", std::to_string(world)},
+                                                         {"data-parallel ranks", std::to_string(data_ranks)},
                                                          {"training data", fingerprint.front()}},
         o.resume_changed));
     checkpoints = std::make_shared<optim::ModelCheckpoint>(
         optim::ModelCheckpointOptions{
             .directory = o.checkpoint_dir, .monitor = monitor, .every_steps = o.checkpoint_every_steps});
     fit.callbacks.push_back(checkpoints);
-  }
-  // Placement and pipelines report each device's memory at the end.
-  std::shared_ptr<optim::StepMemoryMonitor> memory;
-  if (!o.placement.empty() || pipelined) {
-    memory = std::make_shared<optim::StepMemoryMonitor>(pipelined ? std::vector<Device>{device}
-                                                                  : parallel::placement_devices(*model));
-    fit.callbacks.push_back(memory);
   }
   std::vector<std::shared_ptr<optim::FileLogger>> logs;
   if (!o.log_csv.empty()) logs.push_back(std::make_shared<optim::CsvLogger>(o.log_csv, o.resume));
@@ -397,48 +340,14 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
       problem = error.what();
     }
   }
-#if DDL_WITH_MPI_BUILD
   if (job) agree_start_up(*job, problem, true);
-#endif
   if (!problem.empty()) throw UsageError(problem);
 
   if (!o.quiet && root) {
-    std::string ranks;
-    if (o.parallel == "hybrid") {
-      ranks = fmt::format("{} pipelines ({} allreduce, {} per pipeline), ", world, o.allreduce, o.batch_size / world);
-    } else if (o.parallel == "data") {
-      ranks = fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank), ", world, o.allreduce,
-                          o.batch_size / world);
-    } else if (o.parallel == "ps") {
-      ranks = fmt::format("{} parameter server: {} worker(s) of {} per step and {} server(s), ",
-                          o.asynchronous ? "asynchronous" : "synchronous", world, o.batch_size / world, o.servers);
-    }
-    const std::string batch = o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", o.batch_size,
-                                                              o.accumulate)
-                                               : fmt::format("batch {}", o.batch_size);
-    const bool bf16 = config::cpu_precision() == config::CpuPrecision::BFloat16;
-    // On a GPU, which convolution algorithms (DDL_CUDA_CONV): results repeat
-    // bit for bit only with the deterministic ones.
-    const bool on_gpu = device.is_cuda() || o.placement.find("cuda") != std::string::npos;
-    const auto convolutions = [] {
-      switch (config::cuda_convolution()) {
-        case config::CudaConvolution::Deterministic:
-          return ", deterministic cuDNN convolutions";
-        case config::CudaConvolution::Fastest:
-          return ", cuDNN's fastest convolutions (DDL_CUDA_CONV=fastest)";
-        case config::CudaConvolution::Benchmark:
-          return ", cuDNN convolutions timed at first use (DDL_CUDA_CONV=benchmark)";
-      }
-      return "";
-    };
-    std::cout << fmt::format("ddl-train: {} on {}\n{} (lr {:g}), {}, {}{}, {} thread(s){}{}, seed {}\n\n", o.model,
-                             task.description, optimizer->name(), *o.lr, batch, ranks, where, config::num_threads(),
-                             bf16 ? ", bf16 mixed precision" : "",
-                             on_gpu ? convolutions() : "",
-                             o.seed);
+    std::cout << header(o, task, setup, *optimizer, lr, batch);
     // A pipeline stage holds its own layers alone: the stage table stands
     // for the summary.
-    std::cout << (pipelined ? stages : layers::summary(*model, sample_shape)) << '\n';
+    std::cout << (setup.stages.empty() ? layers::summary(*model, sample_shape) : setup.stages) << '\n';
   }
   if (!stale.empty()) {
     trainer.print(fmt::format("Removed {} temporary checkpoint file(s) that killed runs left: {}", stale.size(),
@@ -455,13 +364,11 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
     } catch (const std::exception& error) {
       problem = error.what();
     }
-#if DDL_WITH_MPI_BUILD
     if (job) {
       agree_start_up(*job, problem, false);
       agree_settings(*job, {fmt::format("resumed after epoch {} and {} batches (step {})", trainer.epoch(),
                                         trainer.epoch_batches(), trainer.step())});
     }
-#endif
     if (!problem.empty()) throw std::runtime_error(problem);
     const std::string where = trainer.epoch_batches() > 0 ? fmt::format("in epoch {} after batch {}", trainer.epoch() + 1,
                                                                          trainer.epoch_batches())
@@ -487,40 +394,14 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
     std::cout << fmt::format("{}{}; {} epoch(s) in {:.1f} s, {:.0f} samples/s{}\n",
                              o.label.empty() ? "" : o.label + ": ", report, history.epochs.size(), wall,
                              training_seconds > 0.0 ? samples / training_seconds : 0.0,
-                             o.parallel == "hybrid" ? fmt::format(" over {} pipelines", world)
-                             : world > 1            ? fmt::format(" over {} ranks", world)
-                                                    : std::string());
+                             setup.scope.empty() ? std::string() : " over " + setup.scope);
   }
-  if (memory && !o.quiet && !pipelined) {
-    std::cout << "memory per device (peaks over the training steps):\n"
-              << parallel::format_placement_report(parallel::placement_report(*model, optimizer.get(), memory.get()));
-  }
-#if DDL_WITH_MPI_BUILD
-  if (pipeline) {
-    const auto reports = parallel::gather_stage_reports(*pipeline, *model, *optimizer, memory.get());  // collective
-    if (root && !o.quiet) {
-      std::cout << "pipeline stages (peaks over the training steps):\n"
-                << parallel::format_stage_reports(reports, pipeline->options());
-    }
-  }
-  if (const auto data_parallel = std::dynamic_pointer_cast<parallel::DataParallel>(strategy);
-      data_parallel && root && !o.quiet) {
-    const parallel::SyncStatistics stats = data_parallel->statistics();
-    const std::size_t buckets = data_parallel->bucket_count();
-    std::cout << fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
-                             100.0 * stats.fraction_waiting(), buckets, buckets == 1 ? "" : "s",
-                             data_parallel->overlapping() ? "on"
-                             : o.overlap                  ? "off (one bucket)"
-                                                          : "off");
-  }
-#endif
+  const std::string strategy_report = strategy->report(*model, *optimizer);  // collective for a pipeline
+  if (root && !o.quiet) std::cout << strategy_report;
   if (!o.timeline.empty()) {
-#if DDL_WITH_MPI_BUILD
     if (job) {
       parallel::write_timeline(*job, o.timeline, recording);  // collective: rank 0 writes every rank's
-    } else
-#endif
-    {
+    } else {
       timeline::write_chrome_trace(o.timeline, {{.process = 0, .label = "ddl-train", .recording = recording}});
     }
     if (root && !o.quiet) {
@@ -568,21 +449,17 @@ int run_search(const TrainOptions& o, const std::vector<std::string>& arguments)
   }
   int rank = 0, ranks = 1;
   Ranks group;
-#if DDL_WITH_MPI_BUILD
-  std::optional<parallel::Communicator> world;
+  Ranks world;
   if (parallel::Communicator::launched_by_mpi()) world = parallel::Communicator::world();
   if (world) {
     rank = world->rank();
     ranks = world->size();
   }
-#endif
   if (ranks % o.group_size != 0) {
     throw UsageError(fmt::format("--group-size {} does not divide the {} ranks of the job", o.group_size, ranks));
   }
   const int groups = ranks / o.group_size;
-#if DDL_WITH_MPI_BUILD
-  if (world && o.group_size > 1) group.comm = world->split(rank / o.group_size, rank);
-#endif
+  if (world && o.group_size > 1) group = world->split(rank / o.group_size, rank);
   const bool group_root = rank % o.group_size == 0;
   if (rank == 0) {
     std::cout << fmt::format("ddl-train --search: {} configurations of {} on {} group(s) of {} rank(s)\n",
@@ -605,9 +482,7 @@ int run_search(const TrainOptions& o, const std::vector<std::string>& arguments)
     }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-#if DDL_WITH_MPI_BUILD
   if (world) world->sum_doubles(results);
-#endif
   if (rank == 0) std::cout << format_search_table(grid, points, results, monitor, wall);
   return 0;
 }
@@ -630,7 +505,7 @@ int main(int argc, char** argv) {
     if (!options.search.empty() && parse_problem.empty()) {
       return ddl::apps::run_search(options, std::vector<std::string>(argv + 1, argv + argc));
     }
-    ddl::apps::run(app, options, parse_problem, ddl::apps::job_ranks());
+    ddl::apps::run(app, options, parse_problem, ddl::parallel::job_ranks());
     return 0;
   } catch (const ddl::apps::AgreedError& error) {
     if (error.reporter) std::cerr << "ddl-train: error: " << error.what() << '\n';

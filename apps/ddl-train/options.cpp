@@ -11,20 +11,20 @@
 #include <ddl/core/config.hpp>
 #include <ddl/models/data/fashion_mnist.hpp>
 #include <ddl/models/zoo.hpp>
+#include <ddl/optim/schedule.hpp>
 
 namespace ddl::apps {
 namespace {
 
 const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
-const std::vector<std::string> kParallelModes{"none", "data", "ps", "pipeline", "hybrid"};
-const std::vector<std::string> kPipelineSchedules{"1f1b", "gpipe"};
-const std::vector<std::string> kWeightGradients{"batch", "micro-batch"};
-const std::vector<std::string> kBalances{"time", "parameters", "layers"};
 const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
-const std::vector<std::string> kAllreduceNames{"ring", "rhd", "tree", "naive", "shm", "builtin"};
 
 bool is_materials(const std::string& model) { return model == "materials_mlp"; }
+
+// --weight-gradients names PipelineOptions::defer_weight_gradients by when
+// the gradients are computed.
+std::string_view weight_gradients_name(bool deferred) { return deferred ? "batch" : "micro-batch"; }
 
 }  // namespace
 
@@ -38,6 +38,24 @@ double default_lr(const std::string& model, const std::string& optimizer) {
 }
 
 namespace {
+
+// An option whose value is one of the library's `values`, given by its
+// library name (name_of), so the application keeps no list of its own. The
+// option keeps the name as given (shared_settings compares it).
+template <class T, class Values, class NameOf>
+CLI::Option* add_choice(CLI::App& app, const std::string& flag, T& value, const Values& values, NameOf name_of,
+                        const std::string& help) {
+  std::vector<std::string> names;
+  for (const auto& choice : values) names.emplace_back(name_of(choice));
+  const auto set = [&value, values, name_of](const std::string& name) {
+    for (const auto& choice : values) {
+      if (name_of(choice) == name) value = choice;
+    }
+  };
+  return app.add_option_function<std::string>(flag, set, help)
+      ->check(CLI::IsMember(names))
+      ->default_str(std::string(name_of(value)));
+}
 
 // CLI11's PositiveNumber and NonNegativeNumber let NaN and infinity through
 // and print DBL_MAX in full: this names the bound in a few characters.
@@ -174,19 +192,15 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(CLI::Range(0, 64))
       ->capture_default_str();
   app.add_flag("-q,--quiet", o.quiet, "Print only the final result line");
-  app.add_option("--parallel", o.parallel,
-                 "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
+  add_choice(app, "--parallel", o.parallel, parallel::all_strategy_kinds(), parallel::strategy_kind_name,
+             "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
                  "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
                  "stage per rank, each batch into --micro-batches; hybrid: --dp pipelines of --pp stages, each "
                  "stage's gradients averaged over the pipelines by --allreduce. --batch-size is the global batch, "
-                 "split over the ranks that read data (a pipeline's stages all read every batch of its share)")
-      ->check(CLI::IsMember(kParallelModes))
-      ->capture_default_str();
-  app.add_option("--allreduce", o.allreduce,
-                 "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
-                 "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)")
-      ->check(CLI::IsMember(kAllreduceNames))
-      ->capture_default_str();
+             "split over the ranks that read data (a pipeline's stages all read every batch of its share)");
+  add_choice(app, "--allreduce", o.allreduce, parallel::all_allreduce_algorithms(), parallel::algorithm_name,
+             "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
+             "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)");
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
       ->check(finite_number(false))
       ->capture_default_str();
@@ -215,24 +229,19 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "--parallel pipeline: micro-batches per batch (sizes differ by at most one; a batch smaller than "
                  "this gets one per sample). More shrink the bubble (p-1)/(M+p-1) but make each product smaller")
       ->check(CLI::Range(1, 4096))
-      ->default_str("2 per stage");
-  app.add_option("--schedule", o.schedule,
-                 "--parallel pipeline: 1f1b (one forward, one backward: stage s holds at most p-s micro-batches of "
-                 "activations) or gpipe (all forwards, then all backwards: every stage holds all M)")
-      ->check(CLI::IsMember(kPipelineSchedules))
-      ->capture_default_str();
-  app.add_option("--weight-gradients", o.weight_gradients,
-                 "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
-                 "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
-                 "large product instead of M small ones, the B/W split of zero-bubble schedules; costs those "
-                 "rows' memory), or in each micro-batch's backward (micro-batch)")
-      ->check(CLI::IsMember(kWeightGradients))
-      ->capture_default_str();
-  app.add_option("--balance", o.balance,
-                 "--parallel pipeline: split the layers into stages of equal measured forward+backward time (rank "
-                 "0 times each layer at the micro-batch size), of equal parameter bytes, or of equal layer counts")
-      ->check(CLI::IsMember(kBalances))
-      ->capture_default_str();
+      ->default_str(fmt::format("{} per stage", parallel::kMicroBatchesPerStage));
+  add_choice(app, "--schedule", o.schedule, parallel::all_pipeline_schedules(), parallel::pipeline_schedule_name,
+             "--parallel pipeline: 1f1b (one forward, one backward: stage s holds at most p-s micro-batches of "
+             "activations) or gpipe (all forwards, then all backwards: every stage holds all M)");
+  add_choice(app, "--weight-gradients", o.defer_weight_gradients, std::vector<bool>{true, false},
+             weight_gradients_name,
+             "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
+             "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
+             "large product instead of M small ones, the B/W split of zero-bubble schedules; costs those "
+             "rows' memory), or in each micro-batch's backward (micro-batch)");
+  add_choice(app, "--balance", o.balance, parallel::all_stage_balances(), parallel::stage_balance_name,
+             "--parallel pipeline: split the layers into stages of equal measured forward+backward time (rank "
+             "0 times each layer at the micro-batch size), of equal parameter bytes, or of equal layer counts");
   app.add_option("--split", o.split,
                  "--parallel pipeline: the stages' first layers instead of --balance, e.g. 4,7 for 3 stages of "
                  "layers 0-3, 4-6 and 7-")
@@ -267,7 +276,8 @@ void resolve_defaults(TrainOptions& o) {
     throw UsageError("--nesterov needs --optimizer sgd and --momentum > 0");
   }
   if (o.momentum > 0.0 && o.optimizer != "sgd") throw UsageError("--momentum applies to --optimizer sgd only");
-  if (o.fp16_compression && (o.parallel != "data" || o.allreduce != "ring")) {
+  using parallel::StrategyKind;
+  if (o.fp16_compression && (o.parallel != StrategyKind::data || o.allreduce != parallel::AllreduceAlgorithm::ring)) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
   if (o.threads > config::available_cpus()) {
@@ -291,27 +301,28 @@ void resolve_defaults(TrainOptions& o) {
   if (o.checkpoint_every_steps > 0 && o.checkpoint_dir.empty()) {
     throw UsageError("--checkpoint-every-steps needs --checkpoint-dir");
   }
-  const bool pipelined = o.parallel == "pipeline" || o.parallel == "hybrid";
-  if (!pipelined) {
+  if (!parallel::is_pipelined(o.parallel)) {
     for (const auto& [set, name] :
          {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
-          std::pair{!o.split.empty(), "--split"}, std::pair{o.weight_gradients != "batch", "--weight-gradients"}}) {
+          std::pair{!o.split.empty(), "--split"}, std::pair{!o.defer_weight_gradients, "--weight-gradients"}}) {
       if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
   }
-  if (o.parallel == "hybrid") {
+  if (o.parallel == StrategyKind::hybrid) {
     if (o.dp == 0 || o.pp == 0) throw UsageError("--parallel hybrid needs --dp and --pp");
     if (o.stages > 0) throw UsageError("--parallel hybrid takes its stage count from --pp, not --stages");
   } else if (o.dp > 0 || o.pp > 0) {
     throw UsageError("--dp and --pp apply to --parallel hybrid");
   }
-  if (!o.placement.empty() && o.parallel != "none") {
-    throw UsageError("--placement places layers inside one process; it does not combine with --parallel " + o.parallel);
+  if (!o.placement.empty() && o.parallel != StrategyKind::none) {
+    throw UsageError(fmt::format("--placement places layers inside one process; it does not combine with --parallel {}",
+                                 parallel::strategy_kind_name(o.parallel)));
   }
   if (o.timeline_layers && o.timeline.empty()) throw UsageError("--timeline-layers needs --timeline");
   if (o.group_size > 1 && o.search.empty()) throw UsageError("--group-size applies to --search");
   if (!o.search.empty()) {
-    for (const auto& [set, name] : {std::pair{o.parallel != "none", "--parallel (a group's ranks train data-parallel)"},
+    for (const auto& [set, name] : {std::pair{o.parallel != StrategyKind::none,
+                                              "--parallel (a group's ranks train data-parallel)"},
                                     std::pair{!o.checkpoint_dir.empty(), "--checkpoint-dir"},
                                     std::pair{!o.log_csv.empty() || !o.log_jsonl.empty(), "--log-csv and --log-jsonl"},
                                     std::pair{!o.timeline.empty(), "--timeline"}, std::pair{!o.plot.empty(), "--plot"}}) {
@@ -325,6 +336,42 @@ void resolve_defaults(TrainOptions& o) {
   if (o.test_limit == 0 || o.test_limit < -1) {
     throw UsageError(fmt::format("--test-limit must be -1 or positive, got {}", o.test_limit));
   }
+}
+
+parallel::ParallelConfig parallel_config(const TrainOptions& o) {
+  parallel::ParallelConfig config;
+  config.kind = o.parallel;
+  config.data = {.algorithm = o.allreduce,
+                 .bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0),
+                 .overlap = o.overlap,
+                 .fp16_compression = o.fp16_compression};
+  config.parameter_server = {.servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness};
+  config.pipeline = {.micro_batches = o.micro_batches,
+                     .schedule = o.schedule,
+                     .allreduce = o.allreduce,
+                     .defer_weight_gradients = o.defer_weight_gradients};
+  const bool hybrid = o.parallel == parallel::StrategyKind::hybrid;
+  config.layout = {.stages = hybrid ? o.pp : o.stages,
+                   .pipelines = hybrid ? o.dp : 1,
+                   .split = o.split,
+                   .balance = o.balance};
+  config.placement = o.placement;
+  return config;
+}
+
+std::int64_t global_batch(const TrainOptions& o, int data_ranks) {
+  const std::int64_t batch = o.batch_per_rank > 0 ? o.batch_per_rank * data_ranks : o.batch_size;
+  if (batch % data_ranks != 0) {
+    throw UsageError(
+        fmt::format("--batch-size {} is the global batch and must divide evenly over {} ranks", batch, data_ranks));
+  }
+  return batch;
+}
+
+double effective_lr(const TrainOptions& o, int data_ranks) {
+  if (o.scale_lr == "linear") return optim::scale_lr_linear(*o.lr, data_ranks);
+  if (o.scale_lr == "sqrt") return optim::scale_lr_sqrt(*o.lr, data_ranks);
+  return *o.lr;
 }
 
 std::vector<std::string> shared_settings(const CLI::App& app) {

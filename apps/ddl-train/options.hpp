@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <ddl/parallel/setup.hpp>
+
 // Declared, not included: CLI11 is header-only and compiles into every file
 // that includes it (about 9 s a file at -O3), so only the files that build or
 // read the command line include it.
@@ -77,11 +79,11 @@ struct TrainOptions {
   bool validate = true;
   int prefetch = 2;
   bool quiet = false;
-  std::string parallel = "none";    // none | data | ps | pipeline | hybrid
+  parallel::StrategyKind parallel = parallel::StrategyKind::none;
   int servers = 1;                  // ps: server ranks
   bool asynchronous = false;        // ps: asynchronous updates
   int max_staleness = 4;            // ps --async
-  std::string allreduce = "ring";   // ring | rhd | tree | naive | builtin
+  parallel::AllreduceAlgorithm allreduce = parallel::AllreduceAlgorithm::ring;
   double bucket_mb = 25.0;
   bool overlap = true;
   bool fp16_compression = false;
@@ -91,10 +93,10 @@ struct TrainOptions {
   int stages = 0;                   // pipeline: 0 is one per rank
   int dp = 0;                       // hybrid: pipelines
   int pp = 0;                       // hybrid: stages per pipeline
-  int micro_batches = 0;            // pipeline: 0 is 2 per stage
-  std::string schedule = "1f1b";    // pipeline: gpipe | 1f1b
-  std::string weight_gradients = "batch";  // pipeline: batch (deferred, once per batch) | micro-batch
-  std::string balance = "time";     // pipeline: layers | parameters | time
+  int micro_batches = 0;            // pipeline: 0 is parallel::kMicroBatchesPerStage per stage
+  parallel::PipelineSchedule schedule = parallel::PipelineSchedule::OneFOneB;
+  bool defer_weight_gradients = true;  // pipeline --weight-gradients: batch (true) | micro-batch
+  parallel::StageBalance balance = parallel::StageBalance::Time;
   std::string split;                // pipeline: "4,7", the first layer of every stage after the first
   std::string search;               // "lr=0.5,1;batch-size=64,128": train every configuration of the grid
   int group_size = 1;               // --search: ranks per configuration (data-parallel inside a group)
@@ -111,6 +113,14 @@ std::vector<std::string> shared_settings(const CLI::App& app);
 // Fills the model- and optimizer-dependent defaults and checks combinations
 // CLI11 cannot (throws UsageError naming the option).
 void resolve_defaults(TrainOptions& options);
+
+// What runs, computed from what was asked (never written back into the
+// options): the parallel configuration; the global batch (--batch-size, or
+// --batch-per-rank times the ranks that share each batch: a UsageError
+// unless it divides evenly over them); the learning rate after --scale-lr.
+parallel::ParallelConfig parallel_config(const TrainOptions& options);
+std::int64_t global_batch(const TrainOptions& options, int data_ranks);
+double effective_lr(const TrainOptions& options, int data_ranks);
 
 // context_net and pooled_context_net: trained on synthetic shapes, per pixel.
 bool is_segmentation(const std::string& model);

@@ -4,6 +4,7 @@
 
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
+#include <ddl/optim/engine/callback.hpp>
 #include <ddl/optim/optimizer.hpp>
 
 namespace ddl::optim {
@@ -54,5 +55,11 @@ void Strategy::gather_state(const layers::Module& /*model*/, TrainingState& /*st
 void Strategy::select_state(const layers::Module& /*model*/, TrainingState& /*state*/) {}
 
 void Strategy::sum_over_ranks(std::vector<double>& /*values*/) {}
+
+std::string Strategy::describe(std::int64_t /*shard_batch*/) const { return {}; }
+
+std::vector<std::shared_ptr<Callback>> Strategy::callbacks(const layers::Module& /*model*/) { return {}; }
+
+std::string Strategy::report(const layers::Module& /*model*/, const Optimizer& /*optimizer*/) { return {}; }
 
 }  // namespace ddl::optim

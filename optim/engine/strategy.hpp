@@ -22,6 +22,9 @@
 //     gather_state(model, state) on every rank, (mid-epoch) sum_over_ranks(
 //     metric sums); the root writes it; sum_over_ranks(whether it failed)
 //   load_checkpoint: every rank reads the file, select_state(model, state)
+//   fit also runs callbacks(model), once per fit, beside the caller's
+//   callbacks; after training the program asks report(model, optimizer)
+//   on every rank, and describe() for its header at any time
 //
 // Every hook is called on every rank, so a strategy may run collectives in
 // any of them.
@@ -29,6 +32,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -41,6 +45,7 @@
 
 namespace ddl::optim {
 
+class Callback;
 class Optimizer;
 
 // The loss of a batch from the model's output and the batch's targets, e.g.
@@ -147,6 +152,22 @@ class Strategy {
   // Sums `values` element-wise over the ranks in place, so every rank
   // reports (and early-stops on) the same metrics.
   virtual void sum_over_ranks(std::vector<double>& values);
+
+  // How the strategy spreads a step whose data shard (shard()) reads
+  // `shard_batch` samples, for a run's header: "data-parallel over 2 ranks
+  // (ring allreduce, 64 per rank)". Empty where there is nothing to say
+  // (one process).
+  virtual std::string describe(std::int64_t shard_batch) const;
+
+  // Callbacks the strategy runs during fit beside the caller's, such as
+  // the memory monitor its report() reads; the same objects at every call.
+  virtual std::vector<std::shared_ptr<Callback>> callbacks(const layers::Module& model);
+
+  // After training, on every rank (a strategy may gather from the others
+  // here, so call it on all of them): what the strategy measured, for the
+  // root to print (the time spent waiting for gradients, each pipeline
+  // stage's memory and idle time). Empty in one process.
+  virtual std::string report(const layers::Module& model, const Optimizer& optimizer);
 };
 
 }  // namespace ddl::optim

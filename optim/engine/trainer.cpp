@@ -101,9 +101,11 @@ History Trainer::fit(BatchSource& train, const FitOptions& options) {
   ensure_prepared();
   // Checkpoint writers go last, so what they save includes the other
   // callbacks' state for the epoch; file writers run on the root rank only.
+  std::vector<std::shared_ptr<Callback>> given = options.callbacks;
+  for (auto& callback : strategy_->callbacks(*model_)) given.push_back(std::move(callback));
   std::vector<Callback*> callbacks;
   for (const bool writers : {false, true}) {
-    for (const auto& callback : options.callbacks) {
+    for (const auto& callback : given) {
       DDL_CHECK(callback != nullptr, "fit: a callback is null");
       DDL_CHECK(!(callback->root_only() && callback->saves_checkpoints()),
                 "fit: a callback that saves checkpoints must run on every rank (root_only() false): "

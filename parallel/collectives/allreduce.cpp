@@ -1,6 +1,7 @@
 // Allreduce by name (see collectives.hpp): the dispatch for host buffers,
 // the Tensor entry point that stages CUDA tensors through the host, and the
-// device-resident one that runs the same algorithms on the GPU over NCCL.
+// device-resident one that runs the same algorithms on the GPU over NCCL;
+// and the dispatch of its halves, reduce-scatter and allgather.
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include <ddl/core/check.hpp>
@@ -45,6 +46,39 @@ void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorit
   }
   // shm and MPI sum the buffer as a whole, so they average by a pass of their own.
   if (op == ReduceOp::average && comm.size() > 1) detail::scale(data.data(), n, detail::average_factor(comm.size()));
+}
+
+namespace {
+
+[[noreturn]] void no_half(const char* collective, AllreduceAlgorithm algorithm) {
+  throw Error(fmt::format("{}: {} has no {} of its own; use ring, rhd or builtin", collective,
+                          algorithm_name(algorithm), collective));
+}
+
+}  // namespace
+
+void reduce_scatter(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, ReduceOp op) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::ring: return ring_reduce_scatter(comm, data, WireFormat::float32, op);
+    case AllreduceAlgorithm::rhd: return halving_reduce_scatter(comm, data, op);
+    case AllreduceAlgorithm::builtin: return builtin_reduce_scatter(comm, data, op);
+    case AllreduceAlgorithm::tree:
+    case AllreduceAlgorithm::naive:
+    case AllreduceAlgorithm::shm: break;
+  }
+  no_half("reduce_scatter", algorithm);
+}
+
+void allgather(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::ring: return ring_allgather(comm, data);
+    case AllreduceAlgorithm::rhd: return doubling_allgather(comm, data);
+    case AllreduceAlgorithm::builtin: return builtin_allgather(comm, data);
+    case AllreduceAlgorithm::tree:
+    case AllreduceAlgorithm::naive:
+    case AllreduceAlgorithm::shm: break;
+  }
+  no_half("allgather", algorithm);
 }
 
 void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {

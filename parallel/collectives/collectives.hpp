@@ -19,6 +19,15 @@
 //   naive      naive.cpp            2 (root: 2(p-1))    n (root: 2 n (p-1))
 //   shm        shared_memory.cpp    none: 2 barriers    none (one node only; ~2n copied in and out)
 //   builtin    MPI_Allreduce        (MPICH's choice)
+//
+// An allreduce is a reduce-scatter followed by an allgather, and the two
+// halves stand alone too (what sharded data parallelism is made of): each
+// costs half the allreduce's bytes, n (p-1)/p per rank.
+//
+//   algorithm  reduce-scatter                 allgather
+//   ring       ring.cpp: p-1 messages         ring.cpp: p-1 messages
+//   rhd        halving_doubling.cpp: log2 p   halving_doubling.cpp: log2 p (+2 if p is not a power of two)
+//   builtin    MPI_Reduce_scatter             MPI_Allgatherv
 #pragma once
 
 #include <cstdint>
@@ -66,13 +75,29 @@ void naive_allreduce(const Communicator& comm, std::span<float> data);
 void shared_memory_allreduce(const Communicator& comm, std::span<float> data);
 void builtin_allreduce(const Communicator& comm, std::span<float> data);
 
-// The ring's halves, also useful alone. The buffer of n elements is cut into
-// p chunks of n/p (the first n mod p one longer), chunk_range() below.
-// reduce-scatter: afterwards rank r's chunk r holds the sum over ranks (the
-// other chunks hold partial sums). allgather: rank r's chunk r is copied
-// into chunk r of every rank.
-void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32);
+// Reduce-scatter and allgather by name, in place on a buffer of n elements
+// cut into p chunks of n/p (the first n mod p one longer, chunk_range()
+// below):
+//   reduce_scatter: afterwards rank r's chunk r holds the sum (or the
+//     average) over the ranks; the other chunks are left with partial sums.
+//   allgather: rank r's chunk r is copied into chunk r of every rank.
+// ring, rhd and builtin only (ddl::Error for the others, which have no
+// such halves). Every rank calls them with the same n.
+void reduce_scatter(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm,
+                    ReduceOp op = ReduceOp::sum);
+void allgather(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
+
+// The halves one by one (float16 on the wire for the ring only).
+void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32,
+                         ReduceOp op = ReduceOp::sum);
 void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32);
+void halving_reduce_scatter(const Communicator& comm, std::span<float> data, ReduceOp op = ReduceOp::sum);
+void doubling_allgather(const Communicator& comm, std::span<float> data);
+// MPI's own, MPI_Reduce_scatter and MPI_Allgatherv: chunks of at most
+// INT_MAX elements, and for the allgather a buffer of at most INT_MAX
+// (MPI's counts and offsets are ints; ddl::Error beyond).
+void builtin_reduce_scatter(const Communicator& comm, std::span<float> data, ReduceOp op = ReduceOp::sum);
+void builtin_allgather(const Communicator& comm, std::span<float> data);
 
 // Root's `data` copied to every rank, down a binomial tree (log2 p rounds).
 void tree_broadcast(const Communicator& comm, std::span<float> data, int root);

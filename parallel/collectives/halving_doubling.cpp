@@ -1,5 +1,6 @@
-// Recursive halving / doubling allreduce (Rabenseifner 2004; Thakur,
-// Rabenseifner & Gropp 2005, the algorithm MPICH uses for long messages).
+// Recursive halving / doubling (Rabenseifner 2004; Thakur, Rabenseifner &
+// Gropp 2005, the algorithm MPICH uses for long messages): an allreduce,
+// and its two halves on their own, a reduce-scatter and an allgather.
 //
 // With p a power of two, in log2 p rounds of recursive halving each rank
 // swaps half of its current range with the partner whose rank differs in
@@ -7,14 +8,19 @@
 // of it: a reduce-scatter that ends with each rank owning 1/p of the buffer,
 // summed. Recursive doubling then runs the rounds backwards, each rank
 // sending the range it owns and receiving its partner's, until every rank
-// holds everything: 2 log2 p messages and 2n(p-1)/p bytes per rank.
+// holds everything (an allgather): 2 log2 p messages and 2n(p-1)/p bytes per
+// rank for the allreduce. The ranges are halved at chunk boundaries
+// (chunk_range), so rank r ends the halving owning chunk r, as the ring's
+// reduce-scatter leaves it, and the two halves can be used apart.
 //
 // With p not a power of two, let q be the largest power of two below p and
-// extra = p - q. First, of ranks 0 .. 2·extra-1 each even rank sends its
-// whole buffer to the odd rank after it, which adds it; the even ranks then
-// wait while the other q ranks run the algorithm above, and finally receive
-// the result from their odd neighbour. That costs n more bytes for those
-// ranks, and two more latencies.
+// extra = p - q. Of ranks 0 .. 2·extra-1 each even rank folds into the odd
+// rank after it, which stands for both among the q ranks that run the
+// rounds (and owns both their chunks). An allreduce folds and unfolds
+// whole buffers (n more bytes for those ranks, two more latencies); the
+// reduce-scatter folds the whole buffer in and hands the even rank back
+// its chunk; the allgather folds the even rank's chunk in and hands back
+// the whole buffer.
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include <vector>
@@ -29,11 +35,71 @@ constexpr int kHalvingTag = 202;
 constexpr int kDoublingTag = 203;
 constexpr int kUnfoldTag = 204;
 
+// The q ranks (a power of two) that run the rounds, and how the p real
+// ranks map onto them: the first 2·extra fold pairwise into their odd one.
+struct Fold {
+  int q = 1, extra = 0;
+  explicit Fold(int p) {
+    while (q * 2 <= p) q *= 2;
+    extra = p - q;
+  }
+  bool folded_away(int r) const { return r < 2 * extra && r % 2 == 0; }  // waits out the rounds
+  bool holds_two(int r) const { return r < 2 * extra && r % 2 == 1; }    // stands for r - 1 too
+  int virtual_rank(int r) const { return r < 2 * extra ? r / 2 : r - extra; }
+  int real_rank(int v) const { return v < extra ? 2 * v + 1 : v + extra; }
+  // The first of the chunks virtual rank v owns (its real ranks' chunks).
+  int first_chunk(int v) const { return v < extra ? 2 * v : v + extra; }
+};
+
 // The range a rank owns at one round, and the half it hands over.
 struct Round {
   int partner;  // real rank
   ChunkRange kept, given;
 };
+
+// Recursive halving's rounds for real rank r (not folded away) over n
+// elements in p chunks: each halves the block of virtual ranks whose
+// chunks the rank still covers, at a chunk boundary, keeping the lower
+// block where the rank's bit is 0.
+std::vector<Round> halving_rounds(const Fold& fold, int p, int r, std::int64_t n) {
+  const int v = fold.virtual_rank(r);
+  const auto begin = [&](int virtual_rank) {
+    return virtual_rank == fold.q ? n : chunk_range(n, p, fold.first_chunk(virtual_rank)).begin;
+  };
+  std::vector<Round> rounds;
+  int first = 0, last = fold.q;
+  for (int mask = fold.q / 2; mask >= 1; mask /= 2) {
+    const int partner = v ^ mask, middle = first + (last - first) / 2;
+    const ChunkRange lower{begin(first), begin(middle)}, upper{begin(middle), begin(last)};
+    const bool keep_lower = v < partner;
+    rounds.push_back({fold.real_rank(partner), keep_lower ? lower : upper, keep_lower ? upper : lower});
+    (keep_lower ? last : first) = middle;
+  }
+  return rounds;
+}
+
+// The chunks a rank that runs the rounds owns at their end.
+ChunkRange owned_after(const Fold& fold, int p, int r, std::int64_t n) {
+  const ChunkRange own = chunk_range(n, p, r);
+  return {fold.holds_two(r) ? chunk_range(n, p, r - 1).begin : own.begin, own.end};
+}
+
+template <class Transport>
+void halve(Transport& transport, float* data, const std::vector<Round>& rounds) {
+  for (const Round& round : rounds) {
+    transport.exchange_add(data + round.given.begin, round.given.size(), round.partner, data + round.kept.begin,
+                           round.kept.size(), round.partner, kHalvingTag);
+  }
+}
+
+// The rounds backwards, each handing over what it kept.
+template <class Transport>
+void double_up(Transport& transport, float* data, const std::vector<Round>& rounds) {
+  for (auto round = rounds.rbegin(); round != rounds.rend(); ++round) {
+    transport.exchange(data + round->kept.begin, round->kept.size(), round->partner, data + round->given.begin,
+                       round->given.size(), round->partner, kDoublingTag);
+  }
+}
 
 }  // namespace
 
@@ -43,54 +109,80 @@ template <class Transport>
 void halving_doubling_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
   const int p = transport.size(), r = transport.rank();
   if (p == 1) return;
-  int q = 1;
-  while (q * 2 <= p) q *= 2;
-  const int extra = p - q;
-
-  // Fold the first 2·extra ranks pairwise, so q ranks remain.
-  if (r < 2 * extra) {
-    if (r % 2 == 0) {
-      transport.exchange(data, n, r + 1, nullptr, 0, r + 1, kFoldTag);
-      transport.exchange(nullptr, 0, r + 1, data, n, r + 1, kUnfoldTag);
-      return;
-    }
-    transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
+  const Fold fold(p);
+  if (fold.folded_away(r)) {
+    transport.exchange(data, n, r + 1, nullptr, 0, r + 1, kFoldTag);
+    transport.exchange(nullptr, 0, r + 1, data, n, r + 1, kUnfoldTag);
+    return;
   }
-  // Ranks among the q that remain: odd folded ranks r/2, the rest r - extra.
-  const int virtual_rank = r < 2 * extra ? r / 2 : r - extra;
-  const auto real_rank = [&](int v) { return v < extra ? 2 * v + 1 : v + extra; };
-
-  // Recursive halving: a reduce-scatter over ever smaller ranges.
-  std::vector<Round> rounds;
-  ChunkRange owned{0, n};
-  for (int mask = q / 2; mask >= 1; mask /= 2) {
-    const int partner_virtual = virtual_rank ^ mask;
-    const std::int64_t middle = owned.begin + owned.size() / 2;
-    const ChunkRange lower{owned.begin, middle}, upper{middle, owned.end};
-    const bool keep_lower = virtual_rank < partner_virtual;
-    const Round round{real_rank(partner_virtual), keep_lower ? lower : upper, keep_lower ? upper : lower};
-    transport.exchange_add(data + round.given.begin, round.given.size(), round.partner, data + round.kept.begin,
-                           round.kept.size(), round.partner, kHalvingTag);
-    rounds.push_back(round);
-    owned = round.kept;
-  }
+  if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
+  const std::vector<Round> rounds = halving_rounds(fold, p, r, n);
+  halve(transport, data, rounds);
+  const ChunkRange owned = owned_after(fold, p, r, n);
   transport.complete(data + owned.begin, owned.size(), op);
-  // Recursive doubling: the rounds backwards, each handing over what it kept.
-  for (auto round = rounds.rbegin(); round != rounds.rend(); ++round) {
-    transport.exchange(data + round->kept.begin, round->kept.size(), round->partner, data + round->given.begin,
-                       round->given.size(), round->partner, kDoublingTag);
+  double_up(transport, data, rounds);
+  if (fold.holds_two(r)) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
+}
+
+template <class Transport>
+void halving_reduce_scatter(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+  const int p = transport.size(), r = transport.rank();
+  if (p == 1) return;
+  const Fold fold(p);
+  const ChunkRange mine = chunk_range(n, p, r);
+  if (fold.folded_away(r)) {
+    transport.exchange(data, n, r + 1, nullptr, 0, r + 1, kFoldTag);
+    transport.exchange(nullptr, 0, r + 1, data + mine.begin, mine.size(), r + 1, kUnfoldTag);
+    return;
   }
-  // Unfold: hand the result to the even rank folded into this one.
-  if (r < 2 * extra) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
+  if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
+  halve(transport, data, halving_rounds(fold, p, r, n));
+  const ChunkRange owned = owned_after(fold, p, r, n);
+  transport.complete(data + owned.begin, owned.size(), op);
+  if (fold.holds_two(r)) {
+    const ChunkRange theirs = chunk_range(n, p, r - 1);
+    transport.exchange(data + theirs.begin, theirs.size(), r - 1, nullptr, 0, r - 1, kUnfoldTag);
+  }
+}
+
+template <class Transport>
+void doubling_allgather(Transport& transport, float* data, std::int64_t n) {
+  const int p = transport.size(), r = transport.rank();
+  if (p == 1) return;
+  const Fold fold(p);
+  const ChunkRange mine = chunk_range(n, p, r);
+  if (fold.folded_away(r)) {
+    transport.exchange(data + mine.begin, mine.size(), r + 1, nullptr, 0, r + 1, kFoldTag);
+    transport.exchange(nullptr, 0, r + 1, data, n, r + 1, kUnfoldTag);
+    return;
+  }
+  if (fold.holds_two(r)) {
+    const ChunkRange theirs = chunk_range(n, p, r - 1);
+    transport.exchange(nullptr, 0, r - 1, data + theirs.begin, theirs.size(), r - 1, kFoldTag);
+  }
+  double_up(transport, data, halving_rounds(fold, p, r, n));
+  if (fold.holds_two(r)) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
 }
 
 DDL_FOR_BOTH_TRANSPORTS(halving_doubling_allreduce, float*, std::int64_t, ReduceOp)
+DDL_FOR_BOTH_TRANSPORTS(halving_reduce_scatter, float*, std::int64_t, ReduceOp)
+DDL_FOR_BOTH_TRANSPORTS(doubling_allgather, float*, std::int64_t)
 
 }  // namespace detail
 
 void halving_doubling_allreduce(const Communicator& comm, std::span<float> data) {
   detail::HostTransport transport(comm, WireFormat::float32);
   detail::halving_doubling_allreduce(transport, data.data(), static_cast<std::int64_t>(data.size()), ReduceOp::sum);
+}
+
+void halving_reduce_scatter(const Communicator& comm, std::span<float> data, ReduceOp op) {
+  detail::HostTransport transport(comm, WireFormat::float32);
+  detail::halving_reduce_scatter(transport, data.data(), static_cast<std::int64_t>(data.size()), op);
+}
+
+void doubling_allgather(const Communicator& comm, std::span<float> data) {
+  detail::HostTransport transport(comm, WireFormat::float32);
+  detail::doubling_allgather(transport, data.data(), static_cast<std::int64_t>(data.size()));
 }
 
 }  // namespace ddl::parallel

@@ -81,9 +81,12 @@ DDL_FOR_BOTH_TRANSPORTS(ring_allreduce, float*, std::int64_t, ReduceOp)
 
 }  // namespace detail
 
-void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire) {
+void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire, ReduceOp op) {
   detail::HostTransport transport(comm, wire);
-  detail::ring_reduce_scatter(transport, data.data(), static_cast<std::int64_t>(data.size()));
+  const auto n = static_cast<std::int64_t>(data.size());
+  detail::ring_reduce_scatter(transport, data.data(), n);
+  const ChunkRange mine = chunk_range(n, comm.size(), comm.rank());
+  transport.complete(data.data() + mine.begin, mine.size(), op);
 }
 
 void ring_allgather(const Communicator& comm, std::span<float> data, WireFormat wire) {

@@ -138,6 +138,10 @@ void ring_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp 
 template <class Transport>
 void halving_doubling_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op);
 template <class Transport>
+void halving_reduce_scatter(Transport& transport, float* data, std::int64_t n, ReduceOp op);
+template <class Transport>
+void doubling_allgather(Transport& transport, float* data, std::int64_t n);
+template <class Transport>
 void tree_broadcast(Transport& transport, float* data, std::int64_t n, int root);
 template <class Transport>
 void tree_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op);

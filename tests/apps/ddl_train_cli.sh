@@ -343,7 +343,7 @@ case $case_name in
     mpiexec -n 2 "$train" "${args[@]}" > "$work/out" 2> "$work/err"
     rc=$?
     [[ $rc -eq 2 ]] || fail "2 ranks without --parallel exited $rc, expected 2"
-    grep -q "started as 2 MPI ranks without --parallel" "$work/err" || fail "no reason given: $(cat "$work/err")"
+    grep -q -- "--parallel none: started as 2 MPI ranks without a parallel strategy" "$work/err" || fail "no reason given: $(cat "$work/err")"
     echo "ok: 2 ranks without --parallel -> exit 2"
     # The materials report pairs each rank's predictions with its own
     # shard's targets: the 1-rank test MAE (it once read past the shard's
@@ -435,7 +435,7 @@ case $case_name in
     echo "ok: a pipeline computed its weight gradients per micro-batch"
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --stages 3 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--stages 3 on 2 ranks did not exit 2: $(cat "$work/err")"
-    grep -q "stages 3 needs 3 ranks, one per stage; this job has 2" "$work/err" || fail "no reason: $(cat "$work/err")"
+    grep -q -- "--stages: 3 stages need 3 ranks, one per stage; this job has 2" "$work/err" || fail "no reason: $(cat "$work/err")"
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --split 0 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--split 0 did not exit 2: $(cat "$work/err")"
     # Both ranks refuse it; mpiexec may end the second before it prints.
@@ -447,7 +447,7 @@ case $case_name in
     grep -q "^test accuracy .* over 2 pipelines$" "$work/out" || fail "no final line: $(cat "$work/out")"
     mpiexec -n 4 "$train" --parallel hybrid --dp 3 --pp 2 "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--dp 3 --pp 2 on 4 ranks did not exit 2: $(cat "$work/err")"
-    grep -q -- "--dp 3 x --pp 2 needs 6 ranks; this job has 4" "$work/err" || fail "no reason: $(cat "$work/err")"
+    grep -q -- "--parallel hybrid: 3 pipelines x 2 stages need 6 ranks; this job has 4" "$work/err" || fail "no reason: $(cat "$work/err")"
     echo "ok: a 2 x 2 hybrid run trained; a grid that does not fit the ranks exits 2"
     ;;
   finalize-over-tcp)

@@ -3,7 +3,9 @@
 // ranks, not divisible by the rank count, and several MiB (many ring
 // segments). Each result is checked against a double-precision sum that
 // every rank computes from every rank's seeded data, and against
-// MPI_Allreduce; every rank must end with the same bits.
+// MPI_Allreduce; every rank must end with the same bits. The same for the
+// reduce-scatters and allgathers (against MPI_Reduce_scatter, and
+// composed into our allreduce bit for bit).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -169,34 +171,92 @@ TEST_CASE("Collectives: a CUDA tensor is staged through the host and summed as i
   }
 }
 
-TEST_CASE("Collectives: ring reduce-scatter leaves rank r's chunk r summed") {
+namespace {
+
+// The algorithms that have a reduce-scatter and an allgather of their own.
+const std::vector<AllreduceAlgorithm> kHalves{AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd,
+                                              AllreduceAlgorithm::builtin};
+
+std::vector<float> chunk_of(const std::vector<float>& values, const ChunkRange& chunk) {
+  return {values.begin() + chunk.begin, values.begin() + chunk.end};
+}
+
+}  // namespace
+
+TEST_CASE("Collectives: every reduce-scatter leaves rank r's chunk r summed, as MPI_Reduce_scatter does") {
   const Communicator world = Communicator::world();
-  for (const std::int64_t n : awkward_sizes(world.size())) {
-    CAPTURE(n);
-    std::vector<float> data = rank_data(world.rank(), n);
-    ring_reduce_scatter(world, data);
-    const ChunkRange mine = chunk_range(n, world.size(), world.rank());
-    const auto sum = exact_sum(world.size(), n);
-    CHECK(test::all_close({data.begin() + mine.begin, data.begin() + mine.end},
-                          {sum.begin() + mine.begin, sum.begin() + mine.end}, 1e-6, 1e-5));
+  for (const AllreduceAlgorithm algorithm : kHalves) {
+    for (const std::int64_t n : awkward_sizes(world.size())) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(n);
+      const ChunkRange mine = chunk_range(n, world.size(), world.rank());
+      std::vector<float> data = rank_data(world.rank(), n);
+      std::vector<float> reference = data;
+      reduce_scatter(world, data, algorithm);
+      builtin_reduce_scatter(world, reference);
+      CHECK(test::all_close(chunk_of(data, mine), chunk_of(exact_sum(world.size(), n), mine), 1e-6, 1e-5));
+      CHECK(test::all_close(chunk_of(data, mine), chunk_of(reference, mine), 1e-6, 1e-5));
+      // The average: the same sum times 1/p, bit for bit.
+      std::vector<float> average = rank_data(world.rank(), n);
+      reduce_scatter(world, average, algorithm, ReduceOp::average);
+      const float inverse = 1.0f / static_cast<float>(world.size());
+      std::size_t differing = 0;
+      for (std::int64_t i = mine.begin; i < mine.end; ++i) {
+        differing += average[static_cast<std::size_t>(i)] != data[static_cast<std::size_t>(i)] * inverse ? 1 : 0;
+      }
+      CHECK(differing == 0);
+    }
   }
 }
 
-TEST_CASE("Collectives: ring allgather gives every rank every rank's chunk, bit for bit") {
+TEST_CASE("Collectives: every allgather gives every rank every rank's chunk, bit for bit") {
   const Communicator world = Communicator::world();
-  for (const std::int64_t n : awkward_sizes(world.size())) {
-    CAPTURE(n);
-    std::vector<float> expected(static_cast<std::size_t>(n));
-    for (int r = 0; r < world.size(); ++r) {
-      const ChunkRange chunk = chunk_range(n, world.size(), r);
-      const auto data = rank_data(r, n);
-      std::copy(data.begin() + chunk.begin, data.begin() + chunk.end, expected.begin() + chunk.begin);
+  for (const AllreduceAlgorithm algorithm : kHalves) {
+    for (const std::int64_t n : awkward_sizes(world.size())) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(n);
+      std::vector<float> expected(static_cast<std::size_t>(n));
+      for (int r = 0; r < world.size(); ++r) {
+        const ChunkRange chunk = chunk_range(n, world.size(), r);
+        const auto data = rank_data(r, n);
+        std::copy(data.begin() + chunk.begin, data.begin() + chunk.end, expected.begin() + chunk.begin);
+      }
+      std::vector<float> data(static_cast<std::size_t>(n), -7.0f);
+      const ChunkRange mine = chunk_range(n, world.size(), world.rank());
+      std::copy(expected.begin() + mine.begin, expected.begin() + mine.end, data.begin() + mine.begin);
+      allgather(world, data, algorithm);
+      CHECK(data == expected);
     }
-    std::vector<float> data(static_cast<std::size_t>(n), -7.0f);
-    const ChunkRange mine = chunk_range(n, world.size(), world.rank());
-    std::copy(expected.begin() + mine.begin, expected.begin() + mine.end, data.begin() + mine.begin);
-    ring_allgather(world, data);
-    CHECK(data == expected);
+  }
+}
+
+TEST_CASE("Collectives: our reduce-scatter then allgather is our allreduce, bit for bit") {
+  const Communicator world = Communicator::world();
+  for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
+    for (const std::int64_t n : awkward_sizes(world.size())) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(n);
+      for (const ReduceOp op : {ReduceOp::sum, ReduceOp::average}) {
+        std::vector<float> halves = rank_data(world.rank(), n);
+        std::vector<float> whole = halves;
+        reduce_scatter(world, halves, algorithm, op);
+        allgather(world, halves, algorithm);
+        allreduce(world, whole, algorithm, WireFormat::float32, op);
+        CHECK(halves == whole);
+      }
+    }
+  }
+}
+
+TEST_CASE("Collectives: an algorithm without a reduce-scatter or an allgather of its own is refused by name") {
+  const Communicator world = Communicator::world();
+  std::vector<float> data(5, 1.0f);
+  for (const AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::tree, AllreduceAlgorithm::naive, AllreduceAlgorithm::shm}) {
+    CHECK(test::throws_error_mentioning([&] { reduce_scatter(world, data, algorithm); },
+                                        {"reduce_scatter", algorithm_name(algorithm), "ring, rhd or builtin"}));
+    CHECK(test::throws_error_mentioning([&] { allgather(world, data, algorithm); },
+                                        {"allgather", algorithm_name(algorithm), "ring, rhd or builtin"}));
   }
 }
 

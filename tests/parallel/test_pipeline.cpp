@@ -377,8 +377,8 @@ TEST_CASE("Pipeline: stages that do not fit the ranks or the model are refused o
   for (std::size_t i = 0; i < ranks; ++i) gap[i] = {2 * i, 2 * i};
   CHECK(throws_error_mentioning([&] { Pipeline(world, gap); }, {"stage 1 holds layers 2-2", "start at layer 1"}));
   CHECK(throws_error_mentioning([&] { Pipeline(world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()),
-                                               {.micro_batches = 0}); },
-                                {"micro_batches = 0"}));
+                                               {.micro_batches = -1}); },
+                                {"micro_batches = -1"}));
 
   // Every rank given the whole model: each learns that some stage's is wrong.
   auto pipeline = std::make_shared<Pipeline>(

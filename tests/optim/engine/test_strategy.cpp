@@ -80,6 +80,31 @@ class RecordingStrategy : public optim::Strategy {
     calls.push_back("sum_over_ranks");
     Strategy::sum_over_ranks(values);
   }
+  std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override {
+    calls.push_back("callbacks");
+    return Strategy::callbacks(model);
+  }
+};
+
+// Counts the batches it sees and the fits it is part of.
+struct CountingCallback : optim::Callback {
+  int trainings = 0;
+  int batches = 0;
+  void on_train_begin(Trainer& /*trainer*/) override { ++trainings; }
+  void on_batch_end(Trainer& /*trainer*/, std::int64_t /*step*/, const optim::Logs& /*logs*/) override { ++batches; }
+};
+
+// A strategy that watches training with a callback of its own and reports
+// what it saw.
+class WatchingStrategy : public optim::Strategy {
+ public:
+  std::shared_ptr<CountingCallback> counter = std::make_shared<CountingCallback>();
+  std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& /*model*/) override {
+    return {counter};
+  }
+  std::string report(const layers::Module& /*model*/, const optim::Optimizer& /*optimizer*/) override {
+    return fmt::format("{} batches in {} fit(s)", counter->batches, counter->trainings);
+  }
 };
 
 // A rank that computes no output: it reads data and takes steps, but its
@@ -134,6 +159,7 @@ TEST_CASE("Trainer: the strategy's hooks are called in the documented order") {
   trainer.fit(batches, {.epochs = 1, .validation = &batches});
   const std::vector<std::string> fit{
       "prepare",
+      "callbacks",
       "begin_epoch 0",
       "next_batch 4", "next_batch 4",
       "begin_step", "forward_backward 0.5", "forward_backward 0.5 last", "synchronize_gradients", "sum_over_ranks", "update",
@@ -160,6 +186,26 @@ TEST_CASE("Trainer: the strategy's hooks are called in the documented order") {
   strategy->calls.clear();
   trainer.load_checkpoint((dir.path / "a.ckpt").string());
   CHECK(strategy->calls == std::vector<std::string>{"select_state"});
+}
+
+TEST_CASE("Trainer: the callbacks a strategy asks for run beside the caller's, in every fit") {
+  const auto data = test::make_blobs(10, 3);
+  auto strategy = std::make_shared<WatchingStrategy>();
+  auto model = test::make_classifier(5, false);
+  auto optimizer = std::make_shared<optim::SGD>(model->parameters());
+  Trainer trainer(model, layers::cross_entropy, optimizer, quiet_options({}, strategy));
+  TensorBatches batches(data.inputs, data.labels, 4);  // 3 batches an epoch
+  auto callers = std::make_shared<CountingCallback>();
+  trainer.fit(batches, {.epochs = 2, .callbacks = {callers}});
+  trainer.fit(batches, {.epochs = 3});
+  CHECK(callers->batches == 6);
+  CHECK(strategy->counter->batches == 9);
+  CHECK(strategy->report(*model, *optimizer) == "9 batches in 2 fit(s)");
+  // One process has nothing to add to a run's header or report.
+  optim::Strategy alone;
+  CHECK(alone.describe(128).empty());
+  CHECK(alone.callbacks(*model).empty());
+  CHECK(alone.report(*model, *optimizer).empty());
 }
 
 TEST_CASE("Trainer: accumulating K batches per step trains the weights of one batch K times as large") {

@@ -1,0 +1,272 @@
+// The parallel module's front door (see setup.hpp): one function per way of
+// spreading a run, and make_setup choosing among them.
+#include <ddl/parallel/setup.hpp>
+
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
+#include <ddl/parallel/layer_placement.hpp>
+#include <ddl/parallel/placement.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+// A library error raised by a configuration that does not fit, as the
+// caller's mistake in `setting`.
+template <class Build>
+auto as_config_error(const std::string& setting, Build build) {
+  try {
+    return build();
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& error) {
+    throw ConfigError(setting, error.what());
+  }
+}
+
+// The ranks a strategy other than none runs over: the job's, or a refusal
+// that says how to start several.
+void require_mpi(StrategyKind kind) {
+  if (!Communicator::built()) {
+    throw ConfigError(fmt::format("the {} strategy needs MPI, and this ddl was built without it (DDL_MPI=OFF)",
+                                  strategy_kind_name(kind)));
+  }
+}
+
+const Communicator& several_ranks(const std::optional<Communicator>& ranks, StrategyKind kind) {
+  require_mpi(kind);
+  if (!ranks) {
+    throw ConfigError(fmt::format("the {} strategy needs several ranks: start it with mpiexec -n N",
+                                  strategy_kind_name(kind)));
+  }
+  return *ranks;
+}
+
+// A pipeline's ranks: the job's, or this process alone as a pipeline of one
+// stage.
+Communicator pipeline_ranks(const std::optional<Communicator>& ranks, StrategyKind kind) {
+  require_mpi(kind);
+  return ranks ? *ranks : Communicator::world();
+}
+
+// The device the request names: itself, or for a type alone the one the
+// strategy gives this rank (`by_type`, collective for GPUs).
+template <class ByType>
+Device resolve_device(const std::string& text, ByType by_type) {
+  const Device device = as_config_error("device " + text, [&] { return Device::parse(text); });
+  if (text.find(':') != std::string::npos) return device;
+  return as_config_error("device " + text, [&] { return by_type(device.type()); });
+}
+
+ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList& layers, const RunRequest& request) {
+  ParallelSetup setup;
+  auto model = layers.build(request.weights);
+  if (config.placement.empty()) {
+    setup.strategy = std::make_shared<optim::Strategy>();
+    setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
+    model->to(setup.device);
+    setup.where = setup.device.str();
+  } else {
+    setup.strategy = std::make_shared<LayerPlacement>();
+    setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
+    as_config_error("placement", [&] { place(*model, parse_placement(config.placement, *model), setup.device); });
+    setup.where = fmt::format("placed {}, data on {}", config.placement, setup.device.str());
+  }
+  setup.model = std::move(model);
+  return setup;
+}
+
+// Data parallelism and the parameter server: every rank (or worker) holds
+// the whole model.
+ParallelSetup whole_model_on_each_rank(std::shared_ptr<optim::Strategy> strategy, const layers::LayerList& layers,
+                                       const RunRequest& request, const std::string& scope_unit) {
+  ParallelSetup setup;
+  setup.strategy = std::move(strategy);
+  setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
+  setup.model = layers.build(request.weights);
+  setup.model->to(setup.device);
+  setup.where = setup.device.str();
+  setup.scope = fmt::format("{} {}", setup.strategy->shard().world, scope_unit);
+  return setup;
+}
+
+// The stages from the split points, or balanced by the layers' costs. Times
+// differ from rank to rank: rank 0's decide for all, and a failure there
+// must not leave the others waiting for them.
+std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int stages,
+                                      const layers::LayerList& layers, const RunRequest& request,
+                                      const Device& device, std::string& how) {
+  const StageLayout& layout = config.layout;
+  if (!layout.split.empty()) {
+    how = "split before layers " + layout.split;
+    return as_config_error("split", [&] { return parse_split(layout.split, layers.size(), stages); });
+  }
+  const int pipelines = config.kind == StrategyKind::hybrid ? layout.pipelines : 1;
+  const int micro = micro_batches(config.pipeline, stages);
+  const std::int64_t micro_batch = (request.batch / pipelines + micro - 1) / micro;
+  std::vector<double> costs(layers.size(), 0.0);
+  std::string problem;
+  if (layout.balance != StageBalance::Time || comm.rank() == 0) {
+    if (layout.balance == StageBalance::Time && request.progress != nullptr) {
+      *request.progress << fmt::format(
+                               "Timing each of the {} layers' forward and backward at micro-batch {} on {} "
+                               "(balancing the stages by time)...\n",
+                               layers.size(), micro_batch, device.str())
+                        << std::flush;
+    }
+    try {
+      costs = layer_costs(layers, layout.balance, request.sample_shape, micro_batch, device);
+    } catch (const Error& error) {
+      problem = error.what();
+    }
+  }
+  as_config_error("balance", [&] { agree_all_can_proceed(comm, problem, "measuring each layer's time"); });
+  comm.broadcast_bytes(std::as_writable_bytes(std::span(costs)), 0);
+  const auto split = as_config_error("stages", [&] { return balanced_split(costs, stages); });
+  how = fmt::format("balanced by {}\n{}", stage_balance_name(layout.balance),
+                    format_stages(split, costs, layout.balance));
+  return split;
+}
+
+ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, const layers::LayerList& layers,
+                        const RunRequest& request) {
+  const bool hybrid = config.kind == StrategyKind::hybrid;
+  const int pipelines = hybrid ? config.layout.pipelines : 1;
+  const int stages = comm.size() / pipelines;
+  ParallelSetup setup;
+  // The device comes before the strategy: balancing by time measures on it.
+  setup.device = resolve_device(request.device, [&](DeviceType type) {
+    return type == DeviceType::CUDA ? local_gpu(comm, "Pipeline", "pipeline parallelism") : optim::Strategy{}.device(type);
+  });
+  std::string how;
+  const std::vector<StageRange> split = choose_stages(config, comm, stages, layers, request, setup.device, how);
+  auto pipeline = std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages), split, config.pipeline);
+  const PipelineOptions& options = pipeline->options();
+  setup.model = build_stage(layers, *pipeline, request.weights);
+  setup.model->to(setup.device);
+  setup.where = setup.device.str();
+  setup.stages = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}), {}",
+                             hybrid ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"), stages,
+                             pipeline_schedule_name(options.schedule), options.micro_batches,
+                             options.defer_weight_gradients ? "batch" : "micro-batch", how);
+  if (hybrid) setup.scope = fmt::format("{} pipelines", pipelines);
+  setup.strategy = std::move(pipeline);
+  return setup;
+}
+
+const std::vector<StrategyKind> kStrategyKinds{StrategyKind::none, StrategyKind::data, StrategyKind::parameter_server,
+                                               StrategyKind::pipeline, StrategyKind::hybrid};
+
+}  // namespace
+
+std::string_view strategy_kind_name(StrategyKind kind) {
+  switch (kind) {
+    case StrategyKind::none:
+      return "none";
+    case StrategyKind::data:
+      return "data";
+    case StrategyKind::parameter_server:
+      return "ps";
+    case StrategyKind::pipeline:
+      return "pipeline";
+    case StrategyKind::hybrid:
+      return "hybrid";
+  }
+  return "?";
+}
+
+StrategyKind parse_strategy_kind(std::string_view name) {
+  return choice_by_name(name, kStrategyKinds, strategy_kind_name, "parallel strategy");
+}
+
+std::vector<StrategyKind> all_strategy_kinds() { return kStrategyKinds; }
+
+bool is_pipelined(StrategyKind kind) { return kind == StrategyKind::pipeline || kind == StrategyKind::hybrid; }
+
+int data_ranks(const ParallelConfig& config, int world_size) {
+  const StageLayout& layout = config.layout;
+  switch (config.kind) {
+    case StrategyKind::none:
+      if (world_size > 1) {
+        throw ConfigError(fmt::format("started as {} MPI ranks without a parallel strategy: every rank would train "
+                                      "alone (ask for one, such as data parallelism)",
+                                      world_size));
+      }
+      return 1;
+    case StrategyKind::data:
+      return world_size;
+    case StrategyKind::parameter_server:
+      if (config.parameter_server.servers < 1 || config.parameter_server.servers >= world_size) {
+        throw ConfigError("servers", fmt::format("{} server(s) among {} ranks: at least one server and one worker "
+                                                 "are needed",
+                                                 config.parameter_server.servers, world_size));
+      }
+      return world_size - config.parameter_server.servers;
+    case StrategyKind::pipeline: {
+      const int stages = layout.stages > 0 ? layout.stages : world_size;
+      if (stages != world_size) {
+        throw ConfigError("stages", fmt::format("{} stages need {} ranks, one per stage; this job has {} (mpiexec -n {})",
+                                                stages, stages, world_size, stages));
+      }
+      return 1;
+    }
+    case StrategyKind::hybrid:
+      if (layout.pipelines < 1 || layout.stages < 1) {
+        throw ConfigError(fmt::format("hybrid parallelism needs a pipeline count and a stage count (got {} and {})",
+                                      layout.pipelines, layout.stages));
+      }
+      if (layout.pipelines * layout.stages != world_size) {
+        throw ConfigError(fmt::format("{} pipelines x {} stages need {} ranks; this job has {} (mpiexec -n {})",
+                                      layout.pipelines, layout.stages, layout.pipelines * layout.stages, world_size,
+                                      layout.pipelines * layout.stages));
+      }
+      return layout.pipelines;
+  }
+  return 1;
+}
+
+std::optional<Communicator> job_ranks() {
+  if (Communicator::launched_by_mpi() && Communicator::world().size() > 1) return Communicator::world();
+  return std::nullopt;
+}
+
+ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Communicator>& ranks,
+                         const layers::LayerList& layers, const RunRequest& request) {
+  if (!config.placement.empty() && config.kind != StrategyKind::none) {
+    throw ConfigError("placement", fmt::format("places layers inside one process; it does not combine with the {} "
+                                               "strategy",
+                                               strategy_kind_name(config.kind)));
+  }
+  const int data = data_ranks(config, ranks ? ranks->size() : 1);
+  ParallelSetup setup;
+  switch (config.kind) {
+    case StrategyKind::none:
+      setup = one_process(config, layers, request);
+      break;
+    case StrategyKind::data:
+      setup = whole_model_on_each_rank(
+          std::make_shared<DataParallel>(several_ranks(ranks, config.kind), config.data), layers, request, "ranks");
+      break;
+    case StrategyKind::parameter_server:
+      setup = whole_model_on_each_rank(
+          as_config_error("servers",
+                          [&] {
+                            return std::make_shared<ParameterServer>(several_ranks(ranks, config.kind),
+                                                                     config.parameter_server);
+                          }),
+          layers, request, "ranks");
+      break;
+    case StrategyKind::pipeline:
+    case StrategyKind::hybrid:
+      // A pipeline of one stage runs in one process too.
+      setup = pipelined(config, pipeline_ranks(ranks, config.kind), layers, request);
+      break;
+  }
+  setup.data_ranks = data;
+  return setup;
+}
+
+}  // namespace ddl::parallel
