@@ -55,27 +55,27 @@
 // parallelism, parameter server, pipelines) and inside one process (layer
 // placement); tiled inference. Built in every build: without MPI a
 // Communicator cannot be made, and says why.
-#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
-#include <ddl/parallel/communicator.hpp>
-#include <ddl/parallel/cost_model.hpp>
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/distributed_tiles.hpp>
-#include <ddl/parallel/gradient_buckets.hpp>
-#include <ddl/parallel/initial_state.hpp>
-#include <ddl/parallel/layer_placement.hpp>
-#include <ddl/parallel/nccl_communicator.hpp>
-#include <ddl/parallel/parameter_server.hpp>
-#include <ddl/parallel/pipeline.hpp>
-#include <ddl/parallel/pipeline_report.hpp>
-#include <ddl/parallel/pipeline_schedule.hpp>
-#include <ddl/parallel/placement.hpp>
-#include <ddl/parallel/receptive_field.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/inference/distributed_tiles.hpp>
+#include <ddl/parallel/strategies/gradient_buckets.hpp>
+#include <ddl/parallel/strategies/initial_state.hpp>
+#include <ddl/parallel/strategies/layer_placement.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
+#include <ddl/parallel/strategies/parameter_server.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
+#include <ddl/parallel/planning/placement.hpp>
+#include <ddl/parallel/planning/receptive_field.hpp>
 #include <ddl/parallel/setup.hpp>
-#include <ddl/parallel/stage_split.hpp>
-#include <ddl/parallel/tile_plan.hpp>
-#include <ddl/parallel/tiled_inference.hpp>
-#include <ddl/parallel/timeline_gather.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
+#include <ddl/parallel/planning/tile_plan.hpp>
+#include <ddl/parallel/inference/tiled_inference.hpp>
+#include <ddl/parallel/communication/timeline_gather.hpp>
 
 // models/: bundled architectures, data sets and the DataLoader
 #include <ddl/models/data/csv.hpp>

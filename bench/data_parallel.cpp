@@ -30,7 +30,7 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/models/zoo.hpp>
-#include <ddl/parallel/data_parallel.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
 
 using namespace ddl;
 using namespace ddl::parallel;

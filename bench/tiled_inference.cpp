@@ -21,7 +21,7 @@
 #include <CLI/CLI.hpp>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/distributed_tiles.hpp>
+#include <ddl/parallel/inference/distributed_tiles.hpp>
 
 #include "timing.hpp"
 

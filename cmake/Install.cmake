@@ -22,8 +22,9 @@ set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hp
 set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp dropout_kernels.hpp layer_kernels.hpp loss_kernels.hpp
     pool2d_kernels.hpp upsample2d_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)
-set(ddl_internal_headers_parallel choice_by_name.hpp config.hpp mpi_internal.hpp stage_links.hpp stage_state.hpp collectives/half.hpp collectives/local_reduce.hpp
-    collectives/segments.hpp collectives/transport.hpp)
+set(ddl_internal_headers_parallel choice_by_name.hpp config.hpp communication/mpi_internal.hpp
+    strategies/pipeline/stage_links.hpp strategies/pipeline/stage_state.hpp collectives/half.hpp
+    collectives/local_reduce.hpp collectives/segments.hpp collectives/transport.hpp)
 set(ddl_internal_headers_models data/batch_prefetcher.hpp)
 foreach(module ${DDL_MODULES})
   file(GLOB_RECURSE headers RELATIVE ${CMAKE_SOURCE_DIR}/${module} CONFIGURE_DEPENDS ${module}/*.hpp)

@@ -11,4 +11,4 @@ set(DDL_MODULE_DEPENDS_optim core layers)
 set(DDL_MODULE_DEPENDS_parallel core layers optim)
 set(DDL_MODULE_DEPENDS_models core layers optim)
 # Headers private to their module: no other module may include them.
-set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/mpi_internal.hpp)
+set(DDL_MODULE_PRIVATE_HEADERS core/ops/helpers.hpp parallel/communication/mpi_internal.hpp)

@@ -2,7 +2,7 @@
 // fully-convolutional segmenter, models/zoo.hpp; or with --model
 // pooled_context_net its encoder-decoder variant) on small synthetic images of
 // discs, rectangles and triangles, then segments one image many times larger
-// than any tile. The image is cut into exact tiles (parallel/tile_plan.hpp)
+// than any tile. The image is cut into exact tiles (parallel/planning/tile_plan.hpp)
 // run on several devices (logical CPU devices or GPUs) or, under mpiexec,
 // dealt to the ranks; the stitched prediction is checked against
 // whole-image inference, and the input, the true mask and the prediction

@@ -11,8 +11,8 @@
 #include <ddl/core/config.hpp>
 #include <ddl/core/device.hpp>
 #include <ddl/optim/engine/metrics.hpp>
-#include <ddl/parallel/pipeline_schedule.hpp>
-#include <ddl/parallel/stage_split.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
 #include "support.hpp"
 

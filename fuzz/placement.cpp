@@ -12,7 +12,7 @@
 
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/sequential.hpp>
-#include <ddl/parallel/placement.hpp>
+#include <ddl/parallel/planning/placement.hpp>
 
 #include "support.hpp"
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include <ddl/parallel/stage_split.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
 #include "support.hpp"
 

@@ -41,7 +41,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
 
 // The output extent along one axis by that formula, for an input extent `in`
 // and a kernel of `kernel` taps along it, or 0 where the dilated kernel does
-// not fit the padded input. Tiled inference (parallel/receptive_field.hpp)
+// not fit the padded input. Tiled inference (parallel/planning/receptive_field.hpp)
 // plans tiles with it.
 std::int64_t conv2d_output_extent(std::int64_t in, std::int64_t kernel, const Conv2dOptions& options);
 

@@ -41,7 +41,7 @@ struct Pool2dOptions {
 //
 // The output extent along one axis of extent `in` by that formula, or 0 where
 // no window fits (in + 2 padding < kernel_size). Tiled inference
-// (parallel/receptive_field.hpp) plans tiles with it.
+// (parallel/planning/receptive_field.hpp) plans tiles with it.
 std::int64_t pool2d_output_extent(std::int64_t in, const Pool2dOptions& options);
 
 // max_pool2d: padded positions never win (they act as -infinity); a NaN in a

@@ -1,7 +1,7 @@
 // Sequential: modules applied one after another, named "0", "1", ... in the
 // order they were added, or by the names given (Keras' Sequential, PyTorch's
 // nn.Sequential). Its children may run on different devices (place(): model
-// parallelism inside one process, parallel/placement.hpp).
+// parallelism inside one process, parallel/planning/placement.hpp).
 #pragma once
 
 #include <memory>

@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/choice_by_name.hpp>
-#include <ddl/parallel/layer_placement.hpp>
-#include <ddl/parallel/placement.hpp>
+#include <ddl/parallel/strategies/layer_placement.hpp>
+#include <ddl/parallel/planning/placement.hpp>
 
 namespace ddl::parallel {
 namespace {

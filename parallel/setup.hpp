@@ -32,11 +32,11 @@
 #include <ddl/layers/layer_list.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/optim/engine/strategy.hpp>
-#include <ddl/parallel/communicator.hpp>
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/parameter_server.hpp>
-#include <ddl/parallel/pipeline.hpp>
-#include <ddl/parallel/stage_split.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/strategies/parameter_server.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
 namespace ddl::parallel {
 

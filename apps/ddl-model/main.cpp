@@ -1,5 +1,5 @@
 // ddl-model: the alpha-beta-gamma cost model of ddl's collectives
-// (parallel/cost_model.hpp) fitted to this machine and extrapolated to a
+// (parallel/planning/cost_model.hpp) fitted to this machine and extrapolated to a
 // cluster. Under mpiexec it first measures: a ping-pong between ranks gives
 // the link's alpha and beta, a local sum gamma, and every allreduce
 // algorithm is timed at the job's rank count beside its prediction. Then,
@@ -20,8 +20,8 @@
 
 #include <ddl/core/atomic_file.hpp>
 #include <ddl/core/error.hpp>
-#include <ddl/parallel/communicator.hpp>
-#include <ddl/parallel/cost_model.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
 
 #include "measure.hpp"
 
@@ -265,7 +265,7 @@ int run(const Options& o) {
   machine.ranks_per_node = o.ranks_per_node;
   machine.network = network;
   machine.intra_node = node;
-  if (root) std::cout << "ddl-model: the alpha-beta-gamma cost model of ddl's collectives (parallel/cost_model.hpp)\n";
+  if (root) std::cout << "ddl-model: the alpha-beta-gamma cost model of ddl's collectives (parallel/planning/cost_model.hpp)\n";
   const bool measuring = o.measure && comm && comm->size() >= 2;
   if (measuring) {
     const Measured measured = measure_machine(*comm, o.budget);

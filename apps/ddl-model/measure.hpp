@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include <ddl/parallel/allreduce_algorithm.hpp>
-#include <ddl/parallel/communicator.hpp>
-#include <ddl/parallel/cost_model.hpp>
+#include <ddl/parallel/collectives/allreduce_algorithm.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
 
 namespace ddl::apps {
 

@@ -33,7 +33,7 @@
 #include <ddl/optim/sgd.hpp>
 #include <ddl/parallel/config.hpp>
 #include <ddl/parallel/setup.hpp>
-#include <ddl/parallel/timeline_gather.hpp>
+#include <ddl/parallel/communication/timeline_gather.hpp>
 
 #include "curve_plot.hpp"
 #include "options.hpp"

@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <ddl/parallel/agreement.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 
 #include "options.hpp"
 

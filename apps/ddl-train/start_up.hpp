@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
 
 namespace ddl::apps {
 

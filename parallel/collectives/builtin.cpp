@@ -11,7 +11,7 @@
 
 #include <ddl/core/check.hpp>
 #include <ddl/parallel/collectives/transport.hpp>
-#include <ddl/parallel/mpi_internal.hpp>
+#include <ddl/parallel/communication/mpi_internal.hpp>
 
 namespace ddl::parallel {
 

@@ -36,9 +36,9 @@
 #include <vector>
 
 #include <ddl/core/tensor.hpp>
-#include <ddl/parallel/allreduce_algorithm.hpp>
-#include <ddl/parallel/communicator.hpp>
-#include <ddl/parallel/nccl_communicator.hpp>
+#include <ddl/parallel/collectives/allreduce_algorithm.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 namespace ddl::parallel {
 

@@ -11,7 +11,7 @@
 
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/collectives/half.hpp>
-#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel::detail {

@@ -36,7 +36,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/config.hpp>
-#include <ddl/parallel/mpi_internal.hpp>
+#include <ddl/parallel/communication/mpi_internal.hpp>
 
 namespace ddl::parallel {
 namespace {

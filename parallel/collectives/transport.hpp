@@ -29,13 +29,13 @@
 
 #include <ddl/core/cuda/compute_mark.hpp>
 #include <ddl/core/tensor.hpp>
-#include <ddl/parallel/allreduce_algorithm.hpp>
+#include <ddl/parallel/collectives/allreduce_algorithm.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/collectives/half.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
 #include <ddl/parallel/collectives/segments.hpp>
-#include <ddl/parallel/communicator.hpp>
-#include <ddl/parallel/nccl_communicator.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 namespace ddl::parallel::detail {
 

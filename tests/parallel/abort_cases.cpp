@@ -14,8 +14,8 @@
 #include <thread>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/nccl_communicator.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 using namespace ddl;
 

@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include <ddl/core/device.hpp>
-#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
 
 int main(int argc, char** argv) {
   const ddl::parallel::Communicator world = ddl::parallel::Communicator::world();

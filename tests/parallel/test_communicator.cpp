@@ -1,4 +1,4 @@
-// The Communicator (parallel/communicator.hpp) under mpiexec with 2, 3 and 4
+// The Communicator (parallel/communication/communicator.hpp) under mpiexec with 2, 3 and 4
 // ranks: ranks and node-local ranks, split, messages of tensors and bytes,
 // the sums and gathers used for metrics and negotiation.
 #include <doctest/doctest.h>
@@ -11,10 +11,10 @@
 #include <vector>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/agreement.hpp>
-#include <ddl/parallel/communicator.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/config.hpp>
-#include <ddl/parallel/nccl_communicator.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 #include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"

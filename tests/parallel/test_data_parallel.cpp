@@ -1,4 +1,4 @@
-// DataParallel (parallel/data_parallel.hpp) under mpiexec with 2, 3 and 4
+// DataParallel (parallel/strategies/data_parallel.hpp) under mpiexec with 2, 3 and 4
 // ranks. The central property: N ranks, each with per-rank batch B/N of an
 // interleaved shard, take the same steps as one process with batch B, for
 // every allreduce algorithm, with and without overlap, with several buckets.
@@ -13,9 +13,9 @@
 #include <string>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/agreement.hpp>
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/gradient_buckets.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/strategies/gradient_buckets.hpp>
 
 #include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"

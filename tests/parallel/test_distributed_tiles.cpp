@@ -1,4 +1,4 @@
-// Tiled inference over 2-4 ranks (parallel/distributed_tiles.hpp): the
+// Tiled inference over 2-4 ranks (parallel/inference/distributed_tiles.hpp): the
 // root's stitched output equals the whole image's, for grids even and
 // uneven and more or fewer tiles than ranks; a rank can run and keep its own
 // tiles; a plan or input that cannot work fails on every rank with the same
@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/distributed_tiles.hpp>
+#include <ddl/parallel/inference/distributed_tiles.hpp>
 
 #include "parallel/single_process/tiling_models.hpp"
 

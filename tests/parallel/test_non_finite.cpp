@@ -10,7 +10,7 @@
 #include <span>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/data_parallel.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
 
 #include "optim/engine/engine_fixtures.hpp"
 #include "parallel/training_fixtures.hpp"

@@ -1,4 +1,4 @@
-// ParameterServer (parallel/parameter_server.hpp) under mpiexec with 2, 3
+// ParameterServer (parallel/strategies/parameter_server.hpp) under mpiexec with 2, 3
 // and 4 ranks: synchronous mode takes exactly the steps of one process with
 // the global batch (and so of allreduce data parallelism); asynchronous
 // mode learns; bad configurations are errors.
@@ -9,7 +9,7 @@
 #include <optional>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/parameter_server.hpp>
+#include <ddl/parallel/strategies/parameter_server.hpp>
 
 #include "optim/engine/engine_fixtures.hpp"
 #include "parallel/training_fixtures.hpp"

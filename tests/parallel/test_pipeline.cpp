@@ -1,4 +1,4 @@
-// The pipeline strategy (parallel/pipeline.hpp) over all the ranks, one
+// The pipeline strategy (parallel/strategies/pipeline/pipeline.hpp) over all the ranks, one
 // stage each (2, 3 and 4 under ctest): training equals one process at the
 // same batch for both schedules and any micro-batch count, evaluation and
 // prediction too, and checkpoints are the single-process format, resumable

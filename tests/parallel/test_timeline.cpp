@@ -1,4 +1,4 @@
-// One timeline file for the job (parallel/timeline_gather.hpp) under mpiexec
+// One timeline file for the job (parallel/communication/timeline_gather.hpp) under mpiexec
 // with 2, 3 and 4 ranks: the clocks line up to within their measured
 // uncertainty, and a data-parallel run's trace passes every check of
 // support/trace_checks.hpp, its allreduces overlapping across the ranks.
@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include <ddl/core/timeline.hpp>
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/timeline_gather.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/communication/timeline_gather.hpp>
 
 #include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"

@@ -1,4 +1,4 @@
-// What a timeline file (core/timeline.hpp, parallel/timeline_gather.hpp)
+// What a timeline file (core/timeline.hpp, parallel/communication/timeline_gather.hpp)
 // must be, checked from the file alone: the tests of the timeline and the
 // check_trace tool that the command-line tests run on ddl-train's output.
 #pragma once

@@ -11,8 +11,8 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
-#include <ddl/parallel/data_parallel.hpp>
-#include <ddl/parallel/nccl_communicator.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 #include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"

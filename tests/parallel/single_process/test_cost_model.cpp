@@ -1,4 +1,4 @@
-// The collectives' cost model (parallel/cost_model.hpp): each algorithm's
+// The collectives' cost model (parallel/planning/cost_model.hpp): each algorithm's
 // time equals its textbook formula where every link is the same, steps
 // across nodes take the network's link, the orderings every lesson relies on
 // hold (latency-bound sizes favour few steps, bandwidth-bound ones the
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-#include <ddl/parallel/cost_model.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
 
 #include "support/test_data.hpp"
 

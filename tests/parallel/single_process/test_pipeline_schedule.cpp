@@ -1,4 +1,4 @@
-// The pipeline's schedules and their simulator (parallel/pipeline_schedule.cpp):
+// The pipeline's schedules and their simulator (parallel/strategies/pipeline/pipeline_schedule.cpp):
 // GPipe and 1F1B are complete, deadlock-free for every stage and micro-batch
 // count, hold the activations they promise and reach the textbook bubble;
 // broken action lists are refused naming the stage and action.
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <ddl/core/error.hpp>
-#include <ddl/parallel/pipeline_schedule.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 
 using namespace ddl;
 using namespace ddl::parallel;

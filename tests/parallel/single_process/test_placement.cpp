@@ -1,4 +1,4 @@
-// Model parallelism inside one process (parallel/placement.hpp): plans are
+// Model parallelism inside one process (parallel/planning/placement.hpp): plans are
 // parsed and checked, and a placed model trains exactly as the same model on
 // one device, with each parameter, gradient and optimizer buffer on its
 // layer's device. ctest runs these with 2 logical CPU devices, and again with
@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/placement.hpp>
+#include <ddl/parallel/planning/placement.hpp>
 
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"

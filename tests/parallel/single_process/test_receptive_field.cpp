@@ -1,4 +1,4 @@
-// The receptive field (parallel/receptive_field.hpp): known values for each
+// The receptive field (parallel/planning/receptive_field.hpp): known values for each
 // kind of layer, and the claim it makes checked against the model itself:
 // changing one input pixel changes only the outputs whose field holds it,
 // and, for linear models, every one of them.

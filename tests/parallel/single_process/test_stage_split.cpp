@@ -1,4 +1,4 @@
-// How a pipeline splits a model into stages (parallel/stage_split.cpp): split
+// How a pipeline splits a model into stages (parallel/strategies/pipeline/stage_split.cpp): split
 // points are parsed and checked; balanced splits are optimal and break ties
 // as the header promises, against a brute force over every split; layer
 // costs come per layer for each balance, on a bundled model too.
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/stage_split.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
 #include "support/test_data.hpp"
 

@@ -1,4 +1,4 @@
-// Tiled inference in one process (parallel/tile_plan.hpp,
+// Tiled inference in one process (parallel/planning/tile_plan.hpp,
 // tiled_inference.hpp): tiles stitched together equal the whole image's
 // output for dilated, strided, pooled and residual models, grids even and
 // uneven, tile sizes, windows and memory budgets, on one or two logical

@@ -1,0 +1,113 @@
+// DataParallel: the data-parallel strategy for the Trainer (DESIGN.md item
+// 4; what Horovod and PyTorch DDP do). Every rank holds the whole model and
+// trains on its own shard of each epoch; after each backward the gradients
+// are averaged over the ranks, so every rank takes the same optimizer step
+// and the ranks stay identical.
+//
+//   prepare: the ranks check they built the same model, then rank 0's
+//     parameters, buffers and optimizer state are broadcast to all (so a
+//     resume from rank 0's checkpoint reaches everyone).
+//   begin_step: each step's gradients start as zero views into their
+//     buckets (gradient_buckets.hpp), so backward accumulates them in place.
+//   forward_backward: during the step's last backward (earlier ones, with
+//     gradient accumulation, only add up: DDP's no_sync), as each gradient
+//     is complete a hook counts it (or copies it in, for a parameter on
+//     another device than its bucket), and a full bucket is handed to the
+//     communication thread, whose allreduce overlaps the rest of backward.
+//   synchronize_gradients: waits for every bucket, averaged over the ranks
+//     by the allreduce itself (ReduceOp::average): the buckets then hold
+//     the parameters' averaged .grad.
+//   metrics: summed over ranks; only rank 0 prints, logs and checkpoints.
+//
+// Where the gradients are reduced: a model on one GPU per rank, in a build
+// with NCCL, keeps its buckets on the GPU and reduces them there with the
+// chosen algorithm (collectives.hpp: ring, rhd, tree, naive over NCCL's
+// point-to-point messages, builtin as ncclAllReduce) on NCCL's stream.
+// Every other case reduces host buckets with the chosen MPI collective: no
+// NCCL, ranks sharing a GPU (NCCL refuses them), shm, or fp16 compression;
+// a GPU bucket is then copied to the host and back once per step. The
+// ranks check that they all chose the same way.
+//
+// Parameters that receive no gradient in a step count as zero gradients
+// (every rank must still send the bucket). Each parameter must be used once
+// per forward pass when overlap is on (its hook fires once); with shared
+// weights turn overlap off.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ddl/optim/engine/strategy.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/gradient_buckets.hpp>
+
+namespace ddl::parallel {
+
+struct DataParallelOptions {
+  AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
+  // Bucket size; 0: DDL_FUSION_THRESHOLD (default 25 MiB, PyTorch DDP's).
+  std::int64_t bucket_bytes = 0;
+  // Reduce buckets on the communication thread while backward runs; off:
+  // reduce them all after backward, on the training thread. A model whose
+  // gradients fit one bucket is reduced on the training thread either way
+  // (the bucket is full only when backward ends: nothing to overlap).
+  bool overlap = true;
+  // Send gradients as float16 (half the bytes; sums still in float32).
+  // Ring allreduce only. Gradients lose precision beyond 3 digits and must
+  // stay below 65504 in magnitude.
+  bool fp16_compression = false;
+};
+
+// Where a data-parallel step's time went, summed over the steps so far.
+struct SyncStatistics {
+  std::int64_t steps = 0;
+  double step_seconds = 0.0;  // forward, backward and gradient synchronisation
+  double wait_seconds = 0.0;  // in synchronize_gradients, waiting for buckets
+  double fraction_waiting() const { return step_seconds > 0.0 ? wait_seconds / step_seconds : 0.0; }
+};
+
+class DataParallel : public optim::Strategy {
+ public:
+  explicit DataParallel(Communicator comm, DataParallelOptions options = {});
+  ~DataParallel() override;
+  DataParallel(const DataParallel&) = delete;
+  DataParallel& operator=(const DataParallel&) = delete;
+
+  int rank() const override;
+  int world_size() const override;
+  // cuda:<node-local rank> for CUDA, after every rank has checked it has
+  // that GPU (collective); the CPU as in one process.
+  Device device(DeviceType type) override;
+  void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  void begin_step(layers::Module& model) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
+                                     const optim::StepShare& share) override;
+  void synchronize_gradients(layers::Module& model) override;
+  void sum_over_ranks(std::vector<double>& values) override;
+  // "data-parallel over 2 ranks (ring allreduce, 64 per rank)".
+  std::string describe(std::int64_t shard_batch) const override;
+  // The share of step time spent waiting for the gradients, the buckets and
+  // whether they overlapped backward (statistics()).
+  std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
+
+  const Communicator& communicator() const;
+  const DataParallelOptions& options() const;
+  std::size_t bucket_count() const;
+  // After prepare(): whether buckets are reduced during backward (overlap
+  // on and more than one bucket).
+  bool overlapping() const;
+  // After prepare(): whether the buckets are reduced in GPU memory over
+  // NCCL (see above), rather than in host memory over MPI.
+  bool reduces_on_gpu() const;
+  // The buckets, after prepare(): which parameter lies where.
+  const std::vector<GradientBucket>& buckets() const;
+  SyncStatistics statistics() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace ddl::parallel

@@ -1,0 +1,60 @@
+// Gradient buckets (see gradient_buckets.hpp).
+#include <ddl/parallel/strategies/gradient_buckets.hpp>
+
+#include <algorithm>
+
+#include <ddl/core/check.hpp>
+#include <ddl/core/ops.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+Device bucket_device(const std::vector<BucketEntry>& entries, bool on_gpu) {
+  const Device first = entries.front().parameter.device();
+  const bool shared = std::all_of(entries.begin(), entries.end(),
+                                  [&](const BucketEntry& entry) { return entry.parameter.device() == first; });
+  return shared && (first.is_cpu() || on_gpu) ? first : cpu();
+}
+
+}  // namespace
+
+std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
+                                         std::int64_t bucket_bytes, bool on_gpu) {
+  DDL_CHECK(bucket_bytes > 0, "gradient buckets: bucket_bytes must be positive, got {}", bucket_bytes);
+  std::vector<GradientBucket> buckets;
+  std::int64_t filled = 0;  // elements in the last bucket
+  for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
+    const auto& [name, parameter] = *it;
+    DDL_CHECK(parameter.dtype() == DType::Float32, "gradient buckets: parameter '{}' is {}, not float32", name,
+              parameter.dtype());
+    const auto bytes_with_it = (filled + parameter.numel()) * static_cast<std::int64_t>(sizeof(float));
+    if (buckets.empty() || (filled > 0 && bytes_with_it > bucket_bytes)) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().entries.push_back({name, parameter, filled, Tensor()});
+    filled += parameter.numel();
+  }
+  for (GradientBucket& bucket : buckets) {
+    const Device home = bucket_device(bucket.entries, on_gpu);
+    const BucketEntry& last = bucket.entries.back();
+    bucket.buffer = zeros({last.offset + last.parameter.numel()}, {DType::Float32, home, false});
+    for (BucketEntry& entry : bucket.entries) {
+      if (entry.parameter.device() == home) entry.view = bucket.buffer.flat_slice(entry.offset, entry.parameter.shape());
+    }
+  }
+  return buckets;
+}
+
+std::vector<std::string> describe_layout(const std::vector<GradientBucket>& buckets) {
+  std::vector<std::string> lines;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    for (const BucketEntry& entry : buckets[b].entries) {
+      lines.push_back(fmt::format("{} {} {} (bucket {})", entry.name, entry.parameter.shape(), entry.parameter.dtype(),
+                                  b));
+    }
+  }
+  return lines;
+}
+
+}  // namespace ddl::parallel

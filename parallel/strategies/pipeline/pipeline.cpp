@@ -1,0 +1,486 @@
+// The pipeline strategy (see pipeline.hpp): the stage's schedule run with
+// non-blocking messages, and the hooks the Trainer calls.
+#include <ddl/parallel/strategies/pipeline/pipeline.hpp>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <ddl/core/autograd.hpp>
+#include <ddl/core/check.hpp>
+#include <ddl/core/deferred_gradients.hpp>
+#include <ddl/parallel/config.hpp>
+#include <ddl/core/ops.hpp>
+#include <ddl/core/timeline.hpp>
+#include <ddl/layers/sequential.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/strategies/initial_state.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_links.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_state.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Tags: one per micro-batch for activations and for gradients, so the
+// messages of one step match whatever order MPI delivers them in.
+constexpr int kMaxMicroBatches = 4096;
+constexpr int kActivationTag = 0x1000;
+constexpr int kGradientTag = 0x2000;
+constexpr int kShapeTag = 0x3000;
+constexpr int kOutputTag = 0x3001;
+constexpr int kLossTag = 0x3002;
+// Each stage draws its dropout masks from its own block of the generator's
+// counters per step, so stages never share masks, and every stage ends a
+// step at the same offset (the one a checkpoint saves): resuming is exact.
+constexpr std::uint64_t kGeneratorBlock = std::uint64_t{1} << 32;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+struct MicroBatch {
+  std::int64_t offset = 0;
+  std::int64_t size = 0;
+};
+
+// min(M, samples) micro-batches whose sizes differ by at most one.
+std::vector<MicroBatch> cut_batch(std::int64_t samples, int micro_batches) {
+  const std::int64_t count = std::max<std::int64_t>(1, std::min<std::int64_t>(micro_batches, samples));
+  const std::int64_t base = samples / count, larger = samples % count;
+  std::vector<MicroBatch> cuts;
+  std::int64_t offset = 0;
+  for (std::int64_t m = 0; m < count; ++m) {
+    const std::int64_t size = base + (m < larger ? 1 : 0);
+    cuts.push_back({offset, size});
+    offset += size;
+  }
+  return cuts;
+}
+
+Shape sample_shape(const Shape& shape) {
+  const auto dims = shape.to_vector();
+  return Shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()));
+}
+
+Shape with_batch(std::int64_t batch, const Shape& sample) {
+  std::vector<std::int64_t> dims{batch};
+  for (const std::int64_t d : sample.to_vector()) dims.push_back(d);
+  return Shape(dims);
+}
+
+// A sample shape on the wire: its rank, then its dims.
+constexpr std::size_t kMaxShapeRank = 8;
+using ShapeMessage = std::array<std::int64_t, kMaxShapeRank + 1>;
+
+void send_shape(const Communicator& comm, const Shape& shape, int peer) {
+  const auto dims = shape.to_vector();
+  DDL_CHECK(dims.size() <= kMaxShapeRank, "Pipeline: a stage boundary carries a {}-d sample; at most {} dims", dims.size(),
+            kMaxShapeRank);
+  ShapeMessage message{};
+  message[0] = static_cast<std::int64_t>(dims.size());
+  std::copy(dims.begin(), dims.end(), message.begin() + 1);
+  comm.send(std::as_bytes(std::span(message)), peer, kShapeTag);
+}
+
+Shape recv_shape(const Communicator& comm, int peer) {
+  ShapeMessage message{};
+  comm.recv(std::as_writable_bytes(std::span(message)), peer, kShapeTag);
+  return Shape(std::vector<std::int64_t>(message.begin() + 1, message.begin() + 1 + message[0]));
+}
+
+// The output sample shape of `model` for an input sample, from one zero
+// sample in evaluation mode: nothing recorded, no statistics updated.
+Shape probe_output(layers::Module& model, const Shape& input, const Device& device) {
+  const bool training = model.is_training();
+  model.eval();
+  Tensor output;
+  {
+    const NoGradGuard no_grad;
+    output = model.forward(zeros(with_batch(1, input), {DType::Float32, device, false}));
+  }
+  model.train(training);
+  return sample_shape(output.shape());
+}
+
+Device stage_device(const layers::Module& model, const optim::Batch& batch) {
+  const std::vector<Tensor> parameters = model.parameters();
+  return parameters.empty() ? batch.inputs.device() : parameters.front().device();
+}
+
+}  // namespace
+
+struct Pipeline::State {
+  State(Communicator world_ranks, Communicator pipeline, std::vector<StageRange> stage_ranges,
+        PipelineOptions pipeline_options)
+      : world(std::move(world_ranks)), comm(std::move(pipeline)), stages(std::move(stage_ranges)),
+        options(pipeline_options), stage(comm.rank()) {}
+
+  Communicator world;  // every rank of the strategy: metrics, agreement
+  Communicator comm;   // this pipeline, one rank per stage
+  std::optional<Communicator> data;  // hybrid: this stage in every pipeline
+  std::vector<StageRange> stages;
+  PipelineOptions options;
+  int stage = 0;
+  // Learned at the first batch: the sample shapes at this stage's input
+  // and output, and (on rank 0) at the last stage's output.
+  std::optional<Shape> input_sample, output_sample, model_output_sample;
+  // How activations and gradients travel, chosen at the first batch too.
+  std::optional<StageLinks> links;
+  PipelineStatistics statistics;
+
+  bool first() const { return stage == 0; }
+  bool last() const { return stage + 1 == static_cast<int>(stages.size()); }
+
+  // Passes the sample shapes down the stages once: stage s learns its input
+  // from stage s-1, runs a probe, and tells stage s+1 (and rank 0, from the
+  // last stage, the shape of the model's output).
+  void learn_shapes(layers::Module& model, const optim::Batch& batch) {
+    if (output_sample) return;
+    const Device device = stage_device(model, batch);
+    input_sample = first() ? sample_shape(batch.inputs.shape()) : recv_shape(comm, stage - 1);
+    output_sample = probe_output(model, *input_sample, device);
+    if (!last()) send_shape(comm, *output_sample, stage + 1);
+    if (last() && !first()) send_shape(comm, *output_sample, 0);
+    if (first()) model_output_sample = last() ? *output_sample : recv_shape(comm, static_cast<int>(stages.size()) - 1);
+    links.emplace(comm, device, options.nccl);
+  }
+};
+
+// One batch through this stage: the messages of every micro-batch, posted
+// before the first action, and what a micro-batch's backward needs from its
+// forward (its input, whose gradient goes back, and its output or loss).
+class Pipeline::StageRun {
+ public:
+  StageRun(Pipeline::State& state, layers::Module& model, const optim::Batch& batch, bool training,
+           const optim::LossFunction& loss)
+      : s_(state), model_(model), batch_(batch), training_(training), loss_(loss),
+        cuts_(cut_batch(batch.size(), state.options.micro_batches)), device_(stage_device(model, batch)),
+        deferred_(model.parameters()) {
+    const auto count = cuts_.size();
+    inputs_.resize(count);
+    outputs_.resize(count);
+    losses_.resize(count);
+    for (std::size_t m = 0; m < count; ++m) {
+      const auto tag = static_cast<int>(m);
+      if (!s_.first()) {
+        activations_in_.push_back(s_.links->receive(StageLinks::Neighbour::previous,
+                                                    with_batch(cuts_[m].size, *s_.input_sample), kActivationTag + tag));
+      }
+      if (training_ && !s_.last()) {
+        gradients_in_.push_back(s_.links->receive(StageLinks::Neighbour::next,
+                                                  with_batch(cuts_[m].size, *s_.output_sample), kGradientTag + tag));
+      }
+    }
+    if (s_.first() && !s_.last()) {
+      const int last = static_cast<int>(s_.stages.size()) - 1;
+      output_in_.mpi =
+          s_.comm.irecv(with_batch(batch.size(), *s_.model_output_sample), DType::Float32, last, kOutputTag);
+      if (loss_) loss_in_.mpi = s_.comm.irecv({}, DType::Float32, last, kLossTag);
+    }
+  }
+
+  int micro_batches() const { return static_cast<int>(cuts_.size()); }
+
+  void forward(int m) {
+    timeline::Span span("compute", "forward");
+    span.arg("micro-batch", m);
+    const auto start = Clock::now();
+    const MicroBatch& cut = cuts_[static_cast<std::size_t>(m)];
+    Tensor input = s_.first() ? slice(batch_.inputs, cut.offset, cut.offset + cut.size)
+                              : take(activations_in_[static_cast<std::size_t>(m)], "receive activation", m);
+    if (training_ && !s_.first()) input.set_requires_grad(true);  // its gradient goes back to the stage before
+    Tensor output = model_.forward(input);
+    if (s_.last()) {
+      results_.push_back(output.detach());
+      if (loss_) {
+        const Tensor loss = loss_(output, slice(batch_.targets, cut.offset, cut.offset + cut.size));
+        loss_sum_ += static_cast<double>(loss.item()) * static_cast<double>(cut.size);
+        losses_[static_cast<std::size_t>(m)] = loss;
+      }
+    } else {
+      send(StageLinks::Neighbour::next, output, kActivationTag + m);
+    }
+    if (training_) {
+      inputs_[static_cast<std::size_t>(m)] = input;
+      outputs_[static_cast<std::size_t>(m)] = output;
+      s_.statistics.peak_micro_batches = std::max(s_.statistics.peak_micro_batches, ++held_);
+    }
+    compute_seconds_ += seconds_since(start);
+  }
+
+  // `loss_scale`: the batch's share of the optimizer step.
+  void backward(int m, double loss_scale) {
+    timeline::Span span("compute", "backward");
+    span.arg("micro-batch", m);
+    const auto start = Clock::now();
+    const auto k = static_cast<std::size_t>(m);
+    // The weight-gradient rows go to deferred_ as part k, so their sum is in
+    // micro-batch order whatever the schedule.
+    std::optional<autograd::DeferredWeightGradients::Recording> recording;
+    if (s_.options.defer_weight_gradients) recording.emplace(deferred_, k);
+    if (s_.last()) {
+      // Each micro-batch's mean loss counts with its share of the batch, so
+      // the gradients sum to those of the batch's mean loss.
+      const double scale =
+          loss_scale * static_cast<double>(cuts_[k].size) / static_cast<double>(batch_.size());
+      const Tensor loss = scale == 1.0 ? losses_[k] : losses_[k] * static_cast<float>(scale);
+      loss.backward();  // with scale 1, bit for bit what one process computes
+    } else {
+      const Tensor gradient = take(gradients_in_[k], "receive gradient", m);
+      // A first stage without parameters has nothing to differentiate.
+      if (outputs_[k].requires_grad()) outputs_[k].backward(gradient);
+    }
+    if (!s_.first()) {
+      const Tensor gradient = inputs_[k].grad();
+      send(StageLinks::Neighbour::previous, gradient.defined() ? gradient : zeros_like(inputs_[k]),
+           kGradientTag + m);
+    }
+    inputs_[k] = outputs_[k] = losses_[k] = Tensor();  // the activations go
+    --held_;
+    s_.statistics.peak_deferred_bytes = std::max(s_.statistics.peak_deferred_bytes, deferred_.bytes());
+    compute_seconds_ += seconds_since(start);
+  }
+
+  // The deferred weight gradients, once every micro-batch's backward ran.
+  void compute_weight_gradients() {
+    if (deferred_.weights() == 0) return;
+    const timeline::Span span("compute", "weight gradients");
+    const auto start = Clock::now();
+    deferred_.compute();
+    compute_seconds_ += seconds_since(start);
+  }
+
+  // Waits for the sends; rank 0 returns the batch's output and mean loss,
+  // which the last stage sends it, and every other rank nothing.
+  optim::StepOutput finish() {
+    {
+      const timeline::Span span("communication", "wait for sends");
+      for (StageMessage& message : sends_) message.wait();
+    }
+    optim::StepOutput result;
+    if (s_.last()) {
+      const Tensor output = results_.size() == 1 ? results_.front() : concat(results_);
+      const Tensor loss = full({}, loss_sum_ / static_cast<double>(batch_.size()), {DType::Float32, device_, false});
+      if (s_.first()) return {output, loss_ ? loss : Tensor()};
+      TensorMessage output_out = s_.comm.isend(output, 0, kOutputTag);
+      if (loss_) s_.comm.isend(loss, 0, kLossTag).request.wait();
+      output_out.request.wait();
+      return result;
+    }
+    if (s_.first()) {
+      result.output = take(output_in_, "receive output", -1);
+      if (loss_) result.loss = take(loss_in_, "receive loss", -1);
+    }
+    return result;
+  }
+
+  double compute_seconds() const { return compute_seconds_; }
+
+ private:
+  // A received tensor on this stage's device; the wait is not compute time
+  // but idle (or transfer) time, which the timeline shows as such.
+  Tensor take(StageMessage& message, const char* name, int micro_batch) {
+    timeline::Span span("communication", name);
+    if (micro_batch >= 0) span.arg("micro-batch", micro_batch);
+    const auto start = Clock::now();
+    Tensor tensor = message.take(device_);
+    compute_seconds_ -= seconds_since(start);
+    return tensor;
+  }
+
+  void send(StageLinks::Neighbour to, const Tensor& tensor, int tag) {
+    timeline::Span span("communication", to == StageLinks::Neighbour::next ? "send activation" : "send gradient");
+    span.arg("bytes", static_cast<std::int64_t>(tensor.nbytes()));
+    sends_.push_back(s_.links->send(to, tensor, tag));
+    ++s_.statistics.messages;
+    s_.statistics.bytes += static_cast<std::int64_t>(tensor.nbytes());
+  }
+
+  Pipeline::State& s_;
+  layers::Module& model_;
+  const optim::Batch& batch_;
+  bool training_;
+  const optim::LossFunction& loss_;
+  std::vector<MicroBatch> cuts_;
+  Device device_;
+  std::vector<StageMessage> activations_in_, gradients_in_, sends_;
+  StageMessage output_in_, loss_in_;  // rank 0's, from the last stage over MPI
+  std::vector<Tensor> inputs_, outputs_, losses_, results_;
+  autograd::DeferredWeightGradients deferred_;
+  double loss_sum_ = 0.0;
+  double compute_seconds_ = 0.0;
+  int held_ = 0;
+};
+
+ProcessGrid ProcessGrid::split(const Communicator& world, int data_parallel, int stages) {
+  DDL_CHECK(data_parallel >= 1 && stages >= 1 && data_parallel * stages == world.size(),
+            "ProcessGrid: {} pipelines of {} stages need {} ranks; this job has {}", data_parallel, stages,
+            data_parallel * stages, world.size());
+  const int rank = world.rank();
+  return {world, world.split(rank / stages, rank), world.split(rank % stages, rank)};
+}
+
+Pipeline::Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options)
+    : Pipeline(ProcessGrid{comm, comm, comm.split(comm.rank(), 0)}, std::move(stages), options) {}
+
+int micro_batches(const PipelineOptions& options, int stages) {
+  return options.micro_batches == 0 ? kMicroBatchesPerStage * stages : options.micro_batches;
+}
+
+Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options)
+    : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
+  config::check_environment();  // a bad DDL_* value named here, not in a later wait
+  State& s = *state_;
+  if (grid.data.size() > 1) s.data = std::move(grid.data);
+  DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
+            "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
+  DDL_CHECK(options.micro_batches >= 0 && options.micro_batches <= kMaxMicroBatches,
+            "Pipeline: micro_batches = {} is invalid (1 to {}, or 0 for {} per stage)", options.micro_batches,
+            kMaxMicroBatches, kMicroBatchesPerStage);
+  s.options.micro_batches = micro_batches(options, static_cast<int>(s.stages.size()));
+  for (std::size_t i = 0; i < s.stages.size(); ++i) {
+    const std::size_t expected_first = i == 0 ? 0 : s.stages[i - 1].last + 1;
+    DDL_CHECK(s.stages[i].first == expected_first && s.stages[i].last >= s.stages[i].first,
+              "Pipeline: stage {} holds layers {}-{}; stages must be non-empty and follow each other from layer 0 "
+              "(expected it to start at layer {})",
+              i, s.stages[i].first, s.stages[i].last, expected_first);
+  }
+}
+
+Pipeline::~Pipeline() = default;
+
+int Pipeline::stage() const { return state_->stage; }
+int Pipeline::stage_count() const { return static_cast<int>(state_->stages.size()); }
+const StageRange& Pipeline::layers() const { return state_->stages[static_cast<std::size_t>(state_->stage)]; }
+const std::vector<StageRange>& Pipeline::stages() const { return state_->stages; }
+const PipelineOptions& Pipeline::options() const { return state_->options; }
+const Communicator& Pipeline::communicator() const { return state_->comm; }
+bool Pipeline::over_nccl() const { return state_->links && state_->links->over_nccl(); }
+PipelineStatistics Pipeline::statistics() const { return state_->statistics; }
+int Pipeline::data_parallel() const { return state_->data ? state_->data->size() : 1; }
+
+std::string Pipeline::describe(std::int64_t shard_batch) const {
+  if (data_parallel() == 1) return {};
+  return fmt::format("{} pipelines ({} allreduce, {} per pipeline)", data_parallel(),
+                     algorithm_name(state_->options.allreduce), shard_batch);
+}
+int Pipeline::rank() const { return state_->world.rank(); }
+int Pipeline::world_size() const { return state_->world.size(); }
+optim::Shard Pipeline::shard() const { return state_->data ? optim::Shard{state_->data->rank(), state_->data->size()} : optim::Shard{}; }
+
+Device Pipeline::device(DeviceType type) {
+  if (type != DeviceType::CUDA) return Strategy::device(type);
+  return local_gpu(state_->world, "Pipeline", "a pipeline");
+}
+
+void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {
+  // A rank given the wrong model must not leave the others waiting for its
+  // messages: every rank learns here whether all have theirs.
+  const StageRange& own = layers();
+  std::string problem;
+  const auto* sequential = dynamic_cast<const layers::Sequential*>(&model);
+  if (sequential == nullptr) {
+    problem = fmt::format("Pipeline: stage {} was given a {}, not a Sequential", stage(), model.type_name());
+  } else {
+    bool fits = sequential->size() == own.size();
+    for (std::size_t i = 0; fits && i < own.size(); ++i) {
+      fits = sequential->children()[i].first == std::to_string(own.first + i);
+    }
+    if (!fits) {
+      problem = fmt::format("Pipeline: stage {} holds layers {}-{} of the model, but its model has {} layers ({}-{} "
+                            "by name): build each stage's model with build_stage",
+                            stage(), own.first, own.last, sequential->size(),
+                            sequential->size() == 0 ? "" : sequential->children().front().first,
+                            sequential->size() == 0 ? "" : sequential->children().back().first);
+    }
+  }
+  agree_all_can_proceed(state_->world, problem, "Pipeline: checking each stage's model");
+  // Every pipeline starts from the first one's state (and its checkpoint).
+  if (state_->data) broadcast_initial_state(*state_->data, model, optimizer, "Pipeline");
+}
+
+void Pipeline::synchronize_gradients(layers::Module& model) {
+  if (!state_->data) return;
+  // The stage's gradients in one flat buffer, summed over the pipelines
+  // and divided by their count: each stage then steps as with the whole
+  // global batch. A parameter without a gradient counts as zeros.
+  const std::vector<Tensor> parameters = model.parameters();
+  std::vector<float> flat;
+  for (const Tensor& parameter : parameters) {
+    const Tensor grad = parameter.grad();
+    const std::vector<float> values =
+        grad.defined() ? grad.to_vector<float>() : std::vector<float>(static_cast<std::size_t>(parameter.numel()), 0.0f);
+    flat.insert(flat.end(), values.begin(), values.end());
+  }
+  allreduce(*state_->data, flat, state_->options.allreduce);
+  const float scale = 1.0f / static_cast<float>(state_->data->size());
+  std::size_t offset = 0;
+  for (const Tensor& parameter : parameters) {
+    const auto count = static_cast<std::size_t>(parameter.numel());
+    std::vector<float> averaged(flat.begin() + static_cast<std::ptrdiff_t>(offset),
+                                flat.begin() + static_cast<std::ptrdiff_t>(offset + count));
+    for (float& value : averaged) value *= scale;
+    parameter.set_grad(from_vector(averaged, parameter.shape(), {DType::Float32, parameter.device(), false}));
+    offset += count;
+  }
+}
+
+optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim::LossFunction& loss,
+                                             const optim::Batch& batch, const optim::StepShare& share) {
+  State& s = *state_;
+  const auto start = Clock::now();
+  s.learn_shapes(model, batch);
+  Generator& generator = default_generator();
+  const std::uint64_t base = generator.offset();
+  generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(s.stage) * kGeneratorBlock);
+
+  StageRun run(s, model, batch, true, loss);
+  for (const PipelineAction& action :
+       stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches())) {
+    if (action.kind == PipelineAction::Kind::Forward) {
+      run.forward(action.micro_batch);
+    } else {
+      run.backward(action.micro_batch, share.loss_scale);
+    }
+  }
+  run.compute_weight_gradients();
+  optim::StepOutput result = run.finish();
+
+  generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(stage_count()) * kGeneratorBlock);
+  ++s.statistics.steps;
+  s.statistics.step_seconds += seconds_since(start);
+  s.statistics.compute_seconds += run.compute_seconds();
+  return result;
+}
+
+optim::StepOutput Pipeline::forward(layers::Module& model, const optim::Batch& batch, const optim::LossFunction& loss) {
+  State& s = *state_;
+  s.learn_shapes(model, batch);
+  StageRun run(s, model, batch, false, loss);
+  for (int m = 0; m < run.micro_batches(); ++m) run.forward(m);
+  return run.finish();
+}
+
+void Pipeline::gather_state(const layers::Module& model, optim::TrainingState& state) {
+  gather_stage_state(state_->comm, model, state);
+}
+
+void Pipeline::select_state(const layers::Module& model, optim::TrainingState& state) {
+  select_stage_state(state_->comm, layers(), model, state);
+}
+
+void Pipeline::sum_over_ranks(std::vector<double>& values) { state_->world.sum_doubles(values); }
+
+std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,
+                                                Generator* generator) {
+  DDL_CHECK(pipeline.stages().back().last + 1 == layers.size(),
+            "build_stage: the pipeline's stages cover layers 0-{}, but the model has {} layers (0-{})",
+            pipeline.stages().back().last, layers.size(), layers.size() - 1);
+  return layers.build(generator, pipeline.layers().first, pipeline.layers().last);
+}
+
+}  // namespace ddl::parallel

@@ -1,0 +1,186 @@
+// Pipeline: pipeline parallelism across ranks as a strategy for the Trainer
+// (DESIGN.md item 5; GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021).
+// A Sequential is cut into contiguous stages, one per rank of the
+// communicator; each rank builds and holds only its stage's layers, their
+// gradients and their optimizer state, so a model too big for one process
+// fits several.
+//
+// Each batch is cut into M micro-batches. A stage runs its schedule's list of
+// actions (pipeline_schedule.hpp): a forward takes the micro-batch's input
+// activation from the stage before (stage 0 slices the batch) and sends its
+// output on; a backward takes the output's gradient from the stage after
+// (the last stage starts it from the micro-batch's loss) and sends the input's
+// gradient back. Every receive of a step is posted before its first action,
+// and sends do not wait, so no schedule can deadlock, M < stages included.
+// Each micro-batch's loss counts with its share of the batch, and the
+// optimizer steps once per batch: the result equals the unsplit batch's.
+//
+// Every stage reads every batch (the first needs its inputs, the last its
+// targets). The last stage computes the loss and sends the batch's output
+// and loss to rank 0, which reports them: progress, metrics, predictions
+// and checkpoints behave as in one process. Checkpoints are one file in the
+// single-process format, gathered from the stages (gather_state), and every
+// stage takes its part of one when resuming (select_state), so a run may
+// resume on another stage count or in one process.
+//
+// Hybrid parallelism: a ProcessGrid splits the ranks into dp pipelines of
+// pp stages. Each pipeline reads its shard of every epoch (as data
+// parallelism's ranks do), and after a batch's last backward each stage's
+// gradients are averaged over the same stage of every pipeline with one of
+// our allreduce algorithms, so all pipelines step alike.
+//
+// A Dense weight's gradient is computed once per batch, after the last
+// micro-batch's backward, from the rows every micro-batch kept (its input
+// and output gradient): the input gradients go back as soon as they are
+// known, and the weight gradient is one product over the batch instead of
+// M small ones that each rewrite the whole gradient
+// (PipelineOptions::defer_weight_gradients).
+//
+// Micro-batching and layer state: BatchNorm computes its statistics per
+// micro-batch (as GPipe does), so with M > 1 it does not equal the unsplit
+// batch; dropout draws its masks per micro-batch from the generator in
+// schedule order, reproducible for a seed, stage count and M.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ddl/core/random.hpp>
+#include <ddl/layers/layer_list.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
+#include <ddl/optim/engine/strategy.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
+
+namespace ddl::parallel {
+
+// The micro-batches of a batch when none are asked for: two per stage, so
+// the bubble (p - 1)/(M + p - 1) stays under a third without cutting a
+// batch into slivers.
+inline constexpr int kMicroBatchesPerStage = 2;
+
+struct PipelineOptions {
+  // Micro-batches per batch; a batch of fewer samples gets one per sample.
+  // 0: kMicroBatchesPerStage per stage.
+  int micro_batches = 0;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // Hybrid: how a stage's gradients are averaged over the pipelines.
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
+  // Between stages that each drive a GPU of their own, send activations and
+  // gradients with NCCL on the GPU (where ddl has NCCL); otherwise, and
+  // when false, over MPI through host memory.
+  bool nccl = true;
+  // Dense weights' gradients computed once per batch, from the rows of
+  // every micro-batch kept until the last backward (the B/W split of
+  // zero-bubble schedules, core/deferred_gradients.hpp), instead of in each
+  // micro-batch's backward. Costs the kept rows until then: the batch's
+  // rows x each Dense layer's inputs + outputs, floats, whatever the
+  // schedule (under 1F1B the rest of a micro-batch's activations still go
+  // at its backward). With M = 1 the result is the same bits.
+  bool defer_weight_gradients = true;
+};
+
+// The micro-batches `options` cut each batch into on `stages` stages.
+int micro_batches(const PipelineOptions& options, int stages);
+
+// The ranks as dp pipelines of pp stages (Megatron's and DeepSpeed's grid):
+// world rank r is stage r % pp of pipeline r / pp, so a pipeline's stages
+// are neighbouring ranks (on one node, where they talk most).
+struct ProcessGrid {
+  Communicator world;     // every rank of the grid
+  Communicator pipeline;  // this rank's pipeline, one rank per stage
+  Communicator data;      // this stage in every pipeline, in pipeline order
+
+  // Collective over `world`. Throws ddl::Error, alike on every rank, unless
+  // data_parallel * stages == world.size().
+  static ProcessGrid split(const Communicator& world, int data_parallel, int stages);
+};
+
+// Where one stage's training time went, summed over the steps so far.
+struct PipelineStatistics {
+  std::int64_t steps = 0;
+  double step_seconds = 0.0;     // in forward_backward, from the first action to the last send's completion
+  double compute_seconds = 0.0;  // in forwards and backwards
+  std::int64_t messages = 0;     // activations and gradients sent
+  std::int64_t bytes = 0;
+  int peak_micro_batches = 0;    // most micro-batches whose activations were held at once
+  std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients
+  // The share of the stage's step time spent not computing: waiting for its
+  // neighbours, and idle at the start and end of the schedule.
+  double idle_fraction() const { return step_seconds > 0.0 ? 1.0 - compute_seconds / step_seconds : 0.0; }
+};
+
+class Pipeline : public optim::Strategy {
+ public:
+  // `comm` holds one rank per stage, in stage order; `stages` lists the
+  // layers of each (stage_split.hpp): contiguous, starting at layer 0, one
+  // per rank. Throws ddl::Error, alike on every rank, when they do not fit.
+  Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options = {});
+  // Hybrid: one stage of one of the grid's pipelines; `stages` as above,
+  // one per rank of grid.pipeline.
+  Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options = {});
+  ~Pipeline() override;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // This rank's stage, and its layers of the whole model.
+  int stage() const;
+  int stage_count() const;
+  const StageRange& layers() const;
+  const std::vector<StageRange>& stages() const;
+  // As given, with the micro-batch count resolved (micro_batches()).
+  const PipelineOptions& options() const;
+  const Communicator& communicator() const;
+  PipelineStatistics statistics() const;
+  // Whether activations and gradients travel over NCCL (decided at the
+  // first batch; false before it).
+  bool over_nccl() const;
+
+  // Pipelines in the grid (1 without one).
+  int data_parallel() const;
+
+  int rank() const override;
+  int world_size() const override;
+  // Every stage of a pipeline reads every batch of the pipeline's shard.
+  optim::Shard shard() const override;
+  // cuda:<node-local rank> for CUDA, or the only GPU a rank sees, once every
+  // rank has checked it has one (collective).
+  Device device(DeviceType type) override;
+  // Checks that `model` is this stage's part (built by build_stage); with
+  // several pipelines, the first one's state is broadcast to the others.
+  void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
+                                     const optim::StepShare& share) override;
+  // Hybrid: averages the stage's gradients over the pipelines.
+  void synchronize_gradients(layers::Module& model) override;
+  optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
+                            const optim::LossFunction& loss = {}) override;
+  void gather_state(const layers::Module& model, optim::TrainingState& state) override;
+  void select_state(const layers::Module& model, optim::TrainingState& state) override;
+  void sum_over_ranks(std::vector<double>& values) override;
+  // Hybrid: "2 pipelines (ring allreduce, 64 per pipeline)"; a single
+  // pipeline says nothing here (its stages are a table of their own).
+  std::string describe(std::int64_t shard_batch) const override;
+  // A memory monitor of the stage's device, for report().
+  std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override;
+  // Collective: every stage's layers, memory and idle time against the
+  // textbook bubble (pipeline_report.hpp), for the root to print.
+  std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
+
+ private:
+  struct State;
+  class StageRun;  // one batch through this stage (pipeline.cpp)
+  std::shared_ptr<State> state_;
+  std::shared_ptr<optim::StepMemoryMonitor> memory_;  // made by callbacks()
+};
+
+// This rank's stage of the model `layers` describes: its layers alone, named
+// by their index in the whole model, with the weights they have there.
+std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,
+                                                Generator* generator = nullptr);
+
+}  // namespace ddl::parallel

@@ -1,0 +1,124 @@
+// Per-stage reports of a pipeline (see pipeline_report.hpp).
+#include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
+
+#include <sys/resource.h>
+
+#include <array>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include <ddl/core/check.hpp>
+#include <ddl/parallel/planning/placement.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+// The peak resident set of this process, in bytes (Linux reports KiB).
+double peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+}
+
+double mebibytes(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+// A report travels as doubles, every field in a fixed place.
+constexpr std::size_t kFields = 12;
+
+std::array<double, kFields> encode(const StageReport& r) {
+  const PipelineStatistics& s = r.statistics;
+  return {static_cast<double>(r.stage), static_cast<double>(r.layers.first), static_cast<double>(r.layers.last),
+          r.parameter_bytes, r.optimizer_bytes, r.peak_activation_bytes, r.peak_resident_bytes,
+          static_cast<double>(s.steps), s.step_seconds, s.compute_seconds, static_cast<double>(s.messages),
+          static_cast<double>(s.bytes)};
+}
+
+StageReport decode(const double* f, int peak_micro_batches) {
+  StageReport r;
+  r.stage = static_cast<int>(f[0]);
+  r.layers = {static_cast<std::size_t>(f[1]), static_cast<std::size_t>(f[2])};
+  r.parameter_bytes = f[3];
+  r.optimizer_bytes = f[4];
+  r.peak_activation_bytes = f[5];
+  r.peak_resident_bytes = f[6];
+  r.statistics.steps = static_cast<std::int64_t>(f[7]);
+  r.statistics.step_seconds = f[8];
+  r.statistics.compute_seconds = f[9];
+  r.statistics.messages = static_cast<std::int64_t>(f[10]);
+  r.statistics.bytes = static_cast<std::int64_t>(f[11]);
+  r.statistics.peak_micro_batches = peak_micro_batches;
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::shared_ptr<optim::Callback>> Pipeline::callbacks(const layers::Module& model) {
+  if (!memory_) {
+    const auto* stage = dynamic_cast<const layers::Sequential*>(&model);
+    DDL_CHECK(stage != nullptr, "Pipeline: stage {} was given a {}, not a Sequential", this->stage(),
+              model.type_name());
+    memory_ = std::make_shared<optim::StepMemoryMonitor>(placement_devices(*stage));
+  }
+  return {memory_};
+}
+
+std::string Pipeline::report(const layers::Module& model, const optim::Optimizer& optimizer) {
+  const auto reports = gather_stage_reports(*this, model, optimizer, memory_.get());
+  return "pipeline stages (peaks over the training steps):\n" + format_stage_reports(reports, options());
+}
+
+std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const layers::Module& stage_model,
+                                              const optim::Optimizer& optimizer,
+                                              const optim::StepMemoryMonitor* memory) {
+  StageReport own;
+  own.stage = pipeline.stage();
+  own.layers = pipeline.layers();
+  for (const Tensor& parameter : stage_model.parameters()) own.parameter_bytes += static_cast<double>(parameter.nbytes());
+  for (const auto& [name, buffer] : optimizer.state()) {
+    if (name != "step") own.optimizer_bytes += static_cast<double>(buffer.nbytes());
+  }
+  if (memory != nullptr) {
+    for (const optim::StepMemory& peak : memory->peaks()) {
+      own.peak_activation_bytes = std::max(own.peak_activation_bytes, static_cast<double>(peak.peak_activation_bytes));
+    }
+  }
+  own.peak_resident_bytes = peak_resident_bytes();
+  own.statistics = pipeline.statistics();
+
+  std::array<double, kFields + 1> mine{};
+  const auto fields = encode(own);
+  std::copy(fields.begin(), fields.end(), mine.begin());
+  mine[kFields] = static_cast<double>(own.statistics.peak_micro_batches);
+  const std::vector<std::byte> all = pipeline.communicator().allgather_bytes(std::as_bytes(std::span(mine)));
+  std::vector<double> values(all.size() / sizeof(double));
+  std::memcpy(values.data(), all.data(), all.size());
+  std::vector<StageReport> reports;
+  for (std::size_t offset = 0; offset < values.size(); offset += kFields + 1) {
+    reports.push_back(decode(values.data() + offset, static_cast<int>(values[offset + kFields])));
+  }
+  return reports;
+}
+
+std::string format_stage_reports(const std::vector<StageReport>& reports, const PipelineOptions& options) {
+  std::string out = fmt::format("{:<6} {:<8} {:>11} {:>10} {:>11} {:>9} {:>6} {:>9} {:>10}\n", "stage", "layers",
+                                "params MiB", "optim MiB", "activ. MiB", "peak RSS", "idle", "messages", "sent MiB");
+  double idle = 0.0;
+  for (const StageReport& r : reports) {
+    idle += r.statistics.idle_fraction();
+    out += fmt::format("{:<6} {:<8} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>9} {:>10.2f}\n", r.stage,
+                       fmt::format("{}-{}", r.layers.first, r.layers.last), mebibytes(r.parameter_bytes),
+                       mebibytes(r.optimizer_bytes), mebibytes(r.peak_activation_bytes),
+                       mebibytes(r.peak_resident_bytes), 100.0 * r.statistics.idle_fraction(), r.statistics.messages,
+                       mebibytes(static_cast<double>(r.statistics.bytes)));
+  }
+  const auto stages = static_cast<int>(reports.size());
+  out += fmt::format("bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook (p-1)/(M+p-1) = {:.1f}% "
+                     "for p = {}, M = {} ({})\n",
+                     reports.empty() ? 0.0 : 100.0 * idle / stages,
+                     100.0 * textbook_bubble_fraction(stages, options.micro_batches), stages, options.micro_batches,
+                     pipeline_schedule_name(options.schedule));
+  return out;
+}
+
+}  // namespace ddl::parallel

@@ -1,0 +1,350 @@
+// Splitting a model into pipeline stages (see stage_split.hpp).
+#include <ddl/parallel/strategies/pipeline/stage_split.hpp>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include <fmt/ranges.h>
+
+#include <ddl/core/check.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
+#include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/ops.hpp>
+#include <ddl/core/random.hpp>
+
+namespace ddl::parallel {
+namespace {
+
+constexpr std::array kBalances = {StageBalance::Layers, StageBalance::Parameters, StageBalance::Time};
+// Timed forward + backward runs per layer; the median of an odd count is one
+// of them, and a few are enough to shed a run the OS interrupted.
+constexpr int kTimedRuns = 5;
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// "4, 7" -> {"4", "7"}; "4,,7" keeps its empty point, and "" (one stage) has none.
+std::vector<std::string_view> split_at_commas(std::string_view text) {
+  std::vector<std::string_view> tokens;
+  if (trim(text).empty()) return tokens;
+  for (std::size_t start = 0;;) {
+    const auto comma = text.find(',', start);
+    tokens.push_back(trim(text.substr(start, comma - start)));
+    if (comma == std::string_view::npos) return tokens;
+    start = comma + 1;
+  }
+}
+
+void check_stage_count(std::size_t layers, int stages) {
+  DDL_CHECK(stages >= 1, "pipeline split: stages must be at least 1, got {}", stages);
+  DDL_CHECK(static_cast<std::size_t>(stages) <= layers,
+            "pipeline split: {} stages for {} layers; every stage needs at least one layer", stages, layers);
+}
+
+// The split points of `stages`, as parse_split takes them: "4,7".
+std::string format_points(const std::vector<StageRange>& stages) {
+  std::vector<std::size_t> points;
+  for (std::size_t s = 1; s < stages.size(); ++s) points.push_back(stages[s].first);
+  return fmt::format("{}", fmt::join(points, ","));
+}
+
+// The total cost of layers [begin, end), from prefix sums. Every stage cost
+// goes through this one subtraction, so a split's largest cost compares
+// exactly with the smallest maximum found, and whole-number costs (layer
+// counts, bytes below 2^53) tie exactly.
+class PrefixSums {
+ public:
+  explicit PrefixSums(const std::vector<double>& costs) : sums_(costs.size() + 1, 0.0) {
+    for (std::size_t i = 0; i < costs.size(); ++i) sums_[i + 1] = sums_[i] + costs[i];
+  }
+  double range(std::size_t begin, std::size_t end) const { return sums_[end] - sums_[begin]; }
+
+ private:
+  std::vector<double> sums_;
+};
+
+// A table indexed [stages][first layer], for the dynamic programmes over
+// suffixes of the layers.
+template <class T>
+using SuffixTable = std::vector<std::vector<T>>;
+
+// smallest_max[j][i]: the smallest largest stage cost of layers i..L-1 cut
+// into j stages (where L - i >= j). The first stage is [i, k), and the rest
+// must leave at least one layer to each of the other j - 1 stages.
+double smallest_largest_cost(const PrefixSums& sums, std::size_t layers, std::size_t stages) {
+  constexpr double kUnreached = std::numeric_limits<double>::infinity();
+  SuffixTable<double> smallest_max(stages + 1, std::vector<double>(layers + 1, kUnreached));
+  for (std::size_t i = 0; i < layers; ++i) smallest_max[1][i] = sums.range(i, layers);
+  for (std::size_t j = 2; j <= stages; ++j) {
+    for (std::size_t i = 0; i + j <= layers; ++i) {
+      for (std::size_t k = i + 1; k + j - 1 <= layers; ++k) {
+        smallest_max[j][i] = std::min(smallest_max[j][i], std::max(sums.range(i, k), smallest_max[j - 1][k]));
+      }
+    }
+  }
+  return smallest_max[stages][0];
+}
+
+// Restores the default generator when measuring ends, however it ends: the
+// dropout layers being timed draw their masks from it, and measuring must
+// not change the training run that follows.
+class DefaultGeneratorRestorer {
+ public:
+  DefaultGeneratorRestorer() : seed_(default_generator().seed()), offset_(default_generator().offset()) {}
+  ~DefaultGeneratorRestorer() { default_generator().set_state(seed_, offset_); }
+  DefaultGeneratorRestorer(const DefaultGeneratorRestorer&) = delete;
+  DefaultGeneratorRestorer& operator=(const DefaultGeneratorRestorer&) = delete;
+
+ private:
+  std::uint64_t seed_;
+  std::uint64_t offset_;
+};
+
+// [batch, sample...]
+Shape with_batch(std::int64_t batch, const Shape& sample) {
+  DDL_CHECK(sample.rank() < Shape::kMaxDims,
+            "layer_costs: the sample shape {} leaves no room for the batch dimension (at most {} dims)", sample,
+            Shape::kMaxDims - 1);
+  std::vector<std::int64_t> dims{batch};
+  for (int d = 0; d < sample.rank(); ++d) dims.push_back(sample[d]);
+  return Shape(dims);
+}
+
+// A GPU runs its queue after the host returns; the timed interval must hold the work.
+void wait_for(const Device& device) {
+  if (device.is_cuda()) cuda_backend::synchronize(device.index());
+}
+
+double forward_backward_seconds(layers::Module& layer, const Tensor& input, const Tensor& output_gradient,
+                                const Device& device) {
+  layer.zero_grad();  // as a training step starts, so backward writes rather than accumulates
+  input.zero_grad();
+  const auto start = std::chrono::steady_clock::now();
+  layer(input).backward(output_gradient);
+  wait_for(device);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+struct LayerTiming {
+  double seconds = 0.0;
+  Shape output_shape;
+};
+
+// The median of kTimedRuns forward + backward runs, after an untimed one
+// that pays the first call's costs (the allocator's pool, cuDNN's algorithm
+// search) and tells the output's shape.
+LayerTiming time_layer(layers::Module& layer, const Tensor& input, const Device& device) {
+  Tensor output_gradient;
+  {
+    const Tensor output = layer(input);
+    output_gradient = ones_like(output);
+    output.backward(output_gradient);
+    wait_for(device);
+  }
+  std::vector<double> seconds;
+  for (int run = 0; run < kTimedRuns; ++run) {
+    seconds.push_back(forward_backward_seconds(layer, input, output_gradient, device));
+  }
+  const auto median = seconds.begin() + kTimedRuns / 2;
+  std::nth_element(seconds.begin(), median, seconds.end());
+  return {*median, output_gradient.shape()};
+}
+
+std::vector<double> measured_seconds(const layers::LayerList& layers, const Shape& sample_shape, std::int64_t batch,
+                                     const Device& device) {
+  DDL_CHECK(batch >= 1, "layer_costs: the batch must be at least 1, got {}", batch);
+  check_device_exists(device);
+  const DefaultGeneratorRestorer restorer;
+  Generator scratch(0);
+  Shape input_shape = with_batch(batch, sample_shape);
+  std::vector<double> seconds;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    // Only this layer and its input live here, freed before the next is built.
+    const std::shared_ptr<layers::Module> layer = layers.build_layer(i, &scratch);
+    layer->to(device);
+    const Tensor input =
+        uniform(input_shape, -1.0f, 1.0f, TensorOptions{}.with_device(device).with_requires_grad(), &scratch);
+    LayerTiming timing;
+    try {
+      timing = time_layer(*layer, input, device);
+    } catch (const Error& error) {
+      detail::fail("layer_costs: layer {} ({}) on an input of {}: {}", i, layer->describe(), input_shape,
+                   error.what());
+    }
+    DDL_CHECK(timing.output_shape.rank() >= 1 && timing.output_shape[0] == batch,
+              "layer_costs: layer {} ({}) turned an input of {} into {}; the batch must stay the first dimension", i,
+              layer->describe(), input_shape, timing.output_shape);
+    seconds.push_back(timing.seconds);
+    input_shape = timing.output_shape;
+  }
+  return seconds;
+}
+
+// How format_stages shows a cost: its column's header and the factor from
+// the cost's own unit (layers, bytes, seconds).
+struct CostUnit {
+  std::string_view header;
+  double scale;
+  int decimals;
+};
+
+CostUnit cost_unit(StageBalance balance) {
+  switch (balance) {
+    case StageBalance::Layers: return {"count", 1.0, 0};
+    case StageBalance::Parameters: return {"param MiB", 1.0 / (1024.0 * 1024.0), 2};
+    case StageBalance::Time: return {"fwd+bwd ms", 1e3, 3};
+  }
+  return {"cost", 1.0, 3};
+}
+
+void check_stages_cover(const std::vector<StageRange>& stages, std::size_t layers) {
+  std::size_t next = 0;
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    DDL_CHECK(stages[s].first == next && stages[s].first <= stages[s].last,
+              "format_stages: stage {} runs layers {}-{}, but should start at layer {} and not run backwards", s,
+              stages[s].first, stages[s].last, next);
+    next = stages[s].last + 1;
+  }
+  DDL_CHECK(!stages.empty() && next == layers, "format_stages: the {} stages end at layer {}, but there are {} layers",
+            stages.size(), next == 0 ? 0 : next - 1, layers);
+}
+
+}  // namespace
+
+StageBalance parse_stage_balance(std::string_view name) {
+  return choice_by_name(name, kBalances, stage_balance_name, "stage balance");
+}
+
+std::vector<StageBalance> all_stage_balances() { return {kBalances.begin(), kBalances.end()}; }
+
+std::string_view stage_balance_name(StageBalance balance) {
+  switch (balance) {
+    case StageBalance::Layers: return "layers";
+    case StageBalance::Parameters: return "parameters";
+    case StageBalance::Time: return "time";
+  }
+  return "unknown";
+}
+
+std::vector<StageRange> parse_split(std::string_view text, std::size_t layers, int stages) {
+  check_stage_count(layers, stages);
+  const std::vector<std::string_view> tokens = split_at_commas(text);
+  const auto points_needed = static_cast<std::size_t>(stages - 1);
+  DDL_CHECK(tokens.size() == points_needed,
+            "pipeline split '{}': {} stages need {} split points (the first layer of every stage after the first; "
+            "'{}' splits the {} layers evenly), got {}",
+            text, stages, points_needed, format_points(balanced_split(std::vector<double>(layers, 1.0), stages)),
+            layers, tokens.size());
+
+  std::vector<StageRange> result;
+  std::size_t first = 0;  // of the stage being read
+  for (std::size_t s = 0; s < tokens.size(); ++s) {
+    const std::string_view token = tokens[s];
+    std::size_t point = 0;
+    const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), point);
+    DDL_CHECK(!token.empty() && error == std::errc() && end == token.data() + token.size(),
+              "pipeline split '{}': '{}' is not a layer index", text, token);
+    DDL_CHECK(point >= 1 && point < layers,
+              "pipeline split '{}': stage {} cannot start at layer {}: split points lie in 1-{} (stage 0 starts at "
+              "layer 0; the model has {} layers)",
+              text, s + 1, point, layers - 1, layers);
+    DDL_CHECK(point > first,
+              "pipeline split '{}': stage {} would be empty: it starts at layer {} and stage {} at layer {}; split "
+              "points must be strictly increasing",
+              text, s, first, s + 1, point);
+    result.push_back({first, point - 1});
+    first = point;
+  }
+  result.push_back({first, layers - 1});
+  return result;
+}
+
+std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages) {
+  const std::size_t layers = layer_costs.size();
+  check_stage_count(layers, stages);
+  for (std::size_t i = 0; i < layers; ++i) {
+    DDL_CHECK(std::isfinite(layer_costs[i]) && layer_costs[i] >= 0.0,
+              "pipeline split: the cost of layer {} must be finite and at least 0, got {}", i, layer_costs[i]);
+  }
+  const PrefixSums sums(layer_costs);
+  const auto stage_count = static_cast<std::size_t>(stages);
+  // Two passes, because the tie-break cannot ride along in the first: once a
+  // first stage alone reaches the maximum, the rest may take any split under
+  // it, not only the one whose own maximum is smallest.
+  const double largest = smallest_largest_cost(sums, layers, stage_count);
+
+  // squares[j][i]: the smallest sum of squared stage sizes of layers i..L-1
+  // cut into j stages that each cost at most `largest` (kNone: no such cut).
+  constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  SuffixTable<std::size_t> squares(stage_count + 1, std::vector<std::size_t>(layers + 1, kNone));
+  for (std::size_t i = 0; i < layers; ++i) {
+    if (sums.range(i, layers) <= largest) squares[1][i] = (layers - i) * (layers - i);
+  }
+  // The smallest sum of squares of a j-stage cut of i..L-1 whose first
+  // stage is [i, k); kNone where that stage costs too much or the rest
+  // cannot be cut.
+  const auto squares_after = [&](std::size_t j, std::size_t i, std::size_t k) {
+    if (sums.range(i, k) > largest || squares[j - 1][k] == kNone) return kNone;
+    return (k - i) * (k - i) + squares[j - 1][k];
+  };
+  for (std::size_t j = 2; j <= stage_count; ++j) {
+    for (std::size_t i = 0; i + j <= layers; ++i) {
+      for (std::size_t k = i + 1; k + j - 1 <= layers; ++k) {
+        squares[j][i] = std::min(squares[j][i], squares_after(j, i, k));
+      }
+    }
+  }
+
+  // Walk forward taking the shortest first stage that stays optimal, which
+  // gives the lexicographically smallest split points.
+  std::vector<StageRange> result;
+  std::size_t first = 0;
+  for (std::size_t j = stage_count; j > 1; --j) {
+    std::size_t next = first + 1;
+    while (squares_after(j, first, next) != squares[j][first]) ++next;
+    result.push_back({first, next - 1});
+    first = next;
+  }
+  result.push_back({first, layers - 1});
+  return result;
+}
+
+std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance balance, const Shape& sample_shape,
+                                std::int64_t batch, const Device& device) {
+  switch (balance) {
+    case StageBalance::Layers: return std::vector<double>(layers.size(), 1.0);
+    case StageBalance::Parameters: {
+      const std::vector<std::size_t> bytes = layers.parameter_bytes();
+      return {bytes.begin(), bytes.end()};
+    }
+    case StageBalance::Time: return measured_seconds(layers, sample_shape, batch, device);
+  }
+  detail::fail("layer_costs: unknown stage balance {}", static_cast<int>(balance));
+}
+
+std::string format_stages(const std::vector<StageRange>& stages, const std::vector<double>& layer_costs,
+                          StageBalance balance) {
+  check_stages_cover(stages, layer_costs.size());
+  const PrefixSums sums(layer_costs);
+  const double total = sums.range(0, layer_costs.size());
+  const CostUnit unit = cost_unit(balance);
+  std::string out = fmt::format("{:<6} {:<10} {:>12} {:>7}\n", "stage", "layers", unit.header, "share");
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    const double cost = sums.range(stages[s].first, stages[s].last + 1);
+    // Every layer may cost nothing (a model without parameters): no shares then.
+    const std::string share = total > 0.0 ? fmt::format("{:.1f}%", 100.0 * cost / total) : "-";
+    out += fmt::format("{:<6} {:<10} {:>12.{}f} {:>7}\n", s, fmt::format("{}-{}", stages[s].first, stages[s].last),
+                       cost * unit.scale, unit.decimals, share);
+  }
+  return out;
+}
+
+}  // namespace ddl::parallel
