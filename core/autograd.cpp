@@ -18,7 +18,7 @@ bool grad_enabled() { return grad_mode_enabled; }
 NoGradGuard::NoGradGuard() : previous_(grad_mode_enabled) { grad_mode_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_mode_enabled = previous_; }
 
-std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output) {
+std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output, const BackwardPass& /*pass*/) {
   const std::shared_ptr<TensorImpl> leaf = leaf_.lock();
   if (!leaf) return {};  // the parameter is gone; nobody will read its grad
   Tensor tensor(leaf);
@@ -66,7 +66,11 @@ void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& 
   record(std::make_shared<FunctionNode>(name, std::move(backward)), inputs, output);
 }
 
-void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph) {
+void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& output, PassBackwardFn backward) {
+  record(std::make_shared<FunctionNode>(name, std::move(backward)), inputs, output);
+}
+
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph, const BackwardPass& pass) {
   DDL_CHECK(root.defined(), "backward: the tensor is undefined");
   DDL_CHECK(root.requires_grad(), "backward: tensor of shape {} does not require grad and has no grad_fn",
             root.shape());
@@ -111,7 +115,7 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
     if (grad.defined()) {
       std::optional<timeline::Span> span;
       if (timeline::per_layer()) span.emplace("compute", node->name());
-      input_grads = node->backward(grad);
+      input_grads = node->backward(grad, pass);
     }
     if (!retain_graph && dynamic_cast<AccumulateGrad*>(node) == nullptr) {
       node->release_saved();

@@ -13,12 +13,26 @@
 
 namespace ddl {
 
+namespace autograd {
+class DeferredWeightGradients;
+}
+
+// What one backward pass carries to every node it runs: where it keeps the
+// weight gradients it defers (DeferredWeightGradients::backward_inputs), and
+// as which part; nothing for a plain backward(). Passed down explicitly, so
+// no thread or global state decides what a backward computes.
+struct BackwardPass {
+  autograd::DeferredWeightGradients* deferred = nullptr;
+  std::size_t part = 0;
+};
+
 class Node {
  public:
   virtual ~Node() = default;
-  // Gradients with respect to each input, given the gradient of the output.
-  // An undefined tensor means "no gradient flows to this input".
-  virtual std::vector<Tensor> backward(const Tensor& grad_output) = 0;
+  // Gradients with respect to each input, given the gradient of the output,
+  // within `pass`. An undefined tensor means "no gradient flows to this
+  // input".
+  virtual std::vector<Tensor> backward(const Tensor& grad_output, const BackwardPass& pass) = 0;
   virtual std::string name() const = 0;
   // Drops saved tensors once backward has used them (unless retain_graph).
   virtual void release_saved() {}
@@ -33,7 +47,7 @@ class Node {
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : leaf_(leaf) {}
-  std::vector<Tensor> backward(const Tensor& grad_output) override;
+  std::vector<Tensor> backward(const Tensor& grad_output, const BackwardPass& pass) override;
   std::string name() const override { return "AccumulateGrad"; }
 
  private:
@@ -57,19 +71,30 @@ class NoGradGuard {
 namespace autograd {
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+// A backward that reads its pass: matmul's, which may keep its weight's
+// gradient for later instead of computing it.
+using PassBackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output, const BackwardPass& pass)>;
 
 // A node whose backward is a closure over the tensors it saved. Most ops use
 // it: their backward reads in a few lines next to their forward.
 class FunctionNode final : public Node {
  public:
   FunctionNode(std::string name, BackwardFn backward) : name_(std::move(name)), backward_(std::move(backward)) {}
-  std::vector<Tensor> backward(const Tensor& grad_output) override { return backward_(grad_output); }
+  FunctionNode(std::string name, PassBackwardFn backward)
+      : name_(std::move(name)), pass_backward_(std::move(backward)) {}
+  std::vector<Tensor> backward(const Tensor& grad_output, const BackwardPass& pass) override {
+    return pass_backward_ ? pass_backward_(grad_output, pass) : backward_(grad_output);
+  }
   std::string name() const override { return name_; }
-  void release_saved() override { backward_ = nullptr; }
+  void release_saved() override {
+    backward_ = nullptr;
+    pass_backward_ = nullptr;
+  }
 
  private:
   std::string name_;
-  BackwardFn backward_;
+  BackwardFn backward_;         // most ops'
+  PassBackwardFn pass_backward_;  // or one that reads the pass
 };
 
 // True when grad mode is on and any input requires grad.
@@ -85,9 +110,11 @@ void record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>&
 // `name` (e.g. "Conv2dBackward") whose backward returns one gradient per
 // input, in the order of `inputs`.
 void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& output, BackwardFn backward);
+void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& output, PassBackwardFn backward);
 
-// Runs backward from `root` with initial gradient `grad_root`.
-void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph);
+// Runs backward from `root` with initial gradient `grad_root` (undefined:
+// ones, for a scalar root), every node within `pass`.
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph, const BackwardPass& pass = {});
 
 }  // namespace autograd
 }  // namespace ddl

@@ -10,14 +10,6 @@
 namespace ddl::autograd {
 namespace {
 
-// What this thread's backward passes record into, if anything, and as
-// which part.
-struct Active {
-  DeferredWeightGradients* deferred = nullptr;
-  std::size_t part = 0;
-};
-thread_local Active active;
-
 bool same_owner(const std::weak_ptr<TensorImpl>& a, const std::shared_ptr<TensorImpl>& b) {
   return !a.owner_before(b) && !b.owner_before(a);
 }
@@ -33,22 +25,17 @@ DeferredWeightGradients::DeferredWeightGradients(const std::vector<Tensor>& weig
   }
 }
 
-DeferredWeightGradients::Recording::Recording(DeferredWeightGradients& deferred, std::size_t part) {
-  DDL_CHECK(active.deferred == nullptr,
-            "DeferredWeightGradients: this thread is already recording (one Recording per thread at a time)");
-  active = {&deferred, part};
+void DeferredWeightGradients::backward_inputs(const Tensor& root, const Tensor& gradient, std::size_t part,
+                                              bool retain_graph) {
+  run_backward(root, gradient, retain_graph, BackwardPass{.deferred = this, .part = part});
 }
 
-DeferredWeightGradients::Recording::~Recording() { active = {}; }
-
-bool DeferredWeightGradients::defer(const std::shared_ptr<TensorImpl>& weight, const Tensor& x,
-                                    const Tensor& gradient) {
-  if (active.deferred == nullptr) return false;
-  std::vector<Entry>& entries = active.deferred->entries_;
+bool DeferredWeightGradients::keep(const std::shared_ptr<TensorImpl>& weight, std::size_t part, const Tensor& x,
+                                   const Tensor& gradient) {
   const auto entry =
-      std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return same_owner(e.weight, weight); });
-  if (entry == entries.end()) return false;
-  entry->rows.push_back({active.part, x, gradient});
+      std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return same_owner(e.weight, weight); });
+  if (entry == entries_.end()) return false;
+  entry->rows.push_back({part, x, gradient});
   return true;
 }
 
@@ -65,7 +52,7 @@ std::size_t DeferredWeightGradients::bytes() const {
   return total;
 }
 
-void DeferredWeightGradients::compute() {
+void DeferredWeightGradients::backward_weights() {
   const NoGradGuard no_grad;
   for (Entry& entry : entries_) {
     if (entry.rows.empty()) continue;
@@ -84,7 +71,7 @@ void DeferredWeightGradients::compute() {
     // The product matmul's backward computes, over every part's rows.
     const Tensor gradient = ops_detail::gemm(joined(xs), true, joined(gradients), false, "deferred weight gradient");
     // Its accumulator, unless it stopped requiring grad since.
-    if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) accumulator->backward(gradient);
+    if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) accumulator->backward(gradient, {});
     entry.rows.clear();
   }
 }

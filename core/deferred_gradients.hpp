@@ -1,5 +1,7 @@
-// Weight gradients computed once for several backward passes: the "W" of the
-// B/W split that zero-bubble pipeline schedules make.
+// Backward in two halves, the B/W split that zero-bubble pipeline schedules
+// make (PyTorch's pipelining calls them stage_backward_input and
+// stage_backward_weight): a backward for the inputs only, now, and one for
+// the weights, once for several such passes.
 //
 // A Dense layer's backward is two products: dX = dY Wᵀ, which the layer
 // before needs now, and dW = Xᵀ dY, which only the optimizer needs. When a
@@ -14,31 +16,33 @@
 //
 //   autograd::DeferredWeightGradients deferred(model.parameters());
 //   for (int m = 0; m < M; ++m) {
-//     const autograd::DeferredWeightGradients::Recording recording(deferred, m);
-//     losses[m].backward();   // dX flows on; dW is kept for later
+//     deferred.backward_inputs(losses[m], {}, m);  // dX flows on; dW is kept for later
 //   }
-//   deferred.compute();       // every deferred dW into .grad, hooks run
+//   deferred.backward_weights();  // every kept dW into .grad, hooks run
 //
 // What is deferred: the gradient of the second operand of `matmul` when it
 // is a 2-D leaf that requires grad and is one of the weights the object was
 // made for (a Dense weight; never, say, a pipeline stage's input, whose
-// gradient is read right after backward), during a backward run on a thread
-// that holds a Recording. Everything else (biases, convolutions,
-// activations, inputs) is computed as usual. The deferred gradients are
+// gradient is read right after backward), in a pass of backward_inputs (the
+// pass carries the object to matmul's backward: autograd.hpp's
+// BackwardPass; a plain backward() defers nothing). Everything else
+// (biases, convolutions, activations, inputs) is computed as usual. The deferred gradients are
 // added into .grad through the leaf's accumulator, so its gradient hooks run
 // then. A weight that also gets gradient by another path in the same pass
 // (as the left operand of a product, through another op) accumulates twice,
-// once in backward and once in compute(), and its hooks run twice.
+// once in backward_inputs and once in backward_weights, and its hooks run
+// twice.
 //
-// Rows are joined in the order of the parts given to Recording (then of
-// recording within a part), not of the backward passes, so the sum does not
-// depend on the schedule that ran them; with one part and a weight used once
-// per pass it is the very product the backward pass would have computed,
-// bit for bit.
+// Rows are joined in the order of the parts given to backward_inputs (then
+// of keeping within a part), not of the passes, so the sum does not depend
+// on the schedule that ran them; with one part and a weight used once per
+// pass it is the very product the backward pass would have computed, bit
+// for bit.
 //
-// The rows of a part stay until compute(): a stage that keeps them holds
-// the Dense layers' inputs and output gradients of every part at once.
-// One object is filled by one thread at a time.
+// The rows of a part stay until backward_weights(): a stage that keeps them
+// holds the Dense layers' inputs and output gradients of every part at
+// once. One object is filled by one thread at a time; objects do not share
+// anything, so several may be filled on several threads.
 #pragma once
 
 #include <cstddef>
@@ -57,32 +61,28 @@ class DeferredWeightGradients {
   DeferredWeightGradients(const DeferredWeightGradients&) = delete;
   DeferredWeightGradients& operator=(const DeferredWeightGradients&) = delete;
 
-  // While it lives, backward passes on this thread defer weight gradients
-  // into `deferred`, as part `part`. One Recording per thread at a time; it
-  // must not outlive `deferred`.
-  class Recording {
-   public:
-    Recording(DeferredWeightGradients& deferred, std::size_t part);
-    ~Recording();
-    Recording(const Recording&) = delete;
-    Recording& operator=(const Recording&) = delete;
-  };
+  // The backward for the inputs: backward from `root` with `gradient`
+  // (undefined: ones, for a scalar root, as Tensor::backward), every
+  // gradient computed as usual but the listed weights' products, whose rows
+  // are kept as part `part`.
+  void backward_inputs(const Tensor& root, const Tensor& gradient, std::size_t part, bool retain_graph = false);
 
-  // Computes every deferred weight gradient (one product per weight over
-  // all the rows kept for it) and adds it into the weight's .grad, weights
-  // in the order given to the constructor; a weight's rows go once its
-  // gradient is added (if a product throws, the weights after it keep
-  // theirs). A weight that is gone by then is skipped.
-  void compute();
+  // The backward for the weights: every kept weight gradient (one product
+  // per weight over all the rows kept for it) added into the weight's
+  // .grad, weights in the order given to the constructor; a weight's rows
+  // go once its gradient is added (if a product throws, the weights after
+  // it keep theirs). A weight that is gone by then is skipped.
+  void backward_weights();
 
   // Weights with rows kept, and the bytes those rows hold.
   std::size_t weights() const;
   std::size_t bytes() const;
 
-  // Called by matmul's backward: keeps the rows `x` [rows, in] and
-  // `gradient` [rows, out] of `weight`'s gradient xᵀ gradient if this thread
-  // is recording into an object made for `weight`, and says whether it did.
-  static bool defer(const std::shared_ptr<TensorImpl>& weight, const Tensor& x, const Tensor& gradient);
+  // Called by matmul's backward within a pass of backward_inputs: keeps
+  // the rows `x` [rows, in] and `gradient` [rows, out] of `weight`'s
+  // gradient xᵀ gradient as part `part` if the object was made for
+  // `weight`, and says whether it did.
+  bool keep(const std::shared_ptr<TensorImpl>& weight, std::size_t part, const Tensor& x, const Tensor& gradient);
 
  private:
   struct Rows {

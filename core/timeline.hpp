@@ -11,7 +11,7 @@
 //   timeline::write_chrome_trace("trace.json", {{.recording = recording}});
 //
 // Several ranks' recordings become one file through
-// parallel::write_timeline (parallel/timeline_gather.hpp), which aligns the
+// parallel::write_timeline (parallel/communication/timeline_gather.hpp), which aligns the
 // ranks' clocks first.
 #pragma once
 

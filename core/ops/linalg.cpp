@@ -78,19 +78,19 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
         [a = a.detach(), b = b.detach(), need_a = a.requires_grad(), need_b = b.requires_grad(),
          weight = b.dim() == 2 && b.requires_grad() && !b.impl()->grad_fn ? std::weak_ptr(b.impl())
                                                                            : std::weak_ptr<TensorImpl>()](
-            const Tensor& g) {
+            const Tensor& g, const BackwardPass& pass) {
           Tensor grad_a, grad_b;
           if (need_a) grad_a = sum_to(gemm(g, false, b, true, "matmul backward"), a.shape());
           if (need_b && b.dim() == 2) {
             // A shared 2-D operand (a weight): a's batch folded into rows, one
-            // GEMM sums it, now or (deferred_gradients.hpp) once for several
-            // backward passes.
+            // GEMM sums it, now or, in a pass that defers it
+            // (deferred_gradients.hpp), once for several backward passes.
             // a's matrices stacked, as the forward GEMM stacks them (not
             // numel / k: k may be 0).
             const std::int64_t k = a.size(-1), rows = batch_shape(a.shape()).numel() * a.size(-2);
             const Tensor x = a.reshape({rows, k}), gradient = g.reshape({rows, g.size(-1)});
             const std::shared_ptr<TensorImpl> leaf = weight.lock();
-            if (!leaf || !autograd::DeferredWeightGradients::defer(leaf, x, gradient)) {
+            if (!leaf || pass.deferred == nullptr || !pass.deferred->keep(leaf, pass.part, x, gradient)) {
               grad_b = gemm(x, true, gradient, false, "matmul backward");
             }
           } else if (need_b) {

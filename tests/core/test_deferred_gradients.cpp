@@ -1,5 +1,6 @@
-// Deferred weight gradients (core/deferred_gradients.hpp): matmul's weight
-// gradient kept as rows during several backward passes and computed once.
+// Deferred weight gradients (core/deferred_gradients.hpp): backward in two
+// halves, matmul's weight gradient kept as rows during several passes of
+// backward_inputs and computed once by backward_weights.
 #include <doctest/doctest.h>
 
 #include <ddl/core/deferred_gradients.hpp>
@@ -7,7 +8,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <thread>
 #include <vector>
 
@@ -15,7 +15,6 @@
 
 using namespace ddl;
 using autograd::DeferredWeightGradients;
-using ddl::test::throws_error_mentioning;
 using ddl::test::uniform_tensor;
 using ddl::test::within_dot_product_bound;
 
@@ -69,11 +68,15 @@ void check_against_float64(const Tensor& gradient, const Batch& batch, std::int6
   CHECK(within);
 }
 
-// Backward of x @ weight for part p, recording into `deferred` if given.
+// Backward of x @ weight for part p: for the inputs only into `deferred`
+// if given, else a plain backward.
 void part_backward(const Batch& batch, std::size_t p, const Tensor& weight, DeferredWeightGradients* deferred) {
-  std::optional<DeferredWeightGradients::Recording> recording;
-  if (deferred != nullptr) recording.emplace(*deferred, p);
-  matmul(batch.xs[p], weight).backward(batch.gradients[p]);
+  const Tensor y = matmul(batch.xs[p], weight);
+  if (deferred != nullptr) {
+    deferred->backward_inputs(y, batch.gradients[p], p);
+  } else {
+    y.backward(batch.gradients[p]);
+  }
 }
 
 }  // namespace
@@ -93,7 +96,7 @@ TEST_CASE("deferred weight gradients: one product over every part's rows, within
   CHECK(deferred.weights() == 1);
   CHECK(deferred.bytes() == static_cast<std::size_t>(13 * (in + out)) * sizeof(float));
 
-  deferred.compute();
+  deferred.backward_weights();
   CHECK(deferred.weights() == 0);
   CHECK(deferred.bytes() == 0);
   REQUIRE(weight.grad().defined());
@@ -111,7 +114,7 @@ TEST_CASE("deferred weight gradients: with one part, the product backward comput
   weight.zero_grad();
   DeferredWeightGradients deferred({weight});
   part_backward(batch, 0, weight, &deferred);
-  deferred.compute();
+  deferred.backward_weights();
   CHECK(weight.grad().to_vector<float>() == immediate);
 }
 
@@ -124,14 +127,15 @@ TEST_CASE("deferred weight gradients: the sum follows the parts' order, not the 
     weight.zero_grad();
     DeferredWeightGradients deferred({weight});
     for (const std::size_t p : order) part_backward(batch, p, weight, &deferred);
-    deferred.compute();
+    deferred.backward_weights();
     results.push_back(weight.grad().to_vector<float>());
   }
   CHECK(results[1] == results[0]);
   CHECK(results[2] == results[0]);
 }
 
-TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow at once and hooks run once, at compute") {
+TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow at once, the weight's hooks run once, "
+          "with the weights") {
   Generator generator(904);
   const Tensor weight = weight_leaf(5, 3, generator);
   Tensor bias = uniform_tensor({3}, generator);
@@ -145,8 +149,7 @@ TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow 
     Tensor x = uniform_tensor({2, 5}, generator);
     x.set_requires_grad(true);
     inputs.push_back(x);
-    const DeferredWeightGradients::Recording recording(deferred, p);
-    sum(layers::dense(x, weight, bias)).backward();
+    deferred.backward_inputs(sum(layers::dense(x, weight, bias)), Tensor(), p);
     CHECK(x.grad().defined());
     CHECK(bias.grad().defined());
   }
@@ -154,7 +157,7 @@ TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow 
   CHECK(bias.grad().to_vector<float>() == std::vector<float>{6.0f, 6.0f, 6.0f});
   CHECK_FALSE(weight.grad().defined());
   CHECK(weight_hooks == 0);
-  deferred.compute();
+  deferred.backward_weights();
   CHECK(weight_hooks == 1);
   // dW[i][o] is the sum of every input's column i.
   std::vector<float> column_sums(5, 0.0f);
@@ -168,42 +171,41 @@ TEST_CASE("deferred weight gradients: the input's and the bias's gradients flow 
   }
 }
 
-TEST_CASE("deferred weight gradients: only a 2-D leaf is deferred, and only while recording") {
+TEST_CASE("deferred weight gradients: only a listed 2-D leaf is deferred, and only in a pass of backward_inputs") {
   Generator generator(905);
   const Tensor weight = weight_leaf(4, 3, generator);
   const Tensor x = uniform_tensor({6, 4}, generator);
   DeferredWeightGradients deferred({weight});
 
-  SUBCASE("without a Recording, backward computes the weight gradient at once") {
+  SUBCASE("a plain backward computes the weight gradient at once") {
     matmul(x, weight).backward(ones({6, 3}));
     CHECK(weight.grad().defined());
     CHECK(deferred.weights() == 0);
   }
   SUBCASE("a weight computed from a leaf (not a leaf) gets its gradient through its op at once") {
-    const DeferredWeightGradients::Recording recording(deferred, 0);
-    matmul(x, weight * 2.0f).backward(ones({6, 3}));
+    deferred.backward_inputs(matmul(x, weight * 2.0f), ones({6, 3}), 0);
     CHECK(weight.grad().defined());
     CHECK(deferred.weights() == 0);
   }
   SUBCASE("a 2-D leaf the object was not made for (a pipeline stage's input, say) gets its gradient at once") {
     const Tensor other = weight_leaf(4, 3, generator);
-    const DeferredWeightGradients::Recording recording(deferred, 0);
-    matmul(x, other).backward(ones({6, 3}));
+    deferred.backward_inputs(matmul(x, other), ones({6, 3}), 0);
     CHECK(other.grad().defined());
     CHECK(deferred.weights() == 0);
   }
-  SUBCASE("a backward on another thread is not recorded") {
-    const DeferredWeightGradients::Recording recording(deferred, 0);
-    std::thread([&] { matmul(x, weight).backward(ones({6, 3})); }).join();
+  SUBCASE("a plain backward between passes of backward_inputs defers nothing") {
+    deferred.backward_inputs(matmul(x, weight), ones({6, 3}), 0);
+    CHECK(deferred.weights() == 1);
+    CHECK_FALSE(weight.grad().defined());
+    matmul(x, weight).backward(ones({6, 3}));
     CHECK(weight.grad().defined());
-    CHECK(deferred.weights() == 0);
+    CHECK(deferred.bytes() == 6 * (4 + 3) * sizeof(float));  // the first pass's rows alone
   }
   SUBCASE("a 3-D right operand is not a weight") {
     Tensor batched = uniform_tensor({2, 4, 3}, generator);
     batched.set_requires_grad(true);
     DeferredWeightGradients for_batched({batched});
-    const DeferredWeightGradients::Recording recording(for_batched, 0);
-    matmul(uniform_tensor({2, 6, 4}, generator), batched).backward(ones({2, 6, 3}));
+    for_batched.backward_inputs(matmul(uniform_tensor({2, 6, 4}, generator), batched), ones({2, 6, 3}), 0);
     CHECK(batched.grad().defined());
     CHECK(for_batched.weights() == 0);
   }
@@ -213,12 +215,9 @@ TEST_CASE("deferred weight gradients: only a 2-D leaf is deferred, and only whil
     matmul(x3, weight).backward(g3);
     const std::vector<float> immediate = weight.grad().to_vector<float>();
     weight.zero_grad();
-    {
-      const DeferredWeightGradients::Recording recording(deferred, 0);
-      matmul(x3, weight).backward(g3);
-    }
+    deferred.backward_inputs(matmul(x3, weight), g3, 0);
     CHECK(deferred.bytes() == 6 * (4 + 3) * sizeof(float));
-    deferred.compute();
+    deferred.backward_weights();
     CHECK(weight.grad().to_vector<float>() == immediate);
   }
 }
@@ -230,13 +229,10 @@ TEST_CASE("deferred weight gradients: a weight used twice in a pass, or also by 
     const Batch batch = random_batch({5, 2}, in, out, generator);
     const Tensor weight = weight_leaf(in, out, generator);
     DeferredWeightGradients deferred({weight});
-    {
-      const DeferredWeightGradients::Recording recording(deferred, 0);
-      const Tensor y0 = matmul(batch.xs[0], weight), y1 = matmul(batch.xs[1], weight);
-      (sum(y0 * batch.gradients[0]) + sum(y1 * batch.gradients[1])).backward();
-    }
+    const Tensor y0 = matmul(batch.xs[0], weight), y1 = matmul(batch.xs[1], weight);
+    deferred.backward_inputs(sum(y0 * batch.gradients[0]) + sum(y1 * batch.gradients[1]), Tensor(), 0);
     CHECK(deferred.bytes() == static_cast<std::size_t>(7 * (in + out)) * sizeof(float));
-    deferred.compute();
+    deferred.backward_weights();
     check_against_float64(weight.grad(), batch, in, out);
   }
   SUBCASE("a product and another op: the weight accumulates twice, its hooks run twice") {
@@ -245,12 +241,9 @@ TEST_CASE("deferred weight gradients: a weight used twice in a pass, or also by 
     weight.register_grad_hook([&](const Tensor&) { ++hooks; });
     const Tensor x = uniform_tensor({4, in}, generator);
     DeferredWeightGradients deferred({weight});
-    {
-      const DeferredWeightGradients::Recording recording(deferred, 0);
-      (sum(matmul(x, weight)) + sum(weight)).backward();
-    }
+    deferred.backward_inputs(sum(matmul(x, weight)) + sum(weight), Tensor(), 0);
     CHECK(hooks == 1);  // sum(weight)'s ones, at once
-    deferred.compute();
+    deferred.backward_weights();
     CHECK(hooks == 2);
     // d/dW of sum(xW) + sum(W): each x column's sum, plus 1.
     const std::vector<float> v = x.to_vector<float>(), grad = weight.grad().to_vector<float>();
@@ -264,27 +257,35 @@ TEST_CASE("deferred weight gradients: a weight used twice in a pass, or also by 
   }
 }
 
-TEST_CASE("deferred weight gradients: a second Recording on one thread is an error and a weight gone is skipped") {
+TEST_CASE("deferred weight gradients: objects keep apart, on any thread, and a weight gone is skipped") {
   Generator generator(906);
   const Tensor kept = weight_leaf(3, 2, generator);
-  DeferredWeightGradients first({kept}), second({kept});
   {
-    const DeferredWeightGradients::Recording recording(first, 0);
-    CHECK(throws_error_mentioning([&] { const DeferredWeightGradients::Recording nested(second, 1); },
-                                  {"already recording"}));
+    // Each pass names its object: none shares state with another, or with
+    // the thread it runs on.
+    const Tensor x = uniform_tensor({4, 3}, generator);
+    DeferredWeightGradients first({kept}), second({kept});
+    first.backward_inputs(matmul(x, kept), ones({4, 2}), 0);
+    std::thread([&] { second.backward_inputs(matmul(x, kept), ones({4, 2}), 1); }).join();
+    CHECK(first.bytes() == 4 * (3 + 2) * sizeof(float));
+    CHECK(second.bytes() == first.bytes());
+    first.backward_weights();
+    const std::vector<float> once = kept.grad().to_vector<float>();
+    second.backward_weights();
+    std::vector<float> twice = once;
+    for (float& value : twice) value *= 2.0f;
+    CHECK(kept.grad().to_vector<float>() == twice);
+    kept.zero_grad();
   }
   {
     Tensor gone = weight_leaf(3, 2, generator);
     DeferredWeightGradients deferred({gone, kept});
-    {
-      const DeferredWeightGradients::Recording recording(deferred, 0);
-      matmul(uniform_tensor({4, 3}, generator), gone).backward(ones({4, 2}));
-      matmul(uniform_tensor({4, 3}, generator), kept).backward(ones({4, 2}));
-    }
+    deferred.backward_inputs(matmul(uniform_tensor({4, 3}, generator), gone), ones({4, 2}), 0);
+    deferred.backward_inputs(matmul(uniform_tensor({4, 3}, generator), kept), ones({4, 2}), 0);
     CHECK(deferred.weights() == 2);
     gone = Tensor();
     // The weight that went is skipped, the other still gets its gradient.
-    deferred.compute();
+    deferred.backward_weights();
     CHECK(deferred.weights() == 0);
     CHECK(deferred.bytes() == 0);
     CHECK(kept.grad().defined());
@@ -297,10 +298,9 @@ TEST_CASE("deferred weight gradients: parts of no rows add nothing, a weight of 
     const Tensor weight = weight_leaf(5, 3, generator);
     DeferredWeightGradients deferred({weight});
     for (std::size_t p = 0; p < 2; ++p) {
-      const DeferredWeightGradients::Recording recording(deferred, p);
-      matmul(uniform_tensor({0, 5}, generator), weight).backward(uniform_tensor({0, 3}, generator));
+      deferred.backward_inputs(matmul(uniform_tensor({0, 5}, generator), weight), uniform_tensor({0, 3}, generator), p);
     }
-    deferred.compute();
+    deferred.backward_weights();
     CHECK(weight.grad().to_vector<float>() == std::vector<float>(15, 0.0f));
   }
   SUBCASE("an empty part beside a full one") {
@@ -311,17 +311,14 @@ TEST_CASE("deferred weight gradients: parts of no rows add nothing, a weight of 
     weight.zero_grad();
     DeferredWeightGradients deferred({weight});
     for (std::size_t p = 0; p < 3; ++p) part_backward(batch, p, weight, &deferred);
-    deferred.compute();
+    deferred.backward_weights();
     CHECK(weight.grad().to_vector<float>() == immediate);
   }
   SUBCASE("no inputs: an empty inner dimension") {
     const Tensor weight = weight_leaf(0, 3, generator);
     DeferredWeightGradients deferred({weight});
-    {
-      const DeferredWeightGradients::Recording recording(deferred, 0);
-      matmul(uniform_tensor({4, 0}, generator), weight).backward(uniform_tensor({4, 3}, generator));
-    }
-    deferred.compute();
+    deferred.backward_inputs(matmul(uniform_tensor({4, 0}, generator), weight), uniform_tensor({4, 3}, generator), 0);
+    deferred.backward_weights();
     CHECK(weight.grad().shape() == Shape{0, 3});
   }
 }

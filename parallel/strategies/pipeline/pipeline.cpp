@@ -218,21 +218,27 @@ class Pipeline::StageRun {
     span.arg("micro-batch", m);
     const auto start = Clock::now();
     const auto k = static_cast<std::size_t>(m);
-    // The weight-gradient rows go to deferred_ as part k, so their sum is in
-    // micro-batch order whatever the schedule.
-    std::optional<autograd::DeferredWeightGradients::Recording> recording;
-    if (s_.options.defer_weight_gradients) recording.emplace(deferred_, k);
+    // The backward for the inputs; with deferral the weight-gradient rows go
+    // to deferred_ as part k, so their sum is in micro-batch order whatever
+    // the schedule.
+    const auto backward_inputs = [&](const Tensor& root, const Tensor& gradient) {
+      if (s_.options.defer_weight_gradients) {
+        deferred_.backward_inputs(root, gradient, k);
+      } else {
+        root.backward(gradient);
+      }
+    };
     if (s_.last()) {
       // Each micro-batch's mean loss counts with its share of the batch, so
       // the gradients sum to those of the batch's mean loss.
       const double scale =
           loss_scale * static_cast<double>(cuts_[k].size) / static_cast<double>(batch_.size());
       const Tensor loss = scale == 1.0 ? losses_[k] : losses_[k] * static_cast<float>(scale);
-      loss.backward();  // with scale 1, bit for bit what one process computes
+      backward_inputs(loss, Tensor());  // with scale 1, bit for bit what one process computes
     } else {
       const Tensor gradient = take(gradients_in_[k], "receive gradient", m);
       // A first stage without parameters has nothing to differentiate.
-      if (outputs_[k].requires_grad()) outputs_[k].backward(gradient);
+      if (outputs_[k].requires_grad()) backward_inputs(outputs_[k], gradient);
     }
     if (!s_.first()) {
       const Tensor gradient = inputs_[k].grad();
@@ -250,7 +256,7 @@ class Pipeline::StageRun {
     if (deferred_.weights() == 0) return;
     const timeline::Span span("compute", "weight gradients");
     const auto start = Clock::now();
-    deferred_.compute();
+    deferred_.backward_weights();
     compute_seconds_ += seconds_since(start);
   }
 
