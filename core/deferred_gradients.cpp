@@ -53,26 +53,36 @@ std::size_t DeferredWeightGradients::bytes() const {
 }
 
 void DeferredWeightGradients::backward_weights() {
+  compute([](std::size_t) { return true; });
+}
+
+void DeferredWeightGradients::backward_weights(const std::vector<std::size_t>& parts) {
+  compute([&](std::size_t part) { return std::find(parts.begin(), parts.end(), part) != parts.end(); });
+}
+
+template <class Selected>
+void DeferredWeightGradients::compute(Selected selected) {
   const NoGradGuard no_grad;
   for (Entry& entry : entries_) {
-    if (entry.rows.empty()) continue;
+    // The selected rows to the front, in part order; the others stay.
+    const auto chosen_end = std::stable_partition(entry.rows.begin(), entry.rows.end(),
+                                                  [&](const Rows& rows) { return selected(rows.part); });
+    if (chosen_end == entry.rows.begin()) continue;
+    std::stable_sort(entry.rows.begin(), chosen_end, [](const Rows& a, const Rows& b) { return a.part < b.part; });
     const std::shared_ptr<TensorImpl> weight = entry.weight.lock();
-    if (!weight) {  // nobody will read its gradient
-      entry.rows.clear();
-      continue;
+    if (weight) {  // else nobody will read its gradient
+      std::vector<Tensor> xs, gradients;
+      for (auto rows = entry.rows.begin(); rows != chosen_end; ++rows) {
+        xs.push_back(rows->x);
+        gradients.push_back(rows->gradient);
+      }
+      // The product matmul's backward computes, over the parts' rows.
+      const Tensor gradient =
+          ops_detail::gemm(joined(xs), true, joined(gradients), false, "deferred weight gradient");
+      // Its accumulator, unless it stopped requiring grad since.
+      if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) accumulator->backward(gradient, {});
     }
-    std::stable_sort(entry.rows.begin(), entry.rows.end(),
-                     [](const Rows& a, const Rows& b) { return a.part < b.part; });
-    std::vector<Tensor> xs, gradients;
-    for (const Rows& rows : entry.rows) {
-      xs.push_back(rows.x);
-      gradients.push_back(rows.gradient);
-    }
-    // The product matmul's backward computes, over every part's rows.
-    const Tensor gradient = ops_detail::gemm(joined(xs), true, joined(gradients), false, "deferred weight gradient");
-    // Its accumulator, unless it stopped requiring grad since.
-    if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) accumulator->backward(gradient, {});
-    entry.rows.clear();
+    entry.rows.erase(entry.rows.begin(), chosen_end);
   }
 }
 

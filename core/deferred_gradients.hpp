@@ -73,6 +73,10 @@ class DeferredWeightGradients {
   // go once its gradient is added (if a product throws, the weights after
   // it keep theirs). A weight that is gone by then is skipped.
   void backward_weights();
+  // The same for the rows of `parts` alone (a schedule's W of some
+  // micro-batches): one product per weight over those parts' rows, in part
+  // order; the other parts' rows stay.
+  void backward_weights(const std::vector<std::size_t>& parts);
 
   // Weights with rows kept, and the bytes those rows hold.
   std::size_t weights() const;
@@ -93,6 +97,9 @@ class DeferredWeightGradients {
     std::weak_ptr<TensorImpl> weight;
     std::vector<Rows> rows;
   };
+
+  template <class Selected>
+  void compute(Selected selected);
 
   std::vector<Entry> entries_;  // one per weight given, in that order
 };

@@ -118,6 +118,28 @@ TEST_CASE("deferred weight gradients: with one part, the product backward comput
   CHECK(weight.grad().to_vector<float>() == immediate);
 }
 
+TEST_CASE("deferred weight gradients: the weights of some parts alone, the other parts' rows kept for later") {
+  Generator generator(909);
+  const std::int64_t in = 6, out = 4;
+  const Batch batch = random_batch({3, 5, 2}, in, out, generator);
+  const Tensor weight = weight_leaf(in, out, generator);
+  // Part 1 alone, immediately: the product its pass would have computed.
+  part_backward(batch, 1, weight, nullptr);
+  const std::vector<float> part_one = weight.grad().to_vector<float>();
+  weight.zero_grad();
+
+  DeferredWeightGradients deferred({weight});
+  for (std::size_t p = 0; p < 3; ++p) part_backward(batch, p, weight, &deferred);
+  deferred.backward_weights({1});
+  CHECK(weight.grad().to_vector<float>() == part_one);
+  CHECK(deferred.bytes() == static_cast<std::size_t>((3 + 2) * (in + out)) * sizeof(float));
+  deferred.backward_weights({7});  // no rows of part 7: nothing happens
+  CHECK(weight.grad().to_vector<float>() == part_one);
+  deferred.backward_weights({2, 0});
+  CHECK(deferred.weights() == 0);
+  check_against_float64(weight.grad(), batch, in, out);
+}
+
 TEST_CASE("deferred weight gradients: the sum follows the parts' order, not the order they were recorded in") {
   Generator generator(903);
   const Batch batch = random_batch({5, 2, 13}, 7, 3, generator);

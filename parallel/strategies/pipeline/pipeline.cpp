@@ -251,12 +251,14 @@ class Pipeline::StageRun {
     compute_seconds_ += seconds_since(start);
   }
 
-  // The deferred weight gradients, once every micro-batch's backward ran.
-  void compute_weight_gradients() {
+  // The weight gradients of `parts` (micro-batches whose backward kept
+  // them): the schedule's Weight actions.
+  void weight_gradients(const std::vector<std::size_t>& parts) {
     if (deferred_.weights() == 0) return;
-    const timeline::Span span("compute", "weight gradients");
+    timeline::Span span("compute", "weight gradients");
+    span.arg("micro-batches", static_cast<std::int64_t>(parts.size()));
     const auto start = Clock::now();
-    deferred_.backward_weights();
+    deferred_.backward_weights(parts);
     compute_seconds_ += seconds_since(start);
   }
 
@@ -445,15 +447,29 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(s.stage) * kGeneratorBlock);
 
   StageRun run(s, model, batch, true, loss);
-  for (const PipelineAction& action :
-       stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches())) {
-    if (action.kind == PipelineAction::Kind::Forward) {
-      run.forward(action.micro_batch);
-    } else {
-      run.backward(action.micro_batch, share.loss_scale);
+  const std::vector<PipelineAction> actions =
+      stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(),
+                    s.options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::in_backward);
+  for (std::size_t i = 0; i < actions.size(); ++i) {
+    const PipelineAction& action = actions[i];
+    switch (action.kind) {
+      case PipelineAction::Kind::Forward:
+        run.forward(action.micro_batch);
+        break;
+      case PipelineAction::Kind::Backward:
+        run.backward(action.micro_batch, share.loss_scale);
+        break;
+      case PipelineAction::Kind::Weight: {
+        // Weights in a row: one product per weight over their micro-batches.
+        std::vector<std::size_t> parts{static_cast<std::size_t>(action.micro_batch)};
+        while (i + 1 < actions.size() && actions[i + 1].kind == PipelineAction::Kind::Weight) {
+          parts.push_back(static_cast<std::size_t>(actions[++i].micro_batch));
+        }
+        run.weight_gradients(parts);
+        break;
+      }
     }
   }
-  run.compute_weight_gradients();
   optim::StepOutput result = run.finish();
 
   generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(stage_count()) * kGeneratorBlock);

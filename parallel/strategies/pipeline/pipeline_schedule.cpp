@@ -21,7 +21,7 @@ using Kind = PipelineAction::Kind;
 
 constexpr std::array kSchedules = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB};
 // How many kinds of action there are: tables indexed by kind have this many rows.
-constexpr std::size_t kKindCount = 2;
+constexpr std::size_t kKindCount = 3;
 
 std::size_t kind_index(Kind kind) { return static_cast<std::size_t>(kind); }
 
@@ -29,6 +29,7 @@ char kind_letter(Kind kind) {
   switch (kind) {
     case Kind::Forward: return 'F';
     case Kind::Backward: return 'B';
+    case Kind::Weight: return 'W';
   }
   return '?';
 }
@@ -56,6 +57,7 @@ std::optional<Sender> sender_of(const PipelineAction& action, int stage, int sta
     case Kind::Backward:
       if (stage == stages - 1) return std::nullopt;
       return Sender{stage + 1, action};
+    case Kind::Weight: return std::nullopt;  // the stage's own rows
   }
   return std::nullopt;
 }
@@ -64,12 +66,15 @@ bool sends_message(const PipelineAction& action, int stage, int stages) {
   switch (action.kind) {
     case Kind::Forward: return stage < stages - 1;
     case Kind::Backward: return stage > 0;
+    case Kind::Weight: return false;
   }
   return false;
 }
 
 // Each stage lists every micro-batch's forward and backward exactly once,
-// the forward first (its activations are what the backward consumes).
+// the forward first (its activations are what the backward consumes), and
+// a weight for every micro-batch or for none, each after its backward (the
+// rows it computes from are what the backward kept).
 void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_stage, int micro_batches) {
   for (std::size_t stage = 0; stage < actions_per_stage.size(); ++stage) {
     const std::vector<PipelineAction>& actions = actions_per_stage[stage];
@@ -90,8 +95,15 @@ void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_s
       DDL_CHECK(action.kind != Kind::Backward || position_of[kind_index(Kind::Forward)][micro_batch] >= 0,
                 "pipeline: stage {} lists {} at position {} before {}: a backward needs its forward's activations",
                 stage, to_string(action), position, to_string({Kind::Forward, action.micro_batch}));
+      DDL_CHECK(action.kind != Kind::Weight || position_of[kind_index(Kind::Backward)][micro_batch] >= 0,
+                "pipeline: stage {} lists {} at position {} before {}: a weight gradient needs what its backward "
+                "kept",
+                stage, to_string(action), position, to_string({Kind::Backward, action.micro_batch}));
     }
-    for (const Kind kind : {Kind::Forward, Kind::Backward}) {
+    const bool weights_listed = std::any_of(actions.begin(), actions.end(),
+                                            [](const PipelineAction& action) { return action.kind == Kind::Weight; });
+    for (const Kind kind : {Kind::Forward, Kind::Backward, Kind::Weight}) {
+      if (kind == Kind::Weight && !weights_listed) continue;
       for (int micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
         DDL_CHECK(position_of[kind_index(kind)][static_cast<std::size_t>(micro_batch)] >= 0,
                   "pipeline: stage {} never runs {} (there are {} micro-batches)", stage,
@@ -157,7 +169,8 @@ std::string to_string(const PipelineAction& action) {
   return fmt::format("{}{}", kind_letter(action.kind), action.micro_batch);
 }
 
-std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches) {
+std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches,
+                                          WeightGradients weights) {
   check_pipeline_shape(stages, micro_batches);
   DDL_CHECK(stage >= 0 && stage < stages, "pipeline: stage {} is out of range for {} stages (0..{})", stage, stages,
             stages - 1);
@@ -188,13 +201,19 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
       break;
     }
   }
+  if (weights == WeightGradients::at_batch_end) {
+    for (int m = 0; m < micro_batches; ++m) actions.push_back({Kind::Weight, m});
+  }
   return actions;
 }
 
-std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches) {
+std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches,
+                                                          WeightGradients weights) {
   check_pipeline_shape(stages, micro_batches);
   std::vector<std::vector<PipelineAction>> actions;
-  for (int stage = 0; stage < stages; ++stage) actions.push_back(stage_actions(schedule, stage, stages, micro_batches));
+  for (int stage = 0; stage < stages; ++stage) {
+    actions.push_back(stage_actions(schedule, stage, stages, micro_batches, weights));
+  }
   return actions;
 }
 
@@ -212,6 +231,7 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
   duration[kind_index(Kind::Forward)] = times_per_stage(costs.forward_per_stage, costs.forward, stage_count, "forward");
   duration[kind_index(Kind::Backward)] =
       times_per_stage(costs.backward_per_stage, costs.backward, stage_count, "backward");
+  duration[kind_index(Kind::Weight)] = times_per_stage(costs.weight_per_stage, costs.weight, stage_count, "weight");
   DDL_CHECK(std::isfinite(costs.latency) && costs.latency >= 0.0, "pipeline: latency must be at least 0, got {}",
             costs.latency);
 
@@ -231,7 +251,8 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
   // are done. A start time depends only on the stage's previous action and
   // the sender's end, both fixed once known, so the order of the sweep does
   // not change the result. A sweep that runs nothing is a deadlock.
-  std::size_t remaining = 2 * stage_count * static_cast<std::size_t>(micro_batches);
+  std::size_t remaining = 0;
+  for (const auto& actions : actions_per_stage) remaining += actions.size();
   while (remaining > 0) {
     bool progressed = false;
     for (int stage = 0; stage < stages; ++stage) {
@@ -267,7 +288,7 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
     busy += result.busy;
     int held = 0;
     for (const PipelineAction& action : actions_per_stage[stage]) {
-      held += action.kind == Kind::Forward ? 1 : -1;
+      held += action.kind == Kind::Forward ? 1 : action.kind == Kind::Backward ? -1 : 0;
       result.peak_activations = std::max(result.peak_activations, held);
     }
   }

@@ -27,36 +27,51 @@ std::vector<PipelineSchedule> all_pipeline_schedules();
 // activation from the stage before (except on stage 0) and sends its output
 // on (except on the last stage); Backward receives the output's gradient from
 // the stage after (except on the last stage) and sends the input's gradient
-// back (except on stage 0). A zero-bubble schedule would split Backward into
-// the input gradient and a local weight-gradient kind "W": a new Kind, its
-// letter and its dependencies in pipeline_schedule.cpp.
+// back (except on stage 0). Weight computes the micro-batch's weight
+// gradients from what its Backward kept, on the stage alone (the B/W split
+// of zero-bubble schedules, Qi et al. 2023): where a schedule lists no
+// Weight, Backward computes them itself. A run of Weight actions in a row is
+// one product per weight over those micro-batches' rows.
 struct PipelineAction {
-  enum class Kind { Forward, Backward };
+  enum class Kind { Forward, Backward, Weight };
   Kind kind;
   int micro_batch;
 
   bool operator==(const PipelineAction&) const = default;
 };
 
-// "F3", "B0".
+// "F3", "B0", "W2".
 std::string to_string(const PipelineAction& action);
+
+// Where a stage computes its weight gradients: inside each Backward, or as
+// Weight actions of every micro-batch after the stage's last Backward (the
+// batch's end: one product per weight over the whole batch,
+// PipelineOptions::defer_weight_gradients).
+enum class WeightGradients { in_backward, at_batch_end };
 
 // The ordered actions of `stage` (0-based) of `stages` for `micro_batches`
 // micro-batches: each forward and each backward once, each micro-batch's
-// forward before its backward. Every stages >= 1 and micro_batches >= 1
-// works, micro_batches < stages included.
-std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches);
+// forward before its backward, and (at_batch_end) each Weight once, after
+// its backward. Every stages >= 1 and micro_batches >= 1 works,
+// micro_batches < stages included.
+std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches,
+                                          WeightGradients weights = WeightGradients::in_backward);
 // stage_actions of every stage, indexed by stage: what simulate_pipeline takes.
-std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches);
+std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches,
+                                                          WeightGradients weights = WeightGradients::in_backward);
 
-// The simulator's model of time: how long one micro-batch's forward and
-// backward take on each stage, and how long a message takes between stages.
+// The simulator's model of time: how long one micro-batch's forward,
+// backward and weight gradients take on each stage, and how long a message
+// takes between stages. A Backward of a list without Weight actions
+// computes the weight gradients too: give it the time of both.
 struct PipelineCosts {
   double forward = 1.0;   // on every stage, unless forward_per_stage is given
   double backward = 1.0;  // on every stage, unless backward_per_stage is given
+  double weight = 1.0;    // on every stage, unless weight_per_stage is given
   double latency = 0.0;   // from the end of the sending action to the earliest start of the receiving one
   std::vector<double> forward_per_stage{};   // empty, or one positive time per stage
   std::vector<double> backward_per_stage{};  // empty, or one positive time per stage
+  std::vector<double> weight_per_stage{};    // empty, or one positive time per stage
 };
 
 struct TimedPipelineAction {
@@ -83,12 +98,14 @@ struct PipelineSimulation {
 // Runs each stage's action list in order. An action starts when its stage is
 // free and the action it needs has ended (plus the latency): F(s, m) needs
 // F(s-1, m) and B(s, m) needs B(s+1, m); on every stage B(m) comes after
-// F(m) in its list, which covers the last stage's B(m) needing its own F(m).
-// The micro-batch count is the number of forwards on stage 0. Throws a
+// F(m) in its list, which covers the last stage's B(m) needing its own F(m),
+// and W(m) after B(m) (it needs nothing from another stage). The
+// micro-batch count is the number of forwards on stage 0. Throws a
 // ddl::Error naming the stage and action for an action out of range,
-// repeated, missing, or a backward listed before its forward; and on a
-// deadlock, naming each stuck stage, the action it is at and what it waits
-// for.
+// repeated, missing (a stage lists a Weight for every micro-batch or for
+// none), a backward listed before its forward or a weight before its
+// backward; and on a deadlock, naming each stuck stage, the action it is at
+// and what it waits for.
 PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
                                      const PipelineCosts& costs = {});
 

@@ -23,6 +23,7 @@ using Actions = std::vector<PipelineAction>;
 
 PipelineAction F(int micro_batch) { return {Kind::Forward, micro_batch}; }
 PipelineAction B(int micro_batch) { return {Kind::Backward, micro_batch}; }
+PipelineAction W(int micro_batch) { return {Kind::Weight, micro_batch}; }
 
 constexpr PipelineSchedule kSchedules[] = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB};
 
@@ -58,6 +59,7 @@ void check_timeline_obeys_dependencies(const PipelineSimulation& simulation, con
         CHECK(timed.start >= ends.at({stage, to_string(F(m))}));
         if (stage < stages - 1) CHECK(timed.start >= ends.at({stage + 1, to_string(B(m))}));
       }
+      if (timed.action.kind == Kind::Weight) CHECK(timed.start >= ends.at({stage, to_string(B(m))}));
     }
   }
 }
@@ -324,4 +326,63 @@ TEST_CASE("pipeline_schedule: render_timeline spans a long action over cells and
   CHECK_THROWS_WITH_AS(
       render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 2, 2), {.latency = 0.5})),
       doctest::Contains("an action starts or ends at 1.5; scale the costs to whole units"), Error);
+}
+
+TEST_CASE("pipeline_schedule: weight gradients at the batch's end are a Weight per micro-batch after the last backward") {
+  for (const PipelineSchedule schedule : kSchedules) {
+    for (int stages = 1; stages <= 6; ++stages) {
+      for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
+        for (int stage = 0; stage < stages; ++stage) {
+          CAPTURE(stages);
+          CAPTURE(micro_batches);
+          CAPTURE(stage);
+          Actions expected = stage_actions(schedule, stage, stages, micro_batches);
+          for (int m = 0; m < micro_batches; ++m) expected.push_back(W(m));
+          CHECK(stage_actions(schedule, stage, stages, micro_batches, WeightGradients::at_batch_end) == expected);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("pipeline_schedule: Weight actions at the batch's end add their time to the last stage to finish, stage 0") {
+  for (const PipelineSchedule schedule : kSchedules) {
+    for (int stages = 1; stages <= 5; ++stages) {
+      for (int micro_batches = 1; micro_batches <= 6; ++micro_batches) {
+        for (const double weight : {1.0, 2.0}) {
+          CAPTURE(stages);
+          CAPTURE(micro_batches);
+          CAPTURE(weight);
+          const auto actions = pipeline_actions(schedule, stages, micro_batches, WeightGradients::at_batch_end);
+          const PipelineSimulation simulation = simulate_pipeline(actions, {.weight = weight});
+          check_timeline_obeys_dependencies(simulation, actions);
+          // The backwards run as without them; then each stage's weights.
+          CHECK(simulation.makespan == (micro_batches + stages - 1) * 2.0 + micro_batches * weight);
+          CHECK(simulation.stages[0].timeline.back().end == simulation.makespan);
+          // Weights hold no activations and send nothing.
+          CHECK(simulation.stages[0].peak_activations ==
+                simulate_pipeline(pipeline_actions(schedule, stages, micro_batches)).stages[0].peak_activations);
+          CHECK(simulation.stages[0].messages_sent == (stages > 1 ? micro_batches : 0));
+        }
+      }
+    }
+  }
+  CHECK(render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 2,
+                                                           WeightGradients::at_batch_end))) ==
+        "stage 0 |F0|F1|..|B0|..|B1|W0|W1|\n"
+        "stage 1 |..|F0|B0|F1|B1|W0|W1|..|\n");
+}
+
+TEST_CASE("pipeline_schedule: a weight before its backward, repeated, or listed for some micro-batches only is refused") {
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), W(0), B(0)}}),
+                       "pipeline: stage 0 lists W0 at position 1 before B0: a weight gradient needs what its backward "
+                       "kept",
+                       Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), B(0), W(0), W(0)}}),
+                       "pipeline: stage 0 lists W0 twice, at positions 2 and 3", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), F(1), B(0), B(1), W(1)}}),
+                       "pipeline: stage 0 never runs W0 (there are 2 micro-batches)", Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 2, 2, WeightGradients::at_batch_end),
+                                         {.weight = 0.0}),
+                       "pipeline: the weight time of stage 0 must be positive, got 0", Error);
 }
