@@ -328,14 +328,16 @@ void DataParallel::begin_step(layers::Module& model) {
 
 optim::StepOutput DataParallel::forward_backward(layers::Module& model, const optim::LossFunction& loss,
                                                  const optim::Batch& batch, const optim::StepShare& share) {
-  State& s = *state_;
   // Only the step's last backward completes the gradients: earlier ones
   // accumulate into the buckets without sending them (DDP's no_sync).
-  if (share.last) {
-    const std::lock_guard lock(s.mutex);
-    s.armed = s.overlapping;
-  }
+  if (share.last) expect_final_gradients();
   return Strategy::forward_backward(model, loss, batch, share);
+}
+
+void DataParallel::expect_final_gradients() {
+  State& s = *state_;
+  const std::lock_guard lock(s.mutex);
+  s.armed = s.overlapping;
 }
 
 void DataParallel::synchronize_gradients(layers::Module& /*model*/) {

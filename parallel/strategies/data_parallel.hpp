@@ -86,6 +86,12 @@ class DataParallel : public optim::Strategy {
                                      const optim::StepShare& share) override;
   void synchronize_gradients(layers::Module& model) override;
   void sum_over_ranks(std::vector<double>& values) override;
+  // For a strategy that runs the backward passes itself (a hybrid
+  // pipeline's stage, between begin_step and synchronize_gradients): the
+  // step's last accumulation into every gradient follows, so each bucket is
+  // sent as soon as it fills, overlapping what is left of the backward
+  // (forward_backward does this before the step's last batch).
+  void expect_final_gradients();
   // "data-parallel over 2 ranks (ring allreduce, 64 per rank)".
   std::string describe(std::int64_t shard_batch) const override;
   // The share of step time spent waiting for the gradients, the buckets and

@@ -135,7 +135,14 @@ TEST_CASE("Setup: hybrid parallelism from make_setup trains as a grid built by h
                                                       even_split(stages), config.pipeline);
   Generator weights(kSeed);
   const auto stage = parallel::build_stage(small_cnn_layers(), *by_hand, &weights);
-  CHECK(train_model(setup.strategy, setup.model).parameters == train_model(by_hand, stage).parameters);
+  const Trained assembled = train_model(setup.strategy, setup.model);
+  CHECK(assembled.parameters == train_model(by_hand, stage).parameters);
+  // The stage's gradients are averaged through data parallelism's buckets,
+  // whose statistics its report ends with.
+  const auto& pipeline = dynamic_cast<const parallel::Pipeline&>(*setup.strategy);
+  CHECK(pipeline.gradients().bucket_count() == (setup.model->parameters().empty() ? 0 : 1));
+  CHECK(assembled.report.find(fmt::format("stage {}: gradient synchronisation: ", pipeline.stage())) !=
+        std::string::npos);
 }
 
 TEST_CASE("Setup: a configuration that does not fit the job is the same ConfigError on every rank") {

@@ -18,7 +18,6 @@
 #include <ddl/core/timeline.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
-#include <ddl/parallel/strategies/initial_state.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_links.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_state.hpp>
 
@@ -122,6 +121,7 @@ struct Pipeline::State {
   Communicator world;  // every rank of the strategy: metrics, agreement
   Communicator comm;   // this pipeline, one rank per stage
   std::optional<Communicator> data;  // hybrid: this stage in every pipeline
+  std::shared_ptr<DataParallel> gradients;  // hybrid: averages the stage's gradients over `data`
   std::vector<StageRange> stages;
   PipelineOptions options;
   int stage = 0;
@@ -343,7 +343,10 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
     : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
   config::check_environment();  // a bad DDL_* value named here, not in a later wait
   State& s = *state_;
-  if (grid.data.size() > 1) s.data = std::move(grid.data);
+  if (grid.data.size() > 1) {
+    s.gradients = std::make_shared<DataParallel>(grid.data, DataParallelOptions{.algorithm = options.allreduce});
+    s.data = std::move(grid.data);
+  }
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
             "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
   DDL_CHECK(options.micro_batches >= 0 && options.micro_batches <= kMaxMicroBatches,
@@ -370,6 +373,11 @@ const Communicator& Pipeline::communicator() const { return state_->comm; }
 bool Pipeline::over_nccl() const { return state_->links && state_->links->over_nccl(); }
 PipelineStatistics Pipeline::statistics() const { return state_->statistics; }
 int Pipeline::data_parallel() const { return state_->data ? state_->data->size() : 1; }
+
+DataParallel& Pipeline::gradients() const {
+  DDL_CHECK(state_->gradients != nullptr, "Pipeline: a single pipeline averages no gradients over pipelines");
+  return *state_->gradients;
+}
 
 std::string Pipeline::describe(std::int64_t shard_batch) const {
   if (data_parallel() == 1) return {};
@@ -408,33 +416,19 @@ void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   }
   agree_all_can_proceed(state_->world, problem, "Pipeline: checking each stage's model");
   // Every pipeline starts from the first one's state (and its checkpoint).
-  if (state_->data) broadcast_initial_state(*state_->data, model, optimizer, "Pipeline");
+  if (state_->gradients) state_->gradients->prepare(model, optimizer);
+}
+
+void Pipeline::begin_step(layers::Module& model) {
+  if (state_->gradients) {
+    state_->gradients->begin_step(model);
+  } else {
+    Strategy::begin_step(model);
+  }
 }
 
 void Pipeline::synchronize_gradients(layers::Module& model) {
-  if (!state_->data) return;
-  // The stage's gradients in one flat buffer, summed over the pipelines
-  // and divided by their count: each stage then steps as with the whole
-  // global batch. A parameter without a gradient counts as zeros.
-  const std::vector<Tensor> parameters = model.parameters();
-  std::vector<float> flat;
-  for (const Tensor& parameter : parameters) {
-    const Tensor grad = parameter.grad();
-    const std::vector<float> values =
-        grad.defined() ? grad.to_vector<float>() : std::vector<float>(static_cast<std::size_t>(parameter.numel()), 0.0f);
-    flat.insert(flat.end(), values.begin(), values.end());
-  }
-  allreduce(*state_->data, flat, state_->options.allreduce);
-  const float scale = 1.0f / static_cast<float>(state_->data->size());
-  std::size_t offset = 0;
-  for (const Tensor& parameter : parameters) {
-    const auto count = static_cast<std::size_t>(parameter.numel());
-    std::vector<float> averaged(flat.begin() + static_cast<std::ptrdiff_t>(offset),
-                                flat.begin() + static_cast<std::ptrdiff_t>(offset + count));
-    for (float& value : averaged) value *= scale;
-    parameter.set_grad(from_vector(averaged, parameter.shape(), {DType::Float32, parameter.device(), false}));
-    offset += count;
-  }
+  if (state_->gradients) state_->gradients->synchronize_gradients(model);
 }
 
 optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim::LossFunction& loss,
@@ -450,8 +444,15 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   const std::vector<PipelineAction> actions =
       stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(),
                     s.options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::in_backward);
+  // Every gradient's last accumulation of the step comes in or after the
+  // stage's last backward (its weights run after it): from there on a
+  // hybrid's buckets go out as they fill.
+  const auto last_backward = std::find_if(actions.rbegin(), actions.rend(), [](const PipelineAction& action) {
+    return action.kind == PipelineAction::Kind::Backward;
+  });
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const PipelineAction& action = actions[i];
+    if (s.gradients && share.last && &action == &*last_backward) s.gradients->expect_final_gradients();
     switch (action.kind) {
       case PipelineAction::Kind::Forward:
         run.forward(action.micro_batch);

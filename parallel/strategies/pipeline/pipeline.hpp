@@ -25,9 +25,12 @@
 //
 // Hybrid parallelism: a ProcessGrid splits the ranks into dp pipelines of
 // pp stages. Each pipeline reads its shard of every epoch (as data
-// parallelism's ranks do), and after a batch's last backward each stage's
-// gradients are averaged over the same stage of every pipeline with one of
-// our allreduce algorithms, so all pipelines step alike.
+// parallelism's ranks do), and each stage's gradients are averaged over the
+// same stage of every pipeline by a DataParallel over them: its gradient
+// buckets (views that backward accumulates into), sent as they fill during
+// the stage's last backward and weight gradients, on the GPU over NCCL
+// where DataParallel would, with any of our allreduce algorithms; so all
+// pipelines step alike.
 //
 // A Dense weight's gradient is computed once per batch, after the last
 // micro-batch's backward, from the rows every micro-batch kept (its input
@@ -53,6 +56,7 @@
 #include <ddl/optim/engine/strategy.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
@@ -142,6 +146,9 @@ class Pipeline : public optim::Strategy {
 
   // Pipelines in the grid (1 without one).
   int data_parallel() const;
+  // Hybrid: the DataParallel that averages this stage's gradients over the
+  // pipelines (its buckets, its statistics); a ddl::Error without a grid.
+  DataParallel& gradients() const;
 
   int rank() const override;
   int world_size() const override;
@@ -151,11 +158,14 @@ class Pipeline : public optim::Strategy {
   // rank has checked it has one (collective).
   Device device(DeviceType type) override;
   // Checks that `model` is this stage's part (built by build_stage); with
-  // several pipelines, the first one's state is broadcast to the others.
+  // several pipelines, the first one's state is broadcast to the others and
+  // the stage's gradient buckets are made.
   void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  // Hybrid: the stage's gradients start as zeroed views into its buckets.
+  void begin_step(layers::Module& model) override;
   optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
                                      const optim::StepShare& share) override;
-  // Hybrid: averages the stage's gradients over the pipelines.
+  // Hybrid: waits for the stage's buckets, averaged over the pipelines.
   void synchronize_gradients(layers::Module& model) override;
   optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
                             const optim::LossFunction& loss = {}) override;
@@ -168,7 +178,8 @@ class Pipeline : public optim::Strategy {
   // A memory monitor of the stage's device, for report().
   std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override;
   // Collective: every stage's layers, memory and idle time against the
-  // textbook bubble (pipeline_report.hpp), for the root to print.
+  // textbook bubble (pipeline_report.hpp), for the root to print; hybrid:
+  // then the time the stage waited for its gradients.
   std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
 
  private:

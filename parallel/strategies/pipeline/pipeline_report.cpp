@@ -65,7 +65,9 @@ std::vector<std::shared_ptr<optim::Callback>> Pipeline::callbacks(const layers::
 
 std::string Pipeline::report(const layers::Module& model, const optim::Optimizer& optimizer) {
   const auto reports = gather_stage_reports(*this, model, optimizer, memory_.get());
-  return "pipeline stages (peaks over the training steps):\n" + format_stage_reports(reports, options());
+  std::string text = "pipeline stages (peaks over the training steps):\n" + format_stage_reports(reports, options());
+  if (data_parallel() > 1) text += fmt::format("stage {}: {}", stage(), gradients().report(model, optimizer));
+  return text;
 }
 
 std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const layers::Module& stage_model,
