@@ -11,6 +11,7 @@
 #include <ddl/core/config.hpp>
 #include <ddl/core/device.hpp>
 #include <ddl/optim/engine/metrics.hpp>
+#include <ddl/parallel/setup.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
@@ -35,11 +36,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       break;
     }
-    case 1: {  // --schedule
+    case 1: {  // --schedule and --parallel
       parallel::PipelineSchedule schedule{};
       if (fuzz::parses([&] { schedule = parallel::parse_pipeline_schedule(text); })) {
         fuzz::require(parallel::parse_pipeline_schedule(parallel::pipeline_schedule_name(schedule)) == schedule,
                       "parse_pipeline_schedule round trip");
+      }
+      parallel::StrategyKind kind{};
+      if (fuzz::parses([&] { kind = parallel::parse_strategy_kind(text); })) {
+        fuzz::require(parallel::parse_strategy_kind(parallel::strategy_kind_name(kind)) == kind,
+                      "parse_strategy_kind round trip");
       }
       break;
     }

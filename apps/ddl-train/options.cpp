@@ -203,7 +203,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)");
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
       ->check(finite_number(false))
-      ->capture_default_str();
+      ->default_str("DDL_FUSION_THRESHOLD, else 25");
   app.add_flag("!--no-overlap", o.overlap,
                "Reduce gradients after backward instead of during it (with one bucket they always are)");
   app.add_flag("--fp16-compression", o.fp16_compression,
@@ -342,7 +342,7 @@ parallel::ParallelConfig parallel_config(const TrainOptions& o) {
   parallel::ParallelConfig config;
   config.kind = o.parallel;
   config.data = {.algorithm = o.allreduce,
-                 .bucket_bytes = static_cast<std::int64_t>(o.bucket_mb * 1024.0 * 1024.0),
+                 .bucket_bytes = o.bucket_mb ? static_cast<std::int64_t>(*o.bucket_mb * 1024.0 * 1024.0) : 0,
                  .overlap = o.overlap,
                  .fp16_compression = o.fp16_compression};
   config.parameter_server = {.servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness};

@@ -84,7 +84,7 @@ struct TrainOptions {
   bool asynchronous = false;        // ps: asynchronous updates
   int max_staleness = 4;            // ps --async
   parallel::AllreduceAlgorithm allreduce = parallel::AllreduceAlgorithm::ring;
-  double bucket_mb = 25.0;
+  std::optional<double> bucket_mb;  // unset: DDL_FUSION_THRESHOLD's default, in the library
   bool overlap = true;
   bool fp16_compression = false;
   std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
