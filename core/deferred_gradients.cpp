@@ -63,7 +63,10 @@ void DeferredWeightGradients::backward_weights(const std::vector<std::size_t>& p
 template <class Selected>
 void DeferredWeightGradients::compute(Selected selected) {
   const NoGradGuard no_grad;
-  for (Entry& entry : entries_) {
+  // Last weight first, as backward reaches a model's layers: gradient
+  // buckets, made in that order, then fill one after another.
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    Entry& entry = *it;
     // The selected rows to the front, in part order; the others stay.
     const auto chosen_end = std::stable_partition(entry.rows.begin(), entry.rows.end(),
                                                   [&](const Rows& rows) { return selected(rows.part); });

@@ -69,9 +69,11 @@ class DeferredWeightGradients {
 
   // The backward for the weights: every kept weight gradient (one product
   // per weight over all the rows kept for it) added into the weight's
-  // .grad, weights in the order given to the constructor; a weight's rows
-  // go once its gradient is added (if a product throws, the weights after
-  // it keep theirs). A weight that is gone by then is skipped.
+  // .grad, from the last weight given to the constructor to the first (the
+  // order backward reaches a model's layers, in which data parallelism's
+  // gradient buckets fill); a weight's rows go once its gradient is added
+  // (if a product throws, the weights before it keep theirs). A weight
+  // that is gone by then is skipped.
   void backward_weights();
   // The same for the rows of `parts` alone (a schedule's W of some
   // micro-batches): one product per weight over those parts' rows, in part

@@ -12,7 +12,7 @@
 using namespace ddl;
 
 void train_and_report() {
-  const auto ranks = parallel::job_ranks();  // none: a pipeline of one stage
+  const auto ranks = parallel::job_ranks();  // none: this process alone, a pipeline of one stage
   const parallel::ParallelConfig config{.kind = parallel::StrategyKind::pipeline,
                                         .pipeline = {.micro_batches = 4},
                                         .layout = {.balance = parallel::StageBalance::Parameters}};

@@ -27,8 +27,8 @@ auto as_config_error(const std::string& setting, Build build) {
   }
 }
 
-// The ranks a strategy other than none runs over: the job's, or a refusal
-// that says how to start several.
+// A strategy over several ranks in a build without MPI: the reason it
+// cannot run, before any count of ranks is compared.
 void require_mpi(StrategyKind kind) {
   if (!Communicator::built()) {
     throw ConfigError(fmt::format("the {} strategy needs MPI, and this ddl was built without it (DDL_MPI=OFF)",
@@ -36,6 +36,8 @@ void require_mpi(StrategyKind kind) {
   }
 }
 
+// The ranks a strategy that always spans several runs over: the job's, or
+// a refusal that says how to start them.
 const Communicator& several_ranks(const std::optional<Communicator>& ranks, StrategyKind kind) {
   require_mpi(kind);
   if (!ranks) {
@@ -46,10 +48,12 @@ const Communicator& several_ranks(const std::optional<Communicator>& ranks, Stra
 }
 
 // A pipeline's ranks: the job's, or this process alone as a pipeline of one
-// stage.
+// stage (under mpiexec too, when the caller passes no ranks).
 Communicator pipeline_ranks(const std::optional<Communicator>& ranks, StrategyKind kind) {
   require_mpi(kind);
-  return ranks ? *ranks : Communicator::world();
+  if (ranks) return *ranks;
+  const Communicator world = Communicator::world();
+  return world.size() == 1 ? world : world.split(world.rank(), 0);
 }
 
 // The device the request names: itself, or for a type alone the one the
@@ -188,6 +192,15 @@ bool is_pipelined(StrategyKind kind) { return kind == StrategyKind::pipeline || 
 
 int data_ranks(const ParallelConfig& config, int world_size) {
   const StageLayout& layout = config.layout;
+  // What cannot run in one process is refused as such, before any count.
+  const bool always_several = config.kind == StrategyKind::data || config.kind == StrategyKind::parameter_server;
+  const int asked = config.kind == StrategyKind::pipeline ? layout.stages
+                    : config.kind == StrategyKind::hybrid ? layout.pipelines * layout.stages
+                                                          : 0;
+  if (world_size == 1 && (always_several || asked > 1)) {
+    require_mpi(config.kind);
+    if (always_several) several_ranks(std::nullopt, config.kind);
+  }
   switch (config.kind) {
     case StrategyKind::none:
       if (world_size > 1) {
@@ -261,7 +274,7 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
       break;
     case StrategyKind::pipeline:
     case StrategyKind::hybrid:
-      // A pipeline of one stage runs in one process too.
+      // With MPI a pipeline of one stage runs in one process too.
       setup = pipelined(config, pipeline_ranks(ranks, config.kind), layers, request);
       break;
   }

@@ -89,11 +89,11 @@ struct StageLayout {
 
 struct ParallelConfig {
   StrategyKind kind = StrategyKind::none;
-  // data: every option; hybrid: `algorithm` averages each stage's
-  // gradients over the pipelines.
+  // data parallelism's options (a hybrid's are in `pipeline`).
   DataParallelOptions data{};
   ParameterServerOptions parameter_server{};
-  // pipeline and hybrid (`allreduce` averages a hybrid's gradients).
+  // pipeline and hybrid (`allreduce`, `bucket_bytes` and `overlap` average a
+  // hybrid's gradients over the pipelines).
   PipelineOptions pipeline{};
   StageLayout layout{};
   // none: "0-6=cpu:0,7-10=cpu:1" places each layer on a device of its own

@@ -341,14 +341,17 @@ void resolve_defaults(TrainOptions& o) {
 parallel::ParallelConfig parallel_config(const TrainOptions& o) {
   parallel::ParallelConfig config;
   config.kind = o.parallel;
+  const std::int64_t bucket_bytes = o.bucket_mb ? static_cast<std::int64_t>(*o.bucket_mb * 1024.0 * 1024.0) : 0;
   config.data = {.algorithm = o.allreduce,
-                 .bucket_bytes = o.bucket_mb ? static_cast<std::int64_t>(*o.bucket_mb * 1024.0 * 1024.0) : 0,
+                 .bucket_bytes = bucket_bytes,
                  .overlap = o.overlap,
                  .fp16_compression = o.fp16_compression};
   config.parameter_server = {.servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness};
   config.pipeline = {.micro_batches = o.micro_batches,
                      .schedule = o.schedule,
                      .allreduce = o.allreduce,
+                     .bucket_bytes = bucket_bytes,
+                     .overlap = o.overlap,
                      .defer_weight_gradients = o.defer_weight_gradients};
   const bool hybrid = o.parallel == parallel::StrategyKind::hybrid;
   config.layout = {.stages = hybrid ? o.pp : o.stages,

@@ -3,7 +3,8 @@
 // that they train the same thing (every option that must match, and the data
 // sets' sizes and checksums). A failure or a difference on one rank becomes
 // the same error on every rank at once, quoting that rank's own message,
-// instead of a stall timeout. Built with MPI only.
+// instead of a stall timeout. (Without MPI there is never a job of several
+// ranks, so nothing calls it.)
 #pragma once
 
 #include <string>

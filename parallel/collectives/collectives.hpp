@@ -24,10 +24,12 @@
 // halves stand alone too (what sharded data parallelism is made of): each
 // costs half the allreduce's bytes, n (p-1)/p per rank.
 //
-//   algorithm  reduce-scatter                 allgather
-//   ring       ring.cpp: p-1 messages         ring.cpp: p-1 messages
-//   rhd        halving_doubling.cpp: log2 p   halving_doubling.cpp: log2 p (+2 if p is not a power of two)
-//   builtin    MPI_Reduce_scatter             MPI_Allgatherv
+//   algorithm  reduce-scatter, allgather (each)
+//   ring       ring.cpp: p-1 messages
+//   rhd        halving_doubling.cpp: log2 p messages; where p is not a power of two
+//              2 more, the folded pairs move n more bytes, and the halves at chunk
+//              boundaries are uneven (up to 2n/3 sent per round where the middle sends n/2)
+//   builtin    MPI_Reduce_scatter, MPI_Allgatherv
 #pragma once
 
 #include <cstdint>

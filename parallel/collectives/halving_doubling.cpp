@@ -9,9 +9,12 @@
 // summed. Recursive doubling then runs the rounds backwards, each rank
 // sending the range it owns and receiving its partner's, until every rank
 // holds everything (an allgather): 2 log2 p messages and 2n(p-1)/p bytes per
-// rank for the allreduce. The ranges are halved at chunk boundaries
-// (chunk_range), so rank r ends the halving owning chunk r, as the ring's
-// reduce-scatter leaves it, and the two halves can be used apart.
+// rank for the allreduce, whose ranges are halved at their middle. The
+// halves used apart halve at chunk boundaries instead (chunk_range), so rank
+// r ends the reduce-scatter owning chunk r, as the ring's leaves it; where p
+// is not a power of two those halves are uneven (at p = 3 a rank may send
+// 2n/3 where the middle sends n/2). Where each range is cut does not change
+// any element's sums, so both give the same bits.
 //
 // With p not a power of two, let q be the largest power of two below p and
 // extra = p - q. Of ranks 0 .. 2·extra-1 each even rank folds into the odd
@@ -57,31 +60,33 @@ struct Round {
   ChunkRange kept, given;
 };
 
+// Where recursive halving cuts a range: at its middle (the allreduce: even
+// halves), or at the chunk boundary between the two blocks of virtual ranks
+// it stands for (the reduce-scatter and allgather: each rank ends on its
+// own chunk).
+enum class Cut { middle, chunks };
+
 // Recursive halving's rounds for real rank r (not folded away) over n
-// elements in p chunks: each halves the block of virtual ranks whose
-// chunks the rank still covers, at a chunk boundary, keeping the lower
-// block where the rank's bit is 0.
-std::vector<Round> halving_rounds(const Fold& fold, int p, int r, std::int64_t n) {
+// elements in p chunks: each halves the block of virtual ranks the rank's
+// range stands for, keeping the lower block where the rank's bit is 0.
+std::vector<Round> halving_rounds(const Fold& fold, int p, int r, std::int64_t n, Cut cut) {
   const int v = fold.virtual_rank(r);
-  const auto begin = [&](int virtual_rank) {
+  const auto chunk_begin = [&](int virtual_rank) {
     return virtual_rank == fold.q ? n : chunk_range(n, p, fold.first_chunk(virtual_rank)).begin;
   };
   std::vector<Round> rounds;
   int first = 0, last = fold.q;
+  ChunkRange owned{0, n};
   for (int mask = fold.q / 2; mask >= 1; mask /= 2) {
     const int partner = v ^ mask, middle = first + (last - first) / 2;
-    const ChunkRange lower{begin(first), begin(middle)}, upper{begin(middle), begin(last)};
+    const std::int64_t split = cut == Cut::chunks ? chunk_begin(middle) : owned.begin + owned.size() / 2;
+    const ChunkRange lower{owned.begin, split}, upper{split, owned.end};
     const bool keep_lower = v < partner;
     rounds.push_back({fold.real_rank(partner), keep_lower ? lower : upper, keep_lower ? upper : lower});
     (keep_lower ? last : first) = middle;
+    owned = rounds.back().kept;
   }
   return rounds;
-}
-
-// The chunks a rank that runs the rounds owns at their end.
-ChunkRange owned_after(const Fold& fold, int p, int r, std::int64_t n) {
-  const ChunkRange own = chunk_range(n, p, r);
-  return {fold.holds_two(r) ? chunk_range(n, p, r - 1).begin : own.begin, own.end};
 }
 
 template <class Transport>
@@ -116,9 +121,9 @@ void halving_doubling_allreduce(Transport& transport, float* data, std::int64_t 
     return;
   }
   if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
-  const std::vector<Round> rounds = halving_rounds(fold, p, r, n);
+  const std::vector<Round> rounds = halving_rounds(fold, p, r, n, Cut::middle);
   halve(transport, data, rounds);
-  const ChunkRange owned = owned_after(fold, p, r, n);
+  const ChunkRange owned = rounds.back().kept;
   transport.complete(data + owned.begin, owned.size(), op);
   double_up(transport, data, rounds);
   if (fold.holds_two(r)) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
@@ -136,8 +141,10 @@ void halving_reduce_scatter(Transport& transport, float* data, std::int64_t n, R
     return;
   }
   if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
-  halve(transport, data, halving_rounds(fold, p, r, n));
-  const ChunkRange owned = owned_after(fold, p, r, n);
+  const std::vector<Round> rounds = halving_rounds(fold, p, r, n, Cut::chunks);
+  halve(transport, data, rounds);
+  // The rank's chunk, and with the fold its even neighbour's before it.
+  const ChunkRange owned = rounds.back().kept;
   transport.complete(data + owned.begin, owned.size(), op);
   if (fold.holds_two(r)) {
     const ChunkRange theirs = chunk_range(n, p, r - 1);
@@ -160,7 +167,7 @@ void doubling_allgather(Transport& transport, float* data, std::int64_t n) {
     const ChunkRange theirs = chunk_range(n, p, r - 1);
     transport.exchange(nullptr, 0, r - 1, data + theirs.begin, theirs.size(), r - 1, kFoldTag);
   }
-  double_up(transport, data, halving_rounds(fold, p, r, n));
+  double_up(transport, data, halving_rounds(fold, p, r, n, Cut::chunks));
   if (fold.holds_two(r)) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
 }
 

@@ -93,6 +93,23 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
   }
 }
 
+TEST_CASE("DataParallel: a model without parameters prepares, steps and synchronises with no buckets") {
+  // What a hybrid pipeline's stage of activations and pooling alone does
+  // through its DataParallel.
+  const Communicator world = Communicator::world();
+  auto model = std::make_shared<layers::Sequential>();
+  model->emplace<layers::ReLU>().emplace<layers::MaxPool2d>();
+  DataParallel strategy(world);
+  strategy.prepare(*model, nullptr);
+  for (int step = 0; step < 2; ++step) {
+    strategy.begin_step(*model);
+    strategy.expect_final_gradients();
+    strategy.synchronize_gradients(*model);
+  }
+  CHECK(strategy.bucket_count() == 0);
+  CHECK_FALSE(strategy.overlapping());
+}
+
 TEST_CASE("DataParallel: accumulating 2 batches of B/2N per step trains the weights of 1 process at batch B") {
   // Gradients are reduced only during each step's last backward (DDP's
   // no_sync): with overlap, a bucket sent after the first backward would

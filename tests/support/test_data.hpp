@@ -123,22 +123,23 @@ Comparison all_close(const std::vector<float>& actual, const std::vector<float>&
 Comparison all_close(const Tensor& actual, const std::vector<float>& expected, double atol = 1e-5, double rtol = 1e-5);
 Comparison all_close(const Tensor& actual, const Tensor& expected, double atol = 1e-5, double rtol = 1e-5);
 
-// Whether `call` throws a ddl::Error whose message contains every one of
-// `parts` (the op's name, the shapes or devices involved). The report quotes
-// the message and the missing parts. Other exception types propagate, which
-// fails the test case.
-template <class Call>
+// Whether `call` throws a ddl::Error (or the ddl::Error type given, such as
+// parallel::ConfigError) whose message contains every one of `parts` (the
+// op's name, the shapes or devices involved). The report quotes the message
+// and the missing parts. Other exception types propagate, which fails the
+// test case.
+template <class Thrown = Error, class Call>
 Comparison throws_error_mentioning(Call&& call, const std::vector<std::string>& parts);
 
 namespace detail {
 Comparison check_message(bool thrown, const std::string& message, const std::vector<std::string>& parts);
 }
 
-template <class Call>
+template <class Thrown, class Call>
 Comparison throws_error_mentioning(Call&& call, const std::vector<std::string>& parts) {
   try {
     call();
-  } catch (const Error& error) {
+  } catch (const Thrown& error) {
     return detail::check_message(true, error.what(), parts);
   }
   return detail::check_message(false, "", parts);

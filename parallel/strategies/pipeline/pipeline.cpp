@@ -344,7 +344,9 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
   config::check_environment();  // a bad DDL_* value named here, not in a later wait
   State& s = *state_;
   if (grid.data.size() > 1) {
-    s.gradients = std::make_shared<DataParallel>(grid.data, DataParallelOptions{.algorithm = options.allreduce});
+    s.gradients = std::make_shared<DataParallel>(
+        grid.data, DataParallelOptions{
+                       .algorithm = options.allreduce, .bucket_bytes = options.bucket_bytes, .overlap = options.overlap});
     s.data = std::move(grid.data);
   }
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
@@ -452,7 +454,9 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   });
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const PipelineAction& action = actions[i];
-    if (s.gradients && share.last && &action == &*last_backward) s.gradients->expect_final_gradients();
+    if (s.gradients && share.last && last_backward != actions.rend() && &action == &*last_backward) {
+      s.gradients->expect_final_gradients();
+    }
     switch (action.kind) {
       case PipelineAction::Kind::Forward:
         run.forward(action.micro_batch);

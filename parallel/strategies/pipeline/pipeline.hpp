@@ -72,8 +72,12 @@ struct PipelineOptions {
   // 0: kMicroBatchesPerStage per stage.
   int micro_batches = 0;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
-  // Hybrid: how a stage's gradients are averaged over the pipelines.
+  // Hybrid: how a stage's gradients are averaged over the pipelines, as
+  // DataParallelOptions says (algorithm, bucket size, 0: DDL_FUSION_THRESHOLD,
+  // and whether buckets go out during the stage's last backward).
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
+  std::int64_t bucket_bytes = 0;
+  bool overlap = true;
   // Between stages that each drive a GPU of their own, send activations and
   // gradients with NCCL on the GPU (where ddl has NCCL); otherwise, and
   // when false, over MPI through host memory.

@@ -22,12 +22,7 @@ using parallel::StrategyKind;
 // not a failure while running) mentioning every one of `parts`.
 template <class Call>
 Comparison config_error_mentioning(Call&& call, const std::vector<std::string>& parts) {
-  try {
-    call();
-  } catch (const ConfigError& error) {
-    return detail::check_message(true, error.what(), parts);
-  }
-  return detail::check_message(false, "", parts);
+  return throws_error_mentioning<ConfigError>(std::forward<Call>(call), parts);
 }
 
 ParallelConfig kind(StrategyKind strategy) { return {.kind = strategy}; }
@@ -57,9 +52,9 @@ TEST_CASE("Setup: every strategy kind is parsed by the name it prints, and an un
 TEST_CASE("Setup: the ranks that share each batch, for every kind and rank count") {
   for (const int world : {1, 2, 3, 4, 7}) {
     CAPTURE(world);
-    CHECK(parallel::data_ranks(kind(StrategyKind::data), world) == world);
     CHECK(parallel::data_ranks(kind(StrategyKind::pipeline), world) == 1);  // every stage reads every batch
     if (world > 1) {
+      CHECK(parallel::data_ranks(kind(StrategyKind::data), world) == world);
       ParallelConfig ps = kind(StrategyKind::parameter_server);
       ps.parameter_server.servers = world - 1;
       CHECK(parallel::data_ranks(ps, world) == 1);
@@ -146,6 +141,17 @@ TEST_CASE("Setup: what does not fit one process is refused before anything is bu
                                 {"the data strategy", parallel::Communicator::built()
                                                                ? "needs several ranks: start it with mpiexec -n N"
                                                                : "built without it (DDL_MPI=OFF)"}));
+  // What needs several ranks says so (or that MPI is missing) before any
+  // count of ranks is compared.
+  const std::string not_alone =
+      parallel::Communicator::built() ? "needs several ranks: start it with mpiexec -n N" : "built without it";
+  ParallelConfig ps = kind(StrategyKind::parameter_server);
+  CHECK(config_error_mentioning([&] { parallel::data_ranks(ps, 1); }, {"the ps strategy", not_alone}));
+  ParallelConfig grid = kind(StrategyKind::hybrid);
+  grid.layout = {.stages = 2, .pipelines = 2};
+  CHECK(config_error_mentioning([&] { parallel::data_ranks(grid, 1); },
+                                {parallel::Communicator::built() ? "2 pipelines x 2 stages need 4 ranks; this job has 1"
+                                                                 : "the hybrid strategy needs MPI"}));
   ParallelConfig bad_plan = kind(StrategyKind::none);
   bad_plan.placement = "0-3=cpu:0";
   CHECK(config_error_mentioning([&] { parallel::make_setup(bad_plan, std::nullopt, layers, request); },
