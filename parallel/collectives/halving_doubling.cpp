@@ -106,6 +106,24 @@ void double_up(Transport& transport, float* data, const std::vector<Round>& roun
   }
 }
 
+// What the allreduce and the reduce-scatter share, on a rank that runs the
+// rounds: its folded neighbour's buffer added in, the halving, the owned
+// range completed (averaged, rounded). Returns the rounds, which the
+// allreduce doubles back over.
+template <class Transport>
+std::vector<Round> fold_and_halve(Transport& transport, float* data, std::int64_t n, ReduceOp op, const Fold& fold,
+                                  Cut cut) {
+  const int p = transport.size(), r = transport.rank();
+  if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
+  std::vector<Round> rounds = halving_rounds(fold, p, r, n, cut);
+  halve(transport, data, rounds);
+  // With Cut::chunks: the rank's chunk, and with the fold its even
+  // neighbour's before it.
+  const ChunkRange owned = rounds.back().kept;
+  transport.complete(data + owned.begin, owned.size(), op);
+  return rounds;
+}
+
 }  // namespace
 
 namespace detail {
@@ -120,12 +138,7 @@ void halving_doubling_allreduce(Transport& transport, float* data, std::int64_t 
     transport.exchange(nullptr, 0, r + 1, data, n, r + 1, kUnfoldTag);
     return;
   }
-  if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
-  const std::vector<Round> rounds = halving_rounds(fold, p, r, n, Cut::middle);
-  halve(transport, data, rounds);
-  const ChunkRange owned = rounds.back().kept;
-  transport.complete(data + owned.begin, owned.size(), op);
-  double_up(transport, data, rounds);
+  double_up(transport, data, fold_and_halve(transport, data, n, op, fold, Cut::middle));
   if (fold.holds_two(r)) transport.exchange(data, n, r - 1, nullptr, 0, r - 1, kUnfoldTag);
 }
 
@@ -140,12 +153,7 @@ void halving_reduce_scatter(Transport& transport, float* data, std::int64_t n, R
     transport.exchange(nullptr, 0, r + 1, data + mine.begin, mine.size(), r + 1, kUnfoldTag);
     return;
   }
-  if (fold.holds_two(r)) transport.exchange_add(nullptr, 0, r - 1, data, n, r - 1, kFoldTag);
-  const std::vector<Round> rounds = halving_rounds(fold, p, r, n, Cut::chunks);
-  halve(transport, data, rounds);
-  // The rank's chunk, and with the fold its even neighbour's before it.
-  const ChunkRange owned = rounds.back().kept;
-  transport.complete(data + owned.begin, owned.size(), op);
+  fold_and_halve(transport, data, n, op, fold, Cut::chunks);
   if (fold.holds_two(r)) {
     const ChunkRange theirs = chunk_range(n, p, r - 1);
     transport.exchange(data + theirs.begin, theirs.size(), r - 1, nullptr, 0, r - 1, kUnfoldTag);
