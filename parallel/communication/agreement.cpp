@@ -26,7 +26,7 @@ template <class T>
 std::vector<T> gather(const Communicator& comm, const std::vector<T>& mine) {
   const auto bytes = comm.allgather_bytes(std::as_bytes(std::span<const T>(mine)));
   std::vector<T> all(bytes.size() / sizeof(T));
-  std::memcpy(all.data(), bytes.data(), bytes.size());
+  if (!bytes.empty()) std::memcpy(all.data(), bytes.data(), bytes.size());  // no ranks' entries: no buffer at all
   return all;
 }
 
