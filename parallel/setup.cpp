@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/choice_by_name.hpp>
-#include <ddl/parallel/strategies/layer_placement.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/planning/placement.hpp>
+#include <ddl/parallel/strategies/layer_placement.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -41,8 +41,8 @@ void require_mpi(StrategyKind kind) {
 const Communicator& several_ranks(const std::optional<Communicator>& ranks, StrategyKind kind) {
   require_mpi(kind);
   if (!ranks) {
-    throw ConfigError(fmt::format("the {} strategy needs several ranks: start it with mpiexec -n N",
-                                  strategy_kind_name(kind)));
+    throw ConfigError(
+        fmt::format("the {} strategy needs several ranks: start it with mpiexec -n N", strategy_kind_name(kind)));
   }
   return *ranks;
 }
@@ -65,35 +65,30 @@ Device resolve_device(const std::string& text, ByType by_type) {
   return as_config_error("device " + text, [&] { return by_type(device.type()); });
 }
 
-ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList& layers, const RunRequest& request) {
-  ParallelSetup setup;
-  auto model = layers.build(request.weights);
-  if (config.placement.empty()) {
-    setup.strategy = std::make_shared<optim::Strategy>();
-    setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
-    model->to(setup.device);
-    setup.where = setup.device.str();
-  } else {
-    setup.strategy = std::make_shared<LayerPlacement>();
-    setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
-    as_config_error("placement", [&] { place(*model, parse_placement(config.placement, *model), setup.device); });
-    setup.where = fmt::format("placed {}, data on {}", config.placement, setup.device.str());
-  }
-  setup.model = std::move(model);
-  return setup;
-}
-
-// Data parallelism and the parameter server: every rank (or worker) holds
-// the whole model.
-ParallelSetup whole_model_on_each_rank(std::shared_ptr<optim::Strategy> strategy, const layers::LayerList& layers,
-                                       const RunRequest& request, const std::string& scope_unit) {
+// The whole model on the device the strategy gives this rank: one
+// process, data parallelism and the parameter server (every rank or
+// worker holds all of it).
+ParallelSetup whole_model(std::shared_ptr<optim::Strategy> strategy, const layers::LayerList& layers,
+                          const RunRequest& request) {
   ParallelSetup setup;
   setup.strategy = std::move(strategy);
   setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
   setup.model = layers.build(request.weights);
   setup.model->to(setup.device);
   setup.where = setup.device.str();
-  setup.scope = fmt::format("{} {}", setup.strategy->shard().world, scope_unit);
+  return setup;
+}
+
+// One process: the whole model, or its layers placed on several devices.
+ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList& layers, const RunRequest& request) {
+  if (config.placement.empty()) return whole_model(std::make_shared<optim::Strategy>(), layers, request);
+  ParallelSetup setup;
+  setup.strategy = std::make_shared<LayerPlacement>();
+  setup.device = resolve_device(request.device, [&](DeviceType type) { return setup.strategy->device(type); });
+  setup.model = layers.build(request.weights);
+  as_config_error("placement",
+                  [&] { place(*setup.model, parse_placement(config.placement, *setup.model), setup.device); });
+  setup.where = fmt::format("placed {}, data on {}", config.placement, setup.device.str());
   return setup;
 }
 
@@ -101,8 +96,8 @@ ParallelSetup whole_model_on_each_rank(std::shared_ptr<optim::Strategy> strategy
 // differ from rank to rank: rank 0's decide for all, and a failure there
 // must not leave the others waiting for them.
 std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int stages,
-                                      const layers::LayerList& layers, const RunRequest& request,
-                                      const Device& device, std::string& how) {
+                                      const layers::LayerList& layers, const RunRequest& request, const Device& device,
+                                      std::string& how) {
   const StageLayout& layout = config.layout;
   if (!layout.split.empty()) {
     how = "split before layers " + layout.split;
@@ -143,7 +138,8 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   ParallelSetup setup;
   // The device comes before the strategy: balancing by time measures on it.
   setup.device = resolve_device(request.device, [&](DeviceType type) {
-    return type == DeviceType::CUDA ? local_gpu(comm, "Pipeline", "pipeline parallelism") : optim::Strategy{}.device(type);
+    return type == DeviceType::CUDA ? local_gpu(comm, "Pipeline", "pipeline parallelism")
+                                    : optim::Strategy{}.device(type);
   });
   std::string how;
   const std::vector<StageRange> split = choose_stages(config, comm, stages, layers, request, setup.device, how);
@@ -204,9 +200,10 @@ int data_ranks(const ParallelConfig& config, int world_size) {
   switch (config.kind) {
     case StrategyKind::none:
       if (world_size > 1) {
-        throw ConfigError(fmt::format("started as {} MPI ranks without a parallel strategy: every rank would train "
-                                      "alone (ask for one, such as data parallelism)",
-                                      world_size));
+        throw ConfigError(
+            fmt::format("started as {} MPI ranks without a parallel strategy: every rank would train "
+                        "alone (ask for one, such as data parallelism)",
+                        world_size));
       }
       return 1;
     case StrategyKind::data:
@@ -221,8 +218,9 @@ int data_ranks(const ParallelConfig& config, int world_size) {
     case StrategyKind::pipeline: {
       const int stages = layout.stages > 0 ? layout.stages : world_size;
       if (stages != world_size) {
-        throw ConfigError("stages", fmt::format("{} stages need {} ranks, one per stage; this job has {} (mpiexec -n {})",
-                                                stages, stages, world_size, stages));
+        throw ConfigError("stages",
+                          fmt::format("{} stages need {} ranks, one per stage; this job has {} (mpiexec -n {})", stages,
+                                      stages, world_size, stages));
       }
       return 1;
     }
@@ -260,17 +258,18 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
       setup = one_process(config, layers, request);
       break;
     case StrategyKind::data:
-      setup = whole_model_on_each_rank(
-          std::make_shared<DataParallel>(several_ranks(ranks, config.kind), config.data), layers, request, "ranks");
+      setup =
+          whole_model(std::make_shared<DataParallel>(several_ranks(ranks, config.kind), config.data), layers, request);
+      setup.scope = fmt::format("{} ranks", setup.strategy->shard().world);
       break;
     case StrategyKind::parameter_server:
-      setup = whole_model_on_each_rank(
-          as_config_error("servers",
-                          [&] {
-                            return std::make_shared<ParameterServer>(several_ranks(ranks, config.kind),
-                                                                     config.parameter_server);
-                          }),
-          layers, request, "ranks");
+      setup = whole_model(as_config_error("servers",
+                                          [&] {
+                                            return std::make_shared<ParameterServer>(several_ranks(ranks, config.kind),
+                                                                                     config.parameter_server);
+                                          }),
+                          layers, request);
+      setup.scope = fmt::format("{} ranks", setup.strategy->shard().world);
       break;
     case StrategyKind::pipeline:
     case StrategyKind::hybrid:
