@@ -1,5 +1,5 @@
-// Optimizer: the base of SGD, Adadelta, Adagrad and Adam (DESIGN.md, "one
-// training engine"). It holds parameter groups (each with its own learning
+// Optimizer: the base of SGD, Adadelta, Adagrad and Adam, which the one
+// training engine steps. It holds parameter groups (each with its own learning
 // rate), per-parameter state buffers on the parameter's device, and a step
 // counter; state() / load_state() expose them by name for checkpoints, so a
 // resumed run continues exactly as an uninterrupted one.

@@ -1,5 +1,5 @@
-// Learning-rate schedules (DESIGN.md, "LR schedules with warm-up and the
-// linear / square-root scaling rules"): a schedule maps a step (or epoch:
+// Learning-rate schedules, with warm-up and the linear and square-root
+// scaling rules for many ranks: a schedule maps a step (or epoch:
 // the caller decides the unit) to a learning rate, which the trainer hands
 // to Optimizer::set_lr.
 #pragma once

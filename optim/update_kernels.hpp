@@ -1,6 +1,6 @@
 // The optimizers' update rules as index kernels: element i of a parameter is
 // updated in place, with its state buffers, from grad[i] in one pass and no
-// temporaries (DESIGN.md "one kernel body, two backends"). Hyper-parameters
+// temporaries, one kernel body for both backends. Hyper-parameters
 // arrive as float so the CPU and the GPU do the same float arithmetic; the
 // step-dependent factors (Adam's bias corrections) are computed by the host.
 #pragma once

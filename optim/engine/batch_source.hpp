@@ -1,4 +1,4 @@
-// How the Trainer receives data (DESIGN.md, "one training engine"): an epoch
+// How the Trainer receives data: an epoch
 // is a stream of batches from a BatchSource. Declared here, below the data
 // sets that implement it (models::DataLoader), so the engine depends on no
 // data set; a parallel strategy hands each rank its Shard of every epoch.

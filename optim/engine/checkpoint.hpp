@@ -1,5 +1,4 @@
-// Checkpoints (DESIGN.md, "one training engine": checkpoints and exact
-// resume): named tensors, integers and strings in one documented binary file,
+// Checkpoints, what exact resume rests on: named tensors, integers and strings in one documented binary file,
 // written atomically (temp file, fsync, rename) and validated completely on
 // load, so a crash never leaves a half-written checkpoint and a damaged file
 // is an error naming the file and the problem, never a crash or a silent

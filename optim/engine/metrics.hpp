@@ -1,4 +1,4 @@
-// Metrics the Trainer reports besides the loss (DESIGN.md, "metrics"):
+// Metrics the Trainer reports besides the loss:
 // classification (or pixel) accuracy, mean absolute error, and a
 // segmentation's mean intersection over union. They are accumulated as sums
 // over the samples of an epoch, so a strategy can add up the sums of all

@@ -1,6 +1,6 @@
 // Strategy: how the one training loop of Trainer is spread over devices and
-// ranks (DESIGN.md: "parallelism is a strategy object plugged into it, never
-// a second training loop"). The base class is the single-process strategy;
+// ranks: parallelism is a strategy object plugged into the Trainer, never a
+// second training loop. The base class is the single-process strategy;
 // data parallelism, the parameter server and pipelines override the hooks
 // below. The Trainer calls them in this order:
 //

@@ -1,4 +1,4 @@
-// Trainer: the one training engine (DESIGN.md item 3), in the manner of
+// Trainer: the one training engine (docs/ARCHITECTURE.md), in the manner of
 // Keras' model.fit. It runs epochs of batches from a BatchSource through a
 // model, a loss and an optimizer; reports metrics, progress and History;
 // calls callbacks; and saves and restores checkpoints that resume exactly.
