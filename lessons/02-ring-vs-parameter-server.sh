@@ -10,6 +10,7 @@
 #
 #   lessons/02-ring-vs-parameter-server.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=02-ring-vs-parameter-server
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot

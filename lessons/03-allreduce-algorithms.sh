@@ -8,6 +8,7 @@
 #
 #   lessons/03-allreduce-algorithms.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=03-allreduce-algorithms
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/bench/ddl_bench_allreduce" "$build/apps/ddl-model" mpiexec gnuplot

@@ -11,6 +11,7 @@
 #
 #   lessons/04-strong-and-weak-scaling.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=04-strong-and-weak-scaling
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot

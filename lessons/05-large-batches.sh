@@ -12,6 +12,7 @@
 #
 #   lessons/05-large-batches.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=05-large-batches
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" gnuplot

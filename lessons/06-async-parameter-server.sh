@@ -10,6 +10,7 @@
 #
 #   lessons/06-async-parameter-server.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=06-async-parameter-server
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot

@@ -8,6 +8,7 @@
 #
 #   lessons/07-gradient-compression.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=07-gradient-compression
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot

@@ -9,6 +9,7 @@
 #
 #   lessons/08-pipeline-bubble.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=08-pipeline-bubble
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot

@@ -9,6 +9,7 @@
 #
 #   lessons/09-hyperparameter-search.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=09-hyperparameter-search
+# shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
 require "$build/apps/ddl-train" mpiexec gnuplot

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # the lessons read what this file sets
 # Sourced by every lesson (lessons/NN-name.sh): the options they share, the
 # checks of what they need, and of what they wrote.
 #
@@ -10,6 +11,7 @@
 # directory (default: build), --out where the table and figure go (default:
 # lesson-output/NN-name).
 set -euo pipefail
+lesson=${lesson:?a lesson sets its name before it sources common.sh}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 quick=0
@@ -25,8 +27,10 @@ parse_lesson_options() {
       --out) out=${2:?--out needs a directory}; shift ;;
       --scale)
         scale=${2:?--scale needs a factor}
-        [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] && awk -v s="$scale" 'BEGIN { exit !(s > 0) }' ||
-          { echo "$lesson: --scale needs a positive number, got '$scale'" >&2; exit 2; }
+        if ! [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] || ! awk -v s="$scale" 'BEGIN { exit !(s > 0) }'; then
+          echo "$lesson: --scale needs a positive number, got '$scale'" >&2
+          exit 2
+        fi
         shift ;;
       -h | --help)
         awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
@@ -68,12 +72,56 @@ figure_preamble() {
     "$out/figure.png"
 }
 
+# claim WHAT CONDITION NAME=NUMBER...: checks one of the lesson's claims,
+# in every run (quick or full), on the numbers the experiment produced.
+# CONDITION is an awk expression over the NAMEs, e.g.
+#   claim "1F1B holds fewer activations than GPipe" "onef < 0.8 * gpipe" onef=40.1 gpipe=63.2
+# prints "claim holds: WHAT (the numbers)" or, on stderr, "claim does not
+# hold: WHAT: CONDITION is false for the numbers", and finish then fails
+# the lesson. A value that is not a
+# number (a line the lesson failed to parse) fails the claim: an empty
+# string would compare as 0, and a claim must not hold by accident.
+failed_claims=0
+claim() {
+  local what=$1 condition=$2 pair
+  shift 2
+  local -a vars=()
+  for pair in "$@"; do
+    if [[ ! $pair =~ ^[a-z_][a-z0-9_]*=-?[0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?$ ]]; then
+      echo "$lesson: claim does not hold: $what: no number for ${pair%%=*} (got '${pair#*=}')" >&2
+      failed_claims=$((failed_claims + 1))
+      return 0
+    fi
+    vars+=(-v "$pair")
+  done
+  if awk "${vars[@]}" "BEGIN { exit !($condition) }"; then
+    echo "$lesson: claim holds: $what ($*)"
+  else
+    echo "$lesson: claim does not hold: $what: $condition is false for $*" >&2
+    failed_claims=$((failed_claims + 1))
+  fi
+}
+
+# The cores this machine has, against which oversubscribed RANKS: more
+# processes than cores share them, so what such a run measures is how the
+# scheduler interleaves them, not what the ranks cost. Such a run still
+# shows what does not depend on time (bytes, messages, the numbers
+# trained); the lesson says which (CAN) and which it cannot (CANNOT).
+cores=$(nproc)
+oversubscription() {
+  local ranks=$1 can=$2 cannot=$3
+  ((ranks > cores)) || return 0
+  echo "$lesson: note: up to $ranks processes on $cores cores; these runs show $can, not $cannot"
+}
+
 # The lesson's last step: its table and figure ($out/table.txt,
-# $out/figure.png) exist and are what they claim to be.
+# $out/figure.png) exist and are what they claim to be, and every claim
+# checked held.
 finish() {
   local table=$out/table.txt figure=$out/figure.png
   [[ -s $table ]] || { echo "$lesson: the table $table is empty" >&2; exit 1; }
   [[ $(head -c 8 "$figure" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
     { echo "$lesson: $figure is not a PNG" >&2; exit 1; }
   echo "$lesson: table $table, figure $figure"
+  ((failed_claims == 0)) || { echo "$lesson: $failed_claims claim(s) did not hold (above)" >&2; exit 1; }
 }
