@@ -114,6 +114,13 @@ oversubscription() {
   echo "$lesson: note: up to $ranks processes on $cores cores; these runs show $can, not $cannot"
 }
 
+# What ddl-model (its output in file $1) measured here and fitted the model
+# on, and how far the fit is from this machine's own times: a projection is
+# only as good as these, so a lesson that projects prints them.
+fitted_on() {
+  grep -E "^  (within a node|between nodes|reduction) |error \|predicted" "$1" | sed "s/^ */$lesson: fitted on: /"
+}
+
 # The lesson's last step: its table and figure ($out/table.txt,
 # $out/figure.png) exist and are what they claim to be, and every claim
 # checked held.
