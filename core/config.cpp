@@ -70,13 +70,13 @@ int& thread_setting() {
 
 }  // namespace
 
-double positive_double_from_environment(const char* name, double fallback) {
+double positive_double_from_environment(const char* name, double fallback, double max) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') return fallback;
   char* end = nullptr;
   const double parsed = std::strtod(value, &end);
-  DDL_CHECK(*end == '\0' && std::isfinite(parsed) && parsed > 0.0, "environment variable {}={} is not a positive number",
-            name, value);
+  DDL_CHECK(*end == '\0' && std::isfinite(parsed) && parsed > 0.0 && parsed <= max,
+            "environment variable {}={} is not a positive number up to {:g}", name, value, max);
   return parsed;
 }
 

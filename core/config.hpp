@@ -78,9 +78,10 @@ void check_environment();
 
 // The readers of DDL_* variables, for the settings other modules keep
 // beside their code (parallel/config.hpp): the variable's value, or
-// `fallback` when it is unset or empty; anything but a positive number is
-// an error naming the variable.
-double positive_double_from_environment(const char* name, double fallback);
+// `fallback` when it is unset or empty; anything but a positive number (up
+// to `max`, which keeps a value the reader converts, as seconds into a
+// clock's nanoseconds, from overflowing) is an error naming the variable.
+double positive_double_from_environment(const char* name, double fallback, double max);
 std::int64_t positive_bytes_from_environment(const char* name, std::int64_t fallback);
 
 }  // namespace ddl::config

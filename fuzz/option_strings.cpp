@@ -67,8 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 4: {  // DDL_STALL_TIMEOUT and the other seconds (text up to its first NUL, as a variable holds it)
       setenv(kVariable, text.c_str(), 1);
       double value = 0;
-      if (fuzz::parses([&] { value = config::positive_double_from_environment(kVariable, 1.0); })) {
-        fuzz::require(std::isfinite(value) && value > 0, "positive_double_from_environment: positive and finite");
+      if (fuzz::parses([&] { value = config::positive_double_from_environment(kVariable, 1.0, 1e6); })) {
+        fuzz::require(value > 0 && value <= 1e6, "positive_double_from_environment: positive, at most the maximum");
       }
       break;
     }

@@ -14,6 +14,10 @@ namespace {
 void check_rate(const char* schedule, const char* what, double value) {
   DDL_CHECK(std::isfinite(value) && value >= 0.0, "{}: {} = {} is invalid (must be >= 0)", schedule, what, value);
 }
+void check_batch_ratio(const char* rule, double batch_ratio) {
+  DDL_CHECK(std::isfinite(batch_ratio) && batch_ratio > 0.0, "{}: batch_ratio = {} is invalid (must be > 0)", rule,
+            batch_ratio);
+}
 void check_step(const char* schedule, std::int64_t step) {
   DDL_CHECK(step >= 0, "{}: step {} is negative", schedule, step);
 }
@@ -70,16 +74,16 @@ double LinearWarmup::lr_at(std::int64_t step) const {
   return target * (start_factor_ + (1.0 - start_factor_) * progress);
 }
 
-double scale_lr_linear(double base_lr, int world_size) {
+double scale_lr_linear(double base_lr, double batch_ratio) {
   check_rate("scale_lr_linear", "base_lr", base_lr);
-  DDL_CHECK(world_size >= 1, "scale_lr_linear: world_size = {} is invalid (must be >= 1)", world_size);
-  return base_lr * world_size;
+  check_batch_ratio("scale_lr_linear", batch_ratio);
+  return base_lr * batch_ratio;
 }
 
-double scale_lr_sqrt(double base_lr, int world_size) {
+double scale_lr_sqrt(double base_lr, double batch_ratio) {
   check_rate("scale_lr_sqrt", "base_lr", base_lr);
-  DDL_CHECK(world_size >= 1, "scale_lr_sqrt: world_size = {} is invalid (must be >= 1)", world_size);
-  return base_lr * std::sqrt(static_cast<double>(world_size));
+  check_batch_ratio("scale_lr_sqrt", batch_ratio);
+  return base_lr * std::sqrt(batch_ratio);
 }
 
 }  // namespace ddl::optim

@@ -71,20 +71,21 @@ class LinearWarmup : public LrSchedule {
   double start_factor_;
 };
 
-// Scaling a learning rate tuned for one worker to `world_size` workers whose
-// global batch is world_size times larger.
+// Scaling a learning rate tuned at one batch size to a batch `batch_ratio`
+// times larger (the global batch over the batch the rate was tuned for: the
+// rank count when each rank keeps the tuned batch).
 //
-// Linear rule (Goyal et al. 2017): lr * world_size. Keeps the expected
+// Linear rule (Goyal et al. 2017): lr * batch_ratio. Keeps the expected
 // update per sample the same; it holds for SGD up to batches of about 8k on
 // ImageNet and needs warm-up, since early training changes too fast for a
 // large step.
-double scale_lr_linear(double base_lr, int world_size);
-// Square-root rule (Krizhevsky 2014; Hoffer et al. 2017): lr * sqrt(world_size).
+double scale_lr_linear(double base_lr, double batch_ratio);
+// Square-root rule (Krizhevsky 2014; Hoffer et al. 2017): lr * sqrt(batch_ratio).
 // Keeps the variance of the update the same; more conservative, often the
 // better fit for adaptive optimizers (Adam, Adagrad). Neither rule holds
 // indefinitely: past a problem-dependent "critical batch size" (McCandlish
 // et al. 2018) larger batches stop paying off, and LARS/LAMB-style
 // per-layer rates are needed.
-double scale_lr_sqrt(double base_lr, int world_size);
+double scale_lr_sqrt(double base_lr, double batch_ratio);
 
 }  // namespace ddl::optim

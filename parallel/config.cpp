@@ -10,6 +10,12 @@ namespace ddl::parallel::config {
 namespace {
 
 constexpr double kStallTimeout = 60.0;
+// A week: far past any real stall, far inside a steady clock's range.
+constexpr double kLongestStallTimeout = 7 * 24 * 3600.0;
+
+double stall_timeout_from_environment(const char* name, double fallback) {
+  return ddl::config::positive_double_from_environment(name, fallback, kLongestStallTimeout);
+}
 constexpr std::int64_t kFusionThreshold = std::int64_t{25} << 20;
 constexpr std::int64_t kRingSegment = std::int64_t{256} << 10;
 constexpr std::int64_t kShmSegment = std::int64_t{1} << 20;
@@ -27,7 +33,7 @@ T or_default(Read read, const char* name, T fallback) {
 
 double stall_timeout_seconds() {
   static const double seconds =
-      or_default(ddl::config::positive_double_from_environment, "DDL_STALL_TIMEOUT", kStallTimeout);
+      or_default(stall_timeout_from_environment, "DDL_STALL_TIMEOUT", kStallTimeout);
   return seconds;
 }
 
@@ -50,7 +56,7 @@ std::int64_t shm_segment_bytes() {
 }
 
 void check_environment() {
-  (void)ddl::config::positive_double_from_environment("DDL_STALL_TIMEOUT", kStallTimeout);
+  (void)stall_timeout_from_environment("DDL_STALL_TIMEOUT", kStallTimeout);
   for (const auto& [name, fallback] : {std::pair{"DDL_FUSION_THRESHOLD", kFusionThreshold},
                                        std::pair{"DDL_RING_SEGMENT", kRingSegment},
                                        std::pair{"DDL_SHM_SEGMENT", kShmSegment}}) {

@@ -7,9 +7,9 @@
 
 namespace ddl::parallel::config {
 
-// DDL_STALL_TIMEOUT (seconds, default 60, as Horovod's stall warning): how
-// long a rank waits for a message or collective before it reports which
-// ranks are missing and aborts the job.
+// DDL_STALL_TIMEOUT (seconds, default 60, as Horovod's stall warning, at
+// most a week): how long a rank waits for a message or collective before
+// it reports which ranks are missing and aborts the job.
 double stall_timeout_seconds();
 // DDL_FUSION_THRESHOLD (bytes, default 25 MiB, as PyTorch DDP's bucket_cap_mb):
 // the size of the gradient buckets data parallelism reduces at once.

@@ -57,18 +57,13 @@ void check_environment() {
 }
 
 // --device's text, checked before any rank waits for another: a device
-// this machine has, or a type alone (which the parallel setup resolves).
+// this machine has, or a type alone (which the parallel setup resolves to
+// one of this type, so the type must have one).
 void check_device_option(const std::string& text) {
-  Device device = cpu();
   try {
-    device = Device::parse(text);
+    check_device_exists(Device::parse(text));
   } catch (const Error& error) {
     throw UsageError(fmt::format("--device {}: {}", text, error.what()));
-  }
-  const int count = device_count(device.type());
-  if (text.find(':') != std::string::npos && device.index() >= count) {
-    throw UsageError(fmt::format("--device {}: this machine has {} such device(s){}", text, count,
-                                 device.is_cuda() ? "" : " (set DDL_CPU_DEVICES for more logical CPU devices)"));
   }
 }
 
@@ -198,8 +193,8 @@ std::string header(const TrainOptions& o, const Task& task, const parallel::Para
                    const optim::Optimizer& optimizer, double lr, std::int64_t batch) {
   std::vector<std::string> parts;
   parts.push_back(o.scale_lr == "none" ? fmt::format("{} (lr {:g})", optimizer.name(), lr)
-                                       : fmt::format("{} (lr {:g}: {:g} scaled by --scale-lr {} over {} ranks)",
-                                                     optimizer.name(), lr, *o.lr, o.scale_lr, setup.data_ranks));
+                                       : fmt::format("{} (lr {:g}: {:g} scaled by --scale-lr {} from batch {} to {})",
+                                                     optimizer.name(), lr, *o.lr, o.scale_lr, o.lr_batch, batch));
   parts.push_back(o.accumulate > 1 ? fmt::format("batch {} x {} accumulated per step", batch, o.accumulate)
                                    : fmt::format("batch {}", batch));
   const std::string spread = setup.strategy->describe(batch / setup.data_ranks);
@@ -246,7 +241,7 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
   const parallel::ParallelConfig config = parallel_config(o);
   const int data_ranks = usage_errors_of(o, [&] { return parallel::data_ranks(config, job ? job->size() : 1); });
   const std::int64_t batch = global_batch(o, data_ranks);
-  const double lr = effective_lr(o, data_ranks);
+  const double lr = effective_lr(o, batch);
   const auto dims = task.train.inputs.shape().to_vector();
   const Shape sample_shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()));
 

@@ -2,8 +2,10 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -19,6 +21,8 @@ namespace {
 const std::vector<std::string> kOptimizers{"adadelta", "sgd", "adam", "adagrad"};
 const std::vector<std::string> kSchedules{"constant", "step", "cosine"};
 const std::vector<std::string> kScalings{"none", "linear", "sqrt"};
+// 1 TiB: far past any model's gradients, far inside the bytes' int64.
+constexpr double kMaxBucketMb = 1024.0 * 1024.0;
 
 bool is_materials(const std::string& model) { return model == "materials_mlp"; }
 
@@ -57,20 +61,40 @@ CLI::Option* add_choice(CLI::App& app, const std::string& flag, T& value, const 
       ->default_str(std::string(name_of(value)));
 }
 
-// CLI11's PositiveNumber and NonNegativeNumber let NaN and infinity through
-// and print DBL_MAX in full: this names the bound in a few characters.
-CLI::Validator finite_number(bool zero_allowed) {
+// CLI11's PositiveNumber, NonNegativeNumber and Range let NaN and infinity
+// through (every comparison with NaN is false) and print DBL_MAX in full:
+// this names the bounds in a few characters. Above 0, or from 0 when
+// `zero_allowed`, and at most `max`.
+CLI::Validator finite_number(bool zero_allowed, double max = std::numeric_limits<double>::max()) {
+  const bool bounded = max < std::numeric_limits<double>::max();
+  const std::string bounds =
+      fmt::format("{} 0{}", zero_allowed ? ">=" : ">", bounded ? fmt::format(" and <= {}", max) : "");
   return CLI::Validator(
-      [zero_allowed](std::string& text) -> std::string {
+      [zero_allowed, max, bounds](std::string& text) -> std::string {
         char* end = nullptr;
         const double value = std::strtod(text.c_str(), &end);
         if (end == text.c_str() || *end != '\0') return "'" + text + "' is not a number";
-        if (!std::isfinite(value) || (zero_allowed ? value < 0.0 : value <= 0.0)) {
-          return fmt::format("{} is not a finite number {} 0", text, zero_allowed ? ">=" : ">");
+        if (!std::isfinite(value) || (zero_allowed ? value < 0.0 : value <= 0.0) || value > max) {
+          return fmt::format("{} is not a finite number {}", text, bounds);
         }
         return {};
       },
-      zero_allowed ? "NUMBER >= 0" : "NUMBER > 0");
+      "NUMBER " + bounds);
+}
+
+// A seed is any 64-bit unsigned integer: CLI11 reads "-1" and 2^64 into
+// one as 2^64 - 1, where this refuses them.
+CLI::Validator unsigned_64_bit() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (error != std::errc{} || end != text.data() + text.size()) {
+          return fmt::format("{} is not an integer from 0 to {}", text, std::numeric_limits<std::uint64_t>::max());
+        }
+        return {};
+      },
+      "UINT64");
 }
 
 }  // namespace
@@ -105,7 +129,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(finite_number(false))
       ->default_str(
           "adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp, 5e-3 for the segmenters), sgd and adagrad 0.01");
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  app.add_option("--momentum", o.momentum, "SGD momentum")->check(finite_number(true, 0.999999))->capture_default_str();
   app.add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum (needs --momentum > 0)");
   app.add_option("--weight-decay", o.weight_decay, "L2 weight decay (SGD, Adam)")
       ->check(finite_number(true))
@@ -124,7 +148,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "rank>, or the only GPU a rank sees); where each rank has a GPU of its own, --allreduce (but shm, or with "
                  "--fp16-compression) reduces on the GPUs over NCCL")
       ->capture_default_str();
-  app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")
+      ->check(unsigned_64_bit())
+      ->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads")
       ->check(finite_number(true))
       ->default_str("DDL_NUM_THREADS, else every core");
@@ -202,7 +228,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
              "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)");
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
-      ->check(finite_number(false))
+      ->check(finite_number(false, kMaxBucketMb))
       ->default_str("DDL_FUSION_THRESHOLD, else 25");
   app.add_flag("!--no-overlap", o.overlap,
                "Reduce gradients after backward instead of during it (with one bucket they always are)");
@@ -252,17 +278,23 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "Data, loss and targets stay on --device; the end of the run reports each device's memory")
       ->type_name("PLAN");
   app.add_option("--scale-lr", o.scale_lr,
-                 "Scale --lr by the rank count: linear (Goyal et al. 2017; pair it with --warmup-epochs 5) or sqrt "
+                 "Scale --lr by the global batch over --lr-batch (the rank count, when each rank keeps that batch "
+                 "with --batch-per-rank): linear (Goyal et al. 2017; pair it with --warmup-epochs 5) or sqrt "
                  "(Krizhevsky 2014; gentler, often better for adaptive optimizers)")
       ->check(CLI::IsMember(kScalings))
       ->capture_default_str();
+  app.add_option("--lr-batch", o.lr_batch, "The batch size --lr was tuned for, which --scale-lr scales from")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30))
+      ->default_str("the model's default --batch-size");
 }
 
 void resolve_defaults(TrainOptions& o) {
   const bool materials = is_materials(o.model);
   if (o.data_dir.empty()) o.data_dir = models::kFashionMnistDir;
   if (o.batch_per_rank > 0 && o.batch_size > 0) throw UsageError("give --batch-size or --batch-per-rank, not both");
-  if (o.batch_size == 0 && o.batch_per_rank == 0) o.batch_size = materials ? 75 : is_segmentation(o.model) ? 16 : 128;
+  const std::int64_t default_batch = materials ? 75 : is_segmentation(o.model) ? 16 : 128;
+  if (o.batch_size == 0 && o.batch_per_rank == 0) o.batch_size = default_batch;
+  if (o.lr_batch == 0) o.lr_batch = default_batch;
   if (o.optimizer.empty()) o.optimizer = materials || is_segmentation(o.model) ? "adam" : "adadelta";
   if (o.samples == 0) o.samples = is_segmentation(o.model) ? 2000 : 20000;
   if (o.model == "pooled_context_net" && o.image_size % 2 != 0) {
@@ -341,7 +373,9 @@ void resolve_defaults(TrainOptions& o) {
 parallel::ParallelConfig parallel_config(const TrainOptions& o) {
   parallel::ParallelConfig config;
   config.kind = o.parallel;
-  const std::int64_t bucket_bytes = o.bucket_mb ? static_cast<std::int64_t>(*o.bucket_mb * 1024.0 * 1024.0) : 0;
+  // At least a byte: 0 would mean the default.
+  const std::int64_t bucket_bytes =
+      o.bucket_mb ? std::max<std::int64_t>(1, std::llround(*o.bucket_mb * 1024.0 * 1024.0)) : 0;
   config.data = {.algorithm = o.allreduce,
                  .bucket_bytes = bucket_bytes,
                  .overlap = o.overlap,
@@ -371,9 +405,10 @@ std::int64_t global_batch(const TrainOptions& o, int data_ranks) {
   return batch;
 }
 
-double effective_lr(const TrainOptions& o, int data_ranks) {
-  if (o.scale_lr == "linear") return optim::scale_lr_linear(*o.lr, data_ranks);
-  if (o.scale_lr == "sqrt") return optim::scale_lr_sqrt(*o.lr, data_ranks);
+double effective_lr(const TrainOptions& o, std::int64_t global_batch) {
+  const double ratio = static_cast<double>(global_batch) / static_cast<double>(o.lr_batch);
+  if (o.scale_lr == "linear") return optim::scale_lr_linear(*o.lr, ratio);
+  if (o.scale_lr == "sqrt") return optim::scale_lr_sqrt(*o.lr, ratio);
   return *o.lr;
 }
 

@@ -88,7 +88,8 @@ struct TrainOptions {
   bool overlap = true;
   bool fp16_compression = false;
   std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
-  std::string scale_lr = "none";    // none | linear | sqrt, by the rank count
+  std::string scale_lr = "none";    // none | linear | sqrt, by the global batch over lr_batch
+  std::int64_t lr_batch = 0;        // the batch --lr was tuned for (0: the model's default batch)
   std::string placement;            // "0-6=cpu:0,7-10=cpu:1": a device per layer (empty: all on --device)
   int stages = 0;                   // pipeline: 0 is one per rank
   int dp = 0;                       // hybrid: pipelines
@@ -120,7 +121,7 @@ void resolve_defaults(TrainOptions& options);
 // unless it divides evenly over them); the learning rate after --scale-lr.
 parallel::ParallelConfig parallel_config(const TrainOptions& options);
 std::int64_t global_batch(const TrainOptions& options, int data_ranks);
-double effective_lr(const TrainOptions& options, int data_ranks);
+double effective_lr(const TrainOptions& options, std::int64_t global_batch);
 
 // context_net and pooled_context_net: trained on synthetic shapes, per pixel.
 bool is_segmentation(const std::string& model);

@@ -48,6 +48,16 @@ case $case_name in
     expect_usage_error 2 "--optimizer" --optimizer rmsprop
     expect_usage_error 2 "--device" --device gpu:0
     expect_usage_error 2 "--device cuda:3" --device cuda:3
+    expect_usage_error 2 "--device cpu:5: device cpu:5 does not exist" --device cpu:5
+    if ! nvidia-smi -L > /dev/null 2>&1; then
+      # A GPU the user asked for and the machine lacks: fixed by an option.
+      expect_usage_error 2 "--device cuda: device cuda:0 does not exist" --device cuda
+    fi
+    expect_usage_error 2 "--seed: -1 is not an integer from 0 to 18446744073709551615" --seed -1
+    expect_usage_error 2 "--seed: 18446744073709551616 is not an integer" --seed 18446744073709551616
+    expect_usage_error 2 "--momentum: nan is not a finite number >= 0 and <= 0.999999" --optimizer sgd --momentum nan
+    expect_usage_error 2 "--bucket-mb: 1e300 is not a finite number > 0 and <= 1048576" --bucket-mb 1e300
+    expect_usage_error 2 "--lr-batch" --lr-batch 0
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
     expect_usage_error 2 "--group-size applies to --search" --group-size 2
     expect_usage_error 2 "--search: 'data' cannot be searched" --search "data=/tmp"
@@ -67,6 +77,7 @@ case $case_name in
     expect_usage_error 2 "--threads 100000: this process may run on" --threads 100000
     DDL_NUM_THREADS=100000 expect_usage_error 2 "DDL_NUM_THREADS=100000 is not an integer from 1 to 1024"
     DDL_STALL_TIMEOUT=abc expect_usage_error 2 "DDL_STALL_TIMEOUT=abc is not a positive number"
+    DDL_STALL_TIMEOUT=1e99 expect_usage_error 2 "DDL_STALL_TIMEOUT=1e99 is not a positive number up to 604800"
     DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
     DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
     DDL_CUDA_CONV=fast expect_usage_error 2 "DDL_CUDA_CONV=fast is not one of deterministic, fastest, benchmark"

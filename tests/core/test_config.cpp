@@ -30,7 +30,7 @@ TEST_CASE("config: the environment readers refuse anything but a positive number
   for (const char* bad : {"abc", "0", "-5", "nan", "inf", "1e999", "12x"}) {
     CAPTURE(bad);
     ::setenv("DDL_TEST_VALUE", bad, 1);
-    CHECK(throws_error_mentioning([] { (void)config::positive_double_from_environment("DDL_TEST_VALUE", 1.0); },
+    CHECK(throws_error_mentioning([] { (void)config::positive_double_from_environment("DDL_TEST_VALUE", 1.0, 1e6); },
                                   {"DDL_TEST_VALUE", bad, "not a positive number"}));
     CHECK(throws_error_mentioning([] { (void)config::positive_bytes_from_environment("DDL_TEST_VALUE", 1); },
                                   {"DDL_TEST_VALUE", bad, "not a positive byte count"}));
@@ -38,10 +38,16 @@ TEST_CASE("config: the environment readers refuse anything but a positive number
   ::setenv("DDL_TEST_VALUE", "99999999999999999999999", 1);  // past int64
   CHECK(throws_error_mentioning([] { (void)config::positive_bytes_from_environment("DDL_TEST_VALUE", 1); },
                                 {"DDL_TEST_VALUE"}));
+  // Past the maximum (seconds that would overflow a clock): refused, naming it.
+  ::setenv("DDL_TEST_VALUE", "1e99", 1);
+  CHECK(throws_error_mentioning([] { (void)config::positive_double_from_environment("DDL_TEST_VALUE", 1.0, 1e6); },
+                                {"DDL_TEST_VALUE=1e99", "not a positive number up to 1e+06"}));
+  ::setenv("DDL_TEST_VALUE", "1e6", 1);
+  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.0, 1e6) == 1e6);
   ::setenv("DDL_TEST_VALUE", "2.5", 1);
-  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.0) == 2.5);
+  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.0, 1e6) == 2.5);
   ::unsetenv("DDL_TEST_VALUE");
-  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.5) == 1.5);
+  CHECK(config::positive_double_from_environment("DDL_TEST_VALUE", 1.5, 1e6) == 1.5);
   CHECK(config::positive_bytes_from_environment("DDL_TEST_VALUE", 7) == 7);
   config::check_environment();  // this process's own variables are fine
 }

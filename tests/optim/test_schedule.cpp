@@ -68,7 +68,7 @@ TEST_CASE("optim::LrSchedule: a schedule applied to an optimizer sets its learni
 }
 
 TEST_CASE(
-    "optim::scale_lr_linear and scale_lr_sqrt: the linear rule scales by the world size and the square-root rule by "
+    "optim::scale_lr_linear and scale_lr_sqrt: the linear rule scales by the batch ratio and the square-root rule by "
     "its root") {
   CHECK(scale_lr_linear(0.1, 1) == doctest::Approx(0.1));
   CHECK(scale_lr_linear(0.1, 8) == doctest::Approx(0.8));
@@ -76,6 +76,9 @@ TEST_CASE(
   CHECK(scale_lr_sqrt(0.1, 1) == doctest::Approx(0.1));
   CHECK(scale_lr_sqrt(0.1, 4) == doctest::Approx(0.2));
   CHECK(scale_lr_sqrt(1.0, 2) == doctest::Approx(std::sqrt(2.0)));
+  // A batch smaller than the tuned one, or not a multiple of it.
+  CHECK(scale_lr_linear(0.3, 0.5) == doctest::Approx(0.15));
+  CHECK(scale_lr_sqrt(4.7331e-4, 1000.0 / 75.0) == doctest::Approx(4.7331e-4 * std::sqrt(1000.0 / 75.0)));
 }
 
 TEST_CASE("optim::LrSchedule: schedules and scaling rules reject bad arguments naming the value") {
@@ -86,6 +89,7 @@ TEST_CASE("optim::LrSchedule: schedules and scaling rules reject bad arguments n
   CHECK(throws_error_mentioning([] { LinearWarmup(std::make_shared<ConstantLr>(1.0), 5, 1.5); },
                                 {"LinearWarmup", "start_factor", "1.5"}));
   CHECK(throws_error_mentioning([] { ConstantLr(1.0).lr_at(-1); }, {"ConstantLr", "-1"}));
-  CHECK(throws_error_mentioning([] { scale_lr_linear(0.1, 0); }, {"scale_lr_linear", "world_size", "0"}));
-  CHECK(throws_error_mentioning([] { scale_lr_sqrt(0.1, -2); }, {"scale_lr_sqrt", "world_size", "-2"}));
+  CHECK(throws_error_mentioning([] { scale_lr_linear(0.1, 0); }, {"scale_lr_linear", "batch_ratio", "0"}));
+  CHECK(throws_error_mentioning([] { scale_lr_sqrt(0.1, -2); }, {"scale_lr_sqrt", "batch_ratio", "-2"}));
+  CHECK(throws_error_mentioning([] { scale_lr_sqrt(0.1, std::nan("")); }, {"scale_lr_sqrt", "batch_ratio", "nan"}));
 }
