@@ -92,6 +92,13 @@ claim() {
       failed_claims=$((failed_claims + 1))
       return 0
     fi
+    case ${pair%%=*} in
+      # awk's own names, which -v cannot set
+      atan2 | close | cos | exp | getline | gsub | in | index | int | length | log | match | rand | sin | split | \
+        sprintf | sqrt | srand | sub | substr | system | tolower | toupper)
+        echo "$lesson: claim '$what' names a value ${pair%%=*}, which is awk's own" >&2
+        exit 2 ;;
+    esac
     vars+=(-v "$pair")
   done
   if awk "${vars[@]}" "BEGIN { exit !($condition) }"; then
