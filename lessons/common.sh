@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2034  # the lessons read what this file sets
 # Sourced by every lesson (lessons/NN-name.sh): the options they share, the
-# checks of what they need, and of what they wrote.
+# checks of what they need, of what they wrote, and of their claims.
 #
 #   lessons/NN-name.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 #
@@ -9,7 +9,9 @@
 # multiplies the work (samples, epochs or message sizes, as the lesson
 # says) by K, to go bigger on a bigger machine. --build is the build
 # directory (default: build), --out where the table and figure go (default:
-# lesson-output/NN-name).
+# lesson-output/NN-name). Every run, quick or full, ends by checking the
+# lesson's claim on what it measured: "claim holds: ..." for each part, or
+# "claim does not hold: ..." with the numbers, and exit status 1.
 set -euo pipefail
 lesson=${lesson:?a lesson sets its name before it sources common.sh}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,7 +36,7 @@ parse_lesson_options() {
         shift ;;
       -h | --help)
         awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
-        awk 'NR > 3 && /^#/ { sub(/^# ?/, ""); print; next } NR > 3 { exit }' "${BASH_SOURCE[0]}"
+        awk 'NR > 4 && /^#/ { sub(/^# ?/, ""); print; next } NR > 4 { exit }' "${BASH_SOURCE[0]}"
         exit 0 ;;
       *) echo "$lesson: unknown option $1 (--quick, --scale K, --build DIR, --out DIR)" >&2; exit 2 ;;
     esac
