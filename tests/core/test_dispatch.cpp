@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -69,7 +70,7 @@ TEST_CASE("backend::dispatch: a call that throws is not noted as run") {
 
 TEST_CASE("backend::dispatch: a CUDA device in a build without CUDA is an error naming the op and the device") {
   if constexpr (build::kWithCuda) {
-    MESSAGE("skipped: this build has CUDA");
+    test::skip("this build has CUDA");
   } else {
     CHECK(throws_error_mentioning(
         [] {

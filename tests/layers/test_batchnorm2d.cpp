@@ -11,6 +11,7 @@
 #include <random>
 
 #include "support/gradcheck.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -265,11 +266,9 @@ TEST_CASE("batch norm rejects a non-positive eps, a momentum outside 0..1 or no 
       {"batch_norm2d", "momentum", "-0.5"}));
 }
 
-TEST_CASE("batch norm on every CUDA device matches the CPU, forward, backward and running statistics") {
-  if (!cuda_available()) {
-    MESSAGE("skipped: no CUDA device");
-    return;
-  }
+TEST_CASE("batch norm on every CUDA device matches the CPU, forward, backward and running statistics" *
+          doctest::test_suite("cuda")) {
+  if (!cuda_available()) return test::skip("no CUDA device");
   Generator generator(37);
   for (const bool training : {true, false}) {
     CAPTURE(training);

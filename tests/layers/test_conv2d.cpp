@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/gradcheck.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -46,7 +47,9 @@ std::vector<float> reference_conv2d(const ConvCase& t, const std::vector<float>&
   const std::int64_t oh_count = (t.h + 2 * p - d * (t.kh - 1) - 1) / s + 1;
   const std::int64_t ow_count = (t.w + 2 * p - d * (t.kw - 1) - 1) / s + 1;
   std::vector<float> y(static_cast<std::size_t>(t.n * t.k * oh_count * ow_count));
-  const auto at = [](const std::vector<float>& v, std::int64_t i) { return static_cast<double>(v[static_cast<std::size_t>(i)]); };
+  const auto at = [](const std::vector<float>& v, std::int64_t i) {
+    return static_cast<double>(v[static_cast<std::size_t>(i)]);
+  };
   std::size_t out = 0;
   for (std::int64_t n = 0; n < t.n; ++n) {
     for (std::int64_t k = 0; k < t.k; ++k) {
@@ -87,16 +90,16 @@ constexpr double kConvTolerance = 3e-5;
 
 TEST_CASE("conv2d matches a direct seven-loop convolution on awkward shapes") {
   const std::vector<ConvCase> cases{
-      {1, 3, 7, 5, 4, 3, 3, options(1, 0, 1)},     // batch 1, non-square input
-      {7, 5, 9, 11, 3, 3, 3, options(2, 1, 1)},    // batch 7, stride 2, padding 1
-      {2, 3, 10, 8, 5, 3, 3, options(1, 1, 2)},    // dilation 2
-      {3, 1, 13, 13, 6, 5, 5, options(2, 2, 1)},   // one input channel, 5x5 kernel
-      {2, 4, 6, 7, 3, 1, 1, options(1, 0, 1)},     // 1x1 kernel: col is the input itself
-      {2, 4, 7, 6, 3, 1, 1, options(2, 0, 1)},     // 1x1 kernel with stride
-      {1, 2, 5, 9, 3, 2, 4, options(3, 2, 2)},     // non-square kernel, stride 3
-      {2, 5, 3, 3, 2, 3, 3, options(1, 0, 1)},     // a 1x1 output
-      {1, 2, 4, 4, 3, 3, 3, options(1, 3, 1)},     // padding wider than the kernel
-      {2, 32, 6, 5, 7, 3, 3, options(1, 1, 1)},    // a deeper GEMM (288 terms)
+      {1, 3, 7, 5, 4, 3, 3, options(1, 0, 1)},    // batch 1, non-square input
+      {7, 5, 9, 11, 3, 3, 3, options(2, 1, 1)},   // batch 7, stride 2, padding 1
+      {2, 3, 10, 8, 5, 3, 3, options(1, 1, 2)},   // dilation 2
+      {3, 1, 13, 13, 6, 5, 5, options(2, 2, 1)},  // one input channel, 5x5 kernel
+      {2, 4, 6, 7, 3, 1, 1, options(1, 0, 1)},    // 1x1 kernel: col is the input itself
+      {2, 4, 7, 6, 3, 1, 1, options(2, 0, 1)},    // 1x1 kernel with stride
+      {1, 2, 5, 9, 3, 2, 4, options(3, 2, 2)},    // non-square kernel, stride 3
+      {2, 5, 3, 3, 2, 3, 3, options(1, 0, 1)},    // a 1x1 output
+      {1, 2, 4, 4, 3, 3, 3, options(1, 3, 1)},    // padding wider than the kernel
+      {2, 32, 6, 5, 7, 3, 3, options(1, 1, 1)},   // a deeper GEMM (288 terms)
   };
   Generator generator(21);
   for (const ConvCase& t : cases) {
@@ -108,8 +111,8 @@ TEST_CASE("conv2d matches a direct seven-loop convolution on awkward shapes") {
       const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator);
       const Tensor b = with_bias ? test::uniform_tensor({t.k}, generator) : Tensor();
       const Tensor y = layers::conv2d(x, w, b, t.options);
-      const std::vector<float> expected = reference_conv2d(
-          t, x.to_vector<float>(), w.to_vector<float>(), with_bias ? b.to_vector<float>() : std::vector<float>{});
+      const std::vector<float> expected = reference_conv2d(t, x.to_vector<float>(), w.to_vector<float>(),
+                                                           with_bias ? b.to_vector<float>() : std::vector<float>{});
       const double tolerance = t.c * t.kh * t.kw > 125 ? 2 * kConvTolerance : kConvTolerance;
       CHECK(all_close(y, expected, tolerance, tolerance));
       const std::int64_t s = t.options.stride, p = t.options.padding, d = t.options.dilation;
@@ -127,8 +130,8 @@ TEST_CASE("conv2d gradients of input, weight and bias match finite differences")
   };
   int checked = 0;
   while (checked < 8) {
-    ConvCase t{pick({1, 2, 3}), pick({1, 2, 3}), pick({3, 4, 5, 7}), pick({3, 5, 6}), pick({1, 2, 3}),
-               pick({1, 2, 3}), pick({1, 3}),    options(pick({1, 2}), pick({0, 1}), pick({1, 2}))};
+    ConvCase t{pick({1, 2, 3}), pick({1, 2, 3}), pick({3, 4, 5, 7}), pick({3, 5, 6}),
+               pick({1, 2, 3}), pick({1, 2, 3}), pick({1, 3}),       options(pick({1, 2}), pick({0, 1}), pick({1, 2}))};
     const std::int64_t d = t.options.dilation, p = t.options.padding;
     if (t.h + 2 * p < d * (t.kh - 1) + 1 || t.w + 2 * p < d * (t.kw - 1) + 1) continue;  // kernel does not fit
     ++checked;
@@ -244,7 +247,8 @@ TEST_CASE("conv2d layer (Conv2d) forward is conv2d with its parameters and optio
   CHECK(conv.type_name() == "Conv2d");
   CHECK(conv.describe() == "Conv2d(3, 4, kernel_size=3, stride=2, padding=1, dilation=1)");
   o.bias = false;
-  CHECK(layers::Conv2d(3, 4, o).describe() == "Conv2d(3, 4, kernel_size=3, stride=2, padding=1, dilation=1, bias=false)");
+  CHECK(layers::Conv2d(3, 4, o).describe() ==
+        "Conv2d(3, 4, kernel_size=3, stride=2, padding=1, dilation=1, bias=false)");
 }
 
 TEST_CASE("conv2d layer (Conv2d) takes a rectangular kernel as height by width") {
@@ -267,22 +271,34 @@ TEST_CASE("conv2d layer (Conv2d) takes a rectangular kernel as height by width")
 TEST_CASE("conv2d rejects an input that is not 4-D") {
   const Tensor w = zeros({4, 3, 3, 3});
   CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({3, 8, 8}), w, Tensor()); }, {"conv2d", "[3, 8, 8]"}));
-  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({1, 1, 3, 8, 8}), w, Tensor()); },
-                                {"conv2d", "[1, 1, 3, 8, 8]"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        layers::conv2d(zeros({1, 1, 3, 8, 8}), w, Tensor());
+      },
+      {"conv2d", "[1, 1, 3, 8, 8]"}));
 }
 
 TEST_CASE("conv2d rejects an input whose channel count differs from the weight's") {
-  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 5, 8, 8}), zeros({4, 3, 3, 3}), Tensor()); },
-                                {"conv2d", "[2, 5, 8, 8]", "[4, 3, 3, 3]"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        layers::conv2d(zeros({2, 5, 8, 8}), zeros({4, 3, 3, 3}), Tensor());
+      },
+      {"conv2d", "[2, 5, 8, 8]", "[4, 3, 3, 3]"}));
 }
 
 TEST_CASE("conv2d rejects an input smaller than the dilated kernel after padding") {
   const Tensor w = zeros({4, 3, 3, 3});
-  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 3, 2, 8}), w, Tensor()); },
-                                {"conv2d", "[2, 3, 2, 8]", "[4, 3, 3, 3]"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        layers::conv2d(zeros({2, 3, 2, 8}), w, Tensor());
+      },
+      {"conv2d", "[2, 3, 2, 8]", "[4, 3, 3, 3]"}));
   // 4x4 fits a 3x3 kernel, but not one dilated by 2 (5x5); padding 1 makes it fit.
-  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({1, 3, 4, 4}), w, Tensor(), options(1, 0, 2)); },
-                                {"conv2d", "[1, 3, 4, 4]", "[4, 3, 3, 3]", "5x5"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        layers::conv2d(zeros({1, 3, 4, 4}), w, Tensor(), options(1, 0, 2));
+      },
+      {"conv2d", "[1, 3, 4, 4]", "[4, 3, 3, 3]", "5x5"}));
   CHECK(layers::conv2d(zeros({1, 3, 4, 4}), w, Tensor(), options(1, 1, 2)).shape() == Shape{1, 4, 2, 2});
 }
 
@@ -301,8 +317,11 @@ TEST_CASE("conv2d rejects a non-positive stride or dilation and a negative paddi
 TEST_CASE("conv2d rejects an empty kernel and a bias that does not match the weight") {
   const Tensor x = zeros({2, 3, 8, 8});
   CHECK(throws_error_mentioning([&] { layers::conv2d(x, zeros({4, 3, 0, 3}), Tensor()); }, {"conv2d", "[4, 3, 0, 3]"}));
-  CHECK(throws_error_mentioning([&] { layers::conv2d(x, zeros({4, 3, 3, 3}), zeros({5})); },
-                                {"conv2d", "[5]", "[4, 3, 3, 3]"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        layers::conv2d(x, zeros({4, 3, 3, 3}), zeros({5}));
+      },
+      {"conv2d", "[5]", "[4, 3, 3, 3]"}));
 }
 
 TEST_CASE("conv2d layer (Conv2d) rejects a non-positive kernel size, stride, dilation or channel count") {
@@ -328,20 +347,18 @@ TEST_CASE("conv2d rejects an input and weight on different devices") {
   const Tensor w = zeros({4, 3, 3, 3});
   CHECK(throws_error_mentioning([&] { layers::conv2d(x, w, Tensor()); },
                                 {"conv2d", "cpu:1", "cpu:0", "[2, 3, 8, 8]", "[4, 3, 3, 3]"}));
-  CHECK(throws_error_mentioning([&] { layers::conv2d(zeros({2, 3, 8, 8}), w, zeros({4}, {DType::Float32, cpu(1)})); },
-                                {"conv2d", "cpu:1", "[4]"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        layers::conv2d(zeros({2, 3, 8, 8}), w, zeros({4}, {DType::Float32, cpu(1)}));
+      },
+      {"conv2d", "cpu:1", "[4]"}));
 }
 
-TEST_CASE("conv2d on every CUDA device matches the CPU, forward and backward") {
-  if (!cuda_available()) {
-    MESSAGE("skipped: no CUDA device");
-    return;
-  }
+TEST_CASE("conv2d on every CUDA device matches the CPU, forward and backward" * doctest::test_suite("cuda")) {
+  if (!cuda_available()) return test::skip("no CUDA device");
   const std::vector<ConvCase> cases{
-      {7, 5, 9, 11, 3, 3, 3, options(2, 1, 1)},
-      {2, 3, 10, 8, 5, 3, 3, options(1, 1, 2)},
-      {4, 32, 12, 12, 16, 3, 3, options(1, 0, 1)},
-      {2, 4, 6, 7, 3, 1, 1, options(1, 0, 1)},
+      {7, 5, 9, 11, 3, 3, 3, options(2, 1, 1)},    {2, 3, 10, 8, 5, 3, 3, options(1, 1, 2)},
+      {4, 32, 12, 12, 16, 3, 3, options(1, 0, 1)}, {2, 4, 6, 7, 3, 1, 1, options(1, 0, 1)},
       {3, 1, 13, 13, 6, 5, 5, options(2, 2, 1)},
   };
   // cuDNN may pick FFT or Winograd algorithms, whose transforms round
@@ -454,9 +471,10 @@ TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within floa
                                      t.c * t.kh * t.kw, &ratio_y));
       CHECK(within_dot_product_bound(xs.grad(), r.dx, r.dx_magnitude, t.k * t.kh * t.kw, &ratio_dx));
       CHECK(within_dot_product_bound(ws.grad(), r.dw, r.dw_magnitude, t.n * y.size(2) * y.size(3), &ratio_dw));
-      MESSAGE(fmt::format("{} ({}): worst error / (2^-24 sum |terms|): forward {:.2f}, input gradient {:.2f}, "
-                          "weight gradient {:.2f}",
-                          winograd ? "winograd" : "direct", implementation, ratio_y, ratio_dx, ratio_dw));
+      MESSAGE(
+          fmt::format("{} ({}): worst error / (2^-24 sum |terms|): forward {:.2f}, input gradient {:.2f}, "
+                      "weight gradient {:.2f}",
+                      winograd ? "winograd" : "direct", implementation, ratio_y, ratio_dx, ratio_dw));
     }
   }
   set_cpu_convolution(before);

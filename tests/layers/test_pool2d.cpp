@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "support/gradcheck.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -394,11 +395,8 @@ TEST_CASE("pooling rejects padding of more than half the kernel") {
   CHECK(throws_error_mentioning([] { layers::AvgPool2d({2, 2, 2}); }, {"AvgPool2d", "padding 2", "kernel size 2"}));
 }
 
-TEST_CASE("pooling on every CUDA device matches the CPU, forward and backward") {
-  if (!cuda_available()) {
-    MESSAGE("skipped: no CUDA device");
-    return;
-  }
+TEST_CASE("pooling on every CUDA device matches the CPU, forward and backward" * doctest::test_suite("cuda")) {
+  if (!cuda_available()) return test::skip("no CUDA device");
   // cuDNN sums in another order than the CPU loops and scales by 1/kernel^2
   // in its own way. Where signed terms cancel, that shows far above the
   // rounding of the result, so: integer inputs make every window sum exact

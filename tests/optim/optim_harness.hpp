@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 namespace ddl::test::optim {
@@ -144,10 +145,7 @@ inline void check_resume(const std::function<std::unique_ptr<ddl::optim::Optimiz
 // enough for the CPU loop to go parallel.
 inline void check_devices_agree(
     const std::function<std::unique_ptr<ddl::optim::Optimizer>(std::vector<Tensor>)>& make) {
-  if (device_count(DeviceType::CPU) < 2) {
-    MESSAGE("SKIPPED: needs DDL_CPU_DEVICES >= 2");
-    return;
-  }
+  if (device_count(DeviceType::CPU) < 2) return ddl::test::skip("needs DDL_CPU_DEVICES >= 2");
   std::vector<Shape> shapes = kShapes;
   shapes.push_back({40009});
   std::vector<Tensor> on0 = make_params(cpu(0), shapes), on1 = make_params(cpu(1), shapes);

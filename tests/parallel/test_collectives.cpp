@@ -17,6 +17,7 @@
 #include <ddl/parallel/collectives/collectives.hpp>
 
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -150,12 +151,10 @@ TEST_CASE("Collectives: allreduce of a tensor sums in place") {
                                       {"float32", "int32"}));
 }
 
-TEST_CASE("Collectives: a CUDA tensor is staged through the host and summed as its CPU twin, by every algorithm") {
+TEST_CASE("Collectives: a CUDA tensor is staged through the host and summed as its CPU twin, by every algorithm" *
+          doctest::test_suite("cuda")) {
   const Communicator world = Communicator::world();
-  if (!test::every_rank_has_a_gpu(world)) {
-    MESSAGE("skipped: a rank has no CUDA device");
-    return;
-  }
+  if (!test::every_rank_has_a_gpu(world)) return test::skip("a rank has no CUDA device");
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));  // ranks may share one
   for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
     for (const std::int64_t n : {std::int64_t{1}, std::int64_t{7 * world.size() + 3}, std::int64_t{1000003}}) {

@@ -13,10 +13,11 @@
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/communication/nccl_communicator.hpp>
+#include <ddl/parallel/config.hpp>
 
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -199,7 +200,9 @@ TEST_CASE("parallel config: check_environment names a bad variable, the getters 
 
 TEST_CASE("NcclCommunicator: without NCCL or without a GPU, create() says which, naming the rank") {
   const Communicator world = Communicator::world();
-  if (cuda_available() && NcclCommunicator::built()) return;  // tests/parallel/gpu covers this case
+  if (cuda_available() && NcclCommunicator::built()) {
+    return test::skip("this machine has a GPU and NCCL: ddl_mpi_nccl_tests (tests/parallel/gpu) covers this case");
+  }
   const std::string rank = "rank " + std::to_string(world.rank());
   if (NcclCommunicator::built()) {
     CHECK(test::throws_error_mentioning([&] { NcclCommunicator::create(world); },

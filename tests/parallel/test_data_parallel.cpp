@@ -18,6 +18,7 @@
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -60,12 +61,10 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
   }
 }
 
-TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algorithm of ours, its buckets staged") {
+TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algorithm of ours, its buckets staged" *
+          doctest::test_suite("cuda")) {
   const Communicator world = Communicator::world();
-  if (!test::every_rank_has_a_gpu(world)) {
-    MESSAGE("skipped: a rank has no CUDA device");
-    return;
-  }
+  if (!test::every_rank_has_a_gpu(world)) return test::skip("a rank has no CUDA device");
   // Ranks that share a GPU reduce a host copy of each GPU bucket over MPI;
   // ranks with GPUs of their own reduce on the GPU over NCCL (and so do
   // tests/parallel/gpu, on one GPU per rank).
@@ -85,7 +84,8 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
     // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
     CHECK(max_relative_difference(train(strategy, batch, test::sgd_with_momentum(), seed, gpu), on_cpu) <= 1e-4);
     CHECK(strategy->bucket_count() >= 3);
-    CHECK(strategy->reduces_on_gpu() == (own_gpus && NcclCommunicator::built() && algorithm != AllreduceAlgorithm::shm));
+    CHECK(strategy->reduces_on_gpu() ==
+          (own_gpus && NcclCommunicator::built() && algorithm != AllreduceAlgorithm::shm));
     for (const GradientBucket& bucket : strategy->buckets()) {
       CHECK(bucket.buffer.device() == gpu);  // the gradients are views into it, on the GPU
       for (const BucketEntry& entry : bucket.entries) CHECK(entry.in_buffer(entry.parameter.grad()));
@@ -118,9 +118,10 @@ TEST_CASE("DataParallel: accumulating 2 batches of B/2N per step trains the weig
   const std::vector<float> reference = train(nullptr, 2 * kGlobalBatch, test::sgd_with_momentum(), 5);
   for (const bool overlap : {true, false}) {
     CAPTURE(overlap);
-    auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .overlap = overlap});
-    const auto trained = train(strategy, kGlobalBatch / world.size(), test::sgd_with_momentum(),
-                               5 + 100 * world.rank(), cpu(), /*batches_per_step=*/2);
+    auto strategy =
+        std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .overlap = overlap});
+    const auto trained = train(strategy, kGlobalBatch / world.size(), test::sgd_with_momentum(), 5 + 100 * world.rank(),
+                               cpu(), /*batches_per_step=*/2);
     CHECK(strategy->overlapping() == overlap);
     CHECK(strategy->statistics().steps == 4);  // 48 samples, 24 per step, 2 epochs
     CHECK(max_relative_difference(trained, reference) <= 1e-5);

@@ -3,6 +3,7 @@
 // the global batch (and so of allreduce data parallelism); asynchronous
 // mode learns; bad configurations are errors.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <array>
 #include <cstring>
@@ -13,6 +14,7 @@
 
 #include "optim/engine/engine_fixtures.hpp"
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
 
@@ -41,7 +43,10 @@ TEST_CASE("ParameterServer: workers accumulating 2 batches per step train the we
   // workers read, one update.
   const Communicator world = Communicator::world();
   const int workers = world.size() - 1;
-  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) return;
+  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) {
+    return test::skip(fmt::format("{} workers do not divide the batch of {} and the {} samples", workers,
+                                  test::kGlobalBatch, test::kSamples));
+  }
   const auto reference = test::train(nullptr, 2 * test::kGlobalBatch, test::sgd_with_momentum(), 5);
   auto strategy = std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = 1});
   const auto trained = test::train(strategy, test::kGlobalBatch / workers, test::sgd_with_momentum(),
@@ -52,13 +57,18 @@ TEST_CASE("ParameterServer: workers accumulating 2 batches per step train the we
 TEST_CASE("ParameterServer: a checkpoint holds the servers' optimizer state, so a resumed run goes on exactly") {
   const Communicator world = Communicator::world();
   const int servers = 1, workers = world.size() - servers;
-  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) return;
+  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) {
+    return test::skip(fmt::format("{} workers do not divide the batch of {} and the {} samples", workers,
+                                  test::kGlobalBatch, test::kSamples));
+  }
   const auto trainer_for = [&](std::shared_ptr<layers::Sequential> model) {
-    return optim::Trainer(model, layers::cross_entropy,
-                          std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
-                          test::quiet_options({}, std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = servers})));
+    return optim::Trainer(
+        model, layers::cross_entropy,
+        std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05, .momentum = 0.9}),
+        test::quiet_options({}, std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = servers})));
   };
-  models::DataLoader loader(test::random_images(), {.batch_size = test::kGlobalBatch / workers, .shuffle = true, .seed = 3});
+  models::DataLoader loader(test::random_images(),
+                            {.batch_size = test::kGlobalBatch / workers, .shuffle = true, .seed = 3});
 
   auto straight = test::small_cnn(5);
   trainer_for(straight).fit(loader, {.epochs = 3});
@@ -92,10 +102,10 @@ TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separab
   const Communicator world = Communicator::world();
   const auto data = test::make_blobs(120, 4);
   auto model = test::make_classifier(3, /*dropout=*/false);
-  const auto options = test::quiet_options(
-      {optim::Metric::accuracy},
-      std::make_shared<ParameterServer>(
-          world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1}));
+  const auto options =
+      test::quiet_options({optim::Metric::accuracy},
+                          std::make_shared<ParameterServer>(
+                              world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1}));
   optim::Trainer trainer(model, layers::cross_entropy,
                          std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05}), options);
   models::DataLoader loader({data.inputs, data.labels}, {.batch_size = 8, .shuffle = true, .seed = 1});
@@ -107,7 +117,6 @@ TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separab
 
 TEST_CASE("ParameterServer: as many servers as ranks is an error naming the counts") {
   const Communicator world = Communicator::world();
-  CHECK(test::throws_error_mentioning(
-      [&] { ParameterServer(world, ParameterServerOptions{.servers = world.size()}); },
-      {std::to_string(world.size()) + " server(s)", "no worker"}));
+  CHECK(test::throws_error_mentioning([&] { ParameterServer(world, ParameterServerOptions{.servers = world.size()}); },
+                                      {std::to_string(world.size()) + " server(s)", "no worker"}));
 }

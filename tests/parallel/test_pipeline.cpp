@@ -15,6 +15,7 @@
 #include <ddl/ddl.hpp>
 
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 namespace ddl::test {
@@ -62,7 +63,8 @@ Run single_run(const MakeOptimizer& make = sgd) {
 }
 
 models::DataLoader training_data(const Device& device = cpu()) {
-  return models::DataLoader(random_images(), {.batch_size = kGlobalBatch, .shuffle = true, .seed = 3, .device = device});
+  return models::DataLoader(random_images(),
+                            {.batch_size = kGlobalBatch, .shuffle = true, .seed = 3, .device = device});
 }
 
 // The largest relative difference between the stage's parameters and the
@@ -124,7 +126,8 @@ TEST_CASE("Pipeline: Dense weight gradients deferred to the batch's end train as
   for (const auto& entry : pipeline_run(world, {}).model->named_parameters()) {
     const Tensor& parameter = entry.second;
     if (parameter.dim() == 2) {
-      dense_rows_bytes += static_cast<std::size_t>(kGlobalBatch * (parameter.size(0) + parameter.size(1))) * sizeof(float);
+      dense_rows_bytes +=
+          static_cast<std::size_t>(kGlobalBatch * (parameter.size(0) + parameter.size(1))) * sizeof(float);
     }
   }
   for (const PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
@@ -202,8 +205,9 @@ TEST_CASE("Pipeline: rank 0 reports the metrics, evaluation and predictions of o
   }
 }
 
-TEST_CASE("Pipeline: a checkpoint is one single-process file, resuming on the same or another stage count, or in "
-          "one process, goes on exactly") {
+TEST_CASE(
+    "Pipeline: a checkpoint is one single-process file, resuming on the same or another stage count, or in "
+    "one process, goes on exactly") {
   const Communicator world = Communicator::world();
   Run straight = single_run();
   auto data = training_data();
@@ -277,12 +281,10 @@ TEST_CASE("Pipeline: a checkpoint taken mid-epoch resumes bit for bit, metrics i
   world.barrier();
 }
 
-TEST_CASE("Pipeline: stages on GPUs train as stages on the CPU, activations and gradients staged through the host") {
+TEST_CASE("Pipeline: stages on GPUs train as stages on the CPU, activations and gradients staged through the host" *
+          doctest::test_suite("cuda")) {
   const Communicator world = Communicator::world();
-  if (!every_rank_has_a_gpu(world)) {
-    MESSAGE("skipped: a rank has no CUDA device");
-    return;
-  }
+  if (!every_rank_has_a_gpu(world)) return test::skip("a rank has no CUDA device");
   // Ranks may share a GPU: the messages go through host memory over MPI.
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
   auto cpu_data = training_data();
@@ -302,7 +304,8 @@ TEST_CASE("Pipeline: every stage's report reaches every rank: its memory, messag
   auto monitor = std::make_shared<optim::StepMemoryMonitor>(std::vector<Device>{cpu()});
   auto data = training_data();
   run.trainer->fit(data, {.epochs = 1, .callbacks = {monitor}});
-  const auto reports = parallel::gather_stage_reports(*run.pipeline, *run.model, run.trainer->optimizer(), monitor.get());
+  const auto reports =
+      parallel::gather_stage_reports(*run.pipeline, *run.model, run.trainer->optimizer(), monitor.get());
   REQUIRE(reports.size() == static_cast<std::size_t>(world.size()));
   const auto split = parallel::balanced_split(std::vector<double>(7, 1.0), world.size());
   const layers::LayerList list = small_cnn_layers();
@@ -327,8 +330,8 @@ TEST_CASE("Pipeline: every stage's report reaches every rank: its memory, messag
   }
   CHECK(reports[0].peak_activation_bytes > 0.0);
   const std::string table = parallel::format_stage_reports(reports, run.pipeline->options());
-  CHECK(table.find(fmt::format("textbook (p-1)/(M+p-1) = {:.1f}%", 100.0 * (world.size() - 1) / (3 + world.size() - 1))) !=
-        std::string::npos);
+  CHECK(table.find(fmt::format("textbook (p-1)/(M+p-1) = {:.1f}%",
+                               100.0 * (world.size() - 1) / (3 + world.size() - 1))) != std::string::npos);
 }
 
 TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equals one process at batch B") {
@@ -346,9 +349,9 @@ TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equal
     CHECK(grid.data.size() == data_parallel);
     for (const auto algorithm : {parallel::AllreduceAlgorithm::ring, parallel::AllreduceAlgorithm::tree}) {
       const layers::LayerList list = small_cnn_layers();
-      auto pipeline = std::make_shared<Pipeline>(
-          grid, parallel::balanced_split(std::vector<double>(list.size(), 1.0), stages),
-          PipelineOptions{.micro_batches = 2, .allreduce = algorithm});
+      auto pipeline =
+          std::make_shared<Pipeline>(grid, parallel::balanced_split(std::vector<double>(list.size(), 1.0), stages),
+                                     PipelineOptions{.micro_batches = 2, .allreduce = algorithm});
       CHECK(pipeline->data_parallel() == data_parallel);
       CHECK(pipeline->shard().world == data_parallel);
       Generator generator(kSeed);
@@ -376,13 +379,15 @@ TEST_CASE("Pipeline: stages that do not fit the ranks or the model are refused o
   std::vector<parallel::StageRange> gap(ranks);
   for (std::size_t i = 0; i < ranks; ++i) gap[i] = {2 * i, 2 * i};
   CHECK(throws_error_mentioning([&] { Pipeline(world, gap); }, {"stage 1 holds layers 2-2", "start at layer 1"}));
-  CHECK(throws_error_mentioning([&] { Pipeline(world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()),
-                                               {.micro_batches = -1}); },
-                                {"micro_batches = -1"}));
+  CHECK(throws_error_mentioning(
+      [&] {
+        Pipeline(world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()), {.micro_batches = -1});
+      },
+      {"micro_batches = -1"}));
 
   // Every rank given the whole model: each learns that some stage's is wrong.
-  auto pipeline = std::make_shared<Pipeline>(
-      world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()), PipelineOptions{});
+  auto pipeline = std::make_shared<Pipeline>(world, parallel::balanced_split(std::vector<double>(7, 1.0), world.size()),
+                                             PipelineOptions{});
   Generator generator(kSeed);
   auto whole = small_cnn_layers().build(&generator);
   optim::Trainer trainer(whole, layers::cross_entropy, sgd(whole->parameters()), quiet_options({}, pipeline));
@@ -391,7 +396,8 @@ TEST_CASE("Pipeline: stages that do not fit the ranks or the model are refused o
   // A model that is not a Sequential cannot be cut into stages.
   auto dense = std::make_shared<layers::Dense>(144, 10, true, &generator);
   optim::Trainer not_sequential(dense, layers::cross_entropy, sgd(dense->parameters()), quiet_options({}, pipeline));
-  CHECK(throws_error_mentioning([&] { not_sequential.fit(data, {.epochs = 1}); }, {"was given a Dense, not a Sequential"}));
+  CHECK(throws_error_mentioning([&] { not_sequential.fit(data, {.epochs = 1}); },
+                                {"was given a Dense, not a Sequential"}));
   CHECK(throws_error_mentioning([&] { parallel::build_stage(models::model_layers("lenet5"), *pipeline); },
                                 {"the model has 12 layers"}));
 }

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "support/gradcheck.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -276,16 +277,14 @@ Products reference_products(const std::vector<float>& a, const std::vector<float
 
 TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and sums within float32's bound") {
   if (!config::cpu_has_bf16()) {
-    MESSAGE("this CPU lacks AVX512-BF16: the bf16 GEMM cannot run (test_conv2d checks the refusal)");
-    return;
+    return test::skip("this CPU lacks AVX512-BF16: the bf16 GEMM cannot run (test_conv2d checks the refusal)");
   }
   const test::CpuPrecisionGuard guard;
   Generator generator(29);
   // 2-D; rows of a batched A stacked against a shared B; a shared A against
   // a batched B; both batched. Backward multiplies by transposes.
-  for (const auto& shapes :
-       {std::pair{Shape{5, 33}, Shape{33, 7}}, std::pair{Shape{3, 9, 64}, Shape{64, 13}},
-        std::pair{Shape{9, 11}, Shape{2, 11, 3}}, std::pair{Shape{2, 4, 17}, Shape{2, 17, 6}}}) {
+  for (const auto& shapes : {std::pair{Shape{5, 33}, Shape{33, 7}}, std::pair{Shape{3, 9, 64}, Shape{64, 13}},
+                             std::pair{Shape{9, 11}, Shape{2, 11, 3}}, std::pair{Shape{2, 4, 17}, Shape{2, 17, 6}}}) {
     // Named, not bound: CAPTURE's lambda captures no structured binding
     // before clang 16 (the sanitizer builds use clang 14).
     const Shape& a_shape = shapes.first;

@@ -9,6 +9,7 @@
 #include <ddl/models/data/data_loader.hpp>
 
 #include "models/data/loader_test_data.hpp"
+#include "support/skip.hpp"
 
 using namespace ddl;
 using namespace ddl::models;
@@ -175,10 +176,7 @@ TEST_CASE("DataLoader: a custom sampler decides the order, overriding shuffle") 
 }
 
 TEST_CASE("DataLoader: batches are delivered on options.device") {
-  if (device_count(DeviceType::CPU) < 2) {
-    MESSAGE("skipped: needs DDL_CPU_DEVICES >= 2");
-    return;
-  }
+  if (device_count(DeviceType::CPU) < 2) return test::skip("needs DDL_CPU_DEVICES >= 2");
   DataLoader loader(indexed_dataset(10), {.batch_size = 4, .device = cpu(1)});
   for (const optim::Batch& batch : read_epoch(loader)) {
     CHECK(batch.inputs.device() == cpu(1));

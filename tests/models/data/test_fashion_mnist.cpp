@@ -11,14 +11,13 @@
 #include <ddl/ddl.hpp>
 #include <ddl/models/data/fashion_mnist.hpp>
 
+#include "support/skip.hpp"
+
 using namespace ddl;
 using namespace ddl::models;
 
 TEST_CASE("the Fashion-MNIST test split has 10,000 images in 0..1 and 1,000 of each class") {
-  if (!std::filesystem::is_directory(kFashionMnistDir)) {
-    MESSAGE("skipped: no Fashion-MNIST in " << kFashionMnistDir << " (Debian package dataset-fashion-mnist)");
-    return;
-  }
+  if (!test::fashion_mnist_present(kFashionMnistDir)) return;
   const Dataset test = load_fashion_mnist(kFashionMnistDir, /*train=*/false);
   CHECK(test.size() == 10000);
   CHECK(test.inputs.shape() == Shape{10000, 1, 28, 28});
@@ -45,10 +44,7 @@ TEST_CASE("the Fashion-MNIST test split has 10,000 images in 0..1 and 1,000 of e
 }
 
 TEST_CASE("load_fashion_mnist keeps the first limit samples") {
-  if (!std::filesystem::is_directory(kFashionMnistDir)) {
-    MESSAGE("skipped: no Fashion-MNIST in " << kFashionMnistDir);
-    return;
-  }
+  if (!test::fashion_mnist_present(kFashionMnistDir)) return;
   const Dataset all = load_fashion_mnist(kFashionMnistDir, false);
   const Dataset first = load_fashion_mnist(kFashionMnistDir, false, 100);
   CHECK(first.inputs.shape() == Shape{100, 1, 28, 28});

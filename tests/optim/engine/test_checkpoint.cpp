@@ -4,6 +4,7 @@
 // by hand from the documented byte table, and every kind of damaged file
 // ending in an error that names the file and the problem.
 #include "optim/optim_harness.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 
 #include <sys/resource.h>
@@ -176,10 +177,7 @@ TEST_CASE(
 }
 
 TEST_CASE("checkpoint: tensors on another device are saved and loaded onto the requested device") {
-  if (device_count(DeviceType::CPU) < 2) {
-    MESSAGE("skipped: needs DDL_CPU_DEVICES >= 2");
-    return;
-  }
+  if (device_count(DeviceType::CPU) < 2) return test::skip("needs DDL_CPU_DEVICES >= 2");
   TempDir dir("checkpoint");
   const std::string path = dir.file("run.ckpt");
   Checkpoint saved = random_checkpoint(11);
@@ -509,4 +507,3 @@ TEST_CASE("checkpoint: temp files of dead writers on this host are removed, livi
   CHECK_FALSE(std::filesystem::exists(dead));
   CHECK(optim::remove_stale_temp_files((dir.path / "missing").string()).empty());
 }
-

@@ -10,6 +10,7 @@
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/planning/placement.hpp>
 
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
 
@@ -141,8 +142,7 @@ TEST_CASE("placement: bad plans are refused, naming what is wrong") {
 
   layers::Sequential named;
   named.add("a", std::make_shared<layers::ReLU>());
-  CHECK(throws_error_mentioning([&] { named.add("a", std::make_shared<layers::ReLU>()); },
-                                {"'a'", "already taken"}));
+  CHECK(throws_error_mentioning([&] { named.add("a", std::make_shared<layers::ReLU>()); }, {"'a'", "already taken"}));
   CHECK(throws_error_mentioning([&] { named.add("b.c", std::make_shared<layers::ReLU>()); }, {"'b.c'", "'.'"}));
 }
 
@@ -243,12 +243,10 @@ TEST_CASE("placement: the report says what each device holds") {
   CHECK(table.find("7-10") != std::string::npos);
 }
 
-TEST_CASE("placement: across GPUs, or a CPU and a GPU, training matches one device to float32's own error") {
+TEST_CASE("placement: across GPUs, or a CPU and a GPU, training matches one device to float32's own error" *
+          doctest::test_suite("cuda")) {
   const int gpus = device_count(DeviceType::CUDA);
-  if (gpus == 0) {
-    MESSAGE("skipped: needs a CUDA device, and this machine has none");
-    return;
-  }
+  if (gpus == 0) return test::skip("needs a CUDA device, and this machine has none");
   // Two GPUs exchange activations by peer copies; with one, the dense layers
   // run on the GPU and the convolutions on the CPU.
   const Device first = gpus >= 2 ? cuda(0) : cpu(0);

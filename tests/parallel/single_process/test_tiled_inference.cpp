@@ -22,6 +22,7 @@
 #include <ddl/ddl.hpp>
 
 #include "parallel/single_process/tiling_models.hpp"
+#include "support/skip.hpp"
 
 namespace ddl::test {
 namespace {
@@ -258,11 +259,9 @@ TEST_CASE("SpatialModel::memory: a trained model's gradients travel with it and 
   CHECK(memory_stats(cpu(1)).peak_bytes - before == expected);
 }
 
-TEST_CASE("tiled_forward: on a CUDA device, tiles agree with the whole image to the devices' own difference") {
-  if (device_count(DeviceType::CUDA) == 0) {
-    MESSAGE("skipped: needs a CUDA device, and this machine has none");
-    return;
-  }
+TEST_CASE("tiled_forward: on a CUDA device, tiles agree with the whole image to the devices' own difference" *
+          doctest::test_suite("cuda")) {
+  if (device_count(DeviceType::CUDA) == 0) return test::skip("needs a CUDA device, and this machine has none");
   Generator generator(18);
   for (ModelMaker make : {&dilated_model, &strided_model, &residual_model, &encoder_decoder_model}) {
     const auto model = make(3, generator);
