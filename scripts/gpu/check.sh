@@ -45,8 +45,8 @@ step "NCCL, 1 rank" 120 nccl.log 'test cases:' mpiexec -n 1 "$build/tests/ddl_mp
 # The GPU cases of the unit and MPI suites (layers against the CPU,
 # placement and tiles across devices; buckets and activations staged
 # through pinned host memory), which the ctest step below may not reach in
-# its time. doctest's filters ignore case.
-gpu_cases=--test-case='*CUDA*,*GPU*'
+# its time: doctest's test suite "cuda" (tests/support/skip.hpp).
+gpu_cases=--test-suite=cuda
 step "unit suite: the CUDA cases" 150 unit-gpu.log 'test cases:' \
   env DDL_CPU_DEVICES=2 "$build/tests/ddl_tests" "$gpu_cases"
 step "MPI, 2 ranks sharing the GPU: the CUDA cases" 150 mpi-gpu.log 'test cases:' \
