@@ -13,8 +13,8 @@
 #include <memory>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <ddl/core/config.hpp>
 #include <ddl/core/device.hpp>
@@ -31,9 +31,9 @@
 #include <ddl/optim/engine/trainer.hpp>
 #include <ddl/optim/schedule.hpp>
 #include <ddl/optim/sgd.hpp>
+#include <ddl/parallel/communication/timeline_gather.hpp>
 #include <ddl/parallel/config.hpp>
 #include <ddl/parallel/setup.hpp>
-#include <ddl/parallel/communication/timeline_gather.hpp>
 
 #include "curve_plot.hpp"
 #include "options.hpp"
@@ -279,8 +279,9 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
   trainer_options.verbosity = o.quiet ? optim::Verbosity::quiet : optim::Verbosity::progress;
   trainer_options.strategy = strategy;
   trainer_options.batches_per_step = o.accumulate;
-  trainer_options.on_non_finite = o.on_nonfinite == "skip" ? optim::TrainerOptions::OnNonFinite::skip
-                                                           : optim::TrainerOptions::OnNonFinite::stop;
+  trainer_options.on_non_finite =
+      o.on_nonfinite == "skip" ? optim::TrainerOptions::OnNonFinite::skip : optim::TrainerOptions::OnNonFinite::stop;
+  trainer_options.divergence_factor = o.divergence_factor;
   optim::Trainer trainer(model, task.loss, optimizer, trainer_options);
 
   optim::FitOptions fit;
@@ -306,9 +307,8 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
                                                          {"data-parallel ranks", std::to_string(data_ranks)},
                                                          {"training data", fingerprint.front()}},
         o.resume_changed));
-    checkpoints = std::make_shared<optim::ModelCheckpoint>(
-        optim::ModelCheckpointOptions{
-            .directory = o.checkpoint_dir, .monitor = monitor, .every_steps = o.checkpoint_every_steps});
+    checkpoints = std::make_shared<optim::ModelCheckpoint>(optim::ModelCheckpointOptions{
+        .directory = o.checkpoint_dir, .monitor = monitor, .every_steps = o.checkpoint_every_steps});
     fit.callbacks.push_back(checkpoints);
   }
   std::vector<std::shared_ptr<optim::FileLogger>> logs;
@@ -329,7 +329,8 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
       if (!o.timeline.empty()) check_output_directory(o.timeline, "--timeline");
       if (!o.plot.empty()) {
         check_output_directory(o.plot, "--plot");
-        if (!gnuplot_available()) throw UsageError("--plot needs gnuplot on PATH (Debian: apt-get install gnuplot-nox)");
+        if (!gnuplot_available())
+          throw UsageError("--plot needs gnuplot on PATH (Debian: apt-get install gnuplot-nox)");
       }
     } catch (const std::exception& error) {
       problem = error.what();
@@ -365,9 +366,9 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
                                         trainer.epoch_batches(), trainer.step())});
     }
     if (!problem.empty()) throw std::runtime_error(problem);
-    const std::string where = trainer.epoch_batches() > 0 ? fmt::format("in epoch {} after batch {}", trainer.epoch() + 1,
-                                                                         trainer.epoch_batches())
-                                                           : fmt::format("after epoch {}", trainer.epoch());
+    const std::string where = trainer.epoch_batches() > 0 ? fmt::format("in epoch {} after batch {}",
+                                                                        trainer.epoch() + 1, trainer.epoch_batches())
+                                                          : fmt::format("after epoch {}", trainer.epoch());
     trainer.print(found ? fmt::format("Resumed from {} {} (step {})", last.string(), where, trainer.step())
                         : fmt::format("No checkpoint at {}: starting from scratch", last.string()));
   }
@@ -400,8 +401,10 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
       timeline::write_chrome_trace(o.timeline, {{.process = 0, .label = "ddl-train", .recording = recording}});
     }
     if (root && !o.quiet) {
-      std::cout << fmt::format("timeline: {} ({} events on this rank; open it in ui.perfetto.dev or "
-                               "chrome://tracing)\n", o.timeline, recording.events.size());
+      std::cout << fmt::format(
+          "timeline: {} ({} events on this rank; open it in ui.perfetto.dev or "
+          "chrome://tracing)\n",
+          o.timeline, recording.events.size());
     }
   }
   return {report, wall, monitor, history.epochs.empty() ? std::nullopt : history.epochs.back().get(monitor)};
@@ -508,8 +511,13 @@ int main(int argc, char** argv) {
   } catch (const ddl::apps::UsageError& error) {
     std::cerr << "ddl-train: error: " << error.what() << " (see --help)\n";
     return 2;
-  } catch (const ddl::optim::NonFiniteLoss& error) {
-    std::cerr << "ddl-train: error: " << error.what() << " (--on-nonfinite skip)\n";
+  } catch (const ddl::optim::StoppedByLoss& error) {
+    if (error.reporter()) {
+      const bool diverged = dynamic_cast<const ddl::optim::DivergedLoss*>(&error) != nullptr;
+      std::cerr << "ddl-train: error: " << error.what()
+                << (diverged ? " (--on-nonfinite skip; --divergence-factor 0 turns the check off)\n"
+                             : " (--on-nonfinite skip)\n");
+    }
     return 1;
   } catch (const std::exception& error) {
     std::cerr << "ddl-train: error: " << error.what() << '\n';

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <ddl/core/config.hpp>
 #include <ddl/models/data/fashion_mnist.hpp>
@@ -143,10 +143,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--warmup-epochs", o.warmup_epochs, "Linear learning-rate warm-up from 0 over this many epochs")
       ->check(finite_number(true))
       ->capture_default_str();
-  app.add_option("--device", o.device,
-                 "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
-                 "rank>, or the only GPU a rank sees); where each rank has a GPU of its own, --allreduce (but shm, or with "
-                 "--fp16-compression) reduces on the GPUs over NCCL")
+  app.add_option(
+         "--device", o.device,
+         "cpu, cpu:N, cuda or cuda:N; with --parallel data, cuda is each rank's GPU on its node (cuda:<local "
+         "rank>, or the only GPU a rank sees); where each rank has a GPU of its own, --allreduce (but shm, or with "
+         "--fp16-compression) reduces on the GPUs over NCCL")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the weights, the shuffle and dropout")
       ->check(unsigned_64_bit())
@@ -193,8 +194,14 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--on-nonfinite", o.on_nonfinite,
-                 "A step whose loss is NaN or infinite: stop (exit 1, before its update) or skip its update")
+                 "A step whose loss is NaN or infinite, or diverged (--divergence-factor): stop (exit 1, before its "
+                 "update, so no checkpoint holds what followed) or skip its update")
       ->check(CLI::IsMember({"stop", "skip"}))
+      ->capture_default_str();
+  app.add_option("--divergence-factor", o.divergence_factor,
+                 "A step's loss above this many times the larger of the medians of the first 8 and the last 64 "
+                 "steps' losses has diverged, and is treated as --on-nonfinite says (0: no such check)")
+      ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--train-limit", o.train_limit, "Use only the first N training samples (-1: all)")
       ->capture_default_str();
@@ -220,9 +227,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_flag("-q,--quiet", o.quiet, "Print only the final result line");
   add_choice(app, "--parallel", o.parallel, parallel::all_strategy_kinds(), parallel::strategy_kind_name,
              "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
-                 "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
-                 "stage per rank, each batch into --micro-batches; hybrid: --dp pipelines of --pp stages, each "
-                 "stage's gradients averaged over the pipelines by --allreduce. --batch-size is the global batch, "
+             "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
+             "stage per rank, each batch into --micro-batches; hybrid: --dp pipelines of --pp stages, each "
+             "stage's gradients averaged over the pipelines by --allreduce. --batch-size is the global batch, "
              "split over the ranks that read data (a pipeline's stages all read every batch of its share)");
   add_choice(app, "--allreduce", o.allreduce, parallel::all_allreduce_algorithms(), parallel::algorithm_name,
              "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
@@ -259,8 +266,7 @@ void add_options(CLI::App& app, TrainOptions& o) {
   add_choice(app, "--schedule", o.schedule, parallel::all_pipeline_schedules(), parallel::pipeline_schedule_name,
              "--parallel pipeline: 1f1b (one forward, one backward: stage s holds at most p-s micro-batches of "
              "activations) or gpipe (all forwards, then all backwards: every stage holds all M)");
-  add_choice(app, "--weight-gradients", o.defer_weight_gradients, std::vector<bool>{true, false},
-             weight_gradients_name,
+  add_choice(app, "--weight-gradients", o.defer_weight_gradients, std::vector<bool>{true, false}, weight_gradients_name,
              "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
              "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
              "large product instead of M small ones, the B/W split of zero-bubble schedules; costs those "
@@ -304,6 +310,10 @@ void resolve_defaults(TrainOptions& o) {
                     o.image_size, o.image_size + 1));
   }
   if (!o.lr) o.lr = default_lr(o.model, o.optimizer);
+  if (o.divergence_factor > 0.0 && o.divergence_factor <= 1.0) {
+    throw UsageError(fmt::format("--divergence-factor {} would stop healthy steps: give 0 (off) or a factor above 1",
+                                 o.divergence_factor));
+  }
   if (o.nesterov && (o.optimizer != "sgd" || o.momentum <= 0.0)) {
     throw UsageError("--nesterov needs --optimizer sgd and --momentum > 0");
   }
@@ -353,11 +363,11 @@ void resolve_defaults(TrainOptions& o) {
   if (o.timeline_layers && o.timeline.empty()) throw UsageError("--timeline-layers needs --timeline");
   if (o.group_size > 1 && o.search.empty()) throw UsageError("--group-size applies to --search");
   if (!o.search.empty()) {
-    for (const auto& [set, name] : {std::pair{o.parallel != StrategyKind::none,
-                                              "--parallel (a group's ranks train data-parallel)"},
-                                    std::pair{!o.checkpoint_dir.empty(), "--checkpoint-dir"},
-                                    std::pair{!o.log_csv.empty() || !o.log_jsonl.empty(), "--log-csv and --log-jsonl"},
-                                    std::pair{!o.timeline.empty(), "--timeline"}, std::pair{!o.plot.empty(), "--plot"}}) {
+    for (const auto& [set, name] :
+         {std::pair{o.parallel != StrategyKind::none, "--parallel (a group's ranks train data-parallel)"},
+          std::pair{!o.checkpoint_dir.empty(), "--checkpoint-dir"},
+          std::pair{!o.log_csv.empty() || !o.log_jsonl.empty(), "--log-csv and --log-jsonl"},
+          std::pair{!o.timeline.empty(), "--timeline"}, std::pair{!o.plot.empty(), "--plot"}}) {
       if (set) throw UsageError(std::string("--search trains many configurations and does not combine with ") + name);
     }
   }
@@ -388,10 +398,8 @@ parallel::ParallelConfig parallel_config(const TrainOptions& o) {
                      .overlap = o.overlap,
                      .defer_weight_gradients = o.defer_weight_gradients};
   const bool hybrid = o.parallel == parallel::StrategyKind::hybrid;
-  config.layout = {.stages = hybrid ? o.pp : o.stages,
-                   .pipelines = hybrid ? o.dp : 1,
-                   .split = o.split,
-                   .balance = o.balance};
+  config.layout = {
+      .stages = hybrid ? o.pp : o.stages, .pipelines = hybrid ? o.dp : 1, .split = o.split, .balance = o.balance};
   config.placement = o.placement;
   return config;
 }

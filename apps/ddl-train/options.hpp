@@ -44,12 +44,12 @@ inline const std::vector<std::string> kPerRankOptions{"--data",      "--threads"
 
 struct TrainOptions {
   std::string model = "mnist_cnn";
-  std::string data_dir;             // default: Debian's Fashion-MNIST directory
+  std::string data_dir;  // default: Debian's Fashion-MNIST directory
   std::int64_t epochs = 12;
-  std::int64_t batch_size = 0;      // 0: the model's default
-  std::int64_t accumulate = 1;      // batches per optimizer step (gradient accumulation)
-  std::string optimizer;            // empty: the model's default
-  std::optional<double> lr;         // unset: the optimizer's default
+  std::int64_t batch_size = 0;  // 0: the model's default
+  std::int64_t accumulate = 1;  // batches per optimizer step (gradient accumulation)
+  std::string optimizer;        // empty: the model's default
+  std::optional<double> lr;     // unset: the optimizer's default
   double momentum = 0.0;
   bool nesterov = false;
   double weight_decay = 0.0;
@@ -58,31 +58,32 @@ struct TrainOptions {
   double warmup_epochs = 0.0;
   std::string device = "cpu";
   std::uint64_t seed = 1;
-  int threads = 0;                  // 0: DDL_NUM_THREADS or every core
-  std::string precision;            // float32 | bf16; empty: DDL_CPU_PRECISION, else float32
+  int threads = 0;        // 0: DDL_NUM_THREADS or every core
+  std::string precision;  // float32 | bf16; empty: DDL_CPU_PRECISION, else float32
   std::string checkpoint_dir;
   bool resume = false;
   std::int64_t checkpoint_every_steps = 0;  // also last.ckpt every N steps (0: at epochs' ends only)
-  bool resume_changed = false;      // --resume under another batch size, seed or data
+  bool resume_changed = false;              // --resume under another batch size, seed or data
   std::string log_csv;
   std::string log_jsonl;
-  std::string plot;                 // PNG of the training curves, redrawn after every epoch (rank 0)
-  std::string timeline;             // Chrome trace-event file of the run (rank 0 writes every rank's)
-  bool timeline_layers = false;     // with it, a span per layer forward and per autograd node backward
-  std::int64_t early_stopping = 0;  // patience in epochs; 0: off
-  std::string on_nonfinite = "stop";  // stop | skip: a step whose loss is NaN or infinite
+  std::string plot;                   // PNG of the training curves, redrawn after every epoch (rank 0)
+  std::string timeline;               // Chrome trace-event file of the run (rank 0 writes every rank's)
+  bool timeline_layers = false;       // with it, a span per layer forward and per autograd node backward
+  std::int64_t early_stopping = 0;    // patience in epochs; 0: off
+  std::string on_nonfinite = "stop";  // stop | skip: a step whose loss is NaN or infinite, or diverged
+  double divergence_factor = 1000.0;  // optim::TrainerOptions::divergence_factor; 0: off
   std::int64_t train_limit = -1;
   std::int64_t test_limit = -1;
-  std::int64_t samples = 0;         // synthetic training samples; 0: the model's default
-  std::int64_t image_size = 64;     // context_net: the side of its square training images
-  double noise = 2.0;               // materials_mlp: stress noise in MPa
+  std::int64_t samples = 0;      // synthetic training samples; 0: the model's default
+  std::int64_t image_size = 64;  // context_net: the side of its square training images
+  double noise = 2.0;            // materials_mlp: stress noise in MPa
   bool validate = true;
   int prefetch = 2;
   bool quiet = false;
   parallel::StrategyKind parallel = parallel::StrategyKind::none;
-  int servers = 1;                  // ps: server ranks
-  bool asynchronous = false;        // ps: asynchronous updates
-  int max_staleness = 4;            // ps --async
+  int servers = 1;            // ps: server ranks
+  bool asynchronous = false;  // ps: asynchronous updates
+  int max_staleness = 4;      // ps --async
   parallel::AllreduceAlgorithm allreduce = parallel::AllreduceAlgorithm::ring;
   std::optional<double> bucket_mb;  // unset: DDL_FUSION_THRESHOLD's default, in the library
   bool overlap = true;
@@ -98,10 +99,10 @@ struct TrainOptions {
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::OneFOneB;
   bool defer_weight_gradients = true;  // pipeline --weight-gradients: batch (true) | micro-batch
   parallel::StageBalance balance = parallel::StageBalance::Time;
-  std::string split;                // pipeline: "4,7", the first layer of every stage after the first
-  std::string search;               // "lr=0.5,1;batch-size=64,128": train every configuration of the grid
-  int group_size = 1;               // --search: ranks per configuration (data-parallel inside a group)
-  std::string label;                // not an option: --search's name of the configuration, before the final line
+  std::string split;   // pipeline: "4,7", the first layer of every stage after the first
+  std::string search;  // "lr=0.5,1;batch-size=64,128": train every configuration of the grid
+  int group_size = 1;  // --search: ranks per configuration (data-parallel inside a group)
+  std::string label;   // not an option: --search's name of the configuration, before the final line
 };
 
 // Declares every option on `app`, writing into `options`.

@@ -28,14 +28,16 @@ void ResumeGuard::load_state(const optim::Checkpoint& checkpoint, const std::str
   if (changes.empty()) return;
   const std::string list = fmt::format("{}", fmt::join(changes, "; "));
   if (!allow_changes_) {
-    throw UsageError(fmt::format("--resume: the checkpoint was written by a run with other settings ({}), so "
-                                 "resuming would not continue it bit for bit; pass the same options, or "
-                                 "--resume-changed to resume anyway",
-                                 list));
+    throw UsageError(
+        fmt::format("--resume: the checkpoint was written by a run with other settings ({}), so "
+                    "resuming would not continue it bit for bit; pass the same options, or "
+                    "--resume-changed to resume anyway",
+                    list));
   }
-  notice_ = fmt::format("Resuming with changed settings ({}): training goes on, no longer bit for bit as the "
-                        "first run would have",
-                        list);
+  notice_ = fmt::format(
+      "Resuming with changed settings ({}): training goes on, no longer bit for bit as the "
+      "first run would have",
+      list);
 }
 
 void ResumeGuard::on_train_begin(optim::Trainer& trainer) {

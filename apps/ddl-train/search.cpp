@@ -84,7 +84,8 @@ std::vector<std::string> search_arguments(const std::vector<std::string>& origin
   for (std::size_t i = 0; i < original.size(); ++i) {
     const std::string& argument = original[i];
     if (argument == "--quiet" || argument == "-q") continue;
-    const auto option = std::find_if(dropped.begin(), dropped.end(), [&](const auto& name) { return names(argument, name); });
+    const auto option =
+        std::find_if(dropped.begin(), dropped.end(), [&](const auto& name) { return names(argument, name); });
     if (option != dropped.end()) {
       if (argument.find('=') == std::string::npos) ++i;  // its value is the next argument
       continue;

@@ -14,7 +14,7 @@ namespace ddl::apps {
 // One configuration: a value for each searched option.
 struct SearchPoint {
   std::vector<std::pair<std::string, std::string>> values;  // option name (no dashes), value
-  std::string describe() const;                              // "lr=0.5 batch-size=64"
+  std::string describe() const;                             // "lr=0.5 batch-size=64"
 };
 
 struct SearchGrid {
@@ -26,8 +26,8 @@ struct SearchGrid {
 // The options a search may vary: those that change a run's training, not
 // where it reads or writes.
 inline const std::vector<std::string> kSearchableOptions{
-    "lr", "batch-size", "batch-per-rank", "optimizer", "momentum", "weight-decay", "warmup-epochs", "lr-schedule",
-    "accumulate", "seed", "epochs", "allreduce", "bucket-mb", "micro-batches"};
+    "lr",          "batch-size", "batch-per-rank", "optimizer", "momentum",  "weight-decay", "warmup-epochs",
+    "lr-schedule", "accumulate", "seed",           "epochs",    "allreduce", "bucket-mb",    "micro-batches"};
 
 // "name=v1,v2;name=v3": throws UsageError naming what is wrong (an option
 // that cannot be searched, one given twice, an empty value).

@@ -21,9 +21,10 @@ namespace {
 
 Task image_classification(const TrainOptions& options) {
   if (!std::filesystem::is_directory(options.data_dir)) {
-    throw UsageError(fmt::format("--data: no such directory '{}' (Debian ships Fashion-MNIST in {} with the package "
-                                 "dataset-fashion-mnist)",
-                                 options.data_dir, models::kFashionMnistDir));
+    throw UsageError(
+        fmt::format("--data: no such directory '{}' (Debian ships Fashion-MNIST in {} with the package "
+                    "dataset-fashion-mnist)",
+                    options.data_dir, models::kFashionMnistDir));
   }
   Task task;
   try {
@@ -32,8 +33,8 @@ Task image_classification(const TrainOptions& options) {
   } catch (const ddl::Error& error) {
     throw UsageError(fmt::format("--data {}: {}", options.data_dir, error.what()));
   }
-  task.description = fmt::format("{}: {} training and {} test images", options.data_dir, task.train.size(),
-                                 task.test.size());
+  task.description =
+      fmt::format("{}: {} training and {} test images", options.data_dir, task.train.size(), task.test.size());
   task.loss = layers::cross_entropy;
   task.metrics = {optim::Metric::accuracy};
   task.monitor = "val_accuracy";
@@ -96,9 +97,10 @@ Task materials(const TrainOptions& options) {
     const Tensor mean = ddl::mean(train_targets, 0, true) + ddl::zeros(test_targets.shape());
     const auto baseline = column_error_sums(mean, test_targets);
     const auto rows = static_cast<double>(test_targets.size(0));
-    return fmt::format("test MAE: Young's modulus {:.2f} GPa, yield stress {:.2f} MPa (predicting the mean: "
-                       "{:.2f} GPa, {:.2f} MPa)",
-                       sums[0] / sums.back(), sums[1] / sums.back(), baseline[0] / rows, baseline[1] / rows);
+    return fmt::format(
+        "test MAE: Young's modulus {:.2f} GPa, yield stress {:.2f} MPa (predicting the mean: "
+        "{:.2f} GPa, {:.2f} MPa)",
+        sums[0] / sums.back(), sums[1] / sums.back(), baseline[0] / rows, baseline[1] / rows);
   };
   return task;
 }
@@ -128,9 +130,10 @@ Task segmentation(const TrainOptions& options) {
   task.monitor = "val_accuracy";
   task.report = [baseline = background_share(task.test.targets)](optim::Trainer& trainer, optim::BatchSource& test) {
     const optim::Logs logs = trainer.evaluate(test);
-    return fmt::format("test pixel accuracy {:.2f}%, mean IoU {:.3f}, test loss {:.4f} (predicting background "
-                       "everywhere: {:.2f}%)",
-                       100.0 * logs.at("accuracy"), logs.at("mean_iou"), logs.at("loss"), 100.0 * baseline);
+    return fmt::format(
+        "test pixel accuracy {:.2f}%, mean IoU {:.3f}, test loss {:.4f} (predicting background "
+        "everywhere: {:.2f}%)",
+        100.0 * logs.at("accuracy"), logs.at("mean_iou"), logs.at("loss"), 100.0 * baseline);
   };
   return task;
 }

@@ -27,7 +27,7 @@ struct Task {
   optim::LossFunction loss;
   std::vector<optim::Metric> metrics;
   std::int64_t classes = 0;  // the output's dim 1, for Metric::mean_iou
-  std::string monitor;  // the validation metric "best" refers to
+  std::string monitor;       // the validation metric "best" refers to
   // The final result on the test set, e.g. "test accuracy 91.23%, test loss 0.2512".
   std::function<std::string(optim::Trainer& trainer, optim::BatchSource& test)> report;
 };

@@ -52,16 +52,16 @@ std::string first_non_finite(const std::vector<std::pair<std::string, Tensor>>& 
 // is one.
 struct FlaggedRanks {
   int count = 0;
-  int rank = 0;  // when count is 1
-  std::string describe() const {
-    return count == 1 ? fmt::format("rank {}", rank) : fmt::format("{} ranks", count);
-  }
+  int rank = 0;      // when count is 1
+  int diverged = 0;  // of them, those whose loss is finite but diverged
+  std::string describe() const { return count == 1 ? fmt::format("rank {}", rank) : fmt::format("{} ranks", count); }
 };
 
-FlaggedRanks flagged_ranks(Strategy& strategy, bool flag) {
-  std::vector<double> sums{flag ? 1.0 : 0.0, flag ? static_cast<double>(strategy.rank()) : 0.0};
+FlaggedRanks flagged_ranks(Strategy& strategy, bool flag, bool diverged = false) {
+  std::vector<double> sums{flag ? 1.0 : 0.0, flag ? static_cast<double>(strategy.rank()) : 0.0,
+                           flag && diverged ? 1.0 : 0.0};
   strategy.sum_over_ranks(sums);
-  return {static_cast<int>(sums[0]), static_cast<int>(sums[1])};
+  return {static_cast<int>(sums[0]), static_cast<int>(sums[1]), static_cast<int>(sums[2])};
 }
 
 }  // namespace
@@ -73,7 +73,8 @@ Trainer::Trainer(std::shared_ptr<layers::Module> model, LossFunction loss, std::
       optimizer_(std::move(optimizer)),
       options_(std::move(options)),
       strategy_(options_.strategy ? options_.strategy : std::make_shared<Strategy>()),
-      generator_(options_.generator ? options_.generator : &default_generator()) {
+      generator_(options_.generator ? options_.generator : &default_generator()),
+      loss_guard_(options_.divergence_factor) {
   DDL_CHECK(model_ != nullptr, "Trainer: the model is null");
   DDL_CHECK(static_cast<bool>(loss_), "Trainer: the loss function is empty");
   DDL_CHECK(optimizer_ != nullptr, "Trainer: the optimizer is null");
@@ -177,7 +178,8 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   for (std::int64_t b = 0; b < batches; ++b) {
     DDL_CHECK(strategy_->next_batch(train).has_value(),
               "fit: the checkpoint resumes epoch {} after {} batches, but this data gives only {}: is it the "
-              "data the checkpoint was trained on?", epoch_ + 1, batches, b);
+              "data the checkpoint was trained on?",
+              epoch_ + 1, batches, b);
   }
   if (!in_epoch_.resumed_sums.empty()) {
     DDL_CHECK(in_epoch_.resumed_sums.size() == metrics.sums().size(),
@@ -216,16 +218,20 @@ Logs Trainer::train_epoch(BatchSource& train, const std::vector<Callback*>& call
   }
   in_epoch_.metrics = nullptr;
   const double seconds = seconds_since(start);
-  DDL_CHECK(batches > 0, "fit: the training data gave no batch in epoch {} (rank {} of {}): is the data set smaller "
-            "than one batch with drop_last set?", epoch_ + 1, strategy_->rank(), strategy_->world_size());
+  DDL_CHECK(batches > 0,
+            "fit: the training data gave no batch in epoch {} (rank {} of {}): is the data set smaller "
+            "than one batch with drop_last set?",
+            epoch_ + 1, strategy_->rank(), strategy_->world_size());
   if (skipped == steps) {
-    throw Error(fmt::format("fit: every one of the {} steps of epoch {} had a non-finite loss and was "
-                                    "skipped: training is not progressing (lower the learning rate?)",
-                                    steps, epoch_ + 1));
+    throw Error(
+        fmt::format("fit: every one of the {} steps of epoch {} had a non-finite or diverged "
+                    "loss and was skipped: training is not progressing (lower the learning rate?)",
+                    steps, epoch_ + 1));
   }
   strategy_->sum_over_ranks(metrics.sums());
   Logs logs = metrics.logs();
-  if (options_.on_non_finite == TrainerOptions::OnNonFinite::skip) logs.set("skipped_steps", static_cast<double>(skipped));
+  if (options_.on_non_finite == TrainerOptions::OnNonFinite::skip)
+    logs.set("skipped_steps", static_cast<double>(skipped));
   logs.set("samples_per_s", seconds > 0.0 ? metrics.samples() / seconds : 0.0);
   return logs;
 }
@@ -237,27 +243,33 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
   for (const Batch& batch : batches) samples += static_cast<double>(batch.size());
   strategy_->begin_step(*model_);
   std::vector<StepOutput> results;
-  std::optional<float> bad_loss;  // this rank's first non-finite loss of the step
+  std::optional<double> step_loss;  // this rank's, where its strategy computes one
   for (std::size_t k = 0; k < batches.size(); ++k) {
     // A rank that reads no data (a parameter server) has empty batches and no loss to scale.
     const StepShare share{.loss_scale = samples > 0.0 ? static_cast<double>(batches[k].size()) / samples : 1.0,
                           .last = k + 1 == batches.size()};
     results.push_back(strategy_->forward_backward(*model_, loss_, batches[k], share));
-    if (const Tensor& loss = results.back().loss; loss.defined() && !bad_loss) {
-      if (const float value = loss.detach().to(cpu()).item(); !std::isfinite(value)) bad_loss = value;
+    if (const Tensor& loss = results.back().loss; loss.defined()) {
+      step_loss = step_loss.value_or(0.0) + share.loss_scale * loss.detach().to(cpu()).item();
     }
   }
   strategy_->synchronize_gradients(*model_);
+  const std::optional<std::string> problem = step_loss ? loss_guard_.check(*step_loss) : std::nullopt;
   // Agreed over the ranks (one small collective per step), since a loss
   // exists only where a strategy computes one (the last pipeline stage).
-  const FlaggedRanks non_finite = flagged_ranks(*strategy_, bad_loss.has_value());
-  if (non_finite.count > 0) {
-    std::string what = fmt::format("the loss is {} at {}", bad_loss ? fmt::format("{}", *bad_loss) : "not finite", where);
-    if (strategy_->world_size() > 1) what += " on " + non_finite.describe();
+  const FlaggedRanks flagged = flagged_ranks(*strategy_, problem.has_value(), problem && std::isfinite(*step_loss));
+  if (flagged.count > 0) {
+    const bool diverged = flagged.diverged == flagged.count;
+    std::string what =
+        fmt::format("{} at {}", problem.value_or(diverged ? "the loss diverged" : "the loss is not finite"), where);
+    if (strategy_->world_size() > 1) what += " on " + flagged.describe();
     if (options_.on_non_finite == TrainerOptions::OnNonFinite::stop) {
-      throw NonFiniteLoss(fmt::format("fit: {}: training stopped before this step's update, so the model keeps the "
-                                      "weights of the step before; lower the learning rate, or skip such steps",
-                                      what));
+      const std::string message = fmt::format(
+          "fit: {}: training stopped before this step's update, so the model keeps the weights of the step before; "
+          "lower the learning rate, or skip such steps",
+          what);
+      if (diverged) throw DivergedLoss(message, strategy_->is_root());
+      throw NonFiniteLoss(message, strategy_->is_root());
     }
     print(fmt::format("Skipped a step: {}", what));
     return false;
@@ -356,7 +368,8 @@ void Trainer::save_checkpoint(const std::string& path) const {
   if (const FlaggedRanks non_finite = flagged_ranks(*strategy_, !bad.empty()); non_finite.count > 0) {
     throw Error(fmt::format(
         "save_checkpoint '{}': not written, since the state to save is not finite ({}); the file there, if any, is "
-        "kept", path, !bad.empty() ? fmt::format("{} holds NaN or infinity", bad) : "on " + non_finite.describe()));
+        "kept",
+        path, !bad.empty() ? fmt::format("{} holds NaN or infinity", bad) : "on " + non_finite.describe()));
   }
   strategy_->gather_state(*model_, state);
   // Mid-epoch, the metrics so far: each rank holds its own, the file their total.
@@ -386,8 +399,8 @@ void Trainer::load_checkpoint(const std::string& path) {
   DDL_CHECK(saved_optimizer != checkpoint.strings.end(),
             "checkpoint '{}' is not a Trainer checkpoint: it names no optimizer", path);
   DDL_CHECK(saved_optimizer->second == optimizer_->name(),
-            "checkpoint '{}' holds the state of optimizer {}, but this trainer uses {}", path,
-            saved_optimizer->second, optimizer_->name());
+            "checkpoint '{}' holds the state of optimizer {}, but this trainer uses {}", path, saved_optimizer->second,
+            optimizer_->name());
   const std::int64_t epoch = required_integer(checkpoint, path, "epoch");
   const std::int64_t step = required_integer(checkpoint, path, "step");
   const std::int64_t seed = required_integer(checkpoint, path, "rng.seed");

@@ -22,6 +22,7 @@
 #include <ddl/optim/engine/callback.hpp>
 #include <ddl/optim/engine/checkpoint.hpp>
 #include <ddl/optim/engine/logs.hpp>
+#include <ddl/optim/engine/loss_guard.hpp>
 #include <ddl/optim/engine/metrics.hpp>
 #include <ddl/optim/engine/progress.hpp>
 #include <ddl/optim/engine/strategy.hpp>
@@ -50,20 +51,46 @@ struct TrainerOptions {
   // batch hooks and per-step schedules count optimizer steps (on_batch_begin
   // comes once the step's batches are read).
   std::int64_t batches_per_step = 1;
-  // What a step whose loss is NaN or infinite on any rank does; the check is
-  // agreed over the ranks before the update, so the weights never take a
-  // non-finite step. stop: fit() throws NonFiniteLoss naming the epoch, the
-  // step and the rank (Keras' TerminateOnNaN, but before the damage). skip:
-  // the step's update is dropped and counted in the logs' "skipped_steps"
-  // (as mixed-precision trainers skip overflowing steps); an epoch whose
-  // every step is skipped stops all the same.
+  // What a step whose loss is NaN or infinite on any rank does, or one whose
+  // loss diverged (see divergence_factor); the check is agreed over the
+  // ranks before the update, so the weights never take such a step. stop:
+  // fit() throws NonFiniteLoss or DivergedLoss naming the epoch, the step
+  // and the rank (Keras' TerminateOnNaN, but before the damage, so no
+  // checkpoint is written from what followed). skip: the step's update is
+  // dropped and counted in the logs' "skipped_steps" (as mixed-precision
+  // trainers skip overflowing steps); an epoch whose every step is skipped
+  // stops all the same.
   enum class OnNonFinite { stop, skip } on_non_finite = OnNonFinite::stop;
+  // A step's loss above this many times the larger of the medians of the
+  // first 8 and the last 64 steps' losses has diverged (LossGuard); 0 turns
+  // the check off. 1000: an exploding run passes it within a step or two,
+  // and a healthy batch is nowhere near it (an untrained classifier's
+  // loss is ln(classes), a diverged one's 1e30).
+  double divergence_factor = 1000.0;
 };
 
-// fit() stopped at a step whose loss was not finite, before its update.
-class NonFiniteLoss : public Error {
+// fit() stopped at a step whose loss says training went wrong, before its
+// update. Every rank throws it (the verdict is agreed over them); the root
+// rank reports it, so a program prints it once.
+class StoppedByLoss : public Error {
  public:
-  using Error::Error;
+  StoppedByLoss(const std::string& message, bool reporter) : Error(message), reporter_(reporter) {}
+  bool reporter() const { return reporter_; }
+
+ private:
+  bool reporter_;
+};
+
+// The loss was not finite.
+class NonFiniteLoss : public StoppedByLoss {
+ public:
+  using StoppedByLoss::StoppedByLoss;
+};
+
+// The loss was finite but had diverged (TrainerOptions::divergence_factor).
+class DivergedLoss : public StoppedByLoss {
+ public:
+  using StoppedByLoss::StoppedByLoss;
 };
 
 struct FitOptions {
@@ -139,7 +166,7 @@ class Trainer {
  private:
   Logs train_epoch(BatchSource& train, const std::vector<Callback*>& callbacks, ProgressPrinter& progress);
   // One optimizer step over `batches` (gradient accumulation when several);
-  // false when it was skipped for a non-finite loss. `where` names the step
+  // false when it was skipped for a non-finite or diverged loss. `where` names the step
   // in errors ("epoch 2/5, step 7 of 40").
   bool train_step(const std::vector<Batch>& batches, MetricAccumulator& metrics, const std::string& where);
   // Adds a batch's output and loss to `metrics`, all but its padding.
@@ -168,6 +195,7 @@ class Trainer {
     MetricAccumulator* metrics = nullptr;
     std::vector<double> resumed_sums;
   } in_epoch_;
+  LossGuard loss_guard_;
   bool stop_requested_ = false;
   bool prepared_ = false;
   // Callbacks of the fit() in progress (for their state in checkpoints), and

@@ -58,6 +58,8 @@ case $case_name in
     expect_usage_error 2 "--momentum: nan is not a finite number >= 0 and <= 0.999999" --optimizer sgd --momentum nan
     expect_usage_error 2 "--bucket-mb: 1e300 is not a finite number > 0 and <= 1048576" --bucket-mb 1e300
     expect_usage_error 2 "--lr-batch" --lr-batch 0
+    expect_usage_error 2 "--divergence-factor 0.5 would stop healthy steps" --divergence-factor 0.5
+    expect_usage_error 2 "--divergence-factor: nan is not a finite number >= 0" --divergence-factor nan
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
     expect_usage_error 2 "--group-size applies to --search" --group-size 2
     expect_usage_error 2 "--search: 'data' cannot be searched" --search "data=/tmp"
@@ -250,7 +252,8 @@ case $case_name in
     args=(--train-limit 1024 --test-limit 128 --batch-size 64 --threads 1 --optimizer sgd --checkpoint-dir "$work/ckpt")
     "$train" "${args[@]}" --epochs 1 --lr 0.01 > "$work/good" 2>&1 || fail "the good run exited $?: $(cat "$work/good")"
     cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"
-    "$train" "${args[@]}" --epochs 2 --lr 1e6 --resume > "$work/out" 2> "$work/err"
+    # The divergence guard off: this is the NaN check's case (the guard's is below).
+    "$train" "${args[@]}" --epochs 2 --lr 1e6 --resume --divergence-factor 0 > "$work/out" 2> "$work/err"
     rc=$?
     [[ $rc -eq 1 ]] || fail "the diverging run exited $rc, expected 1: $(cat "$work/err")"
     grep -qE "the loss is -?nan at epoch 2, step [0-9]+ of 16 .*stopped before this step's update.*--on-nonfinite skip" \
@@ -258,15 +261,33 @@ case $case_name in
     cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by the diverged run"
     cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by the diverged run"
     rm -rf "$work/ckpt"
-    "$train" "${args[@]}" --epochs 1 --lr 1e6 > "$work/out" 2> "$work/err"
+    "$train" "${args[@]}" --epochs 1 --lr 1e6 --divergence-factor 0 > "$work/out" 2> "$work/err"
     [[ $? -eq 1 && ! -e "$work/ckpt/best.ckpt" && ! -e "$work/ckpt/last.ckpt" ]] ||
       fail "a fresh diverging run saved a checkpoint or did not exit 1: $(cat "$work/err")"
-    "$train" "${args[@]}" --epochs 3 --lr 1e6 --on-nonfinite skip > "$work/out" 2> "$work/err"
+    "$train" "${args[@]}" --epochs 3 --lr 1e6 --on-nonfinite skip --divergence-factor 0 > "$work/out" 2> "$work/err"
     rc=$?
     grep -q "^Skipped a step: the loss is" "$work/out" || fail "skipped steps are not reported: $(cat "$work/out")"
-    [[ $rc -eq 1 ]] && grep -qE "every one of the 16 steps of epoch [23] had a non-finite loss and was skipped" "$work/err" ||
+    [[ $rc -eq 1 ]] && grep -qE "every one of the 16 steps of epoch [23] had a non-finite or diverged loss and was skipped" "$work/err" ||
       fail "skipping every step of an epoch did not stop with exit 1 ($rc): $(cat "$work/err")"
     echo "ok: a diverged run stops at its first NaN step with exit 1 and keeps the good checkpoints"
+    # Adam at lr 1e3 explodes and stays finite (test loss about 1600 after
+    # 2 epochs): the divergence guard stops it before the exploded step's
+    # update, the good checkpoints kept byte for byte; turned off, it trains on.
+    adam=("${args[@]/#sgd/adam}")
+    "$train" "${adam[@]}" --epochs 1 --lr 0.01 > "$work/good" 2>&1 ||
+      fail "the good Adam run exited $?: $(cat "$work/good")"
+    cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"
+    "$train" "${adam[@]}" --epochs 2 --lr 1e3 --resume > "$work/out" 2> "$work/err"
+    rc=$?
+    [[ $rc -eq 1 ]] || fail "the exploding Adam run exited $rc, expected 1: $(cat "$work/err")"
+    grep -qE "the loss is [0-9.e+]+ \([0-9.e+]+ times its usual [0-9.]+, past the divergence factor 1000\) at epoch 2, step [0-9]+ of 16 .*stopped before this step's update.*--divergence-factor 0" \
+      "$work/err" || fail "no message naming the diverged loss, the epoch and the step: $(cat "$work/err")"
+    cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by the exploding run"
+    cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by the exploding run"
+    "$train" "${adam[@]}" --epochs 2 --lr 1e3 --resume --divergence-factor 0 > "$work/out" 2>&1 ||
+      fail "with the guard off the exploding run exited $?: $(cat "$work/out")"
+    cmp -s "$work/ckpt/last.ckpt" "$work/last.good" && fail "with the guard off the run did not train on"
+    echo "ok: a run whose loss explodes but stays finite stops with exit 1 and keeps both checkpoints; 0 turns the guard off"
     ;;
   files)
     # Rank 0's files are tried before training: a checkpoint directory that
