@@ -96,10 +96,12 @@ std::shared_ptr<optim::Optimizer> make_optimizer(const TrainOptions& o, double l
   if (o.optimizer == "adagrad") {
     optim::AdagradOptions options;
     options.lr = lr;
+    options.weight_decay = o.weight_decay;
     return std::make_shared<optim::Adagrad>(std::move(params), options);
   }
   optim::AdadeltaOptions options;
   options.lr = lr;
+  options.weight_decay = o.weight_decay;
   return std::make_shared<optim::Adadelta>(std::move(params), options);
 }
 

@@ -131,7 +131,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
           "adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp, 5e-3 for the segmenters), sgd and adagrad 0.01");
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(finite_number(true, 0.999999))->capture_default_str();
   app.add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum (needs --momentum > 0)");
-  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay (SGD, Adam)")
+  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay, added to the gradient as Keras and PyTorch do (every optimizer; not "
+                 "decoupled as AdamW)")
       ->check(finite_number(true))
       ->capture_default_str();
   app.add_option("--lr-schedule", o.lr_schedule, "constant, step (x0.1 every --lr-step epochs) or cosine")

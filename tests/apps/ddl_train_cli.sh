@@ -84,6 +84,76 @@ case $case_name in
     DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
     DDL_CUDA_CONV=fast expect_usage_error 2 "DDL_CUDA_CONV=fast is not one of deterministic, fastest, benchmark"
     ;;
+  options)
+    # Each training option changes what is trained (the checkpoint's bytes)
+    # or what is written, and two runs alike give the same bytes, so an
+    # option that stopped having its effect fails here.
+    base=(--train-limit 512 --test-limit 128 --batch-size 64 --threads 1 --epochs 2 --seed 3)
+    b256=("${base[@]/#64/256}")
+    runs=0
+    weights_of() {  # weights_of NAME ddl-train arguments...: trains, keeps NAME's last.ckpt
+      local name=$1
+      shift
+      rm -rf "$work/ckpt"
+      "$train" "$@" --checkpoint-dir "$work/ckpt" > "$work/$name.out" 2>&1 || fail "ddl-train $* exited $?: $(cat "$work/$name.out")"
+      cp "$work/ckpt/last.ckpt" "$work/$name.ckpt"
+      runs=$((runs + 1))
+    }
+    differs() { cmp -s "$work/$1.ckpt" "$work/$2.ckpt" && fail "$3 changed nothing: $1 and $2 trained the same weights"; }
+    same() { cmp -s "$work/$1.ckpt" "$work/$2.ckpt" || fail "$3: $1 and $2 trained different weights"; }
+    for optimizer in sgd adam adagrad adadelta; do
+      weights_of "$optimizer" "${base[@]}" --optimizer "$optimizer"
+      weights_of "$optimizer-again" "${base[@]}" --optimizer "$optimizer"
+      same "$optimizer" "$optimizer-again" "two runs alike"
+      weights_of "$optimizer-decay" "${base[@]}" --optimizer "$optimizer" --weight-decay 0.1
+      differs "$optimizer" "$optimizer-decay" "--weight-decay with --optimizer $optimizer"
+    done
+    weights_of momentum "${base[@]}" --optimizer sgd --momentum 0.9
+    differs sgd momentum "--momentum"
+    weights_of nesterov "${base[@]}" --optimizer sgd --momentum 0.9 --nesterov
+    differs momentum nesterov "--nesterov"
+    # --scale-lr linear from --lr-batch 128 to batch 256 doubles the rate;
+    # from --lr-batch 256 it is the rate as given.
+    weights_of b256 "${b256[@]}" --optimizer sgd
+    weights_of b256-linear "${b256[@]}" --optimizer sgd --scale-lr linear
+    differs b256 b256-linear "--scale-lr linear"
+    grep -q "SGD (lr 0.02: 0.01 scaled by --scale-lr linear from batch 128 to 256)" "$work/b256-linear.out" ||
+      fail "the header does not show the scaled rate: $(grep -m1 "lr " "$work/b256-linear.out")"
+    weights_of b256-sqrt "${b256[@]}" --optimizer sgd --scale-lr sqrt
+    differs b256-linear b256-sqrt "--scale-lr sqrt against linear"
+    weights_of b256-tuned "${b256[@]}" --optimizer sgd --scale-lr linear --lr-batch 256
+    same b256 b256-tuned "--lr-batch 256 at batch 256 leaves the rate as it is"
+    # The step schedule drops x0.1 every --lr-step epochs: after 1, the
+    # second epoch trains at a tenth; after 2, not within these 2 epochs.
+    weights_of step-1 "${base[@]}" --optimizer sgd --lr-schedule step --lr-step 1
+    differs sgd step-1 "--lr-schedule step --lr-step 1"
+    weights_of step-2 "${base[@]}" --optimizer sgd --lr-schedule step --lr-step 2
+    same sgd step-2 "--lr-step 2 drops the rate only after the last of 2 epochs"
+    weights_of cosine "${base[@]}" --optimizer sgd --lr-schedule cosine
+    differs sgd cosine "--lr-schedule cosine"
+    # A rate too small to change the validation accuracy: patience 1 stops
+    # after the second of 5 epochs.
+    "$train" --train-limit 256 --test-limit 128 --batch-size 64 --threads 1 --epochs 5 --lr 1e-30 --early-stopping 1 \
+      > "$work/out" 2>&1 || fail "early stopping exited $?: $(cat "$work/out")"
+    grep -q "^Epoch 2: early stopping, val_accuracy has not improved" "$work/out" && ! grep -q "^Epoch 3/5" "$work/out" ||
+      fail "--early-stopping 1 did not stop after epoch 2: $(cat "$work/out")"
+    # --log-jsonl: one JSON object per epoch, with the epoch and the metrics.
+    "$train" "${base[@]}" --log-jsonl "$work/log.jsonl" > "$work/out" 2>&1 || fail "--log-jsonl exited $?"
+    [[ $(wc -l < "$work/log.jsonl") -eq 2 ]] || fail "--log-jsonl wrote $(wc -l < "$work/log.jsonl") lines for 2 epochs"
+    python3 -c 'import json, sys
+lines = [json.loads(line) for line in open(sys.argv[1])]
+assert [line["epoch"] for line in lines] == [1, 2], lines
+assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines), lines' "$work/log.jsonl" ||
+      fail "--log-jsonl is not one JSON object per epoch with the metrics: $(cat "$work/log.jsonl")"
+    # --noise: materials_mlp's stress curves carry it, so the data and the
+    # weights trained on them change.
+    materials=(--model materials_mlp --samples 300 --epochs 1 --threads 1)
+    weights_of quiet "${materials[@]}" --noise 0
+    weights_of noisy "${materials[@]}" --noise 50
+    differs quiet noisy "--noise 50"
+    echo "ok: $runs trainings: --weight-decay (every optimizer), --momentum, --nesterov, --scale-lr, --lr-batch, --lr-schedule," \
+      "--lr-step, --early-stopping, --log-jsonl and --noise each have their effect"
+    ;;
   timeline)
     # --timeline: one trace of every rank on one clock, checked by
     # check_trace (spans closed and nested, every rank, allreduces aligned);
