@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the peers the benchmarks in bench/ compare ddl against (DESIGN.md,
-# "The machine"). Nothing in ddl's build, tests or CLI depends on them.
+# Installs the peers the benchmarks in bench/ compare ddl against (PyTorch
+# and Keras on the CPU). Nothing in ddl's build, tests or CLI depends on them;
+# only bench/ uses PyPI.
 #
 #   bench/install-peers.sh            # as root, or a user with sudo
 #
@@ -14,8 +15,8 @@
 #          GB, but runs on the CPU here; MKL + oneDNN),
 #        tensorflow-cpu 2.21.0 and keras 3.15.1 (oneDNN).
 #      Run them as bench/.venv-peers/bin/python3 bench/<script>.py, with
-#      explicit thread counts and, for torch, the larger glibc malloc
-#      threshold of DESIGN.md (the scripts that use them set both).
+#      explicit thread counts and, for torch, a larger glibc malloc
+#      threshold (~15% faster for it; the scripts that use them set both).
 # Re-running it is cheap: pip skips what is already at the pinned version.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,7 +2,7 @@
 """PyTorch peer for bench/layers: the Keras MNIST CNN's training step at
 batch 128 on the CPU, per layer and whole, with an explicit thread count.
 
-Run it as DESIGN.md requires, or the comparison is unfair to PyTorch:
+Run it this way, or the comparison is unfair to PyTorch:
   PyTorch 2.x from the peers' virtual environment (bench/install-peers.sh),
   with glibc's malloc keeping its freed memory (PyTorch's CPU tuning guide
   recommends tcmalloc or jemalloc for the same reason: page faults):

@@ -5,7 +5,7 @@ Adadelta lr 1.0 rho 0.95 eps 1e-7, batch 128, a fresh shuffle every epoch),
 printing per epoch the training time, samples/s and test accuracy, and the
 cumulative training time (evaluation excluded) to a target accuracy.
 
-Run it as DESIGN.md requires, or the comparison is unfair to PyTorch:
+Run it this way, or the comparison is unfair to PyTorch:
   PyTorch 2.x from the peers' virtual environment, NHWC, glibc's malloc
   keeping freed memory (bench/torch_cnn_step.py says why):
     GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=4294967296 \

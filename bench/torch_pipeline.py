@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch peer for ddl's pipeline: torch.distributed.pipelining on the CPU.
 
-The model is ddl's wide_mlp, the 784-4096x7-10 MLP of DESIGN.md (Flatten,
+The model is ddl's wide_mlp, the 784-4096x7-10 MLP (Flatten,
 Dense 784->4096, ReLU, 6 x (Dense 4096->4096, ReLU), Dense 4096->10: 16
 layers, 103,944,202 parameters), trained on random 28x28 inputs and 10-class
 labels with cross-entropy (batch mean) and SGD, as ddl-train --optimizer sgd.
@@ -15,7 +15,7 @@ labels with cross-entropy (batch mean) and SGD, as ddl-train --optimizer sgd.
                ScheduleGPipe or Schedule1F1B with --micro-batches M.
 
 Each process runs --threads intra-op threads and 1 inter-op thread, under
-the larger glibc malloc threshold of DESIGN.md (the script re-executes
+a larger glibc malloc threshold (faster for PyTorch; the script re-executes
 itself with GLIBC_TUNABLES set when it is not). Prints samples/s over the
 timed steps after --warmup steps, samples/s over every step (warm-up
 included, as ddl-train's epoch figure counts), and each rank's peak RSS

@@ -1,9 +1,10 @@
-# The module graph of DESIGN.md, core <- layers <- optim <- parallel <- models,
-# as each module's declared dependencies. The build enforces it (each module
-# is an object library whose include path holds only itself and what it
-# depends on, so a forbidden #include does not compile), and the test
-# module_graph.includes checks every source's include lines against it,
-# CUDA sources too, which a build without CUDA never compiles.
+# The module graph (docs/ARCHITECTURE.md): core <- layers <- optim <- parallel,
+# and models on core, layers and optim only, as each module's declared
+# dependencies. The build enforces it (each module is an object library whose
+# include path holds only itself and what it depends on, so a forbidden
+# #include does not compile), and the test module_graph.includes checks every
+# source's include lines against it, CUDA sources too, which a build without
+# CUDA never compiles.
 set(DDL_MODULES core layers optim parallel models)
 set(DDL_MODULE_DEPENDS_core "")
 set(DDL_MODULE_DEPENDS_layers core)

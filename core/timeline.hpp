@@ -1,7 +1,7 @@
 // The timeline: a recorder of what each thread of this process was doing
-// and when (DESIGN.md item 7), for a Chrome trace-event / Perfetto file that
-// shows a training run step by step. The training loop, the data loader, the
-// communication thread and the pipeline open Spans around their phases; the
+// and when, for a Chrome trace-event / Perfetto file that shows a training
+// run step by step. The training loop, the data loader, the communication
+// thread and the pipeline open Spans around their phases; the
 // recording is off until start(), and while off a Span costs one relaxed
 // atomic load and no allocation, so the spans stay in the code for good.
 //

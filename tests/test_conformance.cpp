@@ -1,9 +1,8 @@
 // Device conformance: every op of core/ops.hpp, every layer's functional op
 // and every optimizer update, forward and gradient, run on each device
-// against cpu:0 on the same inputs (DESIGN.md: "the same
-// conformance tests run every op on every available device against the CPU
-// result"; ggml's test-backend-ops). The ops are two tables below: adding
-// an op is adding one line.
+// against cpu:0 on the same inputs (as ggml's test-backend-ops), so a device
+// CI lacks is checked wherever one is present. The ops are two tables below:
+// adding an op is adding one line.
 //
 // Built twice from this file:
 // * into ddl_tests, covering the logical CPU devices cpu:1.. (ctest sets

@@ -1,6 +1,6 @@
-// Numeric CSV files for tabular data (DESIGN.md, "Bundled models and data"):
-// every cell a number, an optional header row of column names, a chosen
-// delimiter. No quoting inside data rows: numeric tables do not need it.
+// Numeric CSV files for tabular data: every cell a number, an optional
+// header row of column names, a chosen delimiter. No quoting inside data
+// rows: numeric tables do not need it.
 #pragma once
 
 #include <string>

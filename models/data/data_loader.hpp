@@ -1,5 +1,5 @@
 // DataLoader: turns an in-memory Dataset into the batches the Trainer reads
-// (optim::BatchSource; DESIGN.md "one training engine", "sharded sampling"):
+// (an optim::BatchSource, so the one Trainer reads it under every strategy):
 // sample order, per-rank shards, normalisation and background prefetching.
 #pragma once
 

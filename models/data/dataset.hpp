@@ -1,6 +1,6 @@
 // Dataset: a whole data set held in memory as two tensors whose first dim
-// indexes the samples (DESIGN.md, "Bundled models and data"). The loaders in
-// models/ return one; a DataLoader batches and shuffles it.
+// indexes the samples. The loaders in models/ return one; a DataLoader
+// batches and shuffles it.
 #pragma once
 
 #include <cstdint>

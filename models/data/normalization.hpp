@@ -1,6 +1,5 @@
 // Input normalisation applied by the DataLoader while it gathers a batch,
-// x' = (x - mean) / stddev, and the per-feature statistics that set it
-// (DESIGN.md, "Bundled models and data").
+// x' = (x - mean) / stddev, and the per-feature statistics that set it.
 #pragma once
 
 #include <vector>

@@ -1,7 +1,6 @@
 // Sampler, the order of an epoch's samples that the DataLoader follows, and
-// its two stock orders (DESIGN.md "sharded sampling"): in order, or a seeded
-// shuffle that changes every epoch and is the same on every rank and every
-// machine.
+// its two stock orders: in order, or a seeded shuffle that changes every
+// epoch and is the same on every rank and every machine.
 #pragma once
 
 #include <cstdint>
@@ -30,8 +29,8 @@ class SequentialSampler : public Sampler {
 // position i draws 64 bits from Philox4x32-10 with key = seed and counter =
 // epoch * 2^40 + i. Integer arithmetic only, so every machine, rank and
 // thread count gets the same order; every epoch gets a different one, as a
-// sharded sampler must (DESIGN.md, "what users of DDP trip over"). Needs
-// 0 <= epoch < 2^24 and n <= 2^40.
+// sharded sampler must (PyTorch's DistributedSampler repeats one order
+// unless the user calls set_epoch). Needs 0 <= epoch < 2^24 and n <= 2^40.
 class RandomSampler : public Sampler {
  public:
   explicit RandomSampler(std::uint64_t seed) : seed_(seed) {}

@@ -1,7 +1,7 @@
-// Synthetic uniaxial stress–strain curves for the materials-science example
-// (DESIGN.md item 6): each sample is a 200-point load–unload test of an
-// elastic–plastic material with linear isotropic hardening, and the targets
-// are its Young's modulus and yield stress.
+// Synthetic uniaxial stress–strain curves for the materials-science MLP:
+// each sample is a 200-point load–unload test of an elastic–plastic material
+// with linear isotropic hardening, and the targets are its Young's modulus
+// and yield stress.
 #pragma once
 
 #include <cstdint>

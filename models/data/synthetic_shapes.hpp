@@ -1,8 +1,8 @@
-// Synthetic segmentation data for the fully-convolutional example (DESIGN.md
-// item 6, "synthetic segmentation"): grayscale images of filled discs,
-// rectangles and triangles on a smoothly varying, noisy background, with the
-// class of every pixel as the target. One large image with many shapes is
-// the input tiled inference splits into tiles.
+// Synthetic segmentation data for the fully-convolutional example:
+// grayscale images of filled discs, rectangles and triangles on a smoothly
+// varying, noisy background, with the class of every pixel as the target.
+// One large image with many shapes is the input tiled inference splits into
+// tiles.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Collectives written on point-to-point messages, one readable file per
-// algorithm (DESIGN.md item 4), beside MPI's and NCCL's own. Every rank
-// calls the same collective with the same element count. Each algorithm is
-// written once, over a transport (transport.hpp), and runs on two:
+// algorithm, beside MPI's and NCCL's own. Every rank calls the same
+// collective with the same element count. Each algorithm is written once,
+// over a transport (transport.hpp), and runs on two:
 //
 //   host memory    MPI messages (Communicator), sums by a loop on the
 //                  calling thread;

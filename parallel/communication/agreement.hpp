@@ -1,6 +1,6 @@
 // Checks that keep data parallelism from hanging or silently mixing
-// different tensors (Horovod's controller and stall inspector, DESIGN.md
-// "what users of Horovod and DDP trip over"):
+// different tensors, the failures Horovod's controller and stall inspector
+// guard against:
 //   agree_on_layout: before the first allreduce of a bucket layout, the
 //     ranks compare it entry by entry; a difference aborts every rank with
 //     the entry and what each rank has there.

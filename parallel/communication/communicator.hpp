@@ -1,8 +1,8 @@
-// Communicator: a group of processes (ranks) that exchange messages, over MPI
-// (DESIGN.md item 4). Rank, size, the rank on this node (which picks the GPU),
-// barrier, split, and point-to-point messages of tensors or raw host bytes,
-// blocking or not. CUDA tensors are staged through host memory, since MPI
-// may not be CUDA-aware.
+// Communicator: a group of processes (ranks) that exchange messages, over
+// MPI. Rank, size, the rank on this node (which picks the GPU), barrier,
+// split, and point-to-point messages of tensors or raw host bytes, blocking
+// or not. CUDA tensors are staged through host memory, since MPI may not be
+// CUDA-aware.
 //
 // Waiting is bounded: a blocking call, a Request::wait or a barrier that has
 // not completed after the stall timeout (DDL_STALL_TIMEOUT seconds, default

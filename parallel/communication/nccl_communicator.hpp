@@ -1,9 +1,8 @@
 // NcclCommunicator: NCCL's collectives on CUDA tensors, for ranks that each
-// drive one GPU (DESIGN.md item 4). MPI starts it, as Horovod and PyTorch
-// do: rank 0 asks NCCL for a unique id, the MPI Communicator broadcasts the
-// id's bytes, and every rank joins with ncclCommInitRank. Each rank uses
-// the GPU numbered by its rank on the node (Communicator::local_rank), so
-// launch one rank per GPU.
+// drive one GPU. MPI starts it, as Horovod and PyTorch do: rank 0 asks NCCL
+// for a unique id, the MPI Communicator broadcasts the id's bytes, and every
+// rank joins with ncclCommInitRank. Each rank uses the GPU numbered by its
+// rank on the node (Communicator::local_rank), so launch one rank per GPU.
 //
 // Streams: NCCL works on a stream of its own. Before each operation it
 // waits for an event recorded on ddl's compute stream of the device (so it

@@ -1,7 +1,6 @@
-// One trace file for the whole job (DESIGN.md item 7): every rank's
-// timeline recording (core/timeline.hpp) goes to rank 0, which puts them on
-// one clock and writes a Chrome trace-event / Perfetto file with a process
-// row per rank.
+// One trace file for the whole job: every rank's timeline recording
+// (core/timeline.hpp) goes to rank 0, which puts them on one clock and writes
+// a Chrome trace-event / Perfetto file with a process row per rank.
 //
 // Aligning the clocks: each rank's events are on its own steady clock, and
 // steady clocks of different hosts count from different boots. Rank 0

@@ -1,13 +1,12 @@
-// The alpha-beta-gamma cost model of ddl's collectives (DESIGN.md item 7;
-// Hockney's model, with Thakur, Rabenseifner and Gropp's costs of MPICH's
-// collectives, 2005): a message of m bytes over a link costs alpha + m beta,
-// and reducing m bytes locally costs m gamma. Each algorithm of
-// parallel/collectives is a sum of such terms, so its time at any rank count
-// and size follows from three numbers measured once (apps/ddl-model fits
-// them on the machine it runs on). Ranks sit in nodes of ranks_per_node: a
-// message between ranks of one node takes the intra-node link, others the
-// network, whose interface the messages leaving a node at once share; a
-// step lasts as long as its slowest part.
+// The alpha-beta-gamma cost model of ddl's collectives (Hockney's model, with
+// Thakur, Rabenseifner and Gropp's costs of MPICH's collectives, 2005): a
+// message of m bytes over a link costs alpha + m beta, and reducing m bytes
+// locally costs m gamma. Each algorithm of parallel/collectives is a sum of
+// such terms, so its time at any rank count and size follows from three
+// numbers measured once (apps/ddl-model fits them on the machine it runs on).
+// Ranks sit in nodes of ranks_per_node: a message between ranks of one node
+// takes the intra-node link, others the network, whose interface the messages
+// leaving a node at once share; a step lasts as long as its slowest part.
 //
 // Single-process: pure functions, no MPI.
 #pragma once

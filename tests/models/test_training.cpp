@@ -1,6 +1,6 @@
-// End to end (DESIGN.md, "Testing"): the bundled models trained by the
-// Trainer from a DataLoader learn their tasks within the test's time, and a
-// run resumed from a checkpoint is the uninterrupted run, bit for bit.
+// End to end: the bundled models trained by the Trainer from a DataLoader
+// learn their tasks within the test's time, and a run resumed from a
+// checkpoint is the uninterrupted run, bit for bit.
 #include <doctest/doctest.h>
 
 #include <filesystem>

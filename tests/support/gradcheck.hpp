@@ -1,6 +1,6 @@
 // gradcheck: compares the gradients autograd computes for a function of
-// float32 tensors with central finite differences (DESIGN.md, "Testing":
-// every differentiable op and layer is gradchecked on random shapes).
+// float32 tensors with central finite differences. Every differentiable op
+// and layer is checked with it on random shapes, not one size.
 #pragma once
 
 #include <cstdint>

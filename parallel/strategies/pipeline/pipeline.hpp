@@ -1,9 +1,8 @@
 // Pipeline: pipeline parallelism across ranks as a strategy for the Trainer
-// (DESIGN.md item 5; GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021).
-// A Sequential is cut into contiguous stages, one per rank of the
-// communicator; each rank builds and holds only its stage's layers, their
-// gradients and their optimizer state, so a model too big for one process
-// fits several.
+// (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021). A Sequential is
+// cut into contiguous stages, one per rank of the communicator; each rank
+// builds and holds only its stage's layers, their gradients and their
+// optimizer state, so a model too big for one process fits several.
 //
 // Each batch is cut into M micro-batches. A stage runs its schedule's list of
 // actions (pipeline_schedule.hpp): a forward takes the micro-batch's input

@@ -1,9 +1,9 @@
-// The pipeline's schedules as pure functions (DESIGN.md item 5: pipeline
-// stages across ranks with micro-batches, GPipe, then 1F1B), and a simulator
-// that runs every stage's action list at once on a model of time. A
-// schedule's only way to deadlock is a cyclic wait in its action orders
-// (every receive is posted early), so simulating all stages proves a schedule
-// sound before any rank runs it, and measures its bubble and memory.
+// The pipeline's schedules (GPipe and 1F1B over micro-batches) as pure
+// functions, and a simulator that runs every stage's action list at once on a
+// model of time. A schedule's only way to deadlock is a cyclic wait in its
+// action orders (every receive is posted early), so simulating all stages
+// proves a schedule sound before any rank runs it, and measures its bubble
+// and memory.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // How a pipeline cuts a Sequential of L layers into p contiguous, non-empty
-// stages, one per rank (DESIGN.md item 5): split points the user gives, or
-// stages balanced by a cost per layer (one per layer, parameter bytes, or the
-// measured forward + backward time of each layer built alone).
+// stages, one per rank: split points the user gives, or stages balanced by a
+// cost per layer (one per layer, parameter bytes, or the measured forward +
+// backward time of each layer built alone).
 //
 //   const auto layers = models::model_layers("mnist_cnn");
 //   const auto costs = parallel::layer_costs(layers, StageBalance::Parameters, {1, 28, 28}, 128);

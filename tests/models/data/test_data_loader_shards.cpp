@@ -1,6 +1,6 @@
-// DataLoader sharding (DESIGN.md, "sharded sampling"): equal shard sizes by
-// wrapping around, full coverage, and per-rank batches whose union is the
-// one-rank batch.
+// DataLoader sharding: equal shard sizes by wrapping around (so no rank runs
+// out of batches before the others and leaves them waiting), full coverage,
+// and per-rank batches whose union is the one-rank batch.
 #include <doctest/doctest.h>
 
 #include <algorithm>
