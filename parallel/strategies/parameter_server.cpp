@@ -41,6 +41,7 @@ struct ParameterServer::State {
   // answer waits for the slowest to catch up.
   std::vector<std::int64_t> pushes;
   std::vector<int> deferred;
+  std::int64_t staleness_seen = 0;
   std::int64_t steps_left = 0;  // a server's steps left in the epoch
 
   int server_index() const { return comm.rank() - workers; }
@@ -52,7 +53,8 @@ struct ParameterServer::State {
     std::size_t offset = 0;
     for (const std::size_t i : owned[static_cast<std::size_t>(server)]) {
       const Tensor source = gradients ? parameters[i].grad() : parameters[i];
-      if (source.defined()) backend::copy_bytes(cpu(), flat.data() + offset, source.device(), source.raw_data(), source.nbytes());
+      if (source.defined())
+        backend::copy_bytes(cpu(), flat.data() + offset, source.device(), source.raw_data(), source.nbytes());
       offset += static_cast<std::size_t>(parameters[i].numel());
     }
     return flat;
@@ -79,6 +81,10 @@ struct ParameterServer::State {
   }
 
   void answer(int worker) {
+    // Measured here from the counts, not taken from release_deferred's
+    // test, so that a wrong test shows.
+    const std::int64_t ahead = pushes[static_cast<std::size_t>(worker)] - std::ranges::min(pushes);
+    staleness_seen = std::max(staleness_seen, ahead);
     std::vector<float> values = pack(server_index(), false);
     comm.send(bytes_of(values), worker, kPullTag);
   }
@@ -105,8 +111,10 @@ struct ParameterServer::State {
       std::optional<int> worker;
       while (!(worker = comm.probe_any(kPushTag))) {
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > timeout) {
-          comm.abort(fmt::format("stalled: parameter server rank {} has had no push from any worker for {:g} s "
-                                 "(DDL_STALL_TIMEOUT)", comm.rank(), timeout));
+          comm.abort(
+              fmt::format("stalled: parameter server rank {} has had no push from any worker for {:g} s "
+                          "(DDL_STALL_TIMEOUT)",
+                          comm.rank(), timeout));
         }
         std::this_thread::yield();
       }
@@ -140,6 +148,7 @@ int ParameterServer::rank() const { return state_->comm.rank(); }
 int ParameterServer::world_size() const { return state_->comm.size(); }
 bool ParameterServer::is_server() const { return state_->is_server(); }
 int ParameterServer::worker_count() const { return state_->workers; }
+std::int64_t ParameterServer::staleness_seen() const { return state_->staleness_seen; }
 
 std::string ParameterServer::describe(std::int64_t shard_batch) const {
   return fmt::format("{} parameter server: {} worker(s) of {} per step and {} server(s)",
@@ -161,8 +170,8 @@ void ParameterServer::prepare(layers::Module& model, optim::Optimizer* optimizer
   s.owned.assign(static_cast<std::size_t>(s.options.servers), {});
   s.owned_elements.assign(static_cast<std::size_t>(s.options.servers), 0);
   for (const std::size_t i : order) {
-    const auto least = static_cast<std::size_t>(
-        std::min_element(s.owned_elements.begin(), s.owned_elements.end()) - s.owned_elements.begin());
+    const auto least = static_cast<std::size_t>(std::min_element(s.owned_elements.begin(), s.owned_elements.end()) -
+                                                s.owned_elements.begin());
     s.owned[least].push_back(i);
     s.owned_elements[least] += s.parameters[i].numel();
   }
@@ -204,8 +213,7 @@ void ParameterServer::update(layers::Module& model, optim::Optimizer& optimizer)
       std::vector<Request> sends;
       for (int server = 0; server < s.options.servers; ++server) pushes.push_back(s.pack(server, true));
       for (int server = 0; server < s.options.servers; ++server) {
-        sends.push_back(
-            s.comm.isend(bytes_of(pushes[static_cast<std::size_t>(server)]), s.workers + server, kPushTag));
+        sends.push_back(s.comm.isend(bytes_of(pushes[static_cast<std::size_t>(server)]), s.workers + server, kPushTag));
       }
       for (Request& send : sends) send.wait();
     }

@@ -58,8 +58,7 @@ class ParameterServer : public optim::Strategy {
   // Servers compute nothing: no output, no loss, no gradient.
   optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
                                      const optim::StepShare& share) override;
-  optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
-                            const optim::LossFunction& loss) override;
+  optim::StepOutput forward(layers::Module& model, const optim::Batch& batch, const optim::LossFunction& loss) override;
   // Workers push their gradients and pull the servers' new values (their
   // own optimizer is never stepped); servers step on the pushes.
   void update(layers::Module& model, optim::Optimizer& optimizer) override;
@@ -70,6 +69,12 @@ class ParameterServer : public optim::Strategy {
 
   bool is_server() const;
   int worker_count() const;
+  // Asynchronous servers: the most pushes any worker had made beyond the
+  // slowest worker's when this server answered it, i.e. let it go on to
+  // its next step. The bound says this never exceeds max_staleness; tests
+  // read it to see that it holds and is reached. 0 on workers and in
+  // synchronous mode.
+  std::int64_t staleness_seen() const;
 
  private:
   struct State;

@@ -1,13 +1,18 @@
 // ParameterServer (parallel/strategies/parameter_server.hpp) under mpiexec with 2, 3
 // and 4 ranks: synchronous mode takes exactly the steps of one process with
 // the global batch (and so of allreduce data parallelism); asynchronous
-// mode learns; bad configurations are errors.
+// mode learns, and no worker runs more than max_staleness pushes ahead of
+// the slowest (but as far as that when the slowest holds back); bad
+// configurations are errors.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/strategies/parameter_server.hpp>
@@ -102,10 +107,9 @@ TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separab
   const Communicator world = Communicator::world();
   const auto data = test::make_blobs(120, 4);
   auto model = test::make_classifier(3, /*dropout=*/false);
-  const auto options =
-      test::quiet_options({optim::Metric::accuracy},
-                          std::make_shared<ParameterServer>(
-                              world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1}));
+  const auto strategy = std::make_shared<ParameterServer>(
+      world, ParameterServerOptions{.servers = 1, .asynchronous = true, .max_staleness = 1});
+  const auto options = test::quiet_options({optim::Metric::accuracy}, strategy);
   optim::Trainer trainer(model, layers::cross_entropy,
                          std::make_shared<optim::SGD>(model->parameters(), optim::SgdOptions{.lr = 0.05}), options);
   models::DataLoader loader({data.inputs, data.labels}, {.batch_size = 8, .shuffle = true, .seed = 1});
@@ -113,6 +117,75 @@ TEST_CASE("ParameterServer: asynchronous with bounded staleness learns a separab
   const auto loss = history.series("loss");
   CHECK(loss.back() < 0.6 * loss.front());
   CHECK(history.epochs.back().at("accuracy") > 0.8);
+  CHECK(strategy->staleness_seen() <= 1);
+}
+
+namespace {
+
+constexpr int kGoTag = 4201;
+
+// One asynchronous run of `steps` steps per rank in which worker 0 holds
+// back: it starts only once worker 1 has had `bound` pushes answered, so
+// worker 1 was then `bound` pushes ahead of it, as far as the bound allows
+// and no farther; and it waits a moment longer, in which a worker the
+// servers let run farther would do so. Returns this rank's strategy.
+std::shared_ptr<ParameterServer> run_holding_back_worker_0(const Communicator& world, int servers, int bound,
+                                                           int steps) {
+  auto strategy = std::make_shared<ParameterServer>(
+      world, ParameterServerOptions{.servers = servers, .asynchronous = true, .max_staleness = bound});
+  const auto model = test::make_classifier(3, /*dropout=*/false);
+  optim::SGD sgd(model->parameters(), {.lr = 0.05});
+  strategy->prepare(*model, &sgd);
+  const bool two_workers = strategy->worker_count() >= 2;
+  std::array<std::byte, 1> go{};
+  bool released = false;
+  if (world.rank() == 0 && two_workers) {
+    // A deadline rather than a hang where the servers hold worker 1 back
+    // wrongly: it then fails the check of the staleness reached.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!world.probe_any(kGoTag) && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    if (world.probe_any(kGoTag)) {
+      world.recv(go, 1, kGoTag);
+      released = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto data = test::make_blobs(8, 10 + static_cast<std::uint64_t>(world.rank()));
+  for (int step = 0; step < steps; ++step) {
+    if (world.rank() == 1 && two_workers && step == bound) world.send(go, 0, kGoTag);
+    if (!strategy->is_server()) {
+      sgd.zero_grad();
+      layers::cross_entropy((*model)(data.inputs), data.labels).backward();
+    }
+    strategy->update(*model, sgd);
+  }
+  if (world.rank() == 0 && two_workers && !released) world.recv(go, 1, kGoTag);
+  return strategy;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "ParameterServer: asynchronous, a worker runs at most max_staleness pushes ahead of the slowest, and "
+    "that far when the slowest holds back") {
+  const Communicator world = Communicator::world();
+  // Two workers or more wherever there are 3 ranks or more.
+  const int most_servers = std::max(1, world.size() - 2);
+  for (int servers = 1; servers <= most_servers; ++servers) {
+    for (const int bound : {0, 1, 3}) {
+      CAPTURE(servers);
+      CAPTURE(bound);
+      const auto strategy = run_holding_back_worker_0(world, servers, bound, bound + 2);
+      // With one worker, it is the slowest: never ahead.
+      const std::int64_t reached = strategy->worker_count() >= 2 ? bound : 0;
+      if (strategy->is_server()) {
+        CHECK(strategy->staleness_seen() <= bound);
+        CHECK(strategy->staleness_seen() == reached);
+      } else {
+        CHECK(strategy->staleness_seen() == 0);
+      }
+    }
+  }
 }
 
 TEST_CASE("ParameterServer: as many servers as ranks is an error naming the counts") {
