@@ -4,7 +4,7 @@
 //
 //   mpiexec -n 2 build/bench/ddl_bench_data_parallel [--model mnist_cnn]
 //       [--batch 128] [--steps 10] [--rounds 12] [--allreduce ring,shm]
-//       [--overlap on,off]
+//       [--overlap on,off] [--first-bucket-mb 1,25]
 //
 // Each round runs `steps` training steps (forward, backward, optimizer) of:
 //   1 rank       rank 0 alone at the global batch; the others sleep;
@@ -12,7 +12,9 @@
 //                ceiling the shared cores, caches and memory allow;
 //   <algorithm>  DataParallel at batch/N per rank, for each algorithm named,
 //                with the buckets reduced during backward (overlap on) and/or
-//                all after it (off).
+//                all after it (off), and for each size of the first
+//                bucket named (default 1 MiB, PyTorch DDP's; 25 makes
+//                mnist_cnn's 4.8 MB of gradients one bucket).
 // Efficiency = rate / (N x the 1-rank rate) per round; the table gives the
 // median over rounds, and the share of DataParallel's step time spent
 // waiting for gradients (SyncStatistics). Inputs are random (the speed of a
@@ -25,8 +27,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <ddl/ddl.hpp>
 #include <ddl/models/zoo.hpp>
@@ -110,22 +112,29 @@ int main(int argc, char** argv) {
   int steps = 10, rounds = 12, threads = 1;
   std::vector<std::string> names{"ring", "shm"};
   std::vector<std::string> overlaps{"on"};
+  std::vector<double> first_buckets_mb{1.0};
   app.add_option("--model", model, "bundled model (28x28 grey images)")->capture_default_str();
   app.add_option("--batch", batch, "global batch; each of N ranks takes batch/N")->capture_default_str();
   app.add_option("--steps", steps, "training steps per configuration and round")->capture_default_str();
   app.add_option("--rounds", rounds, "rounds; the table gives medians")->capture_default_str();
   app.add_option("--threads", threads, "compute threads per rank")->capture_default_str();
   app.add_option("--allreduce", names, "DataParallel algorithms to compare")->delimiter(',');
-  app.add_option("--overlap", overlaps, "reduce buckets during backward (on), after it (off), or both (on,off)")
+  app.add_option("--overlap", overlaps,
+                 "reduce buckets during backward (on), after it (off), as DataParallel "
+                 "decides (auto), or several (on,off)")
       ->delimiter(',')
-      ->check(CLI::IsMember({"on", "off"}));
+      ->check(CLI::IsMember({"auto", "on", "off"}));
+  app.add_option("--first-bucket-mb", first_buckets_mb, "sizes of the first gradient bucket to compare, in MiB")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
 
   const Communicator world = Communicator::world();
   const int n = world.size();
   if (batch % n != 0) {
-    if (world.rank() == 0) std::fprintf(stderr, "--batch %lld is not divisible by %d ranks\n", static_cast<long long>(batch), n);
+    if (world.rank() == 0)
+      std::fprintf(stderr, "--batch %lld is not divisible by %d ranks\n", static_cast<long long>(batch), n);
     return 2;
   }
   const std::int64_t per_rank = batch / n;
@@ -135,11 +144,17 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::unique_ptr<Runner>>> parallel;
   std::vector<std::shared_ptr<DataParallel>> strategies;
   for (const std::string& name : names) {
-    for (const std::string& overlap : overlaps) {
-      const DataParallelOptions options{.algorithm = parse_allreduce(name), .overlap = overlap == "on"};
-      strategies.push_back(std::make_shared<DataParallel>(world, options));
-      const std::string column = overlaps.size() > 1 ? fmt::format("{}, overlap {}", name, overlap) : name;
-      parallel.emplace_back(column, std::make_unique<Runner>(model, per_rank, strategies.back()));
+    for (const double first_mb : first_buckets_mb) {
+      for (const std::string& overlap : overlaps) {
+        const DataParallelOptions options{.algorithm = parse_allreduce(name),
+                                          .first_bucket_bytes = static_cast<std::int64_t>(first_mb * 1048576.0),
+                                          .overlap = parse_overlap(overlap)};
+        strategies.push_back(std::make_shared<DataParallel>(world, options));
+        std::string column = name;
+        if (first_buckets_mb.size() > 1) column += fmt::format(", first {:g} MiB", first_mb);
+        if (overlaps.size() > 1) column += fmt::format(", overlap {}", overlap);
+        parallel.emplace_back(column, std::make_unique<Runner>(model, per_rank, strategies.back()));
+      }
     }
   }
 
@@ -163,16 +178,17 @@ int main(int argc, char** argv) {
   if (world.rank() != 0) return 0;
   std::printf("# %s, global batch %lld over %d ranks x %d thread(s); %d rounds of %d steps per configuration\n",
               model.c_str(), static_cast<long long>(batch), n, threads, rounds, steps);
-  std::printf("%-18s %12s %12s %12s %12s   %s\n", "config", "samples/s", "efficiency", "eff. min", "eff. max",
+  std::printf("%-34s %12s %12s %12s %12s   %s\n", "config", "samples/s", "efficiency", "eff. min", "eff. max",
               "waiting on gradients");
   for (std::size_t c = 0; c < columns.size(); ++c) {
     const auto [low, high] = std::minmax_element(efficiency[c].begin(), efficiency[c].end());
     std::string waiting = "-";
-    if (c >= 2) waiting = fmt::format("{:.1f}% of step time", 100.0 * strategies[c - 2]->statistics().fraction_waiting());
+    if (c >= 2)
+      waiting = fmt::format("{:.1f}% of step time", 100.0 * strategies[c - 2]->statistics().fraction_waiting());
     const std::string spread = c == 0 ? fmt::format("{:>12} {:>12} {:>12}", "-", "-", "-")
                                       : fmt::format("{:11.1f}% {:11.1f}% {:11.1f}%", 100.0 * median(efficiency[c]),
                                                     100.0 * *low, 100.0 * *high);
-    std::printf("%-18s %12.0f %s   %s\n", columns[c].c_str(), median(rates[c]), spread.c_str(), waiting.c_str());
+    std::printf("%-34s %12.0f %s   %s\n", columns[c].c_str(), median(rates[c]), spread.c_str(), waiting.c_str());
   }
   return 0;
 }

@@ -131,7 +131,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
           "adadelta 1.0, adam 1e-3 (4.7331e-4 for materials_mlp, 5e-3 for the segmenters), sgd and adagrad 0.01");
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(finite_number(true, 0.999999))->capture_default_str();
   app.add_flag("--nesterov", o.nesterov, "SGD with Nesterov momentum (needs --momentum > 0)");
-  app.add_option("--weight-decay", o.weight_decay, "L2 weight decay, added to the gradient as Keras and PyTorch do (every optimizer; not "
+  app.add_option("--weight-decay", o.weight_decay,
+                 "L2 weight decay, added to the gradient as Keras and PyTorch do (every optimizer; not "
                  "decoupled as AdamW)")
       ->check(finite_number(true))
       ->capture_default_str();
@@ -238,8 +239,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
       ->check(finite_number(false, kMaxBucketMb))
       ->default_str("DDL_FUSION_THRESHOLD, else 25");
-  app.add_flag("!--no-overlap", o.overlap,
-               "Reduce gradients after backward instead of during it (with one bucket they always are)");
+  add_choice(app, "--overlap", o.overlap, parallel::all_overlaps(), parallel::overlap_name,
+             "Reduce gradient buckets during backward (on), after it (off), or on where a core is free or the "
+             "buckets are on a GPU (auto); with one bucket, always after");
+  app.add_flag_callback(
+      "--no-overlap", [&o] { o.overlap = parallel::Overlap::off; }, "--overlap off");
   app.add_flag("--fp16-compression", o.fp16_compression,
                "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")

@@ -86,7 +86,7 @@ struct TrainOptions {
   int max_staleness = 4;      // ps --async
   parallel::AllreduceAlgorithm allreduce = parallel::AllreduceAlgorithm::ring;
   std::optional<double> bucket_mb;  // unset: DDL_FUSION_THRESHOLD's default, in the library
-  bool overlap = true;
+  parallel::Overlap overlap = parallel::Overlap::automatic;
   bool fp16_compression = false;
   std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
   std::string scale_lr = "none";    // none | linear | sqrt, by the global batch over lr_batch

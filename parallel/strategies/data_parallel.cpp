@@ -16,17 +16,19 @@
 
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/cuda/compute_mark.hpp>
 #include <ddl/core/cuda/staging.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/optim/optimizer.hpp>
-#include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
 #include <ddl/parallel/collectives/transport.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 #include <ddl/parallel/config.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 #include <ddl/parallel/strategies/initial_state.hpp>
-#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 namespace ddl::parallel {
 
@@ -54,7 +56,44 @@ bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options,
          !options.fp16_compression;
 }
 
+// Whether the buckets are reduced during backward, and why, in the words
+// of the report ("on", "off (one bucket)", "off (automatic: ...)"). A core
+// is free where the node's ranks x their compute threads leave one of the
+// CPUs this process may run on.
+std::string decide_overlap(Overlap overlap, std::size_t buckets, bool gpu_buckets, int local_ranks) {
+  if (buckets <= 1) return overlap == Overlap::off ? "off" : "off (one bucket)";
+  if (overlap != Overlap::automatic) return std::string(overlap_name(overlap));
+  if (gpu_buckets) return "on (automatic: backward runs on the GPU)";
+  const int cpus = ddl::config::available_cpus(), busy = local_ranks * ddl::config::num_threads();
+  const std::string use =
+      fmt::format("{} rank{} x {} thread{} on {} core{}", local_ranks, local_ranks == 1 ? "" : "s",
+                  ddl::config::num_threads(), ddl::config::num_threads() == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
+  if (busy < cpus) return fmt::format("on (automatic: {} leave a core free)", use);
+  return fmt::format("off (automatic: {} leave no core free)", use);
+}
+
 }  // namespace
+
+std::string_view overlap_name(Overlap overlap) {
+  switch (overlap) {
+    case Overlap::automatic:
+      return "auto";
+    case Overlap::on:
+      return "on";
+    case Overlap::off:
+      return "off";
+  }
+  return "unknown";
+}
+
+const std::vector<Overlap>& all_overlaps() {
+  static const std::vector<Overlap> overlaps{Overlap::automatic, Overlap::on, Overlap::off};
+  return overlaps;
+}
+
+Overlap parse_overlap(std::string_view name) {
+  return choice_by_name(std::string(name), all_overlaps(), overlap_name, "overlap");
+}
 
 struct DataParallel::State {
   Communicator comm;
@@ -72,15 +111,16 @@ struct DataParallel::State {
   // memory on the GPU's copy stream (core/cuda/staging.hpp).
   std::vector<cuda_backend::StagingBuffer> staging;
   bool prepared = false;
-  bool overlapping = false;  // options.overlap with more than one bucket
+  bool overlapping = false;  // see decide_overlap
+  std::string overlap_reason;
 
   // Shared with the communication thread, under `mutex`.
   std::mutex mutex;
   std::condition_variable changed;
-  bool armed = false;                     // the step's last backward is running
-  std::vector<std::int64_t> ready;        // per bucket: entries copied in this step
-  std::vector<bool> launched;             // per bucket: handed to the communication thread
-  std::size_t reduced = 0;                // buckets reduced in this step, in order
+  bool armed = false;               // the step's last backward is running
+  std::vector<std::int64_t> ready;  // per bucket: entries copied in this step
+  std::vector<bool> launched;       // per bucket: handed to the communication thread
+  std::size_t reduced = 0;          // buckets reduced in this step, in order
   std::exception_ptr failure;
   std::jthread worker;
 
@@ -165,7 +205,8 @@ struct DataParallel::State {
     {
       const std::lock_guard lock(mutex);
       if (!armed) return;
-      DDL_CHECK(!launched[b], "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
+      DDL_CHECK(!launched[b],
+                "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
                 "with weights used twice per step, construct DataParallel with overlap = false",
                 buckets[b].entries[e].name);
     }
@@ -193,9 +234,12 @@ struct DataParallel::State {
 DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
     : state_(std::make_shared<State>(std::move(comm), options)) {
   config::check_environment();  // a bad DDL_* value named here, not in a later wait
-  if (state_->options.bucket_bytes == 0) state_->options.bucket_bytes = config::fusion_threshold_bytes();
-  DDL_CHECK(state_->options.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive, got {}",
-            state_->options.bucket_bytes);
+  DataParallelOptions& o = state_->options;
+  if (o.bucket_bytes == 0) o.bucket_bytes = config::fusion_threshold_bytes();
+  DDL_CHECK(o.bucket_bytes > 0, "DataParallel: bucket_bytes must be positive, got {}", o.bucket_bytes);
+  if (o.first_bucket_bytes == 0) o.first_bucket_bytes = std::min(BucketSizes{}.first_bytes, o.bucket_bytes);
+  DDL_CHECK(o.first_bucket_bytes > 0, "DataParallel: first_bucket_bytes must be positive, got {}",
+            o.first_bucket_bytes);
   DDL_CHECK(!state_->options.fp16_compression || state_->options.algorithm == AllreduceAlgorithm::ring,
             "DataParallel: fp16 compression is implemented for the ring allreduce only, not {}",
             algorithm_name(state_->options.algorithm));
@@ -215,6 +259,8 @@ const Communicator& DataParallel::communicator() const { return state_->comm; }
 const DataParallelOptions& DataParallel::options() const { return state_->options; }
 std::size_t DataParallel::bucket_count() const { return state_->buckets.size(); }
 bool DataParallel::overlapping() const { return state_->overlapping; }
+
+const std::string& DataParallel::overlap_reason() const { return state_->overlap_reason; }
 bool DataParallel::reduces_on_gpu() const { return state_->nccl.has_value(); }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
@@ -227,10 +273,7 @@ std::string DataParallel::describe(std::int64_t shard_batch) const {
 std::string DataParallel::report(const layers::Module& /*model*/, const optim::Optimizer& /*optimizer*/) {
   const std::size_t buckets = bucket_count();
   return fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
-                     100.0 * statistics().fraction_waiting(), buckets, buckets == 1 ? "" : "s",
-                     overlapping()               ? "on"
-                     : state_->options.overlap   ? "off (one bucket)"
-                                                 : "off");
+                     100.0 * statistics().fraction_waiting(), buckets, buckets == 1 ? "" : "s", overlap_reason());
 }
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
@@ -244,7 +287,8 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   const bool gpu_buckets = !parameters.empty() && on_one_gpu(parameters);
   const std::optional<Device> gpu =
       gpu_buckets ? std::optional<Device>(parameters.front().second.device()) : std::nullopt;
-  s.buckets = make_buckets(parameters, s.options.bucket_bytes, gpu_buckets);
+  s.buckets = make_buckets(parameters, {.first_bytes = s.options.first_bucket_bytes, .bytes = s.options.bucket_bytes},
+                           gpu_buckets);
   const bool on_gpu = reduce_on_gpu(s.comm, s.options, gpu);
   std::vector<std::string> layout = describe_layout(s.buckets);
   layout.push_back(fmt::format("{} allreduce{}, {}", algorithm_name(s.options.algorithm),
@@ -280,8 +324,9 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // A single bucket is full only when backward ends, so there is nothing to
   // overlap: the training thread reduces it itself, sparing the hand-off to
   // the communication thread and back (measured: about 2 points of 2-rank
-  // efficiency on mnist_cnn, whose 4.8 MB of gradients make one bucket).
-  s.overlapping = s.options.overlap && s.buckets.size() > 1;
+  // efficiency on a model whose gradients made one bucket).
+  s.overlap_reason = decide_overlap(s.options.overlap, s.buckets.size(), gpu_buckets, s.comm.local_size());
+  s.overlapping = s.overlap_reason.starts_with("on");
   if (s.overlapping) {
     s.worker = std::jthread([&s](const std::stop_token& stop) { s.serve(stop); });
   }

@@ -1,8 +1,8 @@
-// DataParallel: the data-parallel strategy for the Trainer (DESIGN.md item
-// 4; what Horovod and PyTorch DDP do). Every rank holds the whole model and
-// trains on its own shard of each epoch; after each backward the gradients
-// are averaged over the ranks, so every rank takes the same optimizer step
-// and the ranks stay identical.
+// DataParallel: the data-parallel strategy for the Trainer (what Horovod and
+// PyTorch DDP do). Every rank holds the whole model and trains on its own
+// shard of each epoch; after each backward the gradients are averaged over
+// the ranks, so every rank takes the same optimizer step and the ranks stay
+// identical.
 //
 //   prepare: the ranks check they built the same model, then rank 0's
 //     parameters, buffers and optimizer state are broadcast to all (so a
@@ -36,6 +36,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <ddl/optim/engine/strategy.hpp>
@@ -45,15 +47,31 @@
 
 namespace ddl::parallel {
 
+// on: each bucket is reduced on a communication thread as soon as backward
+// fills it, while backward goes on; off: all of them after backward, on the
+// training thread. automatic: on where that thread has something to run on,
+// a core the node's ranks' compute threads leave free or buckets reduced
+// on the GPU; off where it would only take its time from backward
+// (measured on 2 cores with 2 ranks x 1 thread, docs/PERFORMANCE.md: 2 to
+// 5 points of efficiency lost, though the wait it hides shrank). A model
+// whose gradients fit one bucket is reduced after backward either way (the
+// bucket is full only when backward ends: nothing to overlap).
+enum class Overlap { automatic, on, off };
+
+// "auto", "on", "off", and back.
+std::string_view overlap_name(Overlap overlap);
+Overlap parse_overlap(std::string_view name);
+const std::vector<Overlap>& all_overlaps();
+
 struct DataParallelOptions {
   AllreduceAlgorithm algorithm = AllreduceAlgorithm::ring;
   // Bucket size; 0: DDL_FUSION_THRESHOLD (default 25 MiB, PyTorch DDP's).
   std::int64_t bucket_bytes = 0;
-  // Reduce buckets on the communication thread while backward runs; off:
-  // reduce them all after backward, on the training thread. A model whose
-  // gradients fit one bucket is reduced on the training thread either way
-  // (the bucket is full only when backward ends: nothing to overlap).
-  bool overlap = true;
+  // The first bucket's (the last layers', whose gradients come first), as
+  // PyTorch DDP's first bucket; 0: 1 MiB, or bucket_bytes if smaller.
+  std::int64_t first_bucket_bytes = 0;
+  // When the buckets are reduced (Overlap below).
+  Overlap overlap = Overlap::automatic;
   // Send gradients as float16 (half the bytes; sums still in float32).
   // Ring allreduce only. Gradients lose precision beyond 3 digits and must
   // stay below 65504 in magnitude.
@@ -102,8 +120,10 @@ class DataParallel : public optim::Strategy {
   const DataParallelOptions& options() const;
   std::size_t bucket_count() const;
   // After prepare(): whether buckets are reduced during backward (overlap
-  // on and more than one bucket).
+  // on, or automatic where it has a core or a GPU, and more than one bucket),
+  // and why, for the report.
   bool overlapping() const;
+  const std::string& overlap_reason() const;
   // After prepare(): whether the buckets are reduced in GPU memory over
   // NCCL (see above), rather than in host memory over MPI.
   bool reduces_on_gpu() const;

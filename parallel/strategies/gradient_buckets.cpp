@@ -19,28 +19,34 @@ Device bucket_device(const std::vector<BucketEntry>& entries, bool on_gpu) {
 }  // namespace
 
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
-                                         std::int64_t bucket_bytes, bool on_gpu) {
-  DDL_CHECK(bucket_bytes > 0, "gradient buckets: bucket_bytes must be positive, got {}", bucket_bytes);
+                                         BucketSizes sizes, bool on_gpu) {
+  DDL_CHECK(sizes.first_bytes > 0 && sizes.bytes > 0,
+            "gradient buckets: sizes must be positive, got {} for the first bucket and {} for the others",
+            sizes.first_bytes, sizes.bytes);
   std::vector<GradientBucket> buckets;
   std::int64_t filled = 0;  // elements in the last bucket
+  bool open = false;        // whether the last bucket takes more
   for (auto it = parameters.rbegin(); it != parameters.rend(); ++it) {
     const auto& [name, parameter] = *it;
     DDL_CHECK(parameter.dtype() == DType::Float32, "gradient buckets: parameter '{}' is {}, not float32", name,
               parameter.dtype());
-    const auto bytes_with_it = (filled + parameter.numel()) * static_cast<std::int64_t>(sizeof(float));
-    if (buckets.empty() || (filled > 0 && bytes_with_it > bucket_bytes)) {
+    if (!open) {
       buckets.emplace_back();
       filled = 0;
+      open = true;
     }
     buckets.back().entries.push_back({name, parameter, filled, Tensor()});
     filled += parameter.numel();
+    const std::int64_t limit = buckets.size() == 1 ? sizes.first_bytes : sizes.bytes;
+    open = filled * static_cast<std::int64_t>(sizeof(float)) < limit;
   }
   for (GradientBucket& bucket : buckets) {
     const Device home = bucket_device(bucket.entries, on_gpu);
     const BucketEntry& last = bucket.entries.back();
     bucket.buffer = zeros({last.offset + last.parameter.numel()}, {DType::Float32, home, false});
     for (BucketEntry& entry : bucket.entries) {
-      if (entry.parameter.device() == home) entry.view = bucket.buffer.flat_slice(entry.offset, entry.parameter.shape());
+      if (entry.parameter.device() == home)
+        entry.view = bucket.buffer.flat_slice(entry.offset, entry.parameter.shape());
     }
   }
   return buckets;
@@ -50,8 +56,8 @@ std::vector<std::string> describe_layout(const std::vector<GradientBucket>& buck
   std::vector<std::string> lines;
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     for (const BucketEntry& entry : buckets[b].entries) {
-      lines.push_back(fmt::format("{} {} {} (bucket {})", entry.name, entry.parameter.shape(), entry.parameter.dtype(),
-                                  b));
+      lines.push_back(
+          fmt::format("{} {} {} (bucket {})", entry.name, entry.parameter.shape(), entry.parameter.dtype(), b));
     }
   }
   return lines;

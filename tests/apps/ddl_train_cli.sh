@@ -165,7 +165,7 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     "$train" "${args[@]}" --timeline "$work/one.json" > "$work/out" 2>&1 || fail "1 process exited $?: $(cat "$work/out")"
     grep -q "^timeline: $work/one.json" "$work/out" || fail "no timeline line: $(cat "$work/out")"
     "$check_trace" "$work/one.json" 1 step forward backward update "next batch" "make batch" evaluate || exit 1
-    mpiexec -n 2 "$train" --parallel data "${args[@]}" --bucket-mb 0.5 --timeline "$work/data.json" --timeline-layers \
+    mpiexec -n 2 "$train" --parallel data "${args[@]}" --bucket-mb 0.5 --overlap on --timeline "$work/data.json" --timeline-layers \
       > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
     [[ $(grep -c "^timeline: " "$work/out") -eq 1 ]] || fail "not one timeline line: $(cat "$work/out")"
     "$check_trace" "$work/data.json" 2 step forward backward allreduce "wait for gradients" update "next batch" \
@@ -437,6 +437,20 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     # adds every 10 s (under the sanitizers), says how many ranks printed.
     [[ $(grep -c "^Epoch 1/1 - .*val_loss" "$work/out") -eq 1 ]] || fail "progress printed by more than rank 0: $(cat "$work/out")"
     echo "ok: 2 ranks trained, rank 0 alone printed"
+    # mnist_cnn makes 2 buckets (the Dense layers fill the 1 MiB first one);
+    # --overlap on reduces the first during backward, --no-overlap after it,
+    # and auto decides by the cores the ranks leave free, saying so.
+    overlap_says() {  # overlap_says <what the line says> <ddl-train options...>
+      local says=$1
+      shift
+      mpiexec -n 2 "$train" --parallel data "${args[@]}" "$@" > "$work/out" 2>&1 || fail "$* exited $?: $(cat "$work/out")"
+      grep -qE "^gradient synchronisation: .*\(2 buckets, overlap $says" "$work/out" ||
+        fail "$*: $(grep "^gradient" "$work/out")"
+    }
+    overlap_says 'on\)' --overlap on
+    overlap_says 'off\)' --no-overlap
+    overlap_says 'o(n|ff) \(automatic: 2 ranks x 1 thread on [0-9]+ cores? leave' --overlap auto
+    echo "ok: --overlap on, --no-overlap and --overlap auto each say what they did with the 2 buckets"
     mpiexec -n 2 "$train" --parallel data "${args[@]}" --batch-size 63 > "$work/out" 2> "$work/err"
     rc=$?
     [[ $rc -eq 2 ]] || fail "an indivisible global batch exited $rc, expected 2: $(cat "$work/err")"

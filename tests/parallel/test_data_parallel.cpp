@@ -48,9 +48,12 @@ TEST_CASE("DataParallel: N ranks at batch B/N train the weights of 1 process at 
         CAPTURE(optimizer_name);
         CAPTURE(algorithm_name(algorithm));
         CAPTURE(overlap);
-        // 1 KiB buckets: the Dense weight alone, then several small ones.
-        auto strategy = std::make_shared<DataParallel>(
-            world, DataParallelOptions{.algorithm = algorithm, .bucket_bytes = 1024, .overlap = overlap});
+        // The Dense bias alone (a first bucket of 32 bytes), its weight, then the convolution's.
+        auto strategy =
+            std::make_shared<DataParallel>(world, DataParallelOptions{.algorithm = algorithm,
+                                                                      .bucket_bytes = 1024,
+                                                                      .first_bucket_bytes = 32,
+                                                                      .overlap = overlap ? Overlap::on : Overlap::off});
         // Every rank starts from different weights: prepare() must broadcast rank 0's.
         const auto trained = train(strategy, kGlobalBatch / world.size(), make, 5 + 100 * world.rank());
         CHECK(strategy->bucket_count() >= 3);
@@ -74,13 +77,13 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
   const bool own_gpus = std::set<std::string>(uuids.begin(), uuids.end()).size() == uuids.size();
   const std::int64_t batch = kGlobalBatch / world.size();
   const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
-  const DataParallelOptions ring{.algorithm = AllreduceAlgorithm::ring, .bucket_bytes = 1024};
+  const DataParallelOptions ring{.algorithm = AllreduceAlgorithm::ring, .bucket_bytes = 1024, .first_bucket_bytes = 32};
   const std::vector<float> on_cpu =
       train(std::make_shared<DataParallel>(world, ring), batch, test::sgd_with_momentum(), seed);
   for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
     CAPTURE(algorithm_name(algorithm));
-    auto strategy =
-        std::make_shared<DataParallel>(world, DataParallelOptions{.algorithm = algorithm, .bucket_bytes = 1024});
+    auto strategy = std::make_shared<DataParallel>(
+        world, DataParallelOptions{.algorithm = algorithm, .bucket_bytes = 1024, .first_bucket_bytes = 32});
     // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
     CHECK(max_relative_difference(train(strategy, batch, test::sgd_with_momentum(), seed, gpu), on_cpu) <= 1e-4);
     CHECK(strategy->bucket_count() >= 3);
@@ -118,8 +121,8 @@ TEST_CASE("DataParallel: accumulating 2 batches of B/2N per step trains the weig
   const std::vector<float> reference = train(nullptr, 2 * kGlobalBatch, test::sgd_with_momentum(), 5);
   for (const bool overlap : {true, false}) {
     CAPTURE(overlap);
-    auto strategy =
-        std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 1024, .overlap = overlap});
+    auto strategy = std::make_shared<DataParallel>(
+        world, DataParallelOptions{.bucket_bytes = 1024, .overlap = overlap ? Overlap::on : Overlap::off});
     const auto trained = train(strategy, kGlobalBatch / world.size(), test::sgd_with_momentum(), 5 + 100 * world.rank(),
                                cpu(), /*batches_per_step=*/2);
     CHECK(strategy->overlapping() == overlap);
@@ -132,7 +135,7 @@ TEST_CASE("DataParallel: gradients that fit one bucket are reduced on the traini
   const Communicator world = Communicator::world();
   const MakeOptimizer make = [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); };
   const std::vector<float> reference = train(nullptr, kGlobalBatch, make, 5);
-  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.overlap = true});
+  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.overlap = Overlap::on});
   const auto trained = train(strategy, kGlobalBatch / world.size(), make, 5 + 100 * world.rank());
   CHECK(strategy->bucket_count() == 1);
   CHECK_FALSE(strategy->overlapping());
@@ -280,7 +283,10 @@ TEST_CASE("DataParallel: gradients live in the buckets, parameters on another de
   // 1-process training above).
   for (const bool overlap : {true, false}) {
     CAPTURE(overlap);
-    const DataParallelOptions options{.bucket_bytes = 512, .overlap = overlap};
+    // The second Dense and the first's bias (480 bytes) in the first
+    // bucket: parameters of two devices in one bucket.
+    const DataParallelOptions options{
+        .bucket_bytes = 512, .first_bucket_bytes = 480, .overlap = overlap ? Overlap::on : Overlap::off};
     const std::int64_t batch = kGlobalBatch / world.size();
     CHECK(train_two_device_mlp(std::make_shared<DataParallel>(world, options), batch, cpu(1)) ==
           train_two_device_mlp(std::make_shared<DataParallel>(world, options), batch, cpu(0)));
@@ -288,7 +294,8 @@ TEST_CASE("DataParallel: gradients live in the buckets, parameters on another de
 
   // After training, every gradient on the buckets' device is its view, holding the averaged values.
   auto model = std::make_shared<TwoDeviceMlp>(7, cpu(1));
-  auto strategy = std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 512});
+  auto strategy =
+      std::make_shared<DataParallel>(world, DataParallelOptions{.bucket_bytes = 512, .first_bucket_bytes = 480});
   optim::Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(model->parameters()),
                          test::quiet_options({}, strategy));
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
@@ -347,7 +354,9 @@ class FailingMlp : public layers::Module {
 // the next begins, and must be done with it first.
 TEST_CASE("DataParallel: after a step that failed in backward, training goes on as if it had never started") {
   const Communicator world = Communicator::world();
-  const DataParallelOptions options{.bucket_bytes = 512};  // the second Dense's 440 bytes in a bucket of their own
+  // The second Dense's 440 bytes in a bucket of their own, reduced on the
+  // communication thread.
+  const DataParallelOptions options{.bucket_bytes = 512, .first_bucket_bytes = 440, .overlap = Overlap::on};
   const auto fit = [&](const std::shared_ptr<FailingMlp>& model, const std::shared_ptr<DataParallel>& strategy,
                        std::optional<optim::Trainer>& trainer) {
     if (!trainer) {
@@ -380,7 +389,7 @@ TEST_CASE("DataParallel: a bucket lives on its parameters' CPU device and gives 
   const Tensor b = zeros({5}, {DType::Float32, cpu(1), true});
   const Tensor c = zeros({4}, {DType::Float32, cpu(0), true});
 
-  const auto same = make_buckets({{"a", a}, {"b", b}}, 1 << 20);
+  const auto same = make_buckets({{"a", a}, {"b", b}}, {});
   REQUIRE(same.size() == 1);
   CHECK(same[0].buffer.device() == cpu(1));
   for (const BucketEntry& entry : same[0].entries) {
@@ -392,7 +401,7 @@ TEST_CASE("DataParallel: a bucket lives on its parameters' CPU device and gives 
     CHECK(!entry.in_buffer(entry.parameter));
   }
 
-  const auto mixed = make_buckets({{"a", a}, {"c", c}}, 1 << 20);
+  const auto mixed = make_buckets({{"a", a}, {"c", c}}, {});
   REQUIRE(mixed.size() == 1);
   CHECK(mixed[0].buffer.device() == cpu(0));
   CHECK(mixed[0].entries[0].name == "c");
@@ -400,15 +409,49 @@ TEST_CASE("DataParallel: a bucket lives on its parameters' CPU device and gives 
   CHECK(!mixed[0].entries[1].view.defined());  // a, on cpu:1
 }
 
-TEST_CASE("DataParallel: buckets take parameters from the last, each within the threshold unless alone") {
+TEST_CASE("DataParallel: buckets take parameters from the last until they hold their limit, the first one's own") {
   auto model = small_cnn(1);  // 0.weight 144 B, 0.bias 16 B, 4.weight 4000 B, 4.bias 40 B
-  const auto buckets = make_buckets(model->named_parameters(), 1024);
-  REQUIRE(buckets.size() == 3);
-  CHECK(buckets[0].entries.size() == 1);
-  CHECK(buckets[0].entries[0].name == "4.bias");
-  CHECK(buckets[1].entries[0].name == "4.weight");
-  CHECK(buckets[2].entries.size() == 2);
-  CHECK(buckets[2].entries[0].name == "0.bias");
-  CHECK(buckets[2].entries[1].offset == 4);
-  CHECK(buckets[2].size() == 40);
+  const auto names = [](const GradientBucket& bucket) {
+    std::vector<std::string> entries;
+    for (const BucketEntry& entry : bucket.entries) entries.push_back(entry.name);
+    return entries;
+  };
+  // The parameter that reaches the limit closes its bucket, as in PyTorch DDP.
+  const auto two = make_buckets(model->named_parameters(), {.first_bytes = 1024, .bytes = 1024});
+  REQUIRE(two.size() == 2);
+  CHECK(names(two[0]) == std::vector<std::string>{"4.bias", "4.weight"});
+  CHECK(names(two[1]) == std::vector<std::string>{"0.bias", "0.weight"});
+  CHECK(two[1].entries[1].offset == 4);
+  CHECK(two[1].size() == 40);
+  // A first bucket smaller than the last layer's bias holds it alone.
+  const auto three = make_buckets(model->named_parameters(), {.first_bytes = 32, .bytes = 1024});
+  REQUIRE(three.size() == 3);
+  CHECK(names(three[0]) == std::vector<std::string>{"4.bias"});
+  CHECK(names(three[1]) == std::vector<std::string>{"4.weight"});
+  CHECK(names(three[2]) == std::vector<std::string>{"0.bias", "0.weight"});
+  // Exactly at the limit closes too: 40 + 4000 bytes; a byte more, and 0.bias joins.
+  CHECK(make_buckets(model->named_parameters(), {.first_bytes = 4040, .bytes = 1 << 20})[0].entries.size() == 2);
+  CHECK(make_buckets(model->named_parameters(), {.first_bytes = 4041, .bytes = 1 << 20})[0].entries.size() == 3);
+  CHECK(make_buckets(model->named_parameters(), {.first_bytes = 1 << 20, .bytes = 1 << 20}).size() == 1);
+  CHECK(test::throws_error_mentioning(
+      [&] { make_buckets(model->named_parameters(), {.first_bytes = 0, .bytes = 1024}); }, {"sizes must be positive"}));
+}
+
+TEST_CASE("DataParallel: the bundled CNN's gradients make two buckets by default, the dense layers' reduced first") {
+  // 1 MiB first (PyTorch DDP's), then 25 MiB: the last Dense and the 4.7 MB
+  // Dense weight fill the first, which is reduced while the convolutions'
+  // backward runs; the convolutions make the second.
+  const Communicator world = Communicator::world();
+  auto model = models::mnist_cnn();
+  auto strategy = std::make_shared<DataParallel>(world);
+  strategy->prepare(*model, nullptr);
+  REQUIRE(strategy->bucket_count() == 2);
+  // Overlapped where a core is left free for the communication thread.
+  const int busy = world.local_size() * config::num_threads();
+  CHECK(strategy->overlapping() == (busy < config::available_cpus()));
+  CHECK(strategy->overlap_reason().find("automatic") != std::string::npos);
+  std::vector<std::string> first;
+  for (const BucketEntry& entry : strategy->buckets()[0].entries) first.push_back(entry.name);
+  CHECK(first.size() == 4);  // both Dense layers' weights and biases
+  for (const BucketEntry& entry : strategy->buckets()[1].entries) CHECK(entry.parameter.dim() != 2);
 }

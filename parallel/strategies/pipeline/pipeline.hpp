@@ -73,10 +73,10 @@ struct PipelineOptions {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // Hybrid: how a stage's gradients are averaged over the pipelines, as
   // DataParallelOptions says (algorithm, bucket size, 0: DDL_FUSION_THRESHOLD,
-  // and whether buckets go out during the stage's last backward).
+  // and when buckets go out: during the stage's last backward or after).
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
   std::int64_t bucket_bytes = 0;
-  bool overlap = true;
+  Overlap overlap = Overlap::automatic;
   // Between stages that each drive a GPU of their own, send activations and
   // gradients with NCCL on the GPU (where ddl has NCCL); otherwise, and
   // when false, over MPI through host memory.
@@ -114,7 +114,7 @@ struct PipelineStatistics {
   double compute_seconds = 0.0;  // in forwards and backwards
   std::int64_t messages = 0;     // activations and gradients sent
   std::int64_t bytes = 0;
-  int peak_micro_batches = 0;    // most micro-batches whose activations were held at once
+  int peak_micro_batches = 0;           // most micro-batches whose activations were held at once
   std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients
   // The share of the stage's step time spent not computing: waiting for its
   // neighbours, and idle at the start and end of the schedule.

@@ -11,8 +11,8 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
-#include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/communication/nccl_communicator.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
 
 #include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"
@@ -165,7 +165,9 @@ TEST_CASE("NCCL: builtin averages with ncclAvg, the device allreduce refuses shm
   CHECK(test::throws_error_mentioning([&] { allreduce(nccl, zeros({4}), AllreduceAlgorithm::ring); },
                                       {"cuda:", "cpu:0", "[4]"}));
   CHECK(test::throws_error_mentioning(
-      [&] { allreduce(nccl, zeros({4}, {DType::Int32, gpu, false}), AllreduceAlgorithm::ring); },
+      [&] {
+        allreduce(nccl, zeros({4}, {DType::Int32, gpu, false}), AllreduceAlgorithm::ring);
+      },
       {"float32", "int32"}));
 }
 
@@ -174,10 +176,10 @@ TEST_CASE("NCCL: DataParallel on the GPU trains as DataParallel on the CPU, with
   const Device gpu = cuda(world.local_rank());
   const std::int64_t batch = test::kGlobalBatch / world.size();
   const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
-  for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::builtin, AllreduceAlgorithm::ring,
-                                             AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree}) {
+  for (const AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::builtin, AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree}) {
     CAPTURE(algorithm_name(algorithm));
-    const DataParallelOptions options{.algorithm = algorithm, .bucket_bytes = 1024};
+    const DataParallelOptions options{.algorithm = algorithm, .bucket_bytes = 1024, .first_bucket_bytes = 32};
     const auto strategy = std::make_shared<DataParallel>(world, options);
     const std::vector<float> on_gpu = test::train(strategy, batch, test::sgd_with_momentum(), seed, gpu);
     CHECK(strategy->reduces_on_gpu());
