@@ -54,8 +54,10 @@ jobs=${DDL_SANITIZE_JOBS:-$(nproc)}
 # fit: nothing a sanitizer would see that the unit tests do not run; the
 # main suite runs it. wide_mlp's two steps (104 M parameters, 0.9 GB) run
 # the Dense kernels the unit tests run under ASan, at a size that would
-# take minutes here.
-long_tests='^(Training: |ddl_train_cli_segmentation$|install\.find_package_consumer$|wide_mlp has )'
+# take minutes here. ddl_train_cli_options (22 short trainings, 180 s here)
+# checks that each option changes what is trained, which the main suite
+# shows; every optimizer and schedule it runs, the unit tests run here.
+long_tests='^(Training: |ddl_train_cli_segmentation$|ddl_train_cli_options$|install\.find_package_consumer$|wide_mlp has )'
 # The main job's accuracy (main_job_accuracy, 15 minutes in the main build)
 # would take hours here and runs nothing the trainings above do not: it is
 # reported as skipped, with --all too.
