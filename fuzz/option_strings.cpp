@@ -12,6 +12,7 @@
 #include <ddl/core/device.hpp>
 #include <ddl/optim/engine/metrics.hpp>
 #include <ddl/parallel/setup.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 
@@ -49,11 +50,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       break;
     }
-    case 2: {  // --balance
+    case 2: {  // --balance and --overlap
       parallel::StageBalance balance{};
       if (fuzz::parses([&] { balance = parallel::parse_stage_balance(text); })) {
         fuzz::require(parallel::parse_stage_balance(parallel::stage_balance_name(balance)) == balance,
                       "parse_stage_balance round trip");
+      }
+      parallel::Overlap overlap{};
+      if (fuzz::parses([&] { overlap = parallel::parse_overlap(text); })) {
+        fuzz::require(parallel::parse_overlap(parallel::overlap_name(overlap)) == overlap, "parse_overlap round trip");
       }
       break;
     }

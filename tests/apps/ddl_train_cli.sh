@@ -35,7 +35,7 @@ case $case_name in
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
       --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers --plot \
-      --search --group-size; do
+      --search --group-size --overlap --no-overlap --divergence-factor --lr-batch --scale-lr --weight-decay; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"

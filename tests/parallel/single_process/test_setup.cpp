@@ -49,6 +49,15 @@ TEST_CASE("Setup: every strategy kind is parsed by the name it prints, and an un
   CHECK_FALSE(parallel::is_pipelined(StrategyKind::data));
 }
 
+TEST_CASE("Setup: every overlap is parsed by the name it prints, and an unknown one lists them") {
+  for (const parallel::Overlap overlap : parallel::all_overlaps()) {
+    CHECK(parallel::parse_overlap(parallel::overlap_name(overlap)) == overlap);
+  }
+  CHECK(parallel::overlap_name(parallel::Overlap::automatic) == "auto");
+  CHECK(throws_error_mentioning([] { parallel::parse_overlap("sometimes"); },
+                                {"unknown overlap 'sometimes'", "auto, on, off"}));
+}
+
 TEST_CASE("Setup: the ranks that share each batch, for every kind and rank count") {
   for (const int world : {1, 2, 3, 4, 7}) {
     CAPTURE(world);
