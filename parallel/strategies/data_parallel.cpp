@@ -60,16 +60,20 @@ bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options,
 // of the report ("on", "off (one bucket)", "off (automatic: ...)"). A core
 // is free where the node's ranks x their compute threads leave one of the
 // CPUs this process may run on.
-std::string decide_overlap(Overlap overlap, std::size_t buckets, bool gpu_buckets, int local_ranks) {
-  if (buckets <= 1) return overlap == Overlap::off ? "off" : "off (one bucket)";
-  if (overlap != Overlap::automatic) return std::string(overlap_name(overlap));
-  if (gpu_buckets) return "on (automatic: backward runs on the GPU)";
-  const int cpus = ddl::config::available_cpus(), busy = local_ranks * ddl::config::num_threads();
-  const std::string use =
-      fmt::format("{} rank{} x {} thread{} on {} core{}", local_ranks, local_ranks == 1 ? "" : "s",
-                  ddl::config::num_threads(), ddl::config::num_threads() == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s");
-  if (busy < cpus) return fmt::format("on (automatic: {} leave a core free)", use);
-  return fmt::format("off (automatic: {} leave no core free)", use);
+struct OverlapDecision {
+  bool on = false;
+  std::string reason;
+};
+
+OverlapDecision decide_overlap(Overlap overlap, std::size_t buckets, bool gpu_buckets, int local_ranks) {
+  if (buckets <= 1) return {false, overlap == Overlap::off ? "off" : "off (one bucket)"};
+  if (overlap != Overlap::automatic) return {overlap == Overlap::on, std::string(overlap_name(overlap))};
+  if (gpu_buckets) return {true, "on (automatic: backward runs on the GPU)"};
+  const int cpus = ddl::config::available_cpus(), threads = ddl::config::num_threads();
+  const bool free = local_ranks * threads < cpus;
+  return {free, fmt::format("{} (automatic: {} rank{} x {} thread{} on {} core{} leave {} core free)",
+                            free ? "on" : "off", local_ranks, local_ranks == 1 ? "" : "s", threads,
+                            threads == 1 ? "" : "s", cpus, cpus == 1 ? "" : "s", free ? "a" : "no")};
 }
 
 }  // namespace
@@ -207,7 +211,7 @@ struct DataParallel::State {
       if (!armed) return;
       DDL_CHECK(!launched[b],
                 "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
-                "with weights used twice per step, construct DataParallel with overlap = false",
+                "with weights used twice per step, construct DataParallel with overlap = Overlap::off",
                 buckets[b].entries[e].name);
     }
     copy_in(b, buckets[b].entries[e]);
@@ -240,9 +244,9 @@ DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
   if (o.first_bucket_bytes == 0) o.first_bucket_bytes = std::min(BucketSizes{}.first_bytes, o.bucket_bytes);
   DDL_CHECK(o.first_bucket_bytes > 0, "DataParallel: first_bucket_bytes must be positive, got {}",
             o.first_bucket_bytes);
-  DDL_CHECK(!state_->options.fp16_compression || state_->options.algorithm == AllreduceAlgorithm::ring,
+  DDL_CHECK(!o.fp16_compression || o.algorithm == AllreduceAlgorithm::ring,
             "DataParallel: fp16 compression is implemented for the ring allreduce only, not {}",
-            algorithm_name(state_->options.algorithm));
+            algorithm_name(o.algorithm));
 }
 
 DataParallel::~DataParallel() {
@@ -259,7 +263,6 @@ const Communicator& DataParallel::communicator() const { return state_->comm; }
 const DataParallelOptions& DataParallel::options() const { return state_->options; }
 std::size_t DataParallel::bucket_count() const { return state_->buckets.size(); }
 bool DataParallel::overlapping() const { return state_->overlapping; }
-
 const std::string& DataParallel::overlap_reason() const { return state_->overlap_reason; }
 bool DataParallel::reduces_on_gpu() const { return state_->nccl.has_value(); }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
@@ -325,8 +328,9 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // overlap: the training thread reduces it itself, sparing the hand-off to
   // the communication thread and back (measured: about 2 points of 2-rank
   // efficiency on a model whose gradients made one bucket).
-  s.overlap_reason = decide_overlap(s.options.overlap, s.buckets.size(), gpu_buckets, s.comm.local_size());
-  s.overlapping = s.overlap_reason.starts_with("on");
+  const OverlapDecision overlap = decide_overlap(s.options.overlap, s.buckets.size(), gpu_buckets, s.comm.local_size());
+  s.overlapping = overlap.on;
+  s.overlap_reason = overlap.reason;
   if (s.overlapping) {
     s.worker = std::jthread([&s](const std::stop_token& stop) { s.serve(stop); });
   }

@@ -320,16 +320,20 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     # and leaves the last good checkpoints as they were; skipping every step
     # of an epoch stops too.
     args=(--train-limit 1024 --test-limit 128 --batch-size 64 --threads 1 --optimizer sgd --checkpoint-dir "$work/ckpt")
+    keep_good_checkpoints() { cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"; }
+    good_checkpoints_kept() {  # good_checkpoints_kept <the run that must not have written them>
+      cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by $1"
+      cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by $1"
+    }
     "$train" "${args[@]}" --epochs 1 --lr 0.01 > "$work/good" 2>&1 || fail "the good run exited $?: $(cat "$work/good")"
-    cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"
+    keep_good_checkpoints
     # The divergence guard off: this is the NaN check's case (the guard's is below).
     "$train" "${args[@]}" --epochs 2 --lr 1e6 --resume --divergence-factor 0 > "$work/out" 2> "$work/err"
     rc=$?
     [[ $rc -eq 1 ]] || fail "the diverging run exited $rc, expected 1: $(cat "$work/err")"
     grep -qE "the loss is -?nan at epoch 2, step [0-9]+ of 16 .*stopped before this step's update.*--on-nonfinite skip" \
       "$work/err" || fail "no message naming the epoch and step: $(cat "$work/err")"
-    cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by the diverged run"
-    cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by the diverged run"
+    good_checkpoints_kept "the diverged run"
     rm -rf "$work/ckpt"
     "$train" "${args[@]}" --epochs 1 --lr 1e6 --divergence-factor 0 > "$work/out" 2> "$work/err"
     [[ $? -eq 1 && ! -e "$work/ckpt/best.ckpt" && ! -e "$work/ckpt/last.ckpt" ]] ||
@@ -346,14 +350,13 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     adam=("${args[@]/#sgd/adam}")
     "$train" "${adam[@]}" --epochs 1 --lr 0.01 > "$work/good" 2>&1 ||
       fail "the good Adam run exited $?: $(cat "$work/good")"
-    cp "$work/ckpt/last.ckpt" "$work/last.good" && cp "$work/ckpt/best.ckpt" "$work/best.good"
+    keep_good_checkpoints
     "$train" "${adam[@]}" --epochs 2 --lr 1e3 --resume > "$work/out" 2> "$work/err"
     rc=$?
     [[ $rc -eq 1 ]] || fail "the exploding Adam run exited $rc, expected 1: $(cat "$work/err")"
     grep -qE "the loss is [0-9.e+]+ \([0-9.e+]+ times its usual [0-9.]+, past the divergence factor 1000\) at epoch 2, step [0-9]+ of 16 .*stopped before this step's update.*--divergence-factor 0" \
       "$work/err" || fail "no message naming the diverged loss, the epoch and the step: $(cat "$work/err")"
-    cmp -s "$work/ckpt/last.ckpt" "$work/last.good" || fail "last.ckpt was overwritten by the exploding run"
-    cmp -s "$work/ckpt/best.ckpt" "$work/best.good" || fail "best.ckpt was overwritten by the exploding run"
+    good_checkpoints_kept "the exploding run"
     "$train" "${adam[@]}" --epochs 2 --lr 1e3 --resume --divergence-factor 0 > "$work/out" 2>&1 ||
       fail "with the guard off the exploding run exited $?: $(cat "$work/out")"
     cmp -s "$work/ckpt/last.ckpt" "$work/last.good" && fail "with the guard off the run did not train on"
