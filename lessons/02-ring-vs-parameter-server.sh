@@ -71,15 +71,13 @@ for workers in 2 3 4; do
   claim "$workers workers: the synchronous server takes the same steps as the ring (the same test error)" \
     "ring == ps" ring="$(mae "$out/ring-$workers.txt")" ps="$(mae "$out/ps-$workers.txt")"
 done
-# The speed claim is the model's, fitted here. Its efficiency is
-# step / (step + communication), so 100 / efficiency - 1 is the
-# communication in steps, and ratios of it do not depend on the step time
-# measured on this (possibly busy) machine. The server's grows as the
+# The speed claim is the model's, fitted here, on each side's communication
+# in steps (communication_in_steps, common.sh). The server's grows as the
 # workers (1023 / 63 = 16x from 64 to 1024 ranks; more than 8x, since the
 # printed efficiencies are rounded to 0.1%); the ring's moves 2 (n - 1) / n
 # of the gradients whatever n, and pays only its latencies, so the server's
 # must exceed it many times over (30x and 50x here; 5x asked).
-overhead() { awk -v n="$1" -v c="$2" '$1 == n { printf "%.4f", 100 / $c - 1 }' "$out/model.dat"; }
+overhead() { communication_in_steps "$(cell "$out/model.dat" "$1" "$2")"; }
 claim "the model fitted here: a server's communication grows with the workers (64 to 1024 ranks)" \
   "ps_1024 > 8 * ps_64" ps_64="$(overhead 64 3)" ps_1024="$(overhead 1024 3)"
 claim "the model fitted here: at 64 and 1024 ranks a server communicates many times longer than the ring" \

@@ -74,7 +74,7 @@ fi
 # at 64 ranks the fewest steps win the smallest message, the fewest bytes
 # through a node's link the largest, and the size where one gives way to
 # the other grows with the ranks.
-model() { awk -v b="$1" -v c="$2" '$1 == b { print $c }' "$out/model-cluster.dat"; }
+model() { cell "$out/model-cluster.dat" "$1" "$2"; }
 claim "64 ranks, model: at 64 B halving/doubling (12 steps) beats the ring (126)" \
   "rhd < ring / 5" rhd="$(model 64 3)" ring="$(model 64 2)"
 claim "64 ranks, model: at 64 MiB the ring (fewest bytes through a node's link) beats halving/doubling" \

@@ -93,7 +93,7 @@ awk -F, -v weak="$step64" -v strong="$step128" '$3 == "ring" {
 # ranks; weak scaling's stays what it is at 2. At 64 ranks the strong share
 # is 10x the weak one or more on this machine's steps; 2x is asked, which
 # holds unless one step were some 20x faster than here.
-share() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$out/model.dat"; }
+share() { cell "$out/model.dat" "$1" "$2"; }
 claim "model fitted here: strong scaling's share of the step synchronising grows with the ranks (2 to 64)" \
   "s2 < s4 && s4 < s8 && s8 < s16 && s16 < s32 && s32 < s64" s2="$(share 2 5)" s4="$(share 4 5)" \
   s8="$(share 8 5)" s16="$(share 16 5)" s32="$(share 32 5)" s64="$(share 64 5)"

@@ -58,7 +58,7 @@ done
 # batch 75's error (1.25x asked); the linear rule with warm-up 0.70x and
 # 0.54x the linear rule without, the square-root rule 0.55x and 0.67x
 # (0.8x asked).
-score() { awk -v c="$1" '$1 == c { print $7 }' "$out/table.txt"; }
+score() { cell "$out/table.txt" "$1" 7; }
 claim "at the same rate, batch 1000 learns less per epoch than batch 75" \
   "b1000 > 1.25 * b75" b75="$(score b75)" b1000="$(score b1000)"
 claim "the linear rule (--scale-lr linear) needs its warm-up: with it batch 1000 learns more" \

@@ -44,7 +44,7 @@ done
 # machine: asynchronous runs ended 1.6-3.6x the synchronous error (1.2x
 # asked), and the bound of 0 10-50% below the mean of bounds 2 and 8
 # (below asked).
-final() { awk -v c="$1" '$1 == c { print $3 }' "$out/table.txt"; }
+final() { cell "$out/table.txt" "$1" 3; }
 claim "stale gradients cost accuracy: every asynchronous run ends with a larger test error than the synchronous one" \
   "async_0 > 1.2 * sync && async_2 > 1.2 * sync && async_8 > 1.2 * sync" \
   sync="$(final sync)" async_0="$(final async-0)" async_2="$(final async-2)" async_8="$(final async-8)"

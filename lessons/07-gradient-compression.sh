@@ -62,11 +62,11 @@ done >> "$out/table.txt"
 accuracy() { awk -F, 'NR > 1 { a = $5 } END { print a }' "$out/$1.csv"; }
 claim "float16 gradients on the wire keep the accuracy of float32 ones (same seed, same steps)" \
   "f16 > f32 - 0.05 && f16 < f32 + 0.05" f32="$(accuracy float32)" f16="$(accuracy float16)"
-# Where it pays, on the model: 100 / efficiency - 1 is the communication in
-# steps, so its ratio does not depend on this machine's step time. Half the
-# bytes would halve it if bandwidth were all; the ring's latencies do not
-# halve, hence 0.75x asked (0.56x here).
-overhead() { awk -v n="$2" '$1 == n { printf "%.5f", 100 / $2 - 1 }' "$out/model-$1.dat"; }
+# Where it pays, on the model: the communication in steps
+# (communication_in_steps, common.sh). Half the bytes would halve it if
+# bandwidth were all; the ring's latencies do not halve, hence 0.75x asked
+# (0.56x here).
+overhead() { communication_in_steps "$(cell "$out/model-$1.dat" "$2" 2)"; }
 claim "model, 128 ranks over 10 Gb/s: float16 gradients spend less of the step communicating" \
   "f16 < 0.75 * f32" f32="$(overhead float32 128)" f16="$(overhead float16 128)"
 

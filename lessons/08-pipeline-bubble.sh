@@ -42,7 +42,7 @@ done
 # holds at most p - s = 2 micro-batches' activations, GPipe's all 4; both
 # also hold what does not shrink with M (the convolutions' workspaces), so
 # 1F1B's peak is 0.8x GPipe's here, not 0.5x (0.9x asked).
-row() { awk -v m="$2" -v c="$3" '$1 == m { print $c }' "$out/$1.dat"; }
+row() { cell "$out/$1.dat" "$2" "$3"; }
 claim "at M = 4, 1F1B's stage 0 keeps fewer micro-batches' activations than GPipe's" \
   "onef < 0.9 * gpipe" onef="$(row 1f1b 4 4)" gpipe="$(row gpipe 4 4)"
 # The bubble is measured in time: each stage's share of the step spent

@@ -52,6 +52,16 @@ parse_lesson_options() {
 rate() { sed -n 's/.*epoch(s) in .* \([0-9][0-9]*\) samples\/s.*/\1/p' "$1"; }
 waiting() { sed -n 's/^gradient synchronisation: \([0-9.]*\)%.*/\1/p' "$1"; }
 
+# The value in column COLUMN of the row of FILE whose first field is KEY
+# (the tables the lessons write): cell FILE KEY COLUMN.
+cell() { awk -v k="$2" -v c="$3" '$1 == k { print $c }' "$1"; }
+
+# The communication a data-parallel efficiency (in percent) leaves, in
+# steps: step / (step + communication) = efficiency, so 100 / efficiency - 1.
+# Its ratios do not depend on the step time measured on a busy machine.
+# Nothing for no efficiency (a row the table lacks), so the claim fails.
+communication_in_steps() { [[ -n $1 ]] && awk -v e="$1" 'BEGIN { printf "%.5f", 100 / e - 1 }'; }
+
 # N times --scale, rounded, at least 1.
 scaled() { awk -v n="$1" -v s="$scale" 'BEGIN { v = int(n * s + 0.5); print (v < 1 ? 1 : v) }'; }
 
