@@ -26,6 +26,20 @@
 using namespace ddl;
 using namespace ddl::parallel;
 
+namespace {
+
+// Whether `workers` split the global batch and the samples evenly, as the
+// cases comparing against one process need; else the case is skipped,
+// saying why.
+bool workers_split_evenly(int workers) {
+  if (test::kGlobalBatch % workers == 0 && test::kSamples % workers == 0) return true;
+  test::skip(fmt::format("{} workers do not divide the batch of {} and the {} samples", workers, test::kGlobalBatch,
+                         test::kSamples));
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("ParameterServer: synchronous, W workers at batch B/W train the weights of 1 process at batch B") {
   const Communicator world = Communicator::world();
   const test::MakeOptimizer make = [](std::vector<Tensor> p) {
@@ -48,10 +62,7 @@ TEST_CASE("ParameterServer: workers accumulating 2 batches per step train the we
   // workers read, one update.
   const Communicator world = Communicator::world();
   const int workers = world.size() - 1;
-  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) {
-    return test::skip(fmt::format("{} workers do not divide the batch of {} and the {} samples", workers,
-                                  test::kGlobalBatch, test::kSamples));
-  }
+  if (!workers_split_evenly(workers)) return;
   const auto reference = test::train(nullptr, 2 * test::kGlobalBatch, test::sgd_with_momentum(), 5);
   auto strategy = std::make_shared<ParameterServer>(world, ParameterServerOptions{.servers = 1});
   const auto trained = test::train(strategy, test::kGlobalBatch / workers, test::sgd_with_momentum(),
@@ -62,10 +73,7 @@ TEST_CASE("ParameterServer: workers accumulating 2 batches per step train the we
 TEST_CASE("ParameterServer: a checkpoint holds the servers' optimizer state, so a resumed run goes on exactly") {
   const Communicator world = Communicator::world();
   const int servers = 1, workers = world.size() - servers;
-  if (test::kGlobalBatch % workers != 0 || test::kSamples % workers != 0) {
-    return test::skip(fmt::format("{} workers do not divide the batch of {} and the {} samples", workers,
-                                  test::kGlobalBatch, test::kSamples));
-  }
+  if (!workers_split_evenly(workers)) return;
   const auto trainer_for = [&](std::shared_ptr<layers::Sequential> model) {
     return optim::Trainer(
         model, layers::cross_entropy,
