@@ -11,12 +11,12 @@ namespace ddl {
 
 Tensor Tensor::empty(const Shape& shape, const TensorOptions& options) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(options.device, static_cast<std::size_t>(shape.numel()) *
-                                                               element_size(options.dtype));
+  impl->storage =
+      std::make_shared<Storage>(options.device, static_cast<std::size_t>(shape.numel()) * element_size(options.dtype));
   impl->shape = shape;
   impl->dtype = options.dtype;
-  DDL_CHECK(!options.requires_grad || options.dtype == DType::Float32,
-            "only float32 tensors can require grad (got {})", options.dtype);
+  DDL_CHECK(!options.requires_grad || options.dtype == DType::Float32, "only float32 tensors can require grad (got {})",
+            options.dtype);
   impl->requires_grad = options.requires_grad;
   return Tensor(std::move(impl));
 }
@@ -123,6 +123,16 @@ void Tensor::copy_from(const Tensor& source) const {
   backend::copy_bytes(device(), raw_data(), source.device(), source.raw_data(), nbytes());
 }
 
+void Tensor::move_into(const Tensor& place) const {
+  TensorImpl& impl = checked_impl("move_into");
+  DDL_CHECK(place.defined() && place.numel() == numel() && place.dtype() == dtype() && place.device() == device(),
+            "move_into: a {} {} tensor on {} cannot move into {}", dtype(), shape(), device(),
+            place.defined() ? fmt::format("a {} {} tensor on {}", place.dtype(), place.shape(), place.device())
+                            : std::string("an undefined tensor"));
+  backend::copy_bytes(device(), place.raw_data(), device(), raw_data(), nbytes());
+  impl.storage = place.impl()->storage;
+}
+
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   DDL_CHECK(dtype() == dtype_of<T>(), "to_vector<{}>(): the tensor holds {}", dtype_name(dtype_of<T>()), dtype());
@@ -166,10 +176,14 @@ bool Tensor::requires_grad() const { return checked_impl("requires_grad").requir
 
 Tensor& Tensor::set_requires_grad(bool requires_grad) {
   TensorImpl& impl = checked_impl("set_requires_grad");
-  DDL_CHECK(impl.grad_fn == nullptr, "set_requires_grad: only leaf tensors can change requires_grad (this one was "
-            "made by {}); use detach() first", impl.grad_fn ? impl.grad_fn->name() : "");
-  DDL_CHECK(!requires_grad || impl.dtype == DType::Float32, "set_requires_grad: only float32 tensors can require "
-            "grad (got {})", impl.dtype);
+  DDL_CHECK(impl.grad_fn == nullptr,
+            "set_requires_grad: only leaf tensors can change requires_grad (this one was "
+            "made by {}); use detach() first",
+            impl.grad_fn ? impl.grad_fn->name() : "");
+  DDL_CHECK(!requires_grad || impl.dtype == DType::Float32,
+            "set_requires_grad: only float32 tensors can require "
+            "grad (got {})",
+            impl.dtype);
   impl.requires_grad = requires_grad;
   return *this;
 }
@@ -216,9 +230,15 @@ std::string Tensor::str() const {
     for (std::size_t i = 0; i < values.size(); ++i) os << (i ? ", " : "") << values[i];
   };
   switch (dtype()) {
-    case DType::Float32: append(head.to_vector<float>()); break;
-    case DType::Int32: append(head.to_vector<std::int32_t>()); break;
-    case DType::Int64: append(head.to_vector<std::int64_t>()); break;
+    case DType::Float32:
+      append(head.to_vector<float>());
+      break;
+    case DType::Int32:
+      append(head.to_vector<std::int32_t>());
+      break;
+    case DType::Int64:
+      append(head.to_vector<std::int64_t>());
+      break;
   }
   if (numel() > shown) os << ", ... (" << numel() << " total)";
   os << "])";

@@ -71,6 +71,13 @@ class Tensor {
   // Overwrites this tensor's values with `source`'s (same shape and dtype,
   // any device), in place and outside autograd: how parameters are updated.
   void copy_from(const Tensor& source) const;
+  // Copies this tensor's values into `place` (as many elements, the same
+  // dtype and device; usually a flat_slice of a larger buffer) and keeps
+  // them there from now on: every handle to this tensor reads and writes
+  // `place`'s memory. How sharded data parallelism lays the parameters of a
+  // bucket out in one flat buffer (PyTorch FSDP's flat parameter), which a
+  // single allgather then fills in place.
+  void move_into(const Tensor& place) const;
 
   // Host access, for tests and printing (copies from the device if needed).
   template <class T>
@@ -114,8 +121,8 @@ struct TensorImpl {
   DType dtype = DType::Float32;
   bool requires_grad = false;
   std::shared_ptr<TensorImpl> grad;
-  std::shared_ptr<Node> grad_fn;             // set on results of differentiable ops
-  std::shared_ptr<Node> grad_accumulator;    // created lazily on leaves
+  std::shared_ptr<Node> grad_fn;           // set on results of differentiable ops
+  std::shared_ptr<Node> grad_accumulator;  // created lazily on leaves
   std::vector<GradHook> grad_hooks;
 };
 

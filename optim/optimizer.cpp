@@ -72,6 +72,33 @@ void Optimizer::zero_grad() {
   }
 }
 
+std::vector<Tensor> Optimizer::keep_slices(
+    const std::function<std::vector<ElementRange>(std::size_t k, const Tensor& param)>& ranges_of) {
+  std::vector<Tensor> slices;
+  std::vector<std::vector<Tensor>> sliced_state;
+  std::size_t k = 0;
+  for (ParamGroup& group : groups_) {
+    std::vector<Tensor> group_slices;
+    for (const Tensor& param : group.params) {
+      for (const ElementRange& range : ranges_of(k, param)) {
+        DDL_CHECK(0 <= range.begin && range.begin < range.end && range.end <= param.numel(),
+                  "{}: keep_slices: elements [{}, {}) are not a non-empty part of parameter {} ({} elements)", name_,
+                  range.begin, range.end, k, param.numel());
+        const Shape shape{range.end - range.begin};
+        group_slices.push_back(param.detach().flat_slice(range.begin, shape));
+        std::vector<Tensor> buffers;
+        for (const Tensor& buffer : state_[k]) buffers.push_back(buffer.flat_slice(range.begin, shape).clone());
+        sliced_state.push_back(std::move(buffers));
+      }
+      ++k;
+    }
+    slices.insert(slices.end(), group_slices.begin(), group_slices.end());
+    group.params = std::move(group_slices);
+  }
+  state_ = std::move(sliced_state);
+  return slices;
+}
+
 double Optimizer::lr() const { return groups_.front().lr; }
 
 void Optimizer::set_lr(double lr) {

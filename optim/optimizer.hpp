@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,12 @@
 namespace ddl::optim {
 
 using NamedTensor = std::pair<std::string, Tensor>;
+
+// A run of one parameter's elements, [begin, end) in row-major order.
+struct ElementRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
 
 struct ParamGroup {
   std::vector<Tensor> params;
@@ -44,6 +51,20 @@ class Optimizer {
   void add_param_group(std::vector<Tensor> params, double lr);
   std::int64_t step_count() const { return step_count_; }
   const std::string& name() const { return name_; }
+  // The per-parameter state each update needs, e.g. {"exp_avg", "exp_avg_sq"}.
+  const std::vector<std::string>& buffer_names() const { return buffer_names_; }
+
+  // Sharded data parallelism (ZeRO stage 1): from now on the optimizer
+  // holds state for, and steps, only the elements `ranges_of(k, param)`
+  // names of each parameter k (over all groups, in order). Each range
+  // becomes a 1-D parameter of its own, in its parameter's group, sharing
+  // the parameter's memory; the state of its elements is kept and the rest
+  // freed. The update is elementwise, so stepping the slices changes those
+  // elements exactly as stepping the whole parameter would. Returns the
+  // slices in order, which state() now numbers ("0.momentum" is the first
+  // slice's) and whose .grad the caller sets before each step().
+  std::vector<Tensor> keep_slices(
+      const std::function<std::vector<ElementRange>(std::size_t k, const Tensor& param)>& ranges_of);
 
   // "step" (an int64 [1] tensor), then "<k>.<buffer>" for the k-th parameter
   // over all groups in order, e.g. "3.momentum". The buffers share the

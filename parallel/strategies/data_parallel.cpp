@@ -114,6 +114,7 @@ struct DataParallel::State {
   // of the whole bucket each way instead of one per parameter, in pinned
   // memory on the GPU's copy stream (core/cuda/staging.hpp).
   std::vector<cuda_backend::StagingBuffer> staging;
+  std::optional<ShardedState> sharded;  // set when options.sharding is not none
   bool prepared = false;
   bool overlapping = false;  // see decide_overlap
   std::string overlap_reason;
@@ -150,13 +151,19 @@ struct DataParallel::State {
   void reduce(std::size_t b) {
     // Tagged with the step and bucket, so a trace viewer (and the test of
     // the timeline) can line up one collective's spans across the ranks.
-    timeline::Span span("communication", "allreduce");
+    timeline::Span span("communication", sharded ? "reduce-scatter" : "allreduce");
     if (span.active()) {  // the algorithm's name is a string made only for a recording
       span.arg("step", statistics.steps).arg("bucket", static_cast<std::int64_t>(b));
       span.arg("bytes", static_cast<std::int64_t>(buckets[b].buffer.nbytes()));
       span.arg("algorithm", algorithm_name(options.algorithm)).arg("memory", nccl ? "gpu" : "host");
     }
     const Tensor& buffer = buckets[b].buffer;
+    if (sharded) {
+      // Rank r's chunk ends averaged, the rest partial sums nobody reads.
+      reduce_scatter(comm, std::span<float>(buffer.data<float>(), static_cast<std::size_t>(buffer.numel())),
+                     options.algorithm, ReduceOp::average);
+      return sharded->reduced(b);
+    }
     if (nccl) return detail::allreduce_after(*nccl, buffer, options.algorithm, ReduceOp::average, &written[b]);
     const bool staged = !staging.empty();
     if (staged) staging[b].download(buffer.raw_data(), written[b]);
@@ -166,15 +173,50 @@ struct DataParallel::State {
     if (staged) staging[b].upload(buffer.raw_data());
   }
 
+  // Sharded: the optimizer cut down to this rank's chunks, at the first
+  // prepare() that has one (none for evaluation).
+  void slice(optim::Optimizer* optimizer) {
+    if (sharded && optimizer != nullptr && !sharded->sliced()) sharded->slice(*optimizer);
+  }
+
   // Bucket b's gradients are all queued: what its transfer waits for. On
   // the training thread, which queued them, before the bucket is handed on.
   void mark_ready(std::size_t b) {
     if (!written.empty()) written[b].record();
   }
 
-  // The next bucket in order has been handed to the communication thread
-  // and not yet reduced. Under `mutex`.
+  // The next bucket in order has been handed on and not yet reduced.
+  // Under `mutex`.
   bool next_bucket_launched() const { return reduced < launched.size() && launched[reduced]; }
+
+  // Whether full buckets are reduced during backward: on the communication
+  // thread when overlapping; on the training thread, as each fills, under
+  // sharding stage 2, whose point is that a bucket's gradients are freed as
+  // soon as they are reduced.
+  bool reduce_during_backward() const { return overlapping || options.sharding == Sharding::gradients; }
+
+  // Bucket b's gradients are all in it: hands it to the communication
+  // thread, or reduces it here, after the buckets before it, so every rank
+  // reduces them in the same order.
+  void hand_on(std::size_t b) {
+    mark_ready(b);
+    {
+      const std::lock_guard lock(mutex);
+      launched[b] = true;
+    }
+    if (overlapping) return changed.notify_all();
+    for (;;) {
+      std::size_t next = 0;
+      {
+        const std::lock_guard lock(mutex);
+        if (!next_bucket_launched()) return;
+        next = reduced;
+      }
+      reduce(next);
+      const std::lock_guard lock(mutex);
+      ++reduced;
+    }
+  }
 
   // The communication thread: reduces bucket 0, 1, ... of each step as each
   // is launched.
@@ -211,7 +253,8 @@ struct DataParallel::State {
       if (!armed) return;
       DDL_CHECK(!launched[b],
                 "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
-                "with weights used twice per step, construct DataParallel with overlap = Overlap::off",
+                "with weights used twice per step, construct DataParallel with overlap = Overlap::off (and "
+                "sharding other than gradients)",
                 buckets[b].entries[e].name);
     }
     copy_in(b, buckets[b].entries[e]);
@@ -221,16 +264,11 @@ struct DataParallel::State {
       full = ++ready[b] == static_cast<std::int64_t>(buckets[b].entries.size());
     }
     if (full) {
-      mark_ready(b);
-      {
-        const std::lock_guard lock(mutex);
-        launched[b] = true;
-      }
       if (timeline::recording()) {
         timeline::instant("communication", "bucket ready",
                           {{"step", statistics.steps}, {"bucket", static_cast<std::int64_t>(b)}});
       }
-      changed.notify_all();
+      hand_on(b);
     }
   }
 };
@@ -247,6 +285,18 @@ DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
   DDL_CHECK(!o.fp16_compression || o.algorithm == AllreduceAlgorithm::ring,
             "DataParallel: fp16 compression is implemented for the ring allreduce only, not {}",
             algorithm_name(o.algorithm));
+  if (o.sharding != Sharding::none) {
+    const bool halves = o.algorithm == AllreduceAlgorithm::ring || o.algorithm == AllreduceAlgorithm::rhd ||
+                        o.algorithm == AllreduceAlgorithm::builtin;
+    DDL_CHECK(halves,
+              "DataParallel: sharding {} needs a reduce-scatter and an allgather, which ring, rhd and builtin have "
+              "and {} has not",
+              sharding_name(o.sharding), algorithm_name(o.algorithm));
+    DDL_CHECK(!o.fp16_compression,
+              "DataParallel: sharding {} gathers the parameters themselves, which float16 on the wire would round; "
+              "use fp16 compression without sharding",
+              sharding_name(o.sharding));
+  }
 }
 
 DataParallel::~DataParallel() {
@@ -269,8 +319,17 @@ const std::vector<GradientBucket>& DataParallel::buckets() const { return state_
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
 
 std::string DataParallel::describe(std::int64_t shard_batch) const {
-  return fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank)", world_size(),
-                     algorithm_name(state_->options.algorithm), shard_batch);
+  const DataParallelOptions& o = state_->options;
+  if (o.sharding == Sharding::none) {
+    return fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank)", world_size(),
+                       algorithm_name(o.algorithm), shard_batch);
+  }
+  return fmt::format(
+      "sharded data-parallel over {} ranks (ZeRO stage {}: {} sharded; {} reduce-scatter and "
+      "allgather, {} per rank)",
+      world_size(), o.sharding == Sharding::optimizer ? 1 : 2,
+      o.sharding == Sharding::optimizer ? "optimizer state" : "optimizer state and gradients",
+      algorithm_name(o.algorithm), shard_batch);
 }
 
 std::string DataParallel::report(const layers::Module& /*model*/, const optim::Optimizer& /*optimizer*/) {
@@ -281,8 +340,10 @@ std::string DataParallel::report(const layers::Module& /*model*/, const optim::O
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   State& s = *state_;
-  broadcast_initial_state(s.comm, model, optimizer, "DataParallel");
-  if (s.prepared) return;  // after a checkpoint load: buckets and hooks stand
+  // A sliced optimizer's state differs from rank to rank: each loaded its
+  // own slices from the checkpoint every rank read.
+  broadcast_initial_state(s.comm, model, s.sharded && s.sharded->sliced() ? nullptr : optimizer, "DataParallel");
+  if (s.prepared) return s.slice(optimizer);  // after a checkpoint load: buckets and hooks stand
 
   const auto parameters = model.named_parameters();
   // A model on one GPU keeps its buckets there, the gradients as views into
@@ -294,12 +355,17 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
                            gpu_buckets);
   const bool on_gpu = reduce_on_gpu(s.comm, s.options, gpu);
   std::vector<std::string> layout = describe_layout(s.buckets);
-  layout.push_back(fmt::format("{} allreduce{}, {}", algorithm_name(s.options.algorithm),
+  layout.push_back(fmt::format("{} allreduce{}, sharding {}, {}", algorithm_name(s.options.algorithm),
                                s.options.fp16_compression ? " (float16 on the wire)" : "",
+                               sharding_name(s.options.sharding),
                                on_gpu        ? "on the GPU over NCCL"
                                : gpu_buckets ? "GPU buckets through host memory over MPI"
                                              : "host buckets over MPI"));
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
+  if (s.options.sharding != Sharding::none) {
+    s.sharded.emplace(s.options.sharding, s.buckets, s.comm.rank(), s.comm.size());
+    s.slice(optimizer);
+  }
   if (gpu_buckets) {
     for (std::size_t b = 0; b < s.buckets.size(); ++b) s.written.emplace_back(gpu->index());
   }
@@ -362,6 +428,7 @@ void DataParallel::begin_step(layers::Module& model) {
   // Gradients start as zeros inside the buckets, where backward accumulates
   // them; a parameter on another device than its bucket starts without one.
   Strategy::begin_step(model);
+  if (s.sharded) s.sharded->restore_buckets();
   for (GradientBucket& bucket : s.buckets) {
     backend::fill_zero(bucket.buffer.device(), bucket.buffer.raw_data(), bucket.buffer.nbytes());
     for (const BucketEntry& entry : bucket.entries) {
@@ -386,46 +453,40 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
 void DataParallel::expect_final_gradients() {
   State& s = *state_;
   const std::lock_guard lock(s.mutex);
-  s.armed = s.overlapping;
+  s.armed = s.reduce_during_backward();
 }
 
 void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   const timeline::Span span("communication", "synchronize gradients");
   State& s = *state_;
   const auto wait_start = Clock::now();
-  if (s.overlapping) {
-    // Buckets some of whose parameters got no gradient in the last backward
-    // (none this step: zeros; or, with accumulation, only from earlier
-    // batches, whose hooks were disarmed): copy every entry in and send.
+  {
+    const std::lock_guard lock(s.mutex);
+    s.armed = false;
+  }
+  // Buckets not yet handed on: all of them when backward does not reduce;
+  // else those some of whose parameters got no gradient in the last
+  // backward (none this step: zeros; or, with accumulation, only from
+  // earlier batches, whose hooks were disarmed). Each entry is copied in
+  // (a no-op for a gradient that is the bucket's view) and the bucket sent.
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) {
     {
-      std::unique_lock lock(s.mutex);
-      s.armed = false;
-      for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-        if (s.launched[b]) continue;
-        lock.unlock();
-        for (const BucketEntry& entry : s.buckets[b].entries) {
-          s.copy_in(b, entry);  // a no-op for a gradient that is the bucket's view
-        }
-        s.mark_ready(b);
-        lock.lock();
-        s.launched[b] = true;
-      }
+      const std::lock_guard lock(s.mutex);
+      if (s.launched[b]) continue;
     }
-    s.changed.notify_all();
+    for (const BucketEntry& entry : s.buckets[b].entries) s.copy_in(b, entry);
+    s.hand_on(b);
+  }
+  if (s.overlapping) {
     const timeline::Span wait("communication", "wait for gradients");
     std::unique_lock lock(s.mutex);
     s.changed.wait(lock, [&] { return s.reduced == s.buckets.size(); });
     if (s.failure) std::rethrow_exception(std::exchange(s.failure, nullptr));
-  } else {
-    for (std::size_t b = 0; b < s.buckets.size(); ++b) {
-      for (const BucketEntry& entry : s.buckets[b].entries) s.copy_in(b, entry);
-      s.mark_ready(b);
-      s.reduce(b);
-    }
   }
-  // The buckets hold the average, which is each parameter's gradient
-  // (copied back where it is not a view into the bucket).
-  for (GradientBucket& bucket : s.buckets) {
+  // Unsharded, the buckets hold the average, which is each parameter's
+  // gradient (copied back where it is not a view into the bucket).
+  // Sharded, only the optimizer's slices have one.
+  for (GradientBucket& bucket : s.sharded ? std::span<GradientBucket>() : std::span<GradientBucket>(s.buckets)) {
     for (const BucketEntry& entry : bucket.entries) {
       Tensor grad = entry.parameter.grad();
       if (entry.in_buffer(grad)) continue;
@@ -441,6 +502,43 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   s.statistics.wait_seconds += std::chrono::duration<double>(end - wait_start).count();
   s.statistics.step_seconds += std::chrono::duration<double>(end - s.step_start).count();
   ++s.statistics.steps;
+}
+
+void DataParallel::update(layers::Module& model, optim::Optimizer& optimizer) {
+  State& s = *state_;
+  if (!s.sharded) return Strategy::update(model, optimizer);
+  s.sharded->step(optimizer, s.comm, s.options.algorithm);
+}
+
+void DataParallel::gather_state(const layers::Module& /*model*/, optim::TrainingState& state) {
+  State& s = *state_;
+  if (s.sharded && s.sharded->sliced()) s.sharded->gather_optimizer_state(s.comm, s.options.algorithm, state.optimizer);
+}
+
+void DataParallel::select_state(const layers::Module& /*model*/, optim::TrainingState& state) {
+  State& s = *state_;
+  if (s.sharded && s.sharded->sliced()) s.sharded->select_optimizer_state(state.optimizer);
+}
+
+StateBytes DataParallel::resident_state(const layers::Module& model, const optim::Optimizer& optimizer) const {
+  const State& s = *state_;
+  StateBytes bytes;
+  if (s.sharded) {
+    bytes = s.sharded->resident();
+  } else {
+    for (const auto& [name, parameter] : model.named_parameters())
+      bytes.parameters += static_cast<std::int64_t>(parameter.nbytes());
+    for (const GradientBucket& bucket : s.buckets) bytes.gradients += static_cast<std::int64_t>(bucket.buffer.nbytes());
+  }
+  bytes.optimizer = optimizer_state_bytes(optimizer);
+  return bytes;
+}
+
+StateBytes DataParallel::formula_state(const layers::Module& model, const optim::Optimizer& optimizer) const {
+  std::int64_t parameters = 0;
+  for (const auto& [name, parameter] : model.named_parameters()) parameters += parameter.numel();
+  return zero_formula(state_->options.sharding, parameters, static_cast<std::int64_t>(optimizer.buffer_names().size()),
+                      world_size());
 }
 
 void DataParallel::sum_over_ranks(std::vector<double>& values) { state_->comm.sum_doubles(values); }

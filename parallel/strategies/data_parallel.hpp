@@ -28,6 +28,12 @@
 // a GPU bucket is then copied to the host and back once per step. The
 // ranks check that they all chose the same way.
 //
+// Sharded (DataParallelOptions::sharding, sharding.hpp: ZeRO stages 1 and
+// 2): each bucket is reduce-scattered instead, rank r keeping the average
+// of its chunk r; update() steps the optimizer on those chunks alone and
+// allgathers the parameters. The weights are the unsharded run's, bit for
+// bit; each rank keeps 1/N of the optimizer state (and of the gradients).
+//
 // Parameters that receive no gradient in a step count as zero gradients
 // (every rank must still send the bucket). Each parameter must be used once
 // per forward pass when overlap is on (its hook fires once); with shared
@@ -44,6 +50,7 @@
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
+#include <ddl/parallel/strategies/sharding.hpp>
 
 namespace ddl::parallel {
 
@@ -76,6 +83,12 @@ struct DataParallelOptions {
   // Ring allreduce only. Gradients lose precision beyond 3 digits and must
   // stay below 65504 in magnitude.
   bool fp16_compression = false;
+  // How much of the training state each rank keeps (sharding.hpp): all of
+  // it (none), or 1/N of the optimizer state (ZeRO stage 1), and of the
+  // gradients too (stage 2). Sharding needs the ring, rhd or builtin
+  // (algorithms with a reduce-scatter and an allgather), float32 on the
+  // wire, and parameters in host memory.
+  Sharding sharding = Sharding::none;
 };
 
 // Where a data-parallel step's time went, summed over the steps so far.
@@ -103,6 +116,13 @@ class DataParallel : public optim::Strategy {
   optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
                                      const optim::StepShare& share) override;
   void synchronize_gradients(layers::Module& model) override;
+  // Sharded: the optimizer steps this rank's chunks, then the parameters
+  // are allgathered. Otherwise the optimizer's step.
+  void update(layers::Module& model, optim::Optimizer& optimizer) override;
+  // Sharded: the optimizer's state gathered from the ranks' chunks into
+  // the single-process format, and cut back into this rank's on load.
+  void gather_state(const layers::Module& model, optim::TrainingState& state) override;
+  void select_state(const layers::Module& model, optim::TrainingState& state) override;
   void sum_over_ranks(std::vector<double>& values) override;
   // For a strategy that runs the backward passes itself (a hybrid
   // pipeline's stage, between begin_step and synchronize_gradients): the
@@ -130,6 +150,10 @@ class DataParallel : public optim::Strategy {
   // The buckets, after prepare(): which parameter lies where.
   const std::vector<GradientBucket>& buckets() const;
   SyncStatistics statistics() const;
+  // After prepare() with an optimizer: the bytes of training state this
+  // rank keeps between steps, and what ZeRO's formula says it should.
+  StateBytes resident_state(const layers::Module& model, const optim::Optimizer& optimizer) const;
+  StateBytes formula_state(const layers::Module& model, const optim::Optimizer& optimizer) const;
 
  private:
   struct State;

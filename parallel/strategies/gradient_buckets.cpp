@@ -40,16 +40,22 @@ std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string
     const std::int64_t limit = buckets.size() == 1 ? sizes.first_bytes : sizes.bytes;
     open = filled * static_cast<std::int64_t>(sizeof(float)) < limit;
   }
-  for (GradientBucket& bucket : buckets) {
-    const Device home = bucket_device(bucket.entries, on_gpu);
-    const BucketEntry& last = bucket.entries.back();
-    bucket.buffer = zeros({last.offset + last.parameter.numel()}, {DType::Float32, home, false});
-    for (BucketEntry& entry : bucket.entries) {
-      if (entry.parameter.device() == home)
-        entry.view = bucket.buffer.flat_slice(entry.offset, entry.parameter.shape());
-    }
-  }
+  for (GradientBucket& bucket : buckets) allocate_buffer(bucket, bucket_device(bucket.entries, on_gpu));
   return buckets;
+}
+
+void allocate_buffer(GradientBucket& bucket, const Device& device) {
+  const BucketEntry& last = bucket.entries.back();
+  bucket.buffer = zeros({last.offset + last.parameter.numel()}, {DType::Float32, device, false});
+  for (BucketEntry& entry : bucket.entries) {
+    if (entry.parameter.device() == device)
+      entry.view = bucket.buffer.flat_slice(entry.offset, entry.parameter.shape());
+  }
+}
+
+void release_buffer(GradientBucket& bucket) {
+  bucket.buffer = Tensor();
+  for (BucketEntry& entry : bucket.entries) entry.view = Tensor();
 }
 
 std::vector<std::string> describe_layout(const std::vector<GradientBucket>& buckets) {

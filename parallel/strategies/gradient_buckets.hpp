@@ -37,7 +37,8 @@ struct GradientBucket {
   Tensor buffer;  // the gradients, flattened (float32)
 
   float* data() const { return buffer.data<float>(); }
-  std::int64_t size() const { return buffer.numel(); }
+  // Its elements, by its layout (also while its buffer is released).
+  std::int64_t size() const { return entries.empty() ? 0 : entries.back().offset + entries.back().parameter.numel(); }
 };
 
 // A bucket's size limit: bucket 0's, and every later one's.
@@ -60,6 +61,13 @@ struct BucketSizes {
 // the buffer's device gets its view.
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
                                          BucketSizes sizes, bool on_gpu = false);
+
+// A bucket's buffer, zeroed, on `device`, and each entry on that device
+// its view; and the reverse, which frees the buffer (sharded data
+// parallelism's stage 2 keeps a bucket only while it is being filled and
+// reduced). Either leaves the parameters' .grad to the caller.
+void allocate_buffer(GradientBucket& bucket, const Device& device);
+void release_buffer(GradientBucket& bucket);
 
 // One line per parameter, "name shape dtype", in bucket order: what the
 // ranks compare before their first allreduce.

@@ -297,3 +297,16 @@ TEST_CASE("to: gradient flows back across devices to the source device") {
   CHECK(leaf.grad().device() == cpu(0));
   CHECK(test::all_close(leaf.grad(), full({3, 7}, 3.0)));
 }
+
+TEST_CASE("Tensor: move_into keeps the values in a part of another buffer, for every handle") {
+  const Tensor weight = from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).set_requires_grad();
+  const Tensor handle = weight;  // a second handle follows too
+  const Tensor flat = zeros({10});
+  weight.move_into(flat.flat_slice(3, {6}));
+  CHECK(flat.to_vector<float>() == std::vector<float>{0, 0, 0, 1, 2, 3, 4, 5, 6, 0});
+  CHECK(weight.shape() == Shape{2, 3});
+  CHECK(weight.requires_grad());
+  flat.flat_slice(3, {6}).copy_from(from_vector(std::vector<float>{9, 8, 7, 6, 5, 4}, {6}));
+  CHECK(handle.to_vector<float>() == std::vector<float>{9, 8, 7, 6, 5, 4});
+  CHECK(throws_error_mentioning([&] { weight.move_into(flat.flat_slice(0, {5})); }, {"move_into", "[2, 3]", "[5]"}));
+}

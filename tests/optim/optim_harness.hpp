@@ -167,4 +167,53 @@ inline void check_devices_agree(
   }
 }
 
+// keep_slices (sharded data parallelism): after a step of the whole, the
+// optimizer is cut into slices at odd offsets (one parameter large enough
+// for the CPU loop to go parallel, its slices unaligned); stepping every
+// slice with its part of the gradient changes the parameters exactly as
+// stepping the whole, its state carried over, and state() names the slices.
+inline void check_slices(const std::function<std::unique_ptr<ddl::optim::Optimizer>(std::vector<Tensor>)>& make) {
+  std::vector<Shape> shapes = kShapes;
+  shapes.push_back({40009});
+  std::vector<Tensor> whole = make_params(cpu(), shapes), cut = make_params(cpu(), shapes);
+  auto reference = make(whole), sliced = make(cut);
+  set_grads(whole, 0);
+  set_grads(cut, 0);
+  reference->step();
+  sliced->step();
+  // Parameter k in k + 1 slices of uneven lengths.
+  std::vector<std::pair<std::size_t, ddl::optim::ElementRange>> where;
+  const std::vector<Tensor> slices = sliced->keep_slices([&](std::size_t k, const Tensor& param) {
+    std::vector<ddl::optim::ElementRange> ranges;
+    const std::int64_t n = param.numel(), parts = std::min<std::int64_t>(n, static_cast<std::int64_t>(k) + 1);
+    for (std::int64_t j = 0; j < parts; ++j) ranges.push_back({n * j / parts, n * (j + 1) / parts});
+    for (const auto& range : ranges) where.emplace_back(k, range);
+    return ranges;
+  });
+  REQUIRE(slices.size() == where.size());
+  const auto state = sliced->state();
+  const std::size_t buffers = sliced->buffer_names().size();
+  REQUIRE(state.size() == 1 + buffers * slices.size());
+  if (buffers > 0) {
+    CHECK(state[1].first == "0." + sliced->buffer_names()[0]);
+    CHECK(state.back().first == std::to_string(slices.size() - 1) + "." + sliced->buffer_names().back());
+  }
+  for (int step = 1; step < 4; ++step) {
+    set_grads(whole, step);
+    set_grads(cut, step);
+    reference->step();
+    for (std::size_t i = 0; i < slices.size(); ++i) {
+      const auto& [k, range] = where[i];
+      const Tensor grad = cut[k].grad();
+      slices[i].set_grad(grad.defined() ? grad.flat_slice(range.begin, slices[i].shape()) : Tensor());
+    }
+    sliced->step();
+    for (std::size_t k = 0; k < whole.size(); ++k) {
+      INFO("step " << step << ", parameter " << k);
+      CHECK(all_close(cut[k], whole[k], 0, 0));
+    }
+  }
+  CHECK(sliced->step_count() == reference->step_count());
+}
+
 }  // namespace ddl::test::optim

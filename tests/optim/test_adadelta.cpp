@@ -64,3 +64,7 @@ TEST_CASE("optim::Adadelta: rejects rho outside 0 to 1, epsilon <= 0 and a negat
   CHECK(throws_error_mentioning([&] { ddl::optim::Adadelta(params, {.epsilon = 0.0}); }, {"Adadelta", "epsilon", "0"}));
   CHECK(throws_error_mentioning([&] { ddl::optim::Adadelta(params, {.lr = -1.0}); }, {"Adadelta", "lr", "-1"}));
 }
+
+TEST_CASE("optim::Adadelta: cut into slices (keep_slices) it steps each element as the whole does") {
+  check_slices(adadelta({.epsilon = 1e-4}));
+}

@@ -58,3 +58,7 @@ TEST_CASE("optim::Adagrad: rejects epsilon <= 0, a negative initial accumulator 
                                 {"Adagrad", "initial_accumulator", "-0.5"}));
   CHECK(throws_error_mentioning([&] { ddl::optim::Adagrad(params, {.lr = -2.0}); }, {"Adagrad", "lr", "-2"}));
 }
+
+TEST_CASE("optim::Adagrad: cut into slices (keep_slices) it steps each element as the whole does") {
+  check_slices(adagrad({.lr = 0.1, .initial_accumulator = 0.1}));
+}

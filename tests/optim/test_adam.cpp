@@ -58,3 +58,7 @@ TEST_CASE("optim::Adam: rejects betas outside 0 to 1, epsilon <= 0 and a negativ
   CHECK(throws_error_mentioning([&] { ddl::optim::Adam(params, {.epsilon = 0.0}); }, {"Adam", "epsilon", "0"}));
   CHECK(throws_error_mentioning([&] { ddl::optim::Adam(params, {.lr = -0.001}); }, {"Adam", "lr", "-0.001"}));
 }
+
+TEST_CASE("optim::Adam: cut into slices (keep_slices) it steps each element as the whole does") {
+  check_slices(adam({.lr = 0.01, .weight_decay = 0.01}));
+}

@@ -136,3 +136,7 @@ TEST_CASE(
                                 {"SGD", "weight_decay", "-0.01"}));
   CHECK(throws_error_mentioning([&] { ddl::optim::SGD(params, {.nesterov = true}); }, {"SGD", "Nesterov", "0"}));
 }
+
+TEST_CASE("optim::SGD: cut into slices (keep_slices) it steps each element as the whole does") {
+  check_slices(sgd({.lr = 0.05, .momentum = 0.9, .nesterov = true, .weight_decay = 0.01}));
+}

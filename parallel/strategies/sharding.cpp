@@ -1,0 +1,245 @@
+// Sharded data parallelism's state (see sharding.hpp).
+#include <ddl/parallel/strategies/sharding.hpp>
+
+#include <algorithm>
+#include <map>
+
+#include <ddl/core/check.hpp>
+#include <ddl/core/ops.hpp>
+#include <ddl/core/timeline.hpp>
+#include <ddl/parallel/choice_by_name.hpp>
+
+namespace ddl::parallel {
+
+std::string_view sharding_name(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::none:
+      return "none";
+    case Sharding::optimizer:
+      return "optimizer";
+    case Sharding::gradients:
+      return "gradients";
+  }
+  return "unknown";
+}
+
+const std::vector<Sharding>& all_shardings() {
+  static const std::vector<Sharding> shardings{Sharding::none, Sharding::optimizer, Sharding::gradients};
+  return shardings;
+}
+
+Sharding parse_sharding(std::string_view name) {
+  return choice_by_name(name, all_shardings(), sharding_name, "sharding");
+}
+
+StateBytes zero_formula(Sharding sharding, std::int64_t parameters, std::int64_t optimizer_buffers, int ranks) {
+  const std::int64_t values = parameters * static_cast<std::int64_t>(sizeof(float));
+  // A rank's chunks of a bucket hold at most ceil(n / N) elements; the
+  // formula divides evenly.
+  const auto shard = [&](std::int64_t bytes) { return bytes / ranks; };
+  const std::int64_t optimizer = values * optimizer_buffers;
+  switch (sharding) {
+    case Sharding::none:
+      return {values, values, optimizer};
+    case Sharding::optimizer:
+      return {values, values, shard(optimizer)};
+    case Sharding::gradients:
+      return {values, shard(values), shard(optimizer)};
+  }
+  return {};
+}
+
+ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, int rank, int ranks)
+    : sharding_(sharding), rank_(rank), ranks_(ranks), buckets_(buckets) {
+  for (const GradientBucket& bucket : buckets_) {
+    for (const BucketEntry& entry : bucket.entries) {
+      DDL_CHECK(entry.parameter.device().is_cpu(),
+                "sharded data parallelism (sharding {}): parameter '{}' is on {}; sharding keeps parameters in host "
+                "memory only so far",
+                sharding_name(sharding), entry.name, entry.parameter.device());
+    }
+    const Tensor flat = Tensor::empty({bucket.size()}, {DType::Float32, bucket.buffer.device(), false});
+    for (const BucketEntry& entry : bucket.entries) {
+      entry.parameter.move_into(flat.flat_slice(entry.offset, entry.parameter.shape()));
+    }
+    flat_parameters_.push_back(flat);
+    chunk_gradients_.push_back(sharding == Sharding::gradients
+                                   ? zeros({chunk(flat_parameters_.size() - 1).size()}, {DType::Float32, cpu(), false})
+                                   : Tensor());
+  }
+}
+
+ChunkRange ShardedState::chunk(std::size_t b) const { return chunk_range(buckets_[b].size(), ranks_, rank_); }
+
+std::int64_t ShardedState::at(const Slice& slice) const {
+  return buckets_[slice.bucket].entries[slice.entry].offset + slice.range.begin;
+}
+
+void ShardedState::slice(optim::Optimizer& optimizer) {
+  DDL_CHECK(!sliced_, "sharded data parallelism: the optimizer is sliced once, in prepare()");
+  // Where each model parameter lies, by the identity of its tensor.
+  std::map<const TensorImpl*, std::pair<std::size_t, std::size_t>> where;
+  optimizer_index_.clear();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    for (std::size_t e = 0; e < buckets_[b].entries.size(); ++e)
+      where[buckets_[b].entries[e].parameter.impl().get()] = {b, e};
+    optimizer_index_.emplace_back(buckets_[b].entries.size());
+  }
+  buffer_names_ = optimizer.buffer_names();
+  std::vector<Slice> slices;
+  const std::vector<Tensor> values = optimizer.keep_slices([&](std::size_t k, const Tensor& param) {
+    const auto found = where.find(param.impl().get());
+    DDL_CHECK(found != where.end(),
+              "sharded data parallelism: the optimizer's parameter {} ({}) is not one of the model's parameters; "
+              "sharding needs an optimizer over the model's parameters",
+              k, param.shape());
+    const auto [b, e] = found->second;
+    DDL_CHECK(!optimizer_index_[b][e], "sharded data parallelism: the optimizer holds parameter '{}' twice",
+              buckets_[b].entries[e].name);
+    optimizer_index_[b][e] = k;
+    optimizer_parameters_ = k + 1;
+    const BucketEntry& entry = buckets_[b].entries[e];
+    const ChunkRange mine = chunk(b);
+    const std::int64_t begin = std::max(mine.begin, entry.offset) - entry.offset;
+    const std::int64_t end = std::min(mine.end, entry.offset + entry.parameter.numel()) - entry.offset;
+    if (begin >= end) return std::vector<optim::ElementRange>{};
+    slices.push_back({b, e, k, {begin, end}, Tensor(), Tensor()});
+    return std::vector<optim::ElementRange>{{begin, end}};
+  });
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    Slice& slice = slices[i];
+    slice.values = values[i];
+    const Shape shape{slice.range.end - slice.range.begin};
+    slice.gradient = sharding_ == Sharding::gradients
+                         ? chunk_gradients_[slice.bucket].flat_slice(at(slice) - chunk(slice.bucket).begin, shape)
+                         : buckets_[slice.bucket].buffer.flat_slice(at(slice), shape);
+  }
+  slices_ = std::move(slices);
+  sliced_ = true;
+}
+
+void ShardedState::reduced(std::size_t b) {
+  GradientBucket& bucket = buckets_[b];
+  for (const BucketEntry& entry : bucket.entries) entry.parameter.zero_grad();
+  if (sharding_ != Sharding::gradients) return;
+  const ChunkRange mine = chunk(b);
+  chunk_gradients_[b].copy_from(bucket.buffer.flat_slice(mine.begin, {mine.size()}));
+  release_buffer(bucket);
+}
+
+void ShardedState::restore_buckets() {
+  if (sharding_ != Sharding::gradients) return;
+  for (GradientBucket& bucket : buckets_) {
+    if (!bucket.buffer.defined()) allocate_buffer(bucket, cpu());
+  }
+}
+
+void ShardedState::step(optim::Optimizer& optimizer, const Communicator& comm, AllreduceAlgorithm algorithm) {
+  for (const Slice& slice : slices_) slice.values.set_grad(slice.gradient);
+  optimizer.step();
+  for (std::size_t b = 0; b < flat_parameters_.size(); ++b) {
+    timeline::Span span("communication", "allgather");
+    if (span.active()) span.arg("bucket", static_cast<std::int64_t>(b)).arg("bytes", flat_parameters_[b].nbytes());
+    const Tensor& flat = flat_parameters_[b];
+    allgather(comm, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm);
+  }
+}
+
+namespace {
+
+const Tensor& step_entry(const std::map<std::string, Tensor>& state) {
+  const auto step = state.find("step");
+  DDL_CHECK(step != state.end(), "sharded data parallelism: the optimizer's state has no 'step' entry");
+  return step->second;
+}
+
+}  // namespace
+
+void ShardedState::gather_optimizer_state(const Communicator& comm, AllreduceAlgorithm algorithm,
+                                          std::vector<std::pair<std::string, Tensor>>& state) const {
+  const std::map<std::string, Tensor> mine(state.begin(), state.end());
+  // whole[k][buffer]: parameter k's state, as the unsliced optimizer held it.
+  std::vector<std::vector<Tensor>> whole(optimizer_parameters_, std::vector<Tensor>(buffer_names_.size()));
+  for (std::size_t buffer = 0; buffer < buffer_names_.size(); ++buffer) {
+    // Bucket by bucket, the state laid out as the bucket's parameters are;
+    // each rank fills its chunk and the allgather the rest.
+    for (std::size_t b = 0; b < buckets_.size(); ++b) {
+      const Tensor flat = zeros({buckets_[b].size()});
+      for (std::size_t i = 0; i < slices_.size(); ++i) {
+        if (slices_[i].bucket != b) continue;
+        const Tensor& values = mine.at(std::to_string(i) + "." + buffer_names_[buffer]);
+        flat.flat_slice(at(slices_[i]), values.shape()).copy_from(values);
+      }
+      allgather(comm, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm);
+      for (std::size_t e = 0; e < buckets_[b].entries.size(); ++e) {
+        const BucketEntry& entry = buckets_[b].entries[e];
+        if (const auto k = optimizer_index_[b][e])
+          whole[*k][buffer] = flat.flat_slice(entry.offset, entry.parameter.shape());
+      }
+    }
+  }
+  std::vector<std::pair<std::string, Tensor>> gathered{{"step", step_entry(mine)}};
+  for (std::size_t k = 0; k < optimizer_parameters_; ++k) {
+    for (std::size_t buffer = 0; buffer < buffer_names_.size(); ++buffer) {
+      gathered.emplace_back(std::to_string(k) + "." + buffer_names_[buffer], whole[k][buffer]);
+    }
+  }
+  state = std::move(gathered);
+}
+
+void ShardedState::select_optimizer_state(std::vector<std::pair<std::string, Tensor>>& state) const {
+  const std::map<std::string, Tensor> whole(state.begin(), state.end());
+  // Every entry must be one a single process's optimizer would hold.
+  std::map<std::string, Shape> expected{{"step", Shape{1}}};
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    for (std::size_t e = 0; e < buckets_[b].entries.size(); ++e) {
+      if (const auto k = optimizer_index_[b][e]) {
+        for (const std::string& buffer : buffer_names_)
+          expected[std::to_string(*k) + "." + buffer] = buckets_[b].entries[e].parameter.shape();
+      }
+    }
+  }
+  for (const auto& [name, tensor] : whole) {
+    const auto found = expected.find(name);
+    DDL_CHECK(found != expected.end(),
+              "sharded data parallelism: the optimizer state has an entry '{}' that a single process's optimizer of "
+              "this model would not hold",
+              name);
+    DDL_CHECK(tensor.shape() == found->second,
+              "sharded data parallelism: the optimizer state's entry '{}' has shape {}, "
+              "but this model's parameter has shape {}",
+              name, tensor.shape(), found->second);
+  }
+  std::vector<std::pair<std::string, Tensor>> selected{{"step", step_entry(whole)}};
+  for (std::size_t i = 0; i < slices_.size(); ++i) {
+    const Slice& slice = slices_[i];
+    for (const std::string& buffer : buffer_names_) {
+      const std::string name = std::to_string(slice.parameter) + "." + buffer;
+      const auto found = whole.find(name);
+      DDL_CHECK(found != whole.end(), "sharded data parallelism: the optimizer state has no entry '{}'", name);
+      selected.emplace_back(std::to_string(i) + "." + buffer,
+                            found->second.flat_slice(slice.range.begin, {slice.range.end - slice.range.begin}));
+    }
+  }
+  state = std::move(selected);
+}
+
+StateBytes ShardedState::resident() const {
+  StateBytes bytes;
+  for (const Tensor& flat : flat_parameters_) bytes.parameters += static_cast<std::int64_t>(flat.nbytes());
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Tensor& kept = sharding_ == Sharding::gradients ? chunk_gradients_[b] : buckets_[b].buffer;
+    if (kept.defined()) bytes.gradients += static_cast<std::int64_t>(kept.nbytes());
+  }
+  return bytes;
+}
+
+std::int64_t optimizer_state_bytes(const optim::Optimizer& optimizer) {
+  std::int64_t bytes = 0;
+  for (const auto& [name, tensor] : optimizer.state()) {
+    if (name != "step") bytes += static_cast<std::int64_t>(tensor.nbytes());
+  }
+  return bytes;
+}
+
+}  // namespace ddl::parallel

@@ -1,0 +1,146 @@
+// Sharded data parallelism (ZeRO: Rajbhandari et al. 2020; PyTorch FSDP;
+// DeepSpeed): each of the N ranks of a data-parallel group keeps 1/N of
+// the training state instead of all of it, and the whole exists only
+// briefly. The unit of sharding is the gradient bucket (gradient_buckets.hpp):
+// rank r owns chunk r of every bucket (chunk_range, the first n mod N
+// chunks one element longer), the chunk a reduce-scatter leaves summed on
+// rank r.
+//
+//   stage           a rank keeps                  after backward
+//   none            everything (DataParallel)     allreduce
+//   optimizer (1)   the optimizer state of its    reduce-scatter, update
+//                   chunks                        the chunks, allgather the
+//                                                 parameters
+//   gradients (2)   and of the gradients only its as stage 1; each bucket's
+//                   chunks (a bucket exists from  gradients freed as soon
+//                   the backward that fills it    as it is reduced
+//                   until it is reduced)
+//
+// Per rank, with Ψ parameters, N ranks and K bytes of optimizer state per
+// parameter (float32: SGD with momentum 4, Adagrad 4, Adadelta and Adam 8),
+// the ZeRO paper's formula in float32 bytes:
+//
+//   none       (4 + 4 + K) Ψ
+//   optimizer  (4 + 4) Ψ + K Ψ / N
+//   gradients  4 Ψ + (4 + K) Ψ / N
+//
+// Exactness: a ring allreduce is its reduce-scatter followed by its
+// allgather, and every optimizer's update is elementwise, so updating each
+// chunk where it was summed and gathering the results performs the same
+// additions and multiplications as DataParallel's allreduce and update: the
+// weights are the same bits (rhd too; MPI's builtin may sum in another
+// order than its own allreduce, so there it agrees to float32 rounding).
+//
+// The parameters of each bucket are laid out in one flat buffer of the
+// bucket's layout (Tensor::move_into; PyTorch FSDP's flat parameter), so
+// the allgather fills every other rank's chunk in place, and the optimizer
+// steps views of this rank's chunk (Optimizer::keep_slices). Checkpoints
+// hold the single-process format: the optimizer's state is gathered from
+// its chunks when saved and cut into this rank's slices when loaded, so a
+// run resumes at any rank count and under any strategy.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <ddl/core/tensor.hpp>
+#include <ddl/optim/engine/strategy.hpp>
+#include <ddl/optim/optimizer.hpp>
+#include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/gradient_buckets.hpp>
+
+namespace ddl::parallel {
+
+enum class Sharding { none, optimizer, gradients };
+
+// "none", "optimizer", "gradients", and back.
+std::string_view sharding_name(Sharding sharding);
+Sharding parse_sharding(std::string_view name);
+const std::vector<Sharding>& all_shardings();
+
+// Bytes of training state one rank holds, by kind.
+struct StateBytes {
+  std::int64_t parameters = 0;
+  std::int64_t gradients = 0;
+  std::int64_t optimizer = 0;
+  std::int64_t total() const { return parameters + gradients + optimizer; }
+};
+
+// What the formula above says a rank holds: `parameters` float32 values,
+// `optimizer_buffers` float32 state values per parameter, N ranks.
+StateBytes zero_formula(Sharding sharding, std::int64_t parameters, std::int64_t optimizer_buffers, int ranks);
+
+// The bytes of an optimizer's state buffers (its step count aside).
+std::int64_t optimizer_state_bytes(const optim::Optimizer& optimizer);
+
+// One rank's share of the buckets' state, for DataParallel: the parameters
+// laid out flat, this rank's slices of them stepped by the optimizer, and
+// (stage 2) the reduced gradients of its chunks.
+class ShardedState {
+ public:
+  // Moves each bucket's parameters into a flat buffer of the bucket's
+  // layout. CPU parameters only (ddl::Error otherwise).
+  ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, int rank, int ranks);
+
+  Sharding sharding() const { return sharding_; }
+  // This rank's chunk of bucket b: where its reduce-scatter leaves the average.
+  ChunkRange chunk(std::size_t b) const;
+
+  // Cuts `optimizer` down to this rank's chunks (once; its parameters must
+  // be the model's, any order). ddl::Error naming a parameter that is not.
+  void slice(optim::Optimizer& optimizer);
+  bool sliced() const { return sliced_; }
+
+  // After bucket b's reduce-scatter: its parameters drop their .grad (only
+  // this rank's chunk is an average), and stage 2 keeps the chunk and
+  // frees the bucket. Called on whichever thread reduced it.
+  void reduced(std::size_t b);
+  // Before a step's backward, stage 2: the freed buckets' buffers again.
+  void restore_buckets();
+
+  // The optimizer's step on this rank's slices, then every bucket's
+  // parameters allgathered with `algorithm`.
+  void step(optim::Optimizer& optimizer, const Communicator& comm, AllreduceAlgorithm algorithm);
+
+  // The optimizer's state of this rank's slices as a single process names
+  // it (Optimizer::state() of the unsliced optimizer), gathered over the
+  // ranks; a collective. Every rank gets the whole.
+  void gather_optimizer_state(const Communicator& comm, AllreduceAlgorithm algorithm,
+                              std::vector<std::pair<std::string, Tensor>>& state) const;
+  // The inverse: this rank's slices of a single process's state, in place.
+  void select_optimizer_state(std::vector<std::pair<std::string, Tensor>>& state) const;
+
+  // The parameter and gradient bytes this rank holds between steps.
+  StateBytes resident() const;
+
+ private:
+  struct Slice {
+    std::size_t bucket = 0, entry = 0;
+    std::size_t parameter = 0;  // its index in the unsliced optimizer
+    optim::ElementRange range;  // of the parameter's elements
+    Tensor values;              // the optimizer's slice
+    Tensor gradient;            // where its reduced gradient lies
+  };
+
+  // Where a slice begins in its bucket.
+  std::int64_t at(const Slice& slice) const;
+
+  Sharding sharding_;
+  int rank_, ranks_;
+  std::vector<GradientBucket>& buckets_;
+  std::vector<Tensor> flat_parameters_;  // per bucket
+  std::vector<Tensor> chunk_gradients_;  // per bucket, stage 2
+  std::vector<Slice> slices_;
+  std::vector<std::string> buffer_names_;
+  // Per bucket entry: its parameter's index in the unsliced optimizer, if it has one.
+  std::vector<std::vector<std::optional<std::size_t>>> optimizer_index_;
+  std::size_t optimizer_parameters_ = 0;
+  bool sliced_ = false;
+};
+
+}  // namespace ddl::parallel

@@ -1,0 +1,271 @@
+// Sharded data parallelism (DataParallelOptions::sharding, ZeRO stages 1
+// and 2) under mpiexec with 2, 3 and 4 ranks. The central property: a
+// reduce-scatter, an update of each rank's chunk and an allgather of the
+// parameters perform DataParallel's additions and multiplications, so the
+// weights are DataParallel's, bit for bit. The model's parameter counts do
+// not divide by 2, 3 or 4, so every rank's chunks differ in size and cut
+// parameters apart.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <ddl/ddl.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/strategies/sharding.hpp>
+
+#include "parallel/training_fixtures.hpp"
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using namespace ddl::parallel;
+
+using ddl::test::kGlobalBatch;
+using ddl::test::MakeOptimizer;
+using ddl::test::max_relative_difference;
+using ddl::test::random_images;
+
+namespace {
+
+// Conv 1-5 3x3, BatchNorm, ReLU, MaxPool 2, Flatten, Dense 125-7, Tanh,
+// Dense 7-11 (an eleventh class no label names): 1030 parameters, and
+// BatchNorm's running statistics.
+std::shared_ptr<layers::Sequential> odd_cnn(std::uint64_t seed) {
+  Generator generator(seed);
+  auto model = std::make_shared<layers::Sequential>();
+  model->emplace<layers::Conv2d>(1, 5, layers::Conv2dOptions{}, &generator)
+      .emplace<layers::BatchNorm2d>(5)
+      .emplace<layers::ReLU>()
+      .emplace<layers::MaxPool2d>()
+      .emplace<layers::Flatten>()
+      .emplace<layers::Dense>(125, 7, true, &generator)
+      .emplace<layers::Tanh>()
+      .emplace<layers::Dense>(7, 11, true, &generator);
+  return model;
+}
+
+const std::vector<std::pair<const char*, MakeOptimizer>>& optimizers() {
+  static const std::vector<std::pair<const char*, MakeOptimizer>> all{
+      {"SGD with momentum", test::sgd_with_momentum()},
+      {"Adadelta", [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); }},
+      {"Adam",
+       [](std::vector<Tensor> p) {
+         return std::make_shared<optim::Adam>(std::move(p), optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-3});
+       }},
+  };
+  return all;
+}
+
+// Buckets of the last Dense bias alone (11 values), then its weight and the
+// first Dense's (959), then the convolution's and BatchNorm's (60): at 2, 3
+// and 4 ranks the chunks of the first two differ in size.
+DataParallelOptions options(AllreduceAlgorithm algorithm, Sharding sharding, Overlap overlap = Overlap::off) {
+  return {
+      .algorithm = algorithm, .bucket_bytes = 1024, .first_bucket_bytes = 32, .overlap = overlap, .sharding = sharding};
+}
+
+struct Trained {
+  std::vector<float> parameters;
+  std::vector<float> buffers;  // BatchNorm's running statistics, this rank's own
+  double evaluation_loss = 0.0;
+  StateBytes resident;
+  StateBytes formula;
+};
+
+std::vector<float> flat_buffers(const layers::Module& model) {
+  std::vector<float> values;
+  for (const auto& [name, tensor] : model.named_buffers()) {
+    const auto part = tensor.to_vector<float>();
+    values.insert(values.end(), part.begin(), part.end());
+  }
+  return values;
+}
+
+// Two epochs of odd_cnn, every rank from its own initial weights (prepare()
+// broadcasts rank 0's), each optimizer step `batches_per_step` batches.
+Trained train(const DataParallelOptions& options, const MakeOptimizer& make, std::int64_t batches_per_step = 1) {
+  const Communicator world = Communicator::world();
+  auto model = odd_cnn(5 + 100 * static_cast<std::uint64_t>(world.rank()));
+  auto strategy = std::make_shared<DataParallel>(world, options);
+  optim::TrainerOptions trainer_options = test::quiet_options({}, strategy);
+  trainer_options.batches_per_step = batches_per_step;
+  const auto optimizer = make(model->parameters());
+  optim::Trainer trainer(model, layers::cross_entropy, optimizer, trainer_options);
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = 2});
+  models::DataLoader all(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  return {test::flat_parameters(*model), flat_buffers(*model), trainer.evaluate(all).at("loss"),
+          strategy->resident_state(*model, *optimizer), strategy->formula_state(*model, *optimizer)};
+}
+
+}  // namespace
+
+TEST_CASE("sharding: every stage trains DataParallel's weights bit for bit with ring and rhd, for every optimizer") {
+  for (const auto& [optimizer_name, make] : optimizers()) {
+    for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
+      const Trained expected = train(options(algorithm, Sharding::none), make);
+      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+        for (const Overlap overlap : {Overlap::on, Overlap::off}) {
+          const char* const name = optimizer_name;
+          CAPTURE(name);
+          CAPTURE(algorithm_name(algorithm));
+          CAPTURE(sharding_name(sharding));
+          CAPTURE(overlap_name(overlap));
+          const Trained sharded = train(options(algorithm, sharding, overlap), make);
+          CHECK(sharded.parameters == expected.parameters);
+          CHECK(sharded.buffers == expected.buffers);
+          CHECK(sharded.evaluation_loss == expected.evaluation_loss);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("sharding: with gradient accumulation every stage trains DataParallel's weights bit for bit") {
+  const MakeOptimizer& adam = optimizers().back().second;
+  const Trained expected = train(options(AllreduceAlgorithm::ring, Sharding::none), adam, 2);
+  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+    CAPTURE(sharding_name(sharding));
+    CHECK(train(options(AllreduceAlgorithm::ring, sharding), adam, 2).parameters == expected.parameters);
+  }
+}
+
+TEST_CASE("sharding: with MPI's builtin collectives the weights agree with DataParallel's to float32's reordering") {
+  const Communicator world = Communicator::world();
+  const MakeOptimizer& sgd = optimizers().front().second;
+  const Trained builtin = train(options(AllreduceAlgorithm::builtin, Sharding::none), sgd);
+  // How far two summation orders of the same gradients drift apart here:
+  // MPI_Allreduce's against our ring's.
+  const double reordering = max_relative_difference(
+      builtin.parameters, train(options(AllreduceAlgorithm::ring, Sharding::none), sgd).parameters);
+  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+    CAPTURE(sharding_name(sharding));
+    const Trained sharded = train(options(AllreduceAlgorithm::builtin, sharding), sgd);
+    // MPI_Reduce_scatter may sum in another order than MPI_Allreduce, but
+    // two ranks have one order only.
+    if (world.size() == 2) {
+      CHECK(sharded.parameters == builtin.parameters);
+    } else {
+      CHECK(max_relative_difference(sharded.parameters, builtin.parameters) <= 2.0 * reordering);
+    }
+  }
+}
+
+TEST_CASE("sharding: each rank holds the state bytes ZeRO's formula gives, its chunks adding up to the whole") {
+  const Communicator world = Communicator::world();
+  const std::int64_t parameters = 1030, p = world.size();
+  const auto whole = [&](std::int64_t bytes) {
+    std::vector<double> sum{static_cast<double>(bytes)};
+    world.sum_doubles(sum);
+    return static_cast<std::int64_t>(sum[0]);
+  };
+  for (const auto& [optimizer_name, make] : optimizers()) {
+    const char* const name = optimizer_name;
+    CAPTURE(name);
+    const Trained unsharded = train(options(AllreduceAlgorithm::ring, Sharding::none), make);
+    const std::int64_t k = unsharded.resident.optimizer / (4 * parameters);  // state values per parameter
+    CHECK(unsharded.resident.optimizer == 4 * k * parameters);
+    CHECK(unsharded.resident.parameters == 4 * parameters);
+    CHECK(unsharded.resident.gradients == 4 * parameters);
+    CHECK(unsharded.resident.total() == unsharded.formula.total());
+    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+      CAPTURE(sharding_name(sharding));
+      const Trained sharded = train(options(AllreduceAlgorithm::ring, sharding), make);
+      const StateBytes& held = sharded.resident;
+      CHECK(held.parameters == 4 * parameters);
+      CHECK(whole(held.optimizer) == 4 * k * parameters);
+      // Three buckets, each cut into chunks of floor or ceil(n / p).
+      CHECK(std::abs(held.optimizer - sharded.formula.optimizer) <= 3 * 4 * k);
+      CHECK(held.optimizer <= 4 * k * (parameters + 3 * (p - 1)) / p);
+      if (sharding == Sharding::optimizer) {
+        CHECK(held.gradients == 4 * parameters);
+      } else {
+        CHECK(whole(held.gradients) == 4 * parameters);
+        CHECK(std::abs(held.gradients - sharded.formula.gradients) <= 3 * 4);
+      }
+    }
+  }
+}
+
+namespace {
+
+// Trains until `epochs` under `options`, from `resume_from`'s checkpoint if
+// given, and saves a checkpoint at `path` (written by rank 0 of `comm`).
+void train_and_save(const Communicator& comm, const DataParallelOptions& options, const std::string& path,
+                    std::int64_t epochs, const std::string& resume_from = "") {
+  auto model = odd_cnn(5);
+  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+                         test::quiet_options({}, std::make_shared<DataParallel>(comm, options)));
+  if (!resume_from.empty()) trainer.load_checkpoint(resume_from);
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / comm.size(), .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = epochs});
+  trainer.save_checkpoint(path);
+  comm.barrier();
+}
+
+// Every tensor of a checkpoint file, by name, as its bytes.
+std::map<std::string, std::string> checkpoint_tensors(const std::string& path) {
+  std::map<std::string, std::string> tensors;
+  for (const auto& [name, tensor] : optim::read_checkpoint_file(path).tensors) {
+    tensors[name] = std::string(static_cast<const char*>(tensor.raw_data()), tensor.nbytes());
+  }
+  return tensors;
+}
+
+}  // namespace
+
+TEST_CASE("sharding: a checkpoint is DataParallel's file and resumes at another rank count as DataParallel does") {
+  const Communicator world = Communicator::world();
+  std::optional<test::TempDir> directory;
+  const std::string unsharded = test::shared_path(world, directory, "unsharded.ckpt");
+  const std::string base = std::filesystem::path(unsharded).parent_path().string();
+  train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::none), unsharded, 1);
+  // One rank fewer (one alone at 2 ranks) resumes the file.
+  const int resumers = world.size() - 1;
+  const std::optional<Communicator> fewer = [&]() -> std::optional<Communicator> {
+    const Communicator part = world.split(world.rank() < resumers ? 0 : 1, world.rank());
+    if (world.rank() < resumers) return part;
+    return std::nullopt;
+  }();
+  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+    CAPTURE(sharding_name(sharding));
+    const std::string name(sharding_name(sharding));
+    const std::string sharded = base + "/" + name + ".ckpt";
+    train_and_save(world, options(AllreduceAlgorithm::ring, sharding), sharded, 1);
+    if (world.rank() == 0) CHECK(checkpoint_tensors(sharded) == checkpoint_tensors(unsharded));
+    // A second epoch, sharded from the sharded file and unsharded from DataParallel's.
+    if (fewer) {
+      const std::string resumed_sharded = base + "/" + name + ".resumed.ckpt";
+      const std::string resumed_plain = base + "/" + name + ".resumed_plain.ckpt";
+      train_and_save(*fewer, options(AllreduceAlgorithm::ring, sharding), resumed_sharded, 2, sharded);
+      train_and_save(*fewer, options(AllreduceAlgorithm::ring, Sharding::none), resumed_plain, 2, unsharded);
+      if (fewer->rank() == 0) CHECK(checkpoint_tensors(resumed_sharded) == checkpoint_tensors(resumed_plain));
+    }
+    world.barrier();
+  }
+}
+
+TEST_CASE("sharding: configurations it cannot serve are refused, naming what is wrong") {
+  const Communicator world = Communicator::world();
+  for (const AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::tree, AllreduceAlgorithm::naive, AllreduceAlgorithm::shm}) {
+    CAPTURE(algorithm_name(algorithm));
+    CHECK_THROWS_WITH_AS(DataParallel(world, options(algorithm, Sharding::optimizer)),
+                         doctest::Contains("needs a reduce-scatter and an allgather"), Error);
+  }
+  DataParallelOptions half = options(AllreduceAlgorithm::ring, Sharding::gradients);
+  half.fp16_compression = true;
+  CHECK_THROWS_WITH_AS(DataParallel(world, half), doctest::Contains("float16 on the wire would round"), Error);
+  // An optimizer over a tensor the model does not hold.
+  auto model = odd_cnn(5);
+  std::vector<Tensor> parameters = model->parameters();
+  parameters.push_back(zeros({3}).set_requires_grad());
+  optim::Trainer trainer(model, layers::cross_entropy, std::make_shared<optim::SGD>(parameters),
+                         test::quiet_options({}, std::make_shared<DataParallel>(
+                                                     world, options(AllreduceAlgorithm::ring, Sharding::optimizer))));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 1}), doctest::Contains("is not one of the model's parameters"),
+                       Error);
+}
