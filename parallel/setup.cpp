@@ -251,6 +251,16 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
                                                "strategy",
                                                strategy_kind_name(config.kind)));
   }
+  const bool sharded = config.data.sharding != Sharding::none || config.pipeline.sharding != Sharding::none;
+  if (sharded && config.kind != StrategyKind::data && config.kind != StrategyKind::hybrid) {
+    const std::string why = config.kind == StrategyKind::none ? "one process has no data-parallel ranks"
+                            : config.kind == StrategyKind::parameter_server
+                                ? "a parameter server's servers already hold the optimizer state, each its share"
+                                : "a single pipeline has no data-parallel ranks (hybrid has)";
+    throw ConfigError("shard", fmt::format("shards the state of data-parallel ranks, under the data and hybrid "
+                                           "strategies: {}",
+                                           why));
+  }
   const int data = data_ranks(config, ranks ? ranks->size() : 1);
   ParallelSetup setup;
   switch (config.kind) {

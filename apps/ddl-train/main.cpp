@@ -175,18 +175,24 @@ StartUp start_up(const CLI::App& app, TrainOptions& o, std::string problem, cons
 // The parallel module's errors for a configuration that does not fit are
 // the command line's, named by the option that set what is at fault
 // ("--placement: ...", "--parallel hybrid: 3 pipelines x 2 stages need ...").
+// Every rank decides them alike from the settings all agreed on, so rank 0
+// alone says what is wrong.
 template <class Call>
-auto usage_errors_of(const TrainOptions& o, Call call) {
+auto usage_errors_of(const TrainOptions& o, const Ranks& job, Call call) {
   try {
-    return call();
-  } catch (const parallel::ConfigError& error) {
-    std::string option = fmt::format("--parallel {}", parallel::strategy_kind_name(o.parallel));
-    if (error.setting.starts_with("device")) option = "--" + error.setting;  // "--device cuda"
-    if (error.setting == "stages") option = o.parallel == parallel::StrategyKind::hybrid ? "--pp" : "--stages";
-    for (const char* setting : {"placement", "split", "servers", "balance"}) {
-      if (error.setting == setting) option = fmt::format("--{}", setting);
+    try {
+      return call();
+    } catch (const parallel::ConfigError& error) {
+      std::string option = fmt::format("--parallel {}", parallel::strategy_kind_name(o.parallel));
+      if (error.setting.starts_with("device")) option = "--" + error.setting;  // "--device cuda"
+      if (error.setting == "stages") option = o.parallel == parallel::StrategyKind::hybrid ? "--pp" : "--stages";
+      for (const char* setting : {"placement", "split", "servers", "balance", "shard"}) {
+        if (error.setting == setting) option = fmt::format("--{}", setting);
+      }
+      throw UsageError(fmt::format("{}: {}", option, error.reason));
     }
-    throw UsageError(fmt::format("{}: {}", option, error.reason));
+  } catch (const UsageError& error) {
+    throw AgreedError(fmt::format("{} (see --help)", error.what()), 2, !job || job->rank() == 0);
   }
 }
 
@@ -241,15 +247,15 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
   // What runs, from what was asked: the parallel configuration, the batch
   // and learning rate once spread over the ranks that share each batch.
   const parallel::ParallelConfig config = parallel_config(o);
-  const int data_ranks = usage_errors_of(o, [&] { return parallel::data_ranks(config, job ? job->size() : 1); });
-  const std::int64_t batch = global_batch(o, data_ranks);
+  const int data_ranks = usage_errors_of(o, job, [&] { return parallel::data_ranks(config, job ? job->size() : 1); });
+  const std::int64_t batch = usage_errors_of(o, job, [&] { return global_batch(o, data_ranks); });
   const double lr = effective_lr(o, batch);
   const auto dims = task.train.inputs.shape().to_vector();
   const Shape sample_shape(std::vector<std::int64_t>(dims.begin() + 1, dims.end()));
 
   Generator weights(o.seed);
   manual_seed(o.seed ^ 0x9E3779B97F4A7C15ull);  // dropout's stream, apart from the weights'
-  const parallel::ParallelSetup setup = usage_errors_of(o, [&] {
+  const parallel::ParallelSetup setup = usage_errors_of(o, job, [&] {
     return parallel::make_setup(config, job, models::model_layers(o.model),
                                 {.sample_shape = sample_shape,
                                  .batch = batch,

@@ -244,6 +244,10 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "buckets are on a GPU (auto); with one bucket, always after");
   app.add_flag_callback(
       "--no-overlap", [&o] { o.overlap = parallel::Overlap::off; }, "--overlap off");
+  add_choice(app, "--shard", o.shard, parallel::all_shardings(), parallel::sharding_name,
+             "--parallel data or hybrid: what each data-parallel rank keeps only 1/N of: none; optimizer (its "
+             "state: ZeRO stage 1); gradients (and the reduced gradients: ZeRO stage 2). The weights are the same "
+             "bits as unsharded, with --allreduce ring, rhd or builtin");
   app.add_flag("--fp16-compression", o.fp16_compression,
                "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")
@@ -327,6 +331,21 @@ void resolve_defaults(TrainOptions& o) {
   if (o.fp16_compression && (o.parallel != StrategyKind::data || o.allreduce != parallel::AllreduceAlgorithm::ring)) {
     throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
   }
+  if (o.shard != parallel::Sharding::none) {
+    if (o.fp16_compression) {
+      throw UsageError(
+          "--fp16-compression does not combine with --shard: sharding gathers the parameters themselves, "
+          "which float16 would round");
+    }
+    const auto a = o.allreduce;
+    if (a != parallel::AllreduceAlgorithm::ring && a != parallel::AllreduceAlgorithm::rhd &&
+        a != parallel::AllreduceAlgorithm::builtin) {
+      throw UsageError(
+          fmt::format("--shard {} needs a reduce-scatter and an allgather: --allreduce ring, rhd or "
+                      "builtin, not {}",
+                      parallel::sharding_name(o.shard), parallel::algorithm_name(a)));
+    }
+  }
   if (o.threads > config::available_cpus()) {
     throw UsageError(
         fmt::format("--threads {}: this process may run on {} CPU(s), and more threads than CPUs only "
@@ -394,13 +413,15 @@ parallel::ParallelConfig parallel_config(const TrainOptions& o) {
   config.data = {.algorithm = o.allreduce,
                  .bucket_bytes = bucket_bytes,
                  .overlap = o.overlap,
-                 .fp16_compression = o.fp16_compression};
+                 .fp16_compression = o.fp16_compression,
+                 .sharding = o.shard};
   config.parameter_server = {.servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness};
   config.pipeline = {.micro_batches = o.micro_batches,
                      .schedule = o.schedule,
                      .allreduce = o.allreduce,
                      .bucket_bytes = bucket_bytes,
                      .overlap = o.overlap,
+                     .sharding = o.shard,
                      .defer_weight_gradients = o.defer_weight_gradients};
   const bool hybrid = o.parallel == parallel::StrategyKind::hybrid;
   config.layout = {

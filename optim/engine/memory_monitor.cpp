@@ -1,6 +1,8 @@
 // StepMemoryMonitor (see memory_monitor.hpp).
 #include <ddl/optim/engine/memory_monitor.hpp>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include <ddl/core/allocator.hpp>
@@ -16,6 +18,12 @@ std::size_t gradient_bytes_on(const layers::Module& model, const Device& device)
     if (grad.defined() && grad.device() == device) bytes += grad.nbytes();
   }
   return bytes;
+}
+
+double peak_resident_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;  // Linux counts KiB
 }
 
 StepMemoryMonitor::StepMemoryMonitor(std::vector<Device> devices)

@@ -42,4 +42,11 @@ class StepMemoryMonitor : public Callback {
 // The bytes of the gradients of `model`'s parameters that lie on `device`.
 std::size_t gradient_bytes_on(const layers::Module& model, const Device& device);
 
+// The peak resident set of this process so far, in bytes (getrusage):
+// everything included, what the operating system counts against it.
+double peak_resident_bytes();
+
+// Bytes in MiB, as the memory reports print them.
+inline double mebibytes(double bytes) { return bytes / (1024.0 * 1024.0); }
+
 }  // namespace ddl::optim

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -36,11 +37,11 @@ std::size_t resolve_layer(std::string_view token, const layers::Sequential& mode
   std::size_t index = 0;
   const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), index);
   if (token.empty() || error != std::errc() || end != token.data() + token.size()) {
-    detail::fail("placement '{}': no layer is named '{}'; the model's {} layers are {}", group, token,
-                 children.size(), list_layers(model));
+    detail::fail("placement '{}': no layer is named '{}'; the model's {} layers are {}", group, token, children.size(),
+                 list_layers(model));
   }
-  DDL_CHECK(index < children.size(), "placement '{}': layer {} is out of range: the model has {} layers (0-{})",
-            group, index, children.size(), children.size() - 1);
+  DDL_CHECK(index < children.size(), "placement '{}': layer {} is out of range: the model has {} layers (0-{})", group,
+            index, children.size(), children.size() - 1);
   return index;
 }
 
@@ -75,7 +76,7 @@ std::string format_ranges(const std::vector<std::size_t>& indexes) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
-double mebibytes(std::size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+double mebibytes(std::size_t bytes) { return optim::mebibytes(static_cast<double>(bytes)); }
 
 }  // namespace
 

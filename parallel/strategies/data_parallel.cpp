@@ -5,12 +5,15 @@
 #include <ddl/parallel/strategies/data_parallel.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <thread>
 #include <utility>
 
@@ -21,6 +24,7 @@
 #include <ddl/core/cuda/staging.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/choice_by_name.hpp>
 #include <ddl/parallel/collectives/transport.hpp>
@@ -114,7 +118,8 @@ struct DataParallel::State {
   // of the whole bucket each way instead of one per parameter, in pinned
   // memory on the GPU's copy stream (core/cuda/staging.hpp).
   std::vector<cuda_backend::StagingBuffer> staging;
-  std::optional<ShardedState> sharded;  // set when options.sharding is not none
+  std::optional<ShardedState> sharded;               // set when options.sharding is not none
+  std::shared_ptr<optim::StepMemoryMonitor> memory;  // callbacks(), for report()
   bool prepared = false;
   bool overlapping = false;  // see decide_overlap
   std::string overlap_reason;
@@ -257,6 +262,7 @@ struct DataParallel::State {
                 "sharding other than gradients)",
                 buckets[b].entries[e].name);
     }
+    if (sharded) sharded->ensure_buffer(b);
     copy_in(b, buckets[b].entries[e]);
     bool full = false;
     {
@@ -317,6 +323,7 @@ const std::string& DataParallel::overlap_reason() const { return state_->overlap
 bool DataParallel::reduces_on_gpu() const { return state_->nccl.has_value(); }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
+const ShardedState* DataParallel::sharded_state() const { return state_->sharded ? &*state_->sharded : nullptr; }
 
 std::string DataParallel::describe(std::int64_t shard_batch) const {
   const DataParallelOptions& o = state_->options;
@@ -332,10 +339,77 @@ std::string DataParallel::describe(std::int64_t shard_batch) const {
       algorithm_name(o.algorithm), shard_batch);
 }
 
-std::string DataParallel::report(const layers::Module& /*model*/, const optim::Optimizer& /*optimizer*/) {
+std::vector<std::shared_ptr<optim::Callback>> DataParallel::callbacks(const layers::Module& model) {
+  State& s = *state_;
+  if (!s.memory) {
+    std::vector<Device> devices;
+    for (const Tensor& parameter : model.parameters()) {
+      if (std::find(devices.begin(), devices.end(), parameter.device()) == devices.end())
+        devices.push_back(parameter.device());
+    }
+    s.memory = std::make_shared<optim::StepMemoryMonitor>(devices);
+  }
+  return {s.memory};
+}
+
+namespace {
+
+// ZeRO's formula for a stage, in its paper's terms (float32 bytes).
+const char* formula_text(Sharding sharding) {
+  switch (sharding) {
+    case Sharding::none:
+      return "(4 + 4 + K) P";
+    case Sharding::optimizer:
+      return "(4 + 4) P + K P / N";
+    case Sharding::gradients:
+      return "4 P + (4 + K) P / N";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string DataParallel::report(const layers::Module& model, const optim::Optimizer& optimizer) {
+  const State& s = *state_;
   const std::size_t buckets = bucket_count();
-  return fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
-                     100.0 * statistics().fraction_waiting(), buckets, buckets == 1 ? "" : "s", overlap_reason());
+  std::string text =
+      fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
+                  100.0 * statistics().fraction_waiting(), buckets, buckets == 1 ? "" : "s", overlap_reason());
+  // Each rank's row, gathered: the state it keeps, its peak activations
+  // (-1: not measured) and its peak resident set.
+  const StateBytes held = resident_state(model, optimizer);
+  double activations = -1.0;
+  if (s.memory) {
+    activations = 0.0;
+    for (const optim::StepMemory& peak : s.memory->peaks())
+      activations = std::max(activations, static_cast<double>(peak.peak_activation_bytes));
+  }
+  const std::array<double, 5> mine{static_cast<double>(held.parameters), static_cast<double>(held.gradients),
+                                   static_cast<double>(held.optimizer), activations, optim::peak_resident_bytes()};
+  const std::vector<std::byte> bytes = s.comm.allgather_bytes(std::as_bytes(std::span(mine)));
+  std::vector<double> rows(bytes.size() / sizeof(double));
+  std::memcpy(rows.data(), bytes.data(), bytes.size());
+  text += fmt::format("training state per rank, sharding {}:\n{:<6} {:>11} {:>10} {:>10} {:>11} {:>9}\n",
+                      sharding_name(s.options.sharding), "rank", "params MiB", "grads MiB", "optim MiB", "activ. MiB",
+                      "peak RSS");
+  for (std::size_t r = 0; r < rows.size() / mine.size(); ++r) {
+    const double* row = rows.data() + r * mine.size();
+    text += fmt::format("{:<6} {:>11.2f} {:>10.2f} {:>10.2f} {:>11} {:>8.0f}M\n", r, optim::mebibytes(row[0]),
+                        optim::mebibytes(row[1]), optim::mebibytes(row[2]),
+                        row[3] < 0.0 ? std::string("-") : fmt::format("{:.2f}", optim::mebibytes(row[3])),
+                        optim::mebibytes(row[4]));
+  }
+  const StateBytes formula = formula_state(model, optimizer);
+  std::int64_t parameters = 0;
+  for (const Tensor& parameter : model.parameters()) parameters += parameter.numel();
+  text += fmt::format(
+      "ZeRO's formula {} (P = {} parameters, K = {} bytes of optimizer state each, N = {}): {:.2f}, "
+      "{:.2f} and {:.2f} MiB\n",
+      formula_text(s.options.sharding), parameters, 4 * optimizer.buffer_names().size(), world_size(),
+      optim::mebibytes(static_cast<double>(formula.parameters)),
+      optim::mebibytes(static_cast<double>(formula.gradients)),
+      optim::mebibytes(static_cast<double>(formula.optimizer)));
+  return text;
 }
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
@@ -428,8 +502,8 @@ void DataParallel::begin_step(layers::Module& model) {
   // Gradients start as zeros inside the buckets, where backward accumulates
   // them; a parameter on another device than its bucket starts without one.
   Strategy::begin_step(model);
-  if (s.sharded) s.sharded->restore_buckets();
   for (GradientBucket& bucket : s.buckets) {
+    if (!bucket.buffer.defined()) continue;  // sharding stage 2: made when its first gradient comes
     backend::fill_zero(bucket.buffer.device(), bucket.buffer.raw_data(), bucket.buffer.nbytes());
     for (const BucketEntry& entry : bucket.entries) {
       if (entry.view.defined()) entry.parameter.set_grad(entry.view);
@@ -474,6 +548,7 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
       const std::lock_guard lock(s.mutex);
       if (s.launched[b]) continue;
     }
+    if (s.sharded) s.sharded->ensure_buffer(b);
     for (const BucketEntry& entry : s.buckets[b].entries) s.copy_in(b, entry);
     s.hand_on(b);
   }

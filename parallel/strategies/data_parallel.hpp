@@ -132,8 +132,12 @@ class DataParallel : public optim::Strategy {
   void expect_final_gradients();
   // "data-parallel over 2 ranks (ring allreduce, 64 per rank)".
   std::string describe(std::int64_t shard_batch) const override;
+  // A step memory monitor over the model's devices, for report().
+  std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override;
   // The share of step time spent waiting for the gradients, the buckets and
-  // whether they overlapped backward (statistics()).
+  // whether they overlapped backward (statistics()); then each rank's
+  // training state, peak activations and peak resident set beside ZeRO's
+  // formula (a collective).
   std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
 
   const Communicator& communicator() const;
@@ -150,6 +154,8 @@ class DataParallel : public optim::Strategy {
   // The buckets, after prepare(): which parameter lies where.
   const std::vector<GradientBucket>& buckets() const;
   SyncStatistics statistics() const;
+  // After prepare() with sharding: this rank's share of the state; null unsharded.
+  const ShardedState* sharded_state() const;
   // After prepare() with an optimizer: the bytes of training state this
   // rank keeps between steps, and what ZeRO's formula says it should.
   StateBytes resident_state(const layers::Module& model, const optim::Optimizer& optimizer) const;

@@ -2,15 +2,16 @@
 #include <ddl/parallel/strategies/initial_state.hpp>
 
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 
 namespace ddl::parallel {
 namespace {
 
 std::vector<std::string> describe(const std::vector<std::pair<std::string, Tensor>>& tensors) {
   std::vector<std::string> lines;
-  for (const auto& [name, tensor] : tensors) lines.push_back(fmt::format("{} {} {}", name, tensor.shape(), tensor.dtype()));
+  for (const auto& [name, tensor] : tensors)
+    lines.push_back(fmt::format("{} {} {}", name, tensor.shape(), tensor.dtype()));
   return lines;
 }
 

@@ -67,6 +67,10 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
                                    ? zeros({chunk(flat_parameters_.size() - 1).size()}, {DType::Float32, cpu(), false})
                                    : Tensor());
   }
+  // Stage 2's buckets exist only while they are filled and reduced.
+  if (sharding == Sharding::gradients) {
+    for (GradientBucket& bucket : buckets_) release_buffer(bucket);
+  }
 }
 
 ChunkRange ShardedState::chunk(std::size_t b) const { return chunk_range(buckets_[b].size(), ranks_, rank_); }
@@ -125,13 +129,24 @@ void ShardedState::reduced(std::size_t b) {
   const ChunkRange mine = chunk(b);
   chunk_gradients_[b].copy_from(bucket.buffer.flat_slice(mine.begin, {mine.size()}));
   release_buffer(bucket);
+  const std::lock_guard lock(live_mutex_);
+  --live_buckets_;
 }
 
-void ShardedState::restore_buckets() {
-  if (sharding_ != Sharding::gradients) return;
-  for (GradientBucket& bucket : buckets_) {
-    if (!bucket.buffer.defined()) allocate_buffer(bucket, cpu());
+void ShardedState::ensure_buffer(std::size_t b) {
+  GradientBucket& bucket = buckets_[b];
+  if (sharding_ != Sharding::gradients || bucket.buffer.defined()) return;
+  allocate_buffer(bucket, cpu());
+  for (const BucketEntry& entry : bucket.entries) {
+    if (!entry.parameter.grad().defined()) entry.parameter.set_grad(entry.view);
   }
+  const std::lock_guard lock(live_mutex_);
+  peak_live_buckets_ = std::max(peak_live_buckets_, ++live_buckets_);
+}
+
+int ShardedState::peak_live_buckets() const {
+  const std::lock_guard lock(live_mutex_);
+  return peak_live_buckets_;
 }
 
 void ShardedState::step(optim::Optimizer& optimizer, const Communicator& comm, AllreduceAlgorithm algorithm) {

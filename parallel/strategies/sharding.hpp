@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -96,12 +97,17 @@ class ShardedState {
   void slice(optim::Optimizer& optimizer);
   bool sliced() const { return sliced_; }
 
+  // Stage 2: bucket b's buffer, made when its first gradient of the step's
+  // last backward arrives (on the training thread), and the parameters that
+  // have no gradient yet pointed at their views in it; so a bucket exists
+  // only from then until it is reduced. A no-op otherwise.
+  void ensure_buffer(std::size_t b);
   // After bucket b's reduce-scatter: its parameters drop their .grad (only
   // this rank's chunk is an average), and stage 2 keeps the chunk and
   // frees the bucket. Called on whichever thread reduced it.
   void reduced(std::size_t b);
-  // Before a step's backward, stage 2: the freed buckets' buffers again.
-  void restore_buckets();
+  // Stage 2: the most bucket buffers that have existed at once.
+  int peak_live_buckets() const;
 
   // The optimizer's step on this rank's slices, then every bucket's
   // parameters allgathered with `algorithm`.
@@ -135,6 +141,10 @@ class ShardedState {
   std::vector<GradientBucket>& buckets_;
   std::vector<Tensor> flat_parameters_;  // per bucket
   std::vector<Tensor> chunk_gradients_;  // per bucket, stage 2
+  // Stage 2: bucket buffers in existence, and the most at once; the
+  // training thread makes them and either thread frees them.
+  mutable std::mutex live_mutex_;
+  int live_buckets_ = 0, peak_live_buckets_ = 0;
   std::vector<Slice> slices_;
   std::vector<std::string> buffer_names_;
   // Per bucket entry: its parameter's index in the unsliced optimizer, if it has one.

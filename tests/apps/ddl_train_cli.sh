@@ -35,7 +35,7 @@ case $case_name in
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
       --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
       --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers --plot \
-      --search --group-size --overlap --no-overlap --divergence-factor --lr-batch --scale-lr --weight-decay; do
+      --search --group-size --overlap --no-overlap --divergence-factor --lr-batch --scale-lr --weight-decay --shard; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
     done
     grep -qF "=12" "$work/out" || fail "--help does not show the default of --epochs"
@@ -61,6 +61,8 @@ case $case_name in
     expect_usage_error 2 "--divergence-factor 0.5 would stop healthy steps" --divergence-factor 0.5
     expect_usage_error 2 "--divergence-factor: nan is not a finite number >= 0" --divergence-factor nan
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
+    expect_usage_error 2 "--shard: shards the state of data-parallel ranks" --shard optimizer --train-limit 64
+    expect_usage_error 2 "--shard: parameters not in {none,optimizer,gradients}" --shard parameters
     expect_usage_error 2 "--group-size applies to --search" --group-size 2
     expect_usage_error 2 "--search: 'data' cannot be searched" --search "data=/tmp"
     expect_usage_error 2 "--search, configuration lr=abc: --lr: 'abc' is not a number" --search "lr=1,abc"
@@ -430,6 +432,35 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     [[ $(grep -c "^test pixel accuracy .*mean IoU .*background everywhere: .* over 2 ranks$" "$work/out") -eq 1 ]] ||
       fail "not exactly one final line: $(cat "$work/out")"
     echo "ok: context_net trained data-parallel over 2 ranks, rank 0 alone reported"
+    ;;
+  sharded)
+    # ZeRO stages 1 and 2 change where the state lives, not one bit of it:
+    # the checkpoints of 2 ranks sharded and unsharded are the same file.
+    args=(--parallel data --optimizer adam --train-limit 512 --test-limit 128 --epochs 1 --threads 1)
+    for shard in none optimizer gradients; do
+      mpiexec -n 2 "$train" "${args[@]}" --shard "$shard" --checkpoint-dir "$work/$shard" > "$work/$shard.out" 2>&1 ||
+        fail "--shard $shard exited $?: $(cat "$work/$shard.out")"
+    done
+    for shard in optimizer gradients; do
+      cmp -s "$work/none/last.ckpt" "$work/$shard/last.ckpt" || fail "--shard $shard saved another checkpoint than --shard none"
+      grep -q "sharded data-parallel over 2 ranks (ZeRO stage" "$work/$shard.out" || fail "no sharded header: $(cat "$work/$shard.out")"
+      grep -q "^training state per rank, sharding $shard:" "$work/$shard.out" || fail "no state table: $(cat "$work/$shard.out")"
+      grep -q "^ZeRO's formula .* N = 2)" "$work/$shard.out" || fail "no formula: $(cat "$work/$shard.out")"
+    done
+    # Rank 1's optimizer state is half of the unsharded one (Adam: 2 floats per parameter).
+    unsharded=$(awk '$1 == "1" && NF == 6 {print $4}' "$work/none.out")
+    sharded=$(awk '$1 == "1" && NF == 6 {print $4}' "$work/optimizer.out")
+    awk -v u="$unsharded" -v s="$sharded" 'BEGIN {exit !(u > 0 && s > 0.49 * u && s < 0.51 * u)}' ||
+      fail "rank 1 holds $sharded MiB of optimizer state sharded, $unsharded MiB unsharded"
+    echo "ok: --shard optimizer and gradients save the unsharded run's checkpoint, rank 1 holding $sharded of $unsharded MiB of Adam's state"
+    for refused in "--parallel ps" "--parallel data --allreduce tree" "--parallel data --fp16-compression"; do
+      # shellcheck disable=SC2086 # the options are words
+      mpiexec -n 2 "$train" $refused --shard optimizer --epochs 1 > "$work/out" 2> "$work/err"
+      rc=$?
+      [[ $rc -eq 2 ]] || fail "$refused --shard optimizer exited $rc, expected 2: $(cat "$work/err")"
+      [[ $(grep -c "shard" "$work/err") -eq 1 ]] || fail "$refused --shard optimizer: not one message: $(cat "$work/err")"
+    done
+    echo "ok: --shard under ps, with tree or with float16 on the wire -> exit 2, said once"
     ;;
   data-parallel)
     args=(--train-limit 512 --test-limit 256 --epochs 1 --threads 1)

@@ -14,6 +14,7 @@
 
 #include <ddl/ddl.hpp>
 #include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline.hpp>
 #include <ddl/parallel/strategies/sharding.hpp>
 
 #include "parallel/training_fixtures.hpp"
@@ -189,6 +190,23 @@ TEST_CASE("sharding: each rank holds the state bytes ZeRO's formula gives, its c
   }
 }
 
+TEST_CASE("sharding: under stage 2 a bucket exists only from its first gradient until it is reduced") {
+  const Communicator world = Communicator::world();
+  auto model = odd_cnn(5);
+  auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::gradients));
+  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+                         test::quiet_options({}, strategy));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  trainer.fit(loader, {.epochs = 1});
+  REQUIRE(strategy->bucket_count() == 3);
+  // Reduced on the training thread as each fills: the next one's first
+  // gradient may come before the last of the one before.
+  CHECK(strategy->sharded_state()->peak_live_buckets() >= 1);
+  CHECK(strategy->sharded_state()->peak_live_buckets() <= 2);
+  for (const GradientBucket& bucket : strategy->buckets()) CHECK_FALSE(bucket.buffer.defined());
+  for (const Tensor& parameter : model->parameters()) CHECK_FALSE(parameter.grad().defined());
+}
+
 namespace {
 
 // Trains until `epochs` under `options`, from `resume_from`'s checkpoint if
@@ -268,4 +286,52 @@ TEST_CASE("sharding: configurations it cannot serve are refused, naming what is 
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
   CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 1}), doctest::Contains("is not one of the model's parameters"),
                        Error);
+}
+
+TEST_CASE("sharding: in a hybrid, each stage's state sharded over its pipelines trains and saves the unsharded bits") {
+  const Communicator world = Communicator::world();
+  std::optional<test::TempDir> directory;
+  const std::string base = std::filesystem::path(test::shared_path(world, directory, "x")).parent_path().string();
+  const MakeOptimizer& adam = optimizers().back().second;
+  for (int data_parallel = 2; data_parallel <= world.size(); ++data_parallel) {
+    if (world.size() % data_parallel != 0) continue;
+    const int stages = world.size() / data_parallel;
+    CAPTURE(data_parallel);
+    const ProcessGrid grid = ProcessGrid::split(world, data_parallel, stages);
+    // This rank's stage after `epochs`, from `resume`'s checkpoint if given,
+    // and the checkpoint it then took part in.
+    const auto train_hybrid = [&](Sharding sharding, std::int64_t epochs, const std::string& resume) {
+      const layers::LayerList list = test::small_cnn_layers();
+      auto pipeline =
+          std::make_shared<Pipeline>(grid, balanced_split(std::vector<double>(list.size(), 1.0), stages),
+                                     PipelineOptions{.micro_batches = 2, .bucket_bytes = 256, .sharding = sharding});
+      Generator generator(5);
+      auto model = build_stage(list, *pipeline, &generator);
+      optim::Trainer trainer(model, layers::cross_entropy, adam(model->parameters()),
+                             test::quiet_options({}, pipeline));
+      if (!resume.empty()) trainer.load_checkpoint(resume);
+      models::DataLoader data(random_images(),
+                              {.batch_size = kGlobalBatch / data_parallel, .shuffle = true, .seed = 3});
+      trainer.fit(data, {.epochs = epochs});
+      const std::string path =
+          fmt::format("{}/hybrid_{}_{}_{}.ckpt", base, data_parallel, sharding_name(sharding), epochs);
+      trainer.save_checkpoint(path);
+      world.barrier();
+      return std::make_pair(test::flat_parameters(*model), path);
+    };
+    const auto [expected, unsharded_file] = train_hybrid(Sharding::none, 2, "");
+    const auto [resumed_expected, resumed_file] = train_hybrid(Sharding::none, 3, unsharded_file);
+    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+      CAPTURE(sharding_name(sharding));
+      const auto [trained, file] = train_hybrid(sharding, 2, "");
+      CHECK(trained == expected);
+      if (world.rank() == 0) CHECK(checkpoint_tensors(file) == checkpoint_tensors(unsharded_file));
+      // A third epoch, resumed from the sharded run's file.
+      CHECK(train_hybrid(sharding, 3, file).first == resumed_expected);
+    }
+  }
+  // One pipeline has no data-parallel group to shard over.
+  CHECK_THROWS_WITH_AS(Pipeline(world, balanced_split(std::vector<double>(7, 1.0), world.size()),
+                                PipelineOptions{.sharding = Sharding::optimizer}),
+                       doctest::Contains("there is only one pipeline"), Error);
 }

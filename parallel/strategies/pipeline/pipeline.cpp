@@ -13,11 +13,11 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/deferred_gradients.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_links.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_state.hpp>
 
@@ -77,8 +77,8 @@ using ShapeMessage = std::array<std::int64_t, kMaxShapeRank + 1>;
 
 void send_shape(const Communicator& comm, const Shape& shape, int peer) {
   const auto dims = shape.to_vector();
-  DDL_CHECK(dims.size() <= kMaxShapeRank, "Pipeline: a stage boundary carries a {}-d sample; at most {} dims", dims.size(),
-            kMaxShapeRank);
+  DDL_CHECK(dims.size() <= kMaxShapeRank, "Pipeline: a stage boundary carries a {}-d sample; at most {} dims",
+            dims.size(), kMaxShapeRank);
   ShapeMessage message{};
   message[0] = static_cast<std::int64_t>(dims.size());
   std::copy(dims.begin(), dims.end(), message.begin() + 1);
@@ -115,12 +115,15 @@ Device stage_device(const layers::Module& model, const optim::Batch& batch) {
 struct Pipeline::State {
   State(Communicator world_ranks, Communicator pipeline, std::vector<StageRange> stage_ranges,
         PipelineOptions pipeline_options)
-      : world(std::move(world_ranks)), comm(std::move(pipeline)), stages(std::move(stage_ranges)),
-        options(pipeline_options), stage(comm.rank()) {}
+      : world(std::move(world_ranks)),
+        comm(std::move(pipeline)),
+        stages(std::move(stage_ranges)),
+        options(pipeline_options),
+        stage(comm.rank()) {}
 
-  Communicator world;  // every rank of the strategy: metrics, agreement
-  Communicator comm;   // this pipeline, one rank per stage
-  std::optional<Communicator> data;  // hybrid: this stage in every pipeline
+  Communicator world;                       // every rank of the strategy: metrics, agreement
+  Communicator comm;                        // this pipeline, one rank per stage
+  std::optional<Communicator> data;         // hybrid: this stage in every pipeline
   std::shared_ptr<DataParallel> gradients;  // hybrid: averages the stage's gradients over `data`
   std::vector<StageRange> stages;
   PipelineOptions options;
@@ -157,8 +160,13 @@ class Pipeline::StageRun {
  public:
   StageRun(Pipeline::State& state, layers::Module& model, const optim::Batch& batch, bool training,
            const optim::LossFunction& loss)
-      : s_(state), model_(model), batch_(batch), training_(training), loss_(loss),
-        cuts_(cut_batch(batch.size(), state.options.micro_batches)), device_(stage_device(model, batch)),
+      : s_(state),
+        model_(model),
+        batch_(batch),
+        training_(training),
+        loss_(loss),
+        cuts_(cut_batch(batch.size(), state.options.micro_batches)),
+        device_(stage_device(model, batch)),
         deferred_(model.parameters()) {
     const auto count = cuts_.size();
     inputs_.resize(count);
@@ -231,8 +239,7 @@ class Pipeline::StageRun {
     if (s_.last()) {
       // Each micro-batch's mean loss counts with its share of the batch, so
       // the gradients sum to those of the batch's mean loss.
-      const double scale =
-          loss_scale * static_cast<double>(cuts_[k].size) / static_cast<double>(batch_.size());
+      const double scale = loss_scale * static_cast<double>(cuts_[k].size) / static_cast<double>(batch_.size());
       const Tensor loss = scale == 1.0 ? losses_[k] : losses_[k] * static_cast<float>(scale);
       backward_inputs(loss, Tensor());  // with scale 1, bit for bit what one process computes
     } else {
@@ -242,8 +249,7 @@ class Pipeline::StageRun {
     }
     if (!s_.first()) {
       const Tensor gradient = inputs_[k].grad();
-      send(StageLinks::Neighbour::previous, gradient.defined() ? gradient : zeros_like(inputs_[k]),
-           kGradientTag + m);
+      send(StageLinks::Neighbour::previous, gradient.defined() ? gradient : zeros_like(inputs_[k]), kGradientTag + m);
     }
     inputs_[k] = outputs_[k] = losses_[k] = Tensor();  // the activations go
     --held_;
@@ -344,11 +350,16 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
   config::check_environment();  // a bad DDL_* value named here, not in a later wait
   State& s = *state_;
   if (grid.data.size() > 1) {
-    s.gradients = std::make_shared<DataParallel>(
-        grid.data, DataParallelOptions{
-                       .algorithm = options.allreduce, .bucket_bytes = options.bucket_bytes, .overlap = options.overlap});
+    s.gradients = std::make_shared<DataParallel>(grid.data, DataParallelOptions{.algorithm = options.allreduce,
+                                                                                .bucket_bytes = options.bucket_bytes,
+                                                                                .overlap = options.overlap,
+                                                                                .sharding = options.sharding});
     s.data = std::move(grid.data);
   }
+  DDL_CHECK(options.sharding == Sharding::none || s.gradients,
+            "Pipeline: sharding {} shards each stage's state over the pipelines that train it, and there is only one "
+            "pipeline",
+            sharding_name(options.sharding));
   DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
             "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
   DDL_CHECK(options.micro_batches >= 0 && options.micro_batches <= kMaxMicroBatches,
@@ -388,7 +399,9 @@ std::string Pipeline::describe(std::int64_t shard_batch) const {
 }
 int Pipeline::rank() const { return state_->world.rank(); }
 int Pipeline::world_size() const { return state_->world.size(); }
-optim::Shard Pipeline::shard() const { return state_->data ? optim::Shard{state_->data->rank(), state_->data->size()} : optim::Shard{}; }
+optim::Shard Pipeline::shard() const {
+  return state_->data ? optim::Shard{state_->data->rank(), state_->data->size()} : optim::Shard{};
+}
 
 Device Pipeline::device(DeviceType type) {
   if (type != DeviceType::CUDA) return Strategy::device(type);
@@ -409,11 +422,12 @@ void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {
       fits = sequential->children()[i].first == std::to_string(own.first + i);
     }
     if (!fits) {
-      problem = fmt::format("Pipeline: stage {} holds layers {}-{} of the model, but its model has {} layers ({}-{} "
-                            "by name): build each stage's model with build_stage",
-                            stage(), own.first, own.last, sequential->size(),
-                            sequential->size() == 0 ? "" : sequential->children().front().first,
-                            sequential->size() == 0 ? "" : sequential->children().back().first);
+      problem = fmt::format(
+          "Pipeline: stage {} holds layers {}-{} of the model, but its model has {} layers ({}-{} "
+          "by name): build each stage's model with build_stage",
+          stage(), own.first, own.last, sequential->size(),
+          sequential->size() == 0 ? "" : sequential->children().front().first,
+          sequential->size() == 0 ? "" : sequential->children().back().first);
     }
   }
   agree_all_can_proceed(state_->world, problem, "Pipeline: checking each stage's model");
@@ -492,12 +506,21 @@ optim::StepOutput Pipeline::forward(layers::Module& model, const optim::Batch& b
   return run.finish();
 }
 
+void Pipeline::update(layers::Module& model, optim::Optimizer& optimizer) {
+  if (state_->gradients) return state_->gradients->update(model, optimizer);
+  Strategy::update(model, optimizer);
+}
+
+// A stage's state is first whole over its data-parallel group (sharded: it
+// is gathered from the group's chunks), then gathered from the stages.
 void Pipeline::gather_state(const layers::Module& model, optim::TrainingState& state) {
+  if (state_->gradients) state_->gradients->gather_state(model, state);
   gather_stage_state(state_->comm, model, state);
 }
 
 void Pipeline::select_state(const layers::Module& model, optim::TrainingState& state) {
   select_stage_state(state_->comm, layers(), model, state);
+  if (state_->gradients) state_->gradients->select_state(model, state);
 }
 
 void Pipeline::sum_over_ranks(std::vector<double>& values) { state_->world.sum_doubles(values); }

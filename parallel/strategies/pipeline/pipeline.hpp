@@ -77,6 +77,9 @@ struct PipelineOptions {
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::ring;
   std::int64_t bucket_bytes = 0;
   Overlap overlap = Overlap::automatic;
+  // Hybrid: each stage's state sharded over its data-parallel group (ZeRO
+  // stages 1 and 2, sharding.hpp), as DataParallelOptions::sharding.
+  Sharding sharding = Sharding::none;
   // Between stages that each drive a GPU of their own, send activations and
   // gradients with NCCL on the GPU (where ddl has NCCL); otherwise, and
   // when false, over MPI through host memory.
@@ -172,6 +175,8 @@ class Pipeline : public optim::Strategy {
   void synchronize_gradients(layers::Module& model) override;
   optim::StepOutput forward(layers::Module& model, const optim::Batch& batch,
                             const optim::LossFunction& loss = {}) override;
+  // Hybrid with sharding: the stage's DataParallel steps its chunks.
+  void update(layers::Module& model, optim::Optimizer& optimizer) override;
   void gather_state(const layers::Module& model, optim::TrainingState& state) override;
   void select_state(const layers::Module& model, optim::TrainingState& state) override;
   void sum_over_ranks(std::vector<double>& values) override;

@@ -1,36 +1,37 @@
 // Per-stage reports of a pipeline (see pipeline_report.hpp).
 #include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
 
-#include <sys/resource.h>
-
 #include <array>
 #include <cstring>
 
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/parallel/planning/placement.hpp>
 
 namespace ddl::parallel {
 namespace {
 
-// The peak resident set of this process, in bytes (Linux reports KiB).
-double peak_resident_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) * 1024.0;
-}
-
-double mebibytes(double bytes) { return bytes / (1024.0 * 1024.0); }
+using optim::mebibytes;
+using optim::peak_resident_bytes;
 
 // A report travels as doubles, every field in a fixed place.
 constexpr std::size_t kFields = 12;
 
 std::array<double, kFields> encode(const StageReport& r) {
   const PipelineStatistics& s = r.statistics;
-  return {static_cast<double>(r.stage), static_cast<double>(r.layers.first), static_cast<double>(r.layers.last),
-          r.parameter_bytes, r.optimizer_bytes, r.peak_activation_bytes, r.peak_resident_bytes,
-          static_cast<double>(s.steps), s.step_seconds, s.compute_seconds, static_cast<double>(s.messages),
+  return {static_cast<double>(r.stage),
+          static_cast<double>(r.layers.first),
+          static_cast<double>(r.layers.last),
+          r.parameter_bytes,
+          r.optimizer_bytes,
+          r.peak_activation_bytes,
+          r.peak_resident_bytes,
+          static_cast<double>(s.steps),
+          s.step_seconds,
+          s.compute_seconds,
+          static_cast<double>(s.messages),
           static_cast<double>(s.bytes)};
 }
 
@@ -76,7 +77,8 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
   StageReport own;
   own.stage = pipeline.stage();
   own.layers = pipeline.layers();
-  for (const Tensor& parameter : stage_model.parameters()) own.parameter_bytes += static_cast<double>(parameter.nbytes());
+  for (const Tensor& parameter : stage_model.parameters())
+    own.parameter_bytes += static_cast<double>(parameter.nbytes());
   for (const auto& [name, buffer] : optimizer.state()) {
     if (name != "step") own.optimizer_bytes += static_cast<double>(buffer.nbytes());
   }
@@ -115,11 +117,11 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
                        mebibytes(static_cast<double>(r.statistics.bytes)));
   }
   const auto stages = static_cast<int>(reports.size());
-  out += fmt::format("bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook (p-1)/(M+p-1) = {:.1f}% "
-                     "for p = {}, M = {} ({})\n",
-                     reports.empty() ? 0.0 : 100.0 * idle / stages,
-                     100.0 * textbook_bubble_fraction(stages, options.micro_batches), stages, options.micro_batches,
-                     pipeline_schedule_name(options.schedule));
+  out += fmt::format(
+      "bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook (p-1)/(M+p-1) = {:.1f}% "
+      "for p = {}, M = {} ({})\n",
+      reports.empty() ? 0.0 : 100.0 * idle / stages, 100.0 * textbook_bubble_fraction(stages, options.micro_batches),
+      stages, options.micro_batches, pipeline_schedule_name(options.schedule));
   return out;
 }
 
