@@ -261,6 +261,13 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
                                            "strategies: {}",
                                            why));
   }
+  if (config.kind == StrategyKind::hybrid && config.pipeline.sharding == Sharding::parameters) {
+    throw ConfigError("shard",
+                      "parameters (ZeRO stage 3) would gather each stage's parameters for every "
+                      "micro-batch's forward and backward: 2M allgathers a step instead of 2; a hybrid "
+                      "shards the optimizer state or the gradients (DeepSpeed refuses stages 2 and 3 with "
+                      "a pipeline)");
+  }
   const int data = data_ranks(config, ranks ? ranks->size() : 1);
   ParallelSetup setup;
   switch (config.kind) {

@@ -246,8 +246,9 @@ void add_options(CLI::App& app, TrainOptions& o) {
       "--no-overlap", [&o] { o.overlap = parallel::Overlap::off; }, "--overlap off");
   add_choice(app, "--shard", o.shard, parallel::all_shardings(), parallel::sharding_name,
              "--parallel data or hybrid: what each data-parallel rank keeps only 1/N of: none; optimizer (its "
-             "state: ZeRO stage 1); gradients (and the reduced gradients: ZeRO stage 2). The weights are the same "
-             "bits as unsharded, with --allreduce ring, rhd or builtin");
+             "state: ZeRO stage 1); gradients (and the reduced gradients: ZeRO stage 2); parameters (and the "
+             "parameters, gathered for each layer's forward and backward: ZeRO stage 3, FSDP; --parallel data "
+             "only). The weights are the same bits as unsharded, with --allreduce ring, rhd or builtin");
   app.add_flag("--fp16-compression", o.fp16_compression,
                "Send gradients as float16 (half the bytes; --allreduce ring only)");
   app.add_option("--servers", o.servers, "--parallel ps: server ranks (the last ones)")

@@ -28,6 +28,11 @@ StepOutput Strategy::forward_backward(layers::Module& model, const LossFunction&
     const timeline::Span span("compute", "forward");
     return Strategy::forward(model, batch, loss);
   }();
+  backward(result, share);
+  return result;
+}
+
+void Strategy::backward(const StepOutput& result, const StepShare& share) {
   const timeline::Span span("compute", "backward");
   // A whole step (no accumulation) skips the multiplication: bit for bit
   // what a plain loss.backward() computes.
@@ -36,7 +41,6 @@ StepOutput Strategy::forward_backward(layers::Module& model, const LossFunction&
   } else {
     (result.loss * static_cast<float>(share.loss_scale)).backward();
   }
-  return result;
 }
 
 void Strategy::synchronize_gradients(layers::Module& /*model*/) {}

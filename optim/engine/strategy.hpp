@@ -18,9 +18,10 @@
 //     sum_over_ranks(metric sums)
 //   evaluate / predict: begin_epoch, next_batch and forward per batch,
 //     (evaluate) sum_over_ranks
-//   save_checkpoint: sum_over_ranks(whether the state is not finite), then
-//     gather_state(model, state) on every rank, (mid-epoch) sum_over_ranks(
-//     metric sums); the root writes it; sum_over_ranks(whether it failed)
+//   save_checkpoint: gather_state(model, state) on every rank, then
+//     sum_over_ranks(whether the state is not finite), (mid-epoch)
+//     sum_over_ranks(metric sums); the root writes it; sum_over_ranks(
+//     whether it failed)
 //   load_checkpoint: every rank reads the file, select_state(model, state)
 //   fit also runs callbacks(model), once per fit, beside the caller's
 //   callbacks; after training the program asks report(model, optimizer)
@@ -168,6 +169,11 @@ class Strategy {
   // root to print (the time spent waiting for gradients, each pipeline
   // stage's memory and idle time). Empty in one process.
   virtual std::string report(const layers::Module& model, const Optimizer& optimizer);
+
+ protected:
+  // The backward pass of a batch's loss, scaled by its share of the step:
+  // what forward_backward runs after its forward.
+  static void backward(const StepOutput& result, const StepShare& share);
 };
 
 }  // namespace ddl::optim

@@ -361,8 +361,10 @@ void Trainer::save_checkpoint(const std::string& path) const {
   timeline::Span span("checkpoint", "save checkpoint");
   span.arg("path", path);
   TrainingState state{model_->state_dict(), optimizer_->state()};
+  strategy_->gather_state(*model_, state);
   // Non-finite weights never replace a good checkpoint: every rank checks
-  // the state it holds and all agree before anything is gathered or written.
+  // the state it holds once gathered (a strategy that shards its state
+  // holds it whole only then) and all agree before anything is written.
   std::string bad = first_non_finite(state.model, "model.");
   if (bad.empty()) bad = first_non_finite(state.optimizer, "optimizer.");
   if (const FlaggedRanks non_finite = flagged_ranks(*strategy_, !bad.empty()); non_finite.count > 0) {
@@ -371,7 +373,6 @@ void Trainer::save_checkpoint(const std::string& path) const {
         "kept",
         path, !bad.empty() ? fmt::format("{} holds NaN or infinity", bad) : "on " + non_finite.describe()));
   }
-  strategy_->gather_state(*model_, state);
   // Mid-epoch, the metrics so far: each rank holds its own, the file their total.
   std::vector<double> epoch_sums;
   if (in_epoch_.metrics != nullptr) {

@@ -31,6 +31,7 @@
 #include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/communication/nccl_communicator.hpp>
 #include <ddl/parallel/config.hpp>
+#include <ddl/parallel/strategies/gathered_forward.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 #include <ddl/parallel/strategies/initial_state.hpp>
 
@@ -118,7 +119,7 @@ struct DataParallel::State {
   // of the whole bucket each way instead of one per parameter, in pinned
   // memory on the GPU's copy stream (core/cuda/staging.hpp).
   std::vector<cuda_backend::StagingBuffer> staging;
-  std::optional<ShardedState> sharded;               // set when options.sharding is not none
+  std::shared_ptr<ShardedState> sharded;             // set when options.sharding is not none
   std::shared_ptr<optim::StepMemoryMonitor> memory;  // callbacks(), for report()
   bool prepared = false;
   bool overlapping = false;  // see decide_overlap
@@ -196,9 +197,9 @@ struct DataParallel::State {
 
   // Whether full buckets are reduced during backward: on the communication
   // thread when overlapping; on the training thread, as each fills, under
-  // sharding stage 2, whose point is that a bucket's gradients are freed as
-  // soon as they are reduced.
-  bool reduce_during_backward() const { return overlapping || options.sharding == Sharding::gradients; }
+  // sharding stages 2 and 3, whose point is that a bucket's gradients (and
+  // its gathered parameters) are freed as soon as they are reduced.
+  bool reduce_during_backward() const { return overlapping || (sharded && sharded->shards_gradients()); }
 
   // Bucket b's gradients are all in it: hands it to the communication
   // thread, or reduces it here, after the buckets before it, so every rank
@@ -270,6 +271,8 @@ struct DataParallel::State {
       full = ++ready[b] == static_cast<std::int64_t>(buckets[b].entries.size());
     }
     if (full) {
+      // Stage 3: the bucket's layers are through with their parameters.
+      if (sharded) sharded->release(b);
       if (timeline::recording()) {
         timeline::instant("communication", "bucket ready",
                           {{"step", statistics.steps}, {"bucket", static_cast<std::int64_t>(b)}});
@@ -323,7 +326,13 @@ const std::string& DataParallel::overlap_reason() const { return state_->overlap
 bool DataParallel::reduces_on_gpu() const { return state_->nccl.has_value(); }
 const std::vector<GradientBucket>& DataParallel::buckets() const { return state_->buckets; }
 SyncStatistics DataParallel::statistics() const { return state_->statistics; }
-const ShardedState* DataParallel::sharded_state() const { return state_->sharded ? &*state_->sharded : nullptr; }
+const ShardedState* DataParallel::sharded_state() const { return state_->sharded.get(); }
+
+void DataParallel::gather_parameters() {
+  State& s = *state_;
+  if (!s.sharded || !s.sharded->shards_parameters()) return;
+  for (std::size_t b = 0; b < s.buckets.size(); ++b) s.sharded->gather(b);
+}
 
 std::string DataParallel::describe(std::int64_t shard_batch) const {
   const DataParallelOptions& o = state_->options;
@@ -331,12 +340,14 @@ std::string DataParallel::describe(std::int64_t shard_batch) const {
     return fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank)", world_size(),
                        algorithm_name(o.algorithm), shard_batch);
   }
+  const int stage = o.sharding == Sharding::optimizer ? 1 : o.sharding == Sharding::gradients ? 2 : 3;
+  const char* sharded = stage == 1   ? "optimizer state"
+                        : stage == 2 ? "optimizer state and gradients"
+                                     : "optimizer state, gradients and parameters";
   return fmt::format(
       "sharded data-parallel over {} ranks (ZeRO stage {}: {} sharded; {} reduce-scatter and "
       "allgather, {} per rank)",
-      world_size(), o.sharding == Sharding::optimizer ? 1 : 2,
-      o.sharding == Sharding::optimizer ? "optimizer state" : "optimizer state and gradients",
-      algorithm_name(o.algorithm), shard_batch);
+      world_size(), stage, sharded, algorithm_name(o.algorithm), shard_batch);
 }
 
 std::vector<std::shared_ptr<optim::Callback>> DataParallel::callbacks(const layers::Module& model) {
@@ -363,6 +374,8 @@ const char* formula_text(Sharding sharding) {
       return "(4 + 4) P + K P / N";
     case Sharding::gradients:
       return "4 P + (4 + K) P / N";
+    case Sharding::parameters:
+      return "(4 + 4 + K) P / N";
   }
   return "";
 }
@@ -409,6 +422,11 @@ std::string DataParallel::report(const layers::Module& model, const optim::Optim
       optim::mebibytes(static_cast<double>(formula.parameters)),
       optim::mebibytes(static_cast<double>(formula.gradients)),
       optim::mebibytes(static_cast<double>(formula.optimizer)));
+  if (s.sharded && s.sharded->shards_parameters()) {
+    text += fmt::format("parameters gathered at once: at most {} bucket{}, {:.2f} MiB\n",
+                        s.sharded->peak_gathered_groups(), s.sharded->peak_gathered_groups() == 1 ? "" : "s",
+                        optim::mebibytes(static_cast<double>(s.sharded->peak_gathered_bytes())));
+  }
   return text;
 }
 
@@ -417,7 +435,11 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // A sliced optimizer's state differs from rank to rank: each loaded its
   // own slices from the checkpoint every rank read.
   broadcast_initial_state(s.comm, model, s.sharded && s.sharded->sliced() ? nullptr : optimizer, "DataParallel");
-  if (s.prepared) return s.slice(optimizer);  // after a checkpoint load: buckets and hooks stand
+  if (s.prepared) {  // after a checkpoint load: buckets and hooks stand
+    s.slice(optimizer);
+    if (s.sharded) s.sharded->reshard();
+    return;
+  }
 
   const auto parameters = model.named_parameters();
   // A model on one GPU keeps its buckets there, the gradients as views into
@@ -437,8 +459,9 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
                                              : "host buckets over MPI"));
   agree_on_layout(s.comm, layout, "DataParallel: the gradient buckets");
   if (s.options.sharding != Sharding::none) {
-    s.sharded.emplace(s.options.sharding, s.buckets, s.comm.rank(), s.comm.size());
+    s.sharded = std::make_shared<ShardedState>(s.options.sharding, s.buckets, s.comm, s.options.algorithm);
     s.slice(optimizer);
+    s.sharded->reshard();
   }
   if (gpu_buckets) {
     for (std::size_t b = 0; b < s.buckets.size(); ++b) s.written.emplace_back(gpu->index());
@@ -521,7 +544,26 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
   // Only the step's last backward completes the gradients: earlier ones
   // accumulate into the buckets without sending them (DDP's no_sync).
   if (share.last) expect_final_gradients();
-  return Strategy::forward_backward(model, loss, batch, share);
+  const State& s = *state_;
+  if (!s.sharded || !s.sharded->shards_parameters()) return Strategy::forward_backward(model, loss, batch, share);
+  optim::StepOutput result;
+  {
+    const timeline::Span span("compute", "forward");
+    result.output = gathered_forward(model, batch.inputs, s.sharded, true);
+    result.loss = loss(result.output, batch.targets);
+  }
+  backward(result, share);
+  return result;
+}
+
+optim::StepOutput DataParallel::forward(layers::Module& model, const optim::Batch& batch,
+                                        const optim::LossFunction& loss) {
+  const State& s = *state_;
+  if (!s.sharded || !s.sharded->shards_parameters()) return Strategy::forward(model, batch, loss);
+  optim::StepOutput result;
+  result.output = gathered_forward(model, batch.inputs, s.sharded, false);
+  if (loss) result.loss = loss(result.output, batch.targets);
+  return result;
 }
 
 void DataParallel::expect_final_gradients() {
@@ -573,6 +615,8 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
                           grad.nbytes());
     }
   }
+  // Stage 3: buckets gathered in backward that received no gradient.
+  if (s.sharded) s.sharded->release_all();
   const auto end = Clock::now();
   s.statistics.wait_seconds += std::chrono::duration<double>(end - wait_start).count();
   s.statistics.step_seconds += std::chrono::duration<double>(end - s.step_start).count();
@@ -582,12 +626,14 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
 void DataParallel::update(layers::Module& model, optim::Optimizer& optimizer) {
   State& s = *state_;
   if (!s.sharded) return Strategy::update(model, optimizer);
-  s.sharded->step(optimizer, s.comm, s.options.algorithm);
+  s.sharded->step(optimizer);
 }
 
 void DataParallel::gather_state(const layers::Module& /*model*/, optim::TrainingState& state) {
   State& s = *state_;
-  if (s.sharded && s.sharded->sliced()) s.sharded->gather_optimizer_state(s.comm, s.options.algorithm, state.optimizer);
+  if (!s.sharded) return;
+  s.sharded->gather_model_state(state.model);
+  if (s.sharded->sliced()) s.sharded->gather_optimizer_state(state.optimizer);
 }
 
 void DataParallel::select_state(const layers::Module& /*model*/, optim::TrainingState& state) {

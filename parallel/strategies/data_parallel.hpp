@@ -115,6 +115,9 @@ class DataParallel : public optim::Strategy {
   void begin_step(layers::Module& model) override;
   optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
                                      const optim::StepShare& share) override;
+  // Sharding parameters: the layers run one by one, each bucket gathered
+  // for its layers (gathered_forward.hpp).
+  optim::StepOutput forward(layers::Module& model, const optim::Batch& batch, const optim::LossFunction& loss) override;
   void synchronize_gradients(layers::Module& model) override;
   // Sharded: the optimizer steps this rank's chunks, then the parameters
   // are allgathered. Otherwise the optimizer's step.
@@ -156,6 +159,11 @@ class DataParallel : public optim::Strategy {
   SyncStatistics statistics() const;
   // After prepare() with sharding: this rank's share of the state; null unsharded.
   const ShardedState* sharded_state() const;
+  // Sharding parameters: a parameter is whole only while its layers run
+  // (elsewhere its memory reads as zeros). This gathers every bucket, so
+  // the model's parameters hold their values until the next training step
+  // or evaluation releases them; a collective. Nothing otherwise.
+  void gather_parameters();
   // After prepare() with an optimizer: the bytes of training state this
   // rank keeps between steps, and what ZeRO's formula says it should.
   StateBytes resident_state(const layers::Module& model, const optim::Optimizer& optimizer) const;

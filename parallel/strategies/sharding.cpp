@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
@@ -19,12 +20,15 @@ std::string_view sharding_name(Sharding sharding) {
       return "optimizer";
     case Sharding::gradients:
       return "gradients";
+    case Sharding::parameters:
+      return "parameters";
   }
   return "unknown";
 }
 
 const std::vector<Sharding>& all_shardings() {
-  static const std::vector<Sharding> shardings{Sharding::none, Sharding::optimizer, Sharding::gradients};
+  static const std::vector<Sharding> shardings{Sharding::none, Sharding::optimizer, Sharding::gradients,
+                                               Sharding::parameters};
   return shardings;
 }
 
@@ -45,12 +49,25 @@ StateBytes zero_formula(Sharding sharding, std::int64_t parameters, std::int64_t
       return {values, values, shard(optimizer)};
     case Sharding::gradients:
       return {values, shard(values), shard(optimizer)};
+    case Sharding::parameters:
+      return {shard(values), shard(values), shard(optimizer)};
   }
   return {};
 }
 
-ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, int rank, int ranks)
-    : sharding_(sharding), rank_(rank), ranks_(ranks), buckets_(buckets) {
+ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm,
+                           AllreduceAlgorithm algorithm)
+    : sharding_(sharding),
+      rank_(comm.rank()),
+      ranks_(comm.size()),
+      // A communicator of its own: stage 3 gathers on the training thread
+      // while the communication thread reduce-scatters on DataParallel's,
+      // and two collectives at once on one communicator would mix up
+      // their messages.
+      comm_(comm.split(0, comm.rank())),
+      algorithm_(algorithm),
+      buckets_(buckets),
+      gathered_(buckets.size(), false) {
   for (const GradientBucket& bucket : buckets_) {
     for (const BucketEntry& entry : bucket.entries) {
       DDL_CHECK(entry.parameter.device().is_cpu(),
@@ -63,12 +80,12 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
       entry.parameter.move_into(flat.flat_slice(entry.offset, entry.parameter.shape()));
     }
     flat_parameters_.push_back(flat);
-    chunk_gradients_.push_back(sharding == Sharding::gradients
-                                   ? zeros({chunk(flat_parameters_.size() - 1).size()}, {DType::Float32, cpu(), false})
-                                   : Tensor());
+    const ChunkRange mine = chunk(flat_parameters_.size() - 1);
+    chunk_gradients_.push_back(shards_gradients() ? zeros({mine.size()}) : Tensor());
+    shard_parameters_.push_back(shards_parameters() ? flat.flat_slice(mine.begin, {mine.size()}).clone() : Tensor());
   }
   // Stage 2's buckets exist only while they are filled and reduced.
-  if (sharding == Sharding::gradients) {
+  if (shards_gradients()) {
     for (GradientBucket& bucket : buckets_) release_buffer(bucket);
   }
 }
@@ -114,9 +131,12 @@ void ShardedState::slice(optim::Optimizer& optimizer) {
     Slice& slice = slices[i];
     slice.values = values[i];
     const Shape shape{slice.range.end - slice.range.begin};
-    slice.gradient = sharding_ == Sharding::gradients
-                         ? chunk_gradients_[slice.bucket].flat_slice(at(slice) - chunk(slice.bucket).begin, shape)
-                         : buckets_[slice.bucket].buffer.flat_slice(at(slice), shape);
+    const std::int64_t in_chunk = at(slice) - chunk(slice.bucket).begin;
+    slice.gradient = shards_gradients() ? chunk_gradients_[slice.bucket].flat_slice(in_chunk, shape)
+                                        : buckets_[slice.bucket].buffer.flat_slice(at(slice), shape);
+    // Stage 3: the optimizer steps the persistent shard, not the gathered
+    // parameters (whose memory comes and goes).
+    if (shards_parameters()) slice.values.move_into(shard_parameters_[slice.bucket].flat_slice(in_chunk, shape));
   }
   slices_ = std::move(slices);
   sliced_ = true;
@@ -125,7 +145,7 @@ void ShardedState::slice(optim::Optimizer& optimizer) {
 void ShardedState::reduced(std::size_t b) {
   GradientBucket& bucket = buckets_[b];
   for (const BucketEntry& entry : bucket.entries) entry.parameter.zero_grad();
-  if (sharding_ != Sharding::gradients) return;
+  if (!shards_gradients()) return;
   const ChunkRange mine = chunk(b);
   chunk_gradients_[b].copy_from(bucket.buffer.flat_slice(mine.begin, {mine.size()}));
   release_buffer(bucket);
@@ -135,7 +155,7 @@ void ShardedState::reduced(std::size_t b) {
 
 void ShardedState::ensure_buffer(std::size_t b) {
   GradientBucket& bucket = buckets_[b];
-  if (sharding_ != Sharding::gradients || bucket.buffer.defined()) return;
+  if (!shards_gradients() || bucket.buffer.defined()) return;
   allocate_buffer(bucket, cpu());
   for (const BucketEntry& entry : bucket.entries) {
     if (!entry.parameter.grad().defined()) entry.parameter.set_grad(entry.view);
@@ -149,15 +169,107 @@ int ShardedState::peak_live_buckets() const {
   return peak_live_buckets_;
 }
 
-void ShardedState::step(optim::Optimizer& optimizer, const Communicator& comm, AllreduceAlgorithm algorithm) {
+void ShardedState::step(optim::Optimizer& optimizer) {
   for (const Slice& slice : slices_) slice.values.set_grad(slice.gradient);
   optimizer.step();
-  for (std::size_t b = 0; b < flat_parameters_.size(); ++b) {
-    timeline::Span span("communication", "allgather");
-    if (span.active()) span.arg("bucket", static_cast<std::int64_t>(b)).arg("bytes", flat_parameters_[b].nbytes());
-    const Tensor& flat = flat_parameters_[b];
-    allgather(comm, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm);
+  // Stage 3 gathers each bucket when a layer next needs it.
+  if (shards_parameters()) return;
+  for (std::size_t b = 0; b < flat_parameters_.size(); ++b) allgather_flat(b);
+}
+
+void ShardedState::allgather_flat(std::size_t b) const {
+  timeline::Span span("communication", "allgather");
+  if (span.active()) span.arg("bucket", static_cast<std::int64_t>(b)).arg("bytes", flat_parameters_[b].nbytes());
+  const Tensor& flat = flat_parameters_[b];
+  allgather(comm_, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm_);
+}
+
+void ShardedState::gather(std::size_t b) {
+  {
+    const std::lock_guard lock(live_mutex_);
+    if (gathered_[b]) return;
   }
+  const ChunkRange mine = chunk(b);
+  flat_parameters_[b].flat_slice(mine.begin, {mine.size()}).copy_from(shard_parameters_[b]);
+  allgather_flat(b);
+  const std::lock_guard lock(live_mutex_);
+  gathered_[b] = true;
+  gathered_bytes_ += static_cast<std::int64_t>(flat_parameters_[b].nbytes());
+  peak_gathered_groups_ = std::max(peak_gathered_groups_, ++gathered_groups_);
+  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
+}
+
+void ShardedState::release(std::size_t b) {
+  {
+    const std::lock_guard lock(live_mutex_);
+    if (!gathered_[b]) return;
+    gathered_[b] = false;
+    --gathered_groups_;
+    gathered_bytes_ -= static_cast<std::int64_t>(flat_parameters_[b].nbytes());
+  }
+  const Tensor& flat = flat_parameters_[b];
+  backend::discard_pages(flat.device(), flat.raw_data(), flat.nbytes());
+}
+
+void ShardedState::release_all() {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) release(b);
+}
+
+bool ShardedState::gathered(std::size_t b) const {
+  const std::lock_guard lock(live_mutex_);
+  return gathered_[b];
+}
+
+void ShardedState::reshard() {
+  if (!shards_parameters()) return;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const ChunkRange mine = chunk(b);
+    shard_parameters_[b].copy_from(flat_parameters_[b].flat_slice(mine.begin, {mine.size()}));
+    {
+      // Whole now, whatever the flags said: parameters were written.
+      const std::lock_guard lock(live_mutex_);
+      if (!gathered_[b]) {
+        gathered_[b] = true;
+        ++gathered_groups_;
+        gathered_bytes_ += static_cast<std::int64_t>(flat_parameters_[b].nbytes());
+      }
+    }
+    release(b);
+  }
+}
+
+void ShardedState::gather_model_state(std::vector<std::pair<std::string, Tensor>>& model) {
+  if (!shards_parameters()) return;
+  std::map<const TensorImpl*, std::size_t> index;
+  for (std::size_t i = 0; i < model.size(); ++i) index[model[i].second.impl().get()] = i;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const bool was_gathered = gathered(b);
+    gather(b);
+    for (const BucketEntry& entry : buckets_[b].entries) {
+      const auto found = index.find(entry.parameter.impl().get());
+      if (found != index.end()) model[found->second].second = entry.parameter.detach().clone();
+    }
+    if (!was_gathered) release(b);
+  }
+}
+
+std::optional<std::size_t> ShardedState::bucket_of(const Tensor& parameter) const {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    for (const BucketEntry& entry : buckets_[b].entries) {
+      if (entry.parameter.same(parameter)) return b;
+    }
+  }
+  return std::nullopt;
+}
+
+int ShardedState::peak_gathered_groups() const {
+  const std::lock_guard lock(live_mutex_);
+  return peak_gathered_groups_;
+}
+
+std::int64_t ShardedState::peak_gathered_bytes() const {
+  const std::lock_guard lock(live_mutex_);
+  return peak_gathered_bytes_;
 }
 
 namespace {
@@ -170,8 +282,7 @@ const Tensor& step_entry(const std::map<std::string, Tensor>& state) {
 
 }  // namespace
 
-void ShardedState::gather_optimizer_state(const Communicator& comm, AllreduceAlgorithm algorithm,
-                                          std::vector<std::pair<std::string, Tensor>>& state) const {
+void ShardedState::gather_optimizer_state(std::vector<std::pair<std::string, Tensor>>& state) const {
   const std::map<std::string, Tensor> mine(state.begin(), state.end());
   // whole[k][buffer]: parameter k's state, as the unsliced optimizer held it.
   std::vector<std::vector<Tensor>> whole(optimizer_parameters_, std::vector<Tensor>(buffer_names_.size()));
@@ -185,7 +296,7 @@ void ShardedState::gather_optimizer_state(const Communicator& comm, AllreduceAlg
         const Tensor& values = mine.at(std::to_string(i) + "." + buffer_names_[buffer]);
         flat.flat_slice(at(slices_[i]), values.shape()).copy_from(values);
       }
-      allgather(comm, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm);
+      allgather(comm_, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm_);
       for (std::size_t e = 0; e < buckets_[b].entries.size(); ++e) {
         const BucketEntry& entry = buckets_[b].entries[e];
         if (const auto k = optimizer_index_[b][e])
@@ -241,9 +352,16 @@ void ShardedState::select_optimizer_state(std::vector<std::pair<std::string, Ten
 
 StateBytes ShardedState::resident() const {
   StateBytes bytes;
-  for (const Tensor& flat : flat_parameters_) bytes.parameters += static_cast<std::int64_t>(flat.nbytes());
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    const Tensor& kept = sharding_ == Sharding::gradients ? chunk_gradients_[b] : buckets_[b].buffer;
+    const Tensor& kept = shards_parameters() ? shard_parameters_[b] : flat_parameters_[b];
+    bytes.parameters += static_cast<std::int64_t>(kept.nbytes());
+  }
+  {
+    const std::lock_guard lock(live_mutex_);
+    bytes.parameters += shards_parameters() ? gathered_bytes_ : 0;
+  }
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const Tensor& kept = shards_gradients() ? chunk_gradients_[b] : buckets_[b].buffer;
     if (kept.defined()) bytes.gradients += static_cast<std::int64_t>(kept.nbytes());
   }
   return bytes;

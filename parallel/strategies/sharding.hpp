@@ -15,6 +15,13 @@
 //                   chunks (a bucket exists from  gradients freed as soon
 //                   the backward that fills it    as it is reduced
 //                   until it is reduced)
+//   parameters (3)  and of the parameters only    as stage 2; no allgather
+//                   its chunks: a bucket's are    after the update: a
+//                   gathered just before the      bucket's parameters are
+//                   first layer that uses them    gathered before its
+//                   and released after the last,  layers' forward and
+//                   in forward and in backward    again before their
+//                                                 backward (FSDP)
 //
 // Per rank, with Ψ parameters, N ranks and K bytes of optimizer state per
 // parameter (float32: SGD with momentum 4, Adagrad 4, Adadelta and Adam 8),
@@ -23,6 +30,7 @@
 //   none       (4 + 4 + K) Ψ
 //   optimizer  (4 + 4) Ψ + K Ψ / N
 //   gradients  4 Ψ + (4 + K) Ψ / N
+//   parameters (4 + 4 + K) Ψ / N, plus the buckets gathered at the moment
 //
 // Exactness: a ring allreduce is its reduce-scatter followed by its
 // allgather, and every optimizer's update is elementwise, so updating each
@@ -34,7 +42,12 @@
 // The parameters of each bucket are laid out in one flat buffer of the
 // bucket's layout (Tensor::move_into; PyTorch FSDP's flat parameter), so
 // the allgather fills every other rank's chunk in place, and the optimizer
-// steps views of this rank's chunk (Optimizer::keep_slices). Checkpoints
+// steps views of this rank's chunk (Optimizer::keep_slices). Under stage
+// 3 the optimizer steps a persistent copy of the chunk instead, and a
+// released bucket's flat buffer keeps its addresses but gives its pages
+// back to the system (backend::discard_pages): the tensors forward saved
+// for backward still point into it, and read the gathered values again
+// once backward has gathered the bucket anew. Checkpoints
 // hold the single-process format: the optimizer's state is gathered from
 // its chunks when saved and cut into this rank's slices when loaded, so a
 // run resumes at any rank count and under any strategy.
@@ -57,9 +70,9 @@
 
 namespace ddl::parallel {
 
-enum class Sharding { none, optimizer, gradients };
+enum class Sharding { none, optimizer, gradients, parameters };
 
-// "none", "optimizer", "gradients", and back.
+// "none", "optimizer", "gradients", "parameters", and back.
 std::string_view sharding_name(Sharding sharding);
 Sharding parse_sharding(std::string_view name);
 const std::vector<Sharding>& all_shardings();
@@ -85,10 +98,14 @@ std::int64_t optimizer_state_bytes(const optim::Optimizer& optimizer);
 class ShardedState {
  public:
   // Moves each bucket's parameters into a flat buffer of the bucket's
-  // layout. CPU parameters only (ddl::Error otherwise).
-  ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, int rank, int ranks);
+  // layout, gathered with `algorithm` over a duplicate of `comm` (a
+  // collective). CPU parameters only (ddl::Error otherwise).
+  ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm,
+               AllreduceAlgorithm algorithm);
 
   Sharding sharding() const { return sharding_; }
+  bool shards_gradients() const { return sharding_ == Sharding::gradients || shards_parameters(); }
+  bool shards_parameters() const { return sharding_ == Sharding::parameters; }
   // This rank's chunk of bucket b: where its reduce-scatter leaves the average.
   ChunkRange chunk(std::size_t b) const;
 
@@ -109,15 +126,34 @@ class ShardedState {
   // Stage 2: the most bucket buffers that have existed at once.
   int peak_live_buckets() const;
 
-  // The optimizer's step on this rank's slices, then every bucket's
-  // parameters allgathered with `algorithm`.
-  void step(optim::Optimizer& optimizer, const Communicator& comm, AllreduceAlgorithm algorithm);
+  // The optimizer's step on this rank's slices, then (stages 1 and 2)
+  // every bucket's parameters allgathered.
+  void step(optim::Optimizer& optimizer);
+
+  // Stage 3. gather: bucket b's parameters whole (a collective; nothing if
+  // they are). release: their memory given back. release_all: every
+  // bucket's. reshard: after the parameters were written whole (the first
+  // prepare, a broadcast, a checkpoint load), this rank's chunks kept and
+  // every bucket released. gathered: whether bucket b is whole now.
+  void gather(std::size_t b);
+  void release(std::size_t b);
+  void release_all();
+  void reshard();
+  bool gathered(std::size_t b) const;
+  // The bucket that holds `parameter`, if any.
+  std::optional<std::size_t> bucket_of(const Tensor& parameter) const;
+  // The most buckets, and bytes of parameters, gathered at once so far.
+  int peak_gathered_groups() const;
+  std::int64_t peak_gathered_bytes() const;
+  // Stage 3, for a checkpoint: the model's parameters in `model` (named
+  // tensors of Module::state_dict) replaced by gathered copies, one bucket
+  // at a time (a collective).
+  void gather_model_state(std::vector<std::pair<std::string, Tensor>>& model);
 
   // The optimizer's state of this rank's slices as a single process names
   // it (Optimizer::state() of the unsliced optimizer), gathered over the
   // ranks; a collective. Every rank gets the whole.
-  void gather_optimizer_state(const Communicator& comm, AllreduceAlgorithm algorithm,
-                              std::vector<std::pair<std::string, Tensor>>& state) const;
+  void gather_optimizer_state(std::vector<std::pair<std::string, Tensor>>& state) const;
   // The inverse: this rank's slices of a single process's state, in place.
   void select_optimizer_state(std::vector<std::pair<std::string, Tensor>>& state) const;
 
@@ -135,16 +171,25 @@ class ShardedState {
 
   // Where a slice begins in its bucket.
   std::int64_t at(const Slice& slice) const;
+  // Bucket b's flat parameters allgathered in place.
+  void allgather_flat(std::size_t b) const;
 
   Sharding sharding_;
   int rank_, ranks_;
+  Communicator comm_;
+  AllreduceAlgorithm algorithm_;
   std::vector<GradientBucket>& buckets_;
-  std::vector<Tensor> flat_parameters_;  // per bucket
-  std::vector<Tensor> chunk_gradients_;  // per bucket, stage 2
-  // Stage 2: bucket buffers in existence, and the most at once; the
-  // training thread makes them and either thread frees them.
+  std::vector<Tensor> flat_parameters_;   // per bucket
+  std::vector<Tensor> chunk_gradients_;   // per bucket, stages 2 and 3
+  std::vector<Tensor> shard_parameters_;  // per bucket, stage 3: this rank's chunk
+  // Under `live_mutex_` (either thread frees): stages 2 and 3's gradient
+  // buckets in existence and the most at once; stage 3's gathered buckets,
+  // and the most of them and of their bytes at once.
   mutable std::mutex live_mutex_;
   int live_buckets_ = 0, peak_live_buckets_ = 0;
+  std::vector<bool> gathered_;
+  int gathered_groups_ = 0, peak_gathered_groups_ = 0;
+  std::int64_t gathered_bytes_ = 0, peak_gathered_bytes_ = 0;
   std::vector<Slice> slices_;
   std::vector<std::string> buffer_names_;
   // Per bucket entry: its parameter's index in the unsliced optimizer, if it has one.

@@ -62,7 +62,7 @@ case $case_name in
     expect_usage_error 2 "--divergence-factor: nan is not a finite number >= 0" --divergence-factor nan
     expect_usage_error 2 "--resume needs --checkpoint-dir" --resume
     expect_usage_error 2 "--shard: shards the state of data-parallel ranks" --shard optimizer --train-limit 64
-    expect_usage_error 2 "--shard: parameters not in {none,optimizer,gradients}" --shard parameters
+    expect_usage_error 2 "--shard: fsdp not in {none,optimizer,gradients,parameters}" --shard fsdp
     expect_usage_error 2 "--group-size applies to --search" --group-size 2
     expect_usage_error 2 "--search: 'data' cannot be searched" --search "data=/tmp"
     expect_usage_error 2 "--search, configuration lr=abc: --lr: 'abc' is not a number" --search "lr=1,abc"
@@ -434,14 +434,14 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     echo "ok: context_net trained data-parallel over 2 ranks, rank 0 alone reported"
     ;;
   sharded)
-    # ZeRO stages 1 and 2 change where the state lives, not one bit of it:
-    # the checkpoints of 2 ranks sharded and unsharded are the same file.
+    # ZeRO's stages change where the state lives, not one bit of it: the
+    # checkpoints of 2 ranks sharded and unsharded are the same file.
     args=(--parallel data --optimizer adam --train-limit 512 --test-limit 128 --epochs 1 --threads 1)
-    for shard in none optimizer gradients; do
+    for shard in none optimizer gradients parameters; do
       mpiexec -n 2 "$train" "${args[@]}" --shard "$shard" --checkpoint-dir "$work/$shard" > "$work/$shard.out" 2>&1 ||
         fail "--shard $shard exited $?: $(cat "$work/$shard.out")"
     done
-    for shard in optimizer gradients; do
+    for shard in optimizer gradients parameters; do
       cmp -s "$work/none/last.ckpt" "$work/$shard/last.ckpt" || fail "--shard $shard saved another checkpoint than --shard none"
       grep -q "sharded data-parallel over 2 ranks (ZeRO stage" "$work/$shard.out" || fail "no sharded header: $(cat "$work/$shard.out")"
       grep -q "^training state per rank, sharding $shard:" "$work/$shard.out" || fail "no state table: $(cat "$work/$shard.out")"
@@ -452,7 +452,14 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     sharded=$(awk '$1 == "1" && NF == 6 {print $4}' "$work/optimizer.out")
     awk -v u="$unsharded" -v s="$sharded" 'BEGIN {exit !(u > 0 && s > 0.49 * u && s < 0.51 * u)}' ||
       fail "rank 1 holds $sharded MiB of optimizer state sharded, $unsharded MiB unsharded"
-    echo "ok: --shard optimizer and gradients save the unsharded run's checkpoint, rank 1 holding $sharded of $unsharded MiB of Adam's state"
+    grep -qE "^parameters gathered at once: at most [12] buckets?, " "$work/parameters.out" ||
+      fail "--shard parameters: no gathered peak: $(cat "$work/parameters.out")"
+    echo "ok: --shard optimizer, gradients and parameters save the unsharded run's checkpoint, rank 1 holding $sharded of $unsharded MiB of Adam's state"
+    mpiexec -n 2 "$train" --parallel hybrid --dp 2 --pp 1 --shard parameters --epochs 1 > "$work/out" 2> "$work/err"
+    rc=$?
+    [[ $rc -eq 2 && $(grep -c "micro-batch" "$work/err") -eq 1 ]] ||
+      fail "--parallel hybrid --shard parameters exited $rc: $(cat "$work/err")"
+    echo "ok: --shard parameters in a hybrid -> exit 2, said once"
     for refused in "--parallel ps" "--parallel data --allreduce tree" "--parallel data --fp16-compression"; do
       # shellcheck disable=SC2086 # the options are words
       mpiexec -n 2 "$train" $refused --shard optimizer --epochs 1 > "$work/out" 2> "$work/err"

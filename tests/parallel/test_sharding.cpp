@@ -97,8 +97,11 @@ Trained train(const DataParallelOptions& options, const MakeOptimizer& make, std
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
   trainer.fit(loader, {.epochs = 2});
   models::DataLoader all(random_images(), {.batch_size = kGlobalBatch / world.size()});
-  return {test::flat_parameters(*model), flat_buffers(*model), trainer.evaluate(all).at("loss"),
-          strategy->resident_state(*model, *optimizer), strategy->formula_state(*model, *optimizer)};
+  const double evaluation_loss = trainer.evaluate(all).at("loss");
+  const StateBytes resident = strategy->resident_state(*model, *optimizer);
+  strategy->gather_parameters();  // stage 3: whole until the next step
+  return {test::flat_parameters(*model), flat_buffers(*model), evaluation_loss, resident,
+          strategy->formula_state(*model, *optimizer)};
 }
 
 }  // namespace
@@ -107,7 +110,7 @@ TEST_CASE("sharding: every stage trains DataParallel's weights bit for bit with 
   for (const auto& [optimizer_name, make] : optimizers()) {
     for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
       const Trained expected = train(options(algorithm, Sharding::none), make);
-      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
         for (const Overlap overlap : {Overlap::on, Overlap::off}) {
           const char* const name = optimizer_name;
           CAPTURE(name);
@@ -127,7 +130,7 @@ TEST_CASE("sharding: every stage trains DataParallel's weights bit for bit with 
 TEST_CASE("sharding: with gradient accumulation every stage trains DataParallel's weights bit for bit") {
   const MakeOptimizer& adam = optimizers().back().second;
   const Trained expected = train(options(AllreduceAlgorithm::ring, Sharding::none), adam, 2);
-  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
     CAPTURE(sharding_name(sharding));
     CHECK(train(options(AllreduceAlgorithm::ring, sharding), adam, 2).parameters == expected.parameters);
   }
@@ -141,7 +144,7 @@ TEST_CASE("sharding: with MPI's builtin collectives the weights agree with DataP
   // MPI_Allreduce's against our ring's.
   const double reordering = max_relative_difference(
       builtin.parameters, train(options(AllreduceAlgorithm::ring, Sharding::none), sgd).parameters);
-  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
     CAPTURE(sharding_name(sharding));
     const Trained sharded = train(options(AllreduceAlgorithm::builtin, sharding), sgd);
     // MPI_Reduce_scatter may sum in another order than MPI_Allreduce, but
@@ -171,11 +174,17 @@ TEST_CASE("sharding: each rank holds the state bytes ZeRO's formula gives, its c
     CHECK(unsharded.resident.parameters == 4 * parameters);
     CHECK(unsharded.resident.gradients == 4 * parameters);
     CHECK(unsharded.resident.total() == unsharded.formula.total());
-    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
       CAPTURE(sharding_name(sharding));
       const Trained sharded = train(options(AllreduceAlgorithm::ring, sharding), make);
       const StateBytes& held = sharded.resident;
-      CHECK(held.parameters == 4 * parameters);
+      if (sharding == Sharding::parameters) {
+        // Between steps no bucket is gathered: only the chunks.
+        CHECK(whole(held.parameters) == 4 * parameters);
+        CHECK(std::abs(held.parameters - sharded.formula.parameters) <= 3 * 4);
+      } else {
+        CHECK(held.parameters == 4 * parameters);
+      }
       CHECK(whole(held.optimizer) == 4 * k * parameters);
       // Three buckets, each cut into chunks of floor or ceil(n / p).
       CHECK(std::abs(held.optimizer - sharded.formula.optimizer) <= 3 * 4 * k);
@@ -247,7 +256,7 @@ TEST_CASE("sharding: a checkpoint is DataParallel's file and resumes at another 
     if (world.rank() < resumers) return part;
     return std::nullopt;
   }();
-  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+  for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
     CAPTURE(sharding_name(sharding));
     const std::string name(sharding_name(sharding));
     const std::string sharded = base + "/" + name + ".ckpt";
@@ -263,6 +272,24 @@ TEST_CASE("sharding: a checkpoint is DataParallel's file and resumes at another 
     }
     world.barrier();
   }
+}
+
+TEST_CASE("sharding parameters: each bucket is whole only around its layers, at most two at once") {
+  const Communicator world = Communicator::world();
+  auto model = odd_cnn(5);
+  auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::parameters));
+  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+                         test::quiet_options({}, strategy));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  trainer.fit(loader, {.epochs = 1});
+  REQUIRE(strategy->bucket_count() == 3);
+  const ShardedState& shards = *strategy->sharded_state();
+  CHECK(shards.peak_gathered_groups() >= 1);
+  CHECK(shards.peak_gathered_groups() <= 2);
+  // Between steps every bucket is released; gather_parameters makes them whole.
+  for (std::size_t b = 0; b < 3; ++b) CHECK_FALSE(shards.gathered(b));
+  strategy->gather_parameters();
+  for (std::size_t b = 0; b < 3; ++b) CHECK(shards.gathered(b));
 }
 
 TEST_CASE("sharding: configurations it cannot serve are refused, naming what is wrong") {

@@ -356,6 +356,10 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
                                                                                 .sharding = options.sharding});
     s.data = std::move(grid.data);
   }
+  DDL_CHECK(options.sharding != Sharding::parameters,
+            "Pipeline: sharding parameters (ZeRO stage 3) in a hybrid would gather each stage's parameters for every "
+            "micro-batch's forward and backward, 2M allgathers a step instead of 2; shard the optimizer state or the "
+            "gradients (DeepSpeed refuses stages 2 and 3 with a pipeline)");
   DDL_CHECK(options.sharding == Sharding::none || s.gradients,
             "Pipeline: sharding {} shards each stage's state over the pipelines that train it, and there is only one "
             "pipeline",
