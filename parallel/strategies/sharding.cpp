@@ -56,7 +56,7 @@ StateBytes zero_formula(Sharding sharding, std::int64_t parameters, std::int64_t
 }
 
 ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm,
-                           AllreduceAlgorithm algorithm)
+                           AllreduceAlgorithm algorithm, bool prefetch)
     : sharding_(sharding),
       rank_(comm.rank()),
       ranks_(comm.size()),
@@ -66,8 +66,7 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
       // their messages.
       comm_(comm.split(0, comm.rank())),
       algorithm_(algorithm),
-      buckets_(buckets),
-      gathered_(buckets.size(), false) {
+      buckets_(buckets) {
   for (const GradientBucket& bucket : buckets_) {
     for (const BucketEntry& entry : bucket.entries) {
       DDL_CHECK(entry.parameter.device().is_cpu(),
@@ -88,6 +87,15 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
   if (shards_gradients()) {
     for (GradientBucket& bucket : buckets_) release_buffer(bucket);
   }
+  std::vector<std::int64_t> bytes;
+  for (const Tensor& flat : flat_parameters_) bytes.push_back(static_cast<std::int64_t>(flat.nbytes()));
+  gatherer_ = std::make_unique<BucketGatherer>(
+      std::move(bytes), [this](std::size_t b) { gather_now(b); },
+      [this](std::size_t b) {
+        const Tensor& flat = flat_parameters_[b];
+        backend::discard_pages(flat.device(), flat.raw_data(), flat.nbytes());
+      },
+      prefetch && shards_parameters());
 }
 
 ChunkRange ShardedState::chunk(std::size_t b) const { return chunk_range(buckets_[b].size(), ranks_, rank_); }
@@ -184,40 +192,19 @@ void ShardedState::allgather_flat(std::size_t b) const {
   allgather(comm_, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm_);
 }
 
-void ShardedState::gather(std::size_t b) {
-  {
-    const std::lock_guard lock(live_mutex_);
-    if (gathered_[b]) return;
-  }
+void ShardedState::gather_now(std::size_t b) {
   const ChunkRange mine = chunk(b);
   flat_parameters_[b].flat_slice(mine.begin, {mine.size()}).copy_from(shard_parameters_[b]);
   allgather_flat(b);
-  const std::lock_guard lock(live_mutex_);
-  gathered_[b] = true;
-  gathered_bytes_ += static_cast<std::int64_t>(flat_parameters_[b].nbytes());
-  peak_gathered_groups_ = std::max(peak_gathered_groups_, ++gathered_groups_);
-  peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
 }
 
-void ShardedState::release(std::size_t b) {
-  {
-    const std::lock_guard lock(live_mutex_);
-    if (!gathered_[b]) return;
-    gathered_[b] = false;
-    --gathered_groups_;
-    gathered_bytes_ -= static_cast<std::int64_t>(flat_parameters_[b].nbytes());
-  }
-  const Tensor& flat = flat_parameters_[b];
-  backend::discard_pages(flat.device(), flat.raw_data(), flat.nbytes());
-}
+void ShardedState::gather(std::size_t b) { gatherer_->gather(b); }
+void ShardedState::prefetch(std::size_t b) { gatherer_->prefetch(b); }
+void ShardedState::release(std::size_t b) { gatherer_->release(b); }
+bool ShardedState::gathered(std::size_t b) const { return gatherer_->whole(b); }
 
 void ShardedState::release_all() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) release(b);
-}
-
-bool ShardedState::gathered(std::size_t b) const {
-  const std::lock_guard lock(live_mutex_);
-  return gathered_[b];
 }
 
 void ShardedState::reshard() {
@@ -225,15 +212,7 @@ void ShardedState::reshard() {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const ChunkRange mine = chunk(b);
     shard_parameters_[b].copy_from(flat_parameters_[b].flat_slice(mine.begin, {mine.size()}));
-    {
-      // Whole now, whatever the flags said: parameters were written.
-      const std::lock_guard lock(live_mutex_);
-      if (!gathered_[b]) {
-        gathered_[b] = true;
-        ++gathered_groups_;
-        gathered_bytes_ += static_cast<std::int64_t>(flat_parameters_[b].nbytes());
-      }
-    }
+    gatherer_->mark_whole(b);  // whatever it was: the parameters were written
     release(b);
   }
 }
@@ -262,15 +241,9 @@ std::optional<std::size_t> ShardedState::bucket_of(const Tensor& parameter) cons
   return std::nullopt;
 }
 
-int ShardedState::peak_gathered_groups() const {
-  const std::lock_guard lock(live_mutex_);
-  return peak_gathered_groups_;
-}
-
-std::int64_t ShardedState::peak_gathered_bytes() const {
-  const std::lock_guard lock(live_mutex_);
-  return peak_gathered_bytes_;
-}
+int ShardedState::peak_gathered_groups() const { return gatherer_->peak_whole(); }
+std::int64_t ShardedState::peak_gathered_bytes() const { return gatherer_->peak_bytes(); }
+std::int64_t ShardedState::prefetch_hits() const { return gatherer_->prefetch_hits(); }
 
 namespace {
 
@@ -355,10 +328,7 @@ StateBytes ShardedState::resident() const {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const Tensor& kept = shards_parameters() ? shard_parameters_[b] : flat_parameters_[b];
     bytes.parameters += static_cast<std::int64_t>(kept.nbytes());
-  }
-  {
-    const std::lock_guard lock(live_mutex_);
-    bytes.parameters += shards_parameters() ? gathered_bytes_ : 0;
+    if (shards_parameters() && gathered(b)) bytes.parameters += static_cast<std::int64_t>(flat_parameters_[b].nbytes());
   }
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const Tensor& kept = shards_gradients() ? chunk_gradients_[b] : buckets_[b].buffer;

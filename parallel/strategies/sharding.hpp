@@ -54,6 +54,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,6 +67,7 @@
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/bucket_gatherer.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 
 namespace ddl::parallel {
@@ -100,8 +102,10 @@ class ShardedState {
   // Moves each bucket's parameters into a flat buffer of the bucket's
   // layout, gathered with `algorithm` over a duplicate of `comm` (a
   // collective). CPU parameters only (ddl::Error otherwise).
-  ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm,
-               AllreduceAlgorithm algorithm);
+  // With `prefetch` (stage 3), gathers run on a thread of their own, the
+  // next bucket's while the current one's layers compute (bucket_gatherer.hpp).
+  ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm, AllreduceAlgorithm algorithm,
+               bool prefetch);
 
   Sharding sharding() const { return sharding_; }
   bool shards_gradients() const { return sharding_ == Sharding::gradients || shards_parameters(); }
@@ -131,20 +135,24 @@ class ShardedState {
   void step(optim::Optimizer& optimizer);
 
   // Stage 3. gather: bucket b's parameters whole (a collective; nothing if
-  // they are). release: their memory given back. release_all: every
-  // bucket's. reshard: after the parameters were written whole (the first
-  // prepare, a broadcast, a checkpoint load), this rank's chunks kept and
-  // every bucket released. gathered: whether bucket b is whole now.
+  // they are). prefetch: asked for ahead of their use. release: their
+  // memory given back. release_all: every bucket's. reshard: after the
+  // parameters were written whole (the first prepare, a broadcast, a
+  // checkpoint load), this rank's chunks kept and every bucket released.
+  // gathered: whether bucket b is whole now.
   void gather(std::size_t b);
+  void prefetch(std::size_t b);
   void release(std::size_t b);
   void release_all();
   void reshard();
   bool gathered(std::size_t b) const;
   // The bucket that holds `parameter`, if any.
   std::optional<std::size_t> bucket_of(const Tensor& parameter) const;
-  // The most buckets, and bytes of parameters, gathered at once so far.
+  // The most buckets, and bytes of parameters, gathered at once so far;
+  // gathers whose bucket a prefetch had asked for.
   int peak_gathered_groups() const;
   std::int64_t peak_gathered_bytes() const;
+  std::int64_t prefetch_hits() const;
   // Stage 3, for a checkpoint: the model's parameters in `model` (named
   // tensors of Module::state_dict) replaced by gathered copies, one bucket
   // at a time (a collective).
@@ -171,8 +179,10 @@ class ShardedState {
 
   // Where a slice begins in its bucket.
   std::int64_t at(const Slice& slice) const;
-  // Bucket b's flat parameters allgathered in place.
+  // Bucket b's flat parameters allgathered in place; stage 3 first copies
+  // this rank's chunk in.
   void allgather_flat(std::size_t b) const;
+  void gather_now(std::size_t b);
 
   Sharding sharding_;
   int rank_, ranks_;
@@ -182,14 +192,11 @@ class ShardedState {
   std::vector<Tensor> flat_parameters_;   // per bucket
   std::vector<Tensor> chunk_gradients_;   // per bucket, stages 2 and 3
   std::vector<Tensor> shard_parameters_;  // per bucket, stage 3: this rank's chunk
-  // Under `live_mutex_` (either thread frees): stages 2 and 3's gradient
-  // buckets in existence and the most at once; stage 3's gathered buckets,
-  // and the most of them and of their bytes at once.
+  // Stages 2 and 3's gradient buckets in existence and the most at once,
+  // under `live_mutex_` (either thread frees them).
   mutable std::mutex live_mutex_;
   int live_buckets_ = 0, peak_live_buckets_ = 0;
-  std::vector<bool> gathered_;
-  int gathered_groups_ = 0, peak_gathered_groups_ = 0;
-  std::int64_t gathered_bytes_ = 0, peak_gathered_bytes_ = 0;
+  std::unique_ptr<BucketGatherer> gatherer_;  // stage 3's buckets of parameters
   std::vector<Slice> slices_;
   std::vector<std::string> buffer_names_;
   // Per bucket entry: its parameter's index in the unsliced optimizer, if it has one.

@@ -292,6 +292,24 @@ TEST_CASE("sharding parameters: each bucket is whole only around its layers, at 
   for (std::size_t b = 0; b < 3; ++b) CHECK(shards.gathered(b));
 }
 
+TEST_CASE("sharding parameters: with overlap the next bucket is gathered ahead, at most two whole at once") {
+  const Communicator world = Communicator::world();
+  auto model = odd_cnn(5);
+  auto strategy =
+      std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::parameters, Overlap::on));
+  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+                         test::quiet_options({}, strategy));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  trainer.fit(loader, {.epochs = 1});
+  const ShardedState& shards = *strategy->sharded_state();
+  const std::int64_t steps = strategy->statistics().steps;
+  REQUIRE(steps == 4);
+  CHECK(shards.peak_gathered_groups() == 2);
+  // Of the three buckets' gathers in each forward and each backward, every
+  // one but the pass's first was sent ahead by a prefetch: 4 a step.
+  CHECK(shards.prefetch_hits() == 4 * steps);
+}
+
 TEST_CASE("sharding: configurations it cannot serve are refused, naming what is wrong") {
   const Communicator world = Communicator::world();
   for (const AllreduceAlgorithm algorithm :
