@@ -36,12 +36,16 @@ void Optimizer::add_param_group(std::vector<Tensor> params, double lr) {
 }
 
 void Optimizer::add_state_for(const std::vector<Tensor>& params) {
-  for (const Tensor& param : params) {
-    std::vector<Tensor> buffers;
+  state_.resize(state_.size() + params.size());
+}
+
+std::vector<Tensor>& Optimizer::buffers_of(std::size_t k, const Tensor& param) const {
+  std::vector<Tensor>& buffers = state_[k];
+  if (buffers.size() < buffer_names_.size()) {
     const TensorOptions options{DType::Float32, param.device(), false};
     for (std::size_t b = 0; b < buffer_names_.size(); ++b) buffers.push_back(full(param.shape(), initial_, options));
-    state_.push_back(std::move(buffers));
   }
+  return buffers;
 }
 
 void Optimizer::step() {
@@ -49,9 +53,12 @@ void Optimizer::step() {
   bool updated = false;
   for (const ParamGroup& group : groups_) {
     for (const Tensor& param : group.params) {
-      std::vector<Tensor>& buffers = state_[k++];
       const Tensor grad = param.grad();
-      if (!grad.defined()) continue;
+      if (!grad.defined()) {
+        ++k;
+        continue;
+      }
+      std::vector<Tensor>& buffers = buffers_of(k++, param);
       DDL_CHECK(grad.dtype() == DType::Float32 && grad.shape() == param.shape() && grad.device() == param.device(),
                 "{}: parameter {} ({} on {}) has a gradient of {} {} on {}", name_, k - 1, param.shape(),
                 param.device(), grad.dtype(), grad.shape(), grad.device());
@@ -86,6 +93,7 @@ std::vector<Tensor> Optimizer::keep_slices(
                   range.begin, range.end, k, param.numel());
         const Shape shape{range.end - range.begin};
         group_slices.push_back(param.detach().flat_slice(range.begin, shape));
+        // State not made yet stays so, and is made for the slice alone.
         std::vector<Tensor> buffers;
         for (const Tensor& buffer : state_[k]) buffers.push_back(buffer.flat_slice(range.begin, shape).clone());
         sliced_state.push_back(std::move(buffers));
@@ -109,9 +117,14 @@ void Optimizer::set_lr(double lr) {
 std::vector<NamedTensor> Optimizer::state() const {
   std::vector<NamedTensor> named;
   named.emplace_back("step", from_vector(std::vector<std::int64_t>{step_count_}, {1}));
-  for (std::size_t k = 0; k < state_.size(); ++k) {
-    for (std::size_t b = 0; b < buffer_names_.size(); ++b) {
-      named.emplace_back(std::to_string(k) + "." + buffer_names_[b], state_[k][b]);
+  std::size_t k = 0;
+  for (const ParamGroup& group : groups_) {
+    for (const Tensor& param : group.params) {
+      const std::vector<Tensor>& buffers = buffers_of(k, param);
+      for (std::size_t b = 0; b < buffer_names_.size(); ++b) {
+        named.emplace_back(std::to_string(k) + "." + buffer_names_[b], buffers[b]);
+      }
+      ++k;
     }
   }
   return named;

@@ -77,7 +77,8 @@ class Optimizer {
 
  protected:
   // `name` appears in error messages; `buffers` names the per-parameter state
-  // each update needs, allocated like the parameter and filled with `initial`.
+  // each update needs, allocated like the parameter (on first use) and
+  // filled with `initial`.
   Optimizer(std::string name, std::vector<Tensor> params, double lr, std::vector<std::string> buffers,
             double initial = 0.0);
 
@@ -93,7 +94,13 @@ class Optimizer {
   std::vector<ParamGroup> groups_;
   std::vector<std::string> buffer_names_;
   double initial_ = 0.0;
-  std::vector<std::vector<Tensor>> state_;  // [parameter over all groups][buffer]
+  // Parameter k's buffers, made (filled with `initial`) on first use: its
+  // first update, state(), load_state; so an optimizer cut by keep_slices
+  // before then never holds the whole state.
+  std::vector<Tensor>& buffers_of(std::size_t k, const Tensor& param) const;
+
+  // [parameter over all groups][buffer]; empty until buffers_of makes it.
+  mutable std::vector<std::vector<Tensor>> state_;
   std::int64_t step_count_ = 0;
 };
 

@@ -432,9 +432,10 @@ std::string DataParallel::report(const layers::Module& model, const optim::Optim
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   State& s = *state_;
-  // A sliced optimizer's state differs from rank to rank: each loaded its
-  // own slices from the checkpoint every rank read.
-  broadcast_initial_state(s.comm, model, s.sharded && s.sharded->sliced() ? nullptr : optimizer, "DataParallel");
+  // Sharded, the optimizer's state is not broadcast: every rank's is fresh
+  // or read from the checkpoint every rank read, and asking for the whole
+  // (Optimizer::state) would make it, where sharding makes only the slices.
+  broadcast_initial_state(s.comm, model, s.options.sharding != Sharding::none ? nullptr : optimizer, "DataParallel");
   if (s.prepared) {  // after a checkpoint load: buckets and hooks stand
     s.slice(optimizer);
     if (s.sharded) s.sharded->reshard();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include <ddl/core/allocator.hpp>
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
@@ -78,6 +79,9 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
     for (const BucketEntry& entry : bucket.entries) {
       entry.parameter.move_into(flat.flat_slice(entry.offset, entry.parameter.shape()));
     }
+    // The parameters' old memory back to the system, bucket by bucket, so
+    // the model exists twice over by one bucket at most.
+    empty_cache();
     flat_parameters_.push_back(flat);
     const ChunkRange mine = chunk(flat_parameters_.size() - 1);
     chunk_gradients_.push_back(shards_gradients() ? zeros({mine.size()}) : Tensor());
