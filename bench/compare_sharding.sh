@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sharded data parallelism side by side: wide_mlp (104 M parameters) with
 # Adam, one process, then 2 ranks x 1 thread unsharded (ZeRO stage 0) and
-# at stages 1, 2 and 3 (--shard optimizer, gradients, parameters), at
+# at stages 1, 2 and 3 (--shard optimizer, gradients, parameters; all with
+# --overlap off, and stage 3 again with --overlap on: its prefetch), at
 # global batch 128, in `rounds` interleaved rounds so every configuration
 # sees the same machine load. Per configuration: the median samples/s, each
 # rank's peak resident set (GNU time's maximum RSS; the median over the
@@ -20,15 +21,18 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 common=(--model wide_mlp --optimizer adam --batch-size 128 --epochs 1 --train-limit "$limit" --test-limit 128
-  --threads 1 --no-validation --overlap off)
-configs=(one none optimizer gradients parameters)
+  --threads 1 --no-validation)
+configs=(one none optimizer gradients parameters parameters+prefetch)
 
 run() {  # run <config> <round>
   local config=$1 out="$work/$1.$2"
   if [[ $config == one ]]; then
     /usr/bin/time -f "maxrss %M" "$train" "${common[@]}" > "$out" 2>&1
   else
-    mpiexec -n 2 /usr/bin/time -f "maxrss %M" "$train" "${common[@]}" --parallel data --shard "$config" > "$out" 2>&1
+    local overlap=off
+    [[ $config == *+prefetch ]] && overlap=on
+    mpiexec -n 2 /usr/bin/time -f "maxrss %M" "$train" "${common[@]}" --parallel data --shard "${config%+prefetch}" \
+      --overlap "$overlap" > "$out" 2>&1
   fi
 }
 
@@ -40,7 +44,7 @@ for round in $(seq "$rounds"); do
 done
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-printf "%-11s %10s %14s %11s %10s %10s %13s\n" "stage" "samples/s" "peak RSS MiB" "params MiB" "grads MiB" "optim MiB" "formula MiB"
+printf "%-20s %10s %14s %11s %10s %10s %13s\n" "stage" "samples/s" "peak RSS MiB" "params MiB" "grads MiB" "optim MiB" "formula MiB"
 for config in "${configs[@]}"; do
   rate=$(for f in "$work/$config".*; do sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1; done | median)
   rss=$(for f in "$work/$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
@@ -50,5 +54,5 @@ for config in "${configs[@]}"; do
   [[ -n $state ]] || state="- - -"
   [[ -n $formula ]] && formula=$(awk -v f="$formula" 'BEGIN { split(f, p, "+"); printf "%.0f", p[1] + p[2] + p[3] }')
   # shellcheck disable=SC2086 # three fields
-  printf "%-11s %10s %14s %11s %10s %10s %13s\n" "$config" "$rate" "$rss" $state "${formula:--}"
+  printf "%-20s %10s %14s %11s %10s %10s %13s\n" "$config" "$rate" "$rss" $state "${formula:--}"
 done

@@ -260,7 +260,7 @@ struct DataParallel::State {
       DDL_CHECK(!launched[b],
                 "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
                 "with weights used twice per step, construct DataParallel with overlap = Overlap::off (and "
-                "sharding other than gradients)",
+                "sharding none or optimizer)",
                 buckets[b].entries[e].name);
     }
     if (sharded) sharded->ensure_buffer(b);

@@ -199,15 +199,26 @@ TEST_CASE("sharding: each rank holds the state bytes ZeRO's formula gives, its c
   }
 }
 
-TEST_CASE("sharding: under stage 2 a bucket exists only from its first gradient until it is reduced") {
+namespace {
+
+// One epoch of odd_cnn with Adam under `sharding`: the model and its strategy.
+std::pair<std::shared_ptr<layers::Sequential>, std::shared_ptr<DataParallel>> one_epoch(Sharding sharding,
+                                                                                      Overlap overlap) {
   const Communicator world = Communicator::world();
   auto model = odd_cnn(5);
-  auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::gradients));
+  auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, sharding, overlap));
   optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
                          test::quiet_options({}, strategy));
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
   trainer.fit(loader, {.epochs = 1});
   REQUIRE(strategy->bucket_count() == 3);
+  return {model, strategy};
+}
+
+}  // namespace
+
+TEST_CASE("sharding: under stage 2 a bucket exists only from its first gradient until it is reduced") {
+  const auto [model, strategy] = one_epoch(Sharding::gradients, Overlap::off);
   // Reduced on the training thread as each fills: the next one's first
   // gradient may come before the last of the one before.
   CHECK(strategy->sharded_state()->peak_live_buckets() >= 1);
@@ -275,14 +286,7 @@ TEST_CASE("sharding: a checkpoint is DataParallel's file and resumes at another 
 }
 
 TEST_CASE("sharding parameters: each bucket is whole only around its layers, at most two at once") {
-  const Communicator world = Communicator::world();
-  auto model = odd_cnn(5);
-  auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::parameters));
-  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
-                         test::quiet_options({}, strategy));
-  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
-  trainer.fit(loader, {.epochs = 1});
-  REQUIRE(strategy->bucket_count() == 3);
+  const auto [model, strategy] = one_epoch(Sharding::parameters, Overlap::off);
   const ShardedState& shards = *strategy->sharded_state();
   CHECK(shards.peak_gathered_groups() >= 1);
   CHECK(shards.peak_gathered_groups() <= 2);
@@ -293,14 +297,7 @@ TEST_CASE("sharding parameters: each bucket is whole only around its layers, at 
 }
 
 TEST_CASE("sharding parameters: with overlap the next bucket is gathered ahead, at most two whole at once") {
-  const Communicator world = Communicator::world();
-  auto model = odd_cnn(5);
-  auto strategy =
-      std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::parameters, Overlap::on));
-  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
-                         test::quiet_options({}, strategy));
-  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
-  trainer.fit(loader, {.epochs = 1});
+  const auto [model, strategy] = one_epoch(Sharding::parameters, Overlap::on);
   const ShardedState& shards = *strategy->sharded_state();
   const std::int64_t steps = strategy->statistics().steps;
   REQUIRE(steps == 4);
