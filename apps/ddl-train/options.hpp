@@ -88,7 +88,7 @@ struct TrainOptions {
   std::optional<double> bucket_mb;  // unset: DDL_FUSION_THRESHOLD's default, in the library
   parallel::Overlap overlap = parallel::Overlap::automatic;
   bool fp16_compression = false;
-  parallel::Sharding shard = parallel::Sharding::none;  // data, hybrid: ZeRO stage 1 or 2
+  parallel::Sharding shard = parallel::Sharding::none;  // data: ZeRO stage 1, 2 or 3; hybrid: 1 or 2
   std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
   std::string scale_lr = "none";    // none | linear | sqrt, by the global batch over lr_batch
   std::int64_t lr_batch = 0;        // the batch --lr was tuned for (0: the model's default batch)

@@ -83,7 +83,10 @@ void BucketGatherer::prefetch(std::size_t b) {
 
 void BucketGatherer::release(std::size_t b) {
   {
-    const std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
+    // On its way: its allgather is a collective every rank runs, so it
+    // finishes before the bucket is freed, on every rank alike.
+    changed_.wait(lock, [&] { return phase_[b] != Phase::asked || failure_; });
     if (phase_[b] == Phase::waiting) {  // never sent: forget it
       waiting_.erase(std::find(waiting_.begin(), waiting_.end(), b));
       phase_[b] = Phase::released;
@@ -106,8 +109,11 @@ void BucketGatherer::release(std::size_t b) {
 }
 
 void BucketGatherer::mark_whole(std::size_t b) {
-  const std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] { return phase_[b] != Phase::asked || failure_; });
   if (phase_[b] == Phase::whole) return;
+  if (phase_[b] == Phase::waiting) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), b));
+  prefetched_[b] = false;
   ++busy_;
   phase_[b] = Phase::whole;
   ++whole_;

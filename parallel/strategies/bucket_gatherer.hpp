@@ -8,8 +8,9 @@
 //                     current one's layers compute (PyTorch FSDP's forward
 //                     and backward prefetch). A prefetch waits while
 //                     `limit` buckets are whole or on their way, and is
-//                     sent when one is released, so at most `limit` are
-//                     whole at once.
+//                     sent when one is released, so prefetching never
+//                     makes more than `limit` whole at once (a layer whose
+//                     parameters span more buckets gathers them all).
 //
 // Every rank must ask for the same buckets in the same order (the
 // collectives match by order); the layers' order, the same everywhere,

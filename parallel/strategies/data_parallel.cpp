@@ -128,10 +128,11 @@ struct DataParallel::State {
   // Shared with the communication thread, under `mutex`.
   std::mutex mutex;
   std::condition_variable changed;
-  bool armed = false;               // the step's last backward is running
-  std::vector<std::int64_t> ready;  // per bucket: entries copied in this step
-  std::vector<bool> launched;       // per bucket: handed to the communication thread
-  std::size_t reduced = 0;          // buckets reduced in this step, in order
+  bool armed = false;                     // the step's last backward is running
+  std::vector<std::int64_t> ready;        // per bucket: entries copied in this step
+  std::vector<std::int64_t> accumulated;  // per bucket: stage 3's gradients in an earlier backward of the step
+  std::vector<bool> launched;             // per bucket: handed to the communication thread
+  std::size_t reduced = 0;                // buckets reduced in this step, in order
   std::exception_ptr failure;
   std::jthread worker;
 
@@ -206,6 +207,12 @@ struct DataParallel::State {
   // reduces them in the same order.
   void hand_on(std::size_t b) {
     mark_ready(b);
+    // Sharded, the bucket's gradients stop being the parameters' (only
+    // this rank's chunk will be an average): dropped here, on the training
+    // thread that runs backward, not on the one that reduces.
+    if (sharded) {
+      for (const BucketEntry& entry : buckets[b].entries) entry.parameter.zero_grad();
+    }
     {
       const std::lock_guard lock(mutex);
       launched[b] = true;
@@ -218,9 +225,16 @@ struct DataParallel::State {
         if (!next_bucket_launched()) return;
         next = reduced;
       }
+      // Counted as reduced even when it throws, so that the next step's
+      // begin_step, which waits for the buckets in hand, does not wait forever.
+      struct Count {
+        State& state;
+        ~Count() {
+          const std::lock_guard lock(state.mutex);
+          ++state.reduced;
+        }
+      } count{*this};
       reduce(next);
-      const std::lock_guard lock(mutex);
-      ++reduced;
     }
   }
 
@@ -254,15 +268,24 @@ struct DataParallel::State {
 
   // Called by the gradient hook of the parameter at buckets[b].entries[e].
   void on_gradient(std::size_t b, std::size_t e) {
+    bool earlier_backward_done = false;
     {
       const std::lock_guard lock(mutex);
-      if (!armed) return;
-      DDL_CHECK(!launched[b],
-                "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
-                "with weights used twice per step, construct DataParallel with overlap = Overlap::off (and "
-                "sharding none or optimizer)",
-                buckets[b].entries[e].name);
+      if (!armed) {
+        // An earlier backward of an accumulated step reduces nothing, but
+        // stage 3 still releases a bucket once its layers are done with it.
+        if (!sharded || !sharded->shards_parameters()) return;
+        earlier_backward_done = ++accumulated[b] == static_cast<std::int64_t>(buckets[b].entries.size());
+        if (!earlier_backward_done) return;
+      } else {
+        DDL_CHECK(!launched[b],
+                  "DataParallel: parameter '{}' received a second gradient after its bucket was sent; "
+                  "with weights used twice per step, construct DataParallel with overlap = Overlap::off (and "
+                  "sharding none or optimizer)",
+                  buckets[b].entries[e].name);
+      }
     }
+    if (earlier_backward_done) return sharded->release(b);
     if (sharded) sharded->ensure_buffer(b);
     copy_in(b, buckets[b].entries[e]);
     bool full = false;
@@ -487,6 +510,7 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
     }
   }
   s.ready.assign(s.buckets.size(), 0);
+  s.accumulated.assign(s.buckets.size(), 0);
   s.launched.assign(s.buckets.size(), false);
   s.reduced = s.buckets.size();
   const std::weak_ptr<State> weak = state_;
@@ -555,7 +579,13 @@ optim::StepOutput DataParallel::forward_backward(layers::Module& model, const op
     result.output = gathered_forward(model, batch.inputs, s.sharded, true);
     result.loss = loss(result.output, batch.targets);
   }
+  {
+    const std::lock_guard lock(state_->mutex);
+    std::fill(state_->accumulated.begin(), state_->accumulated.end(), 0);
+  }
   backward(result, share);
+  // An earlier batch of an accumulated step: buckets whose parameters got no gradient.
+  if (!share.last) s.sharded->release_all();
   return result;
 }
 
@@ -641,7 +671,11 @@ void DataParallel::gather_state(const layers::Module& /*model*/, optim::Training
 
 void DataParallel::select_state(const layers::Module& /*model*/, optim::TrainingState& state) {
   State& s = *state_;
-  if (s.sharded && s.sharded->sliced()) s.sharded->select_optimizer_state(state.optimizer);
+  if (!s.sharded) return;
+  // Stage 3: the loader writes the parameters themselves (and may put the
+  // old ones back): whole from here until the next gather keeps their chunks.
+  s.sharded->expect_written_parameters();
+  if (s.sharded->sliced()) s.sharded->select_optimizer_state(state.optimizer);
 }
 
 StateBytes DataParallel::resident_state(const layers::Module& model, const optim::Optimizer& optimizer) const {

@@ -6,7 +6,9 @@
 //
 //   prepare: the ranks check they built the same model, then rank 0's
 //     parameters, buffers and optimizer state are broadcast to all (so a
-//     resume from rank 0's checkpoint reaches everyone).
+//     resume from rank 0's checkpoint reaches everyone). Sharded, the
+//     optimizer's state is not: every rank must hold the same (fresh, or
+//     read from the checkpoint every rank reads, as the Trainer does).
 //   begin_step: each step's gradients start as zero views into their
 //     buckets (gradient_buckets.hpp), so backward accumulates them in place.
 //   forward_backward: during the step's last backward (earlier ones, with
@@ -28,16 +30,20 @@
 // a GPU bucket is then copied to the host and back once per step. The
 // ranks check that they all chose the same way.
 //
-// Sharded (DataParallelOptions::sharding, sharding.hpp: ZeRO stages 1 and
-// 2): each bucket is reduce-scattered instead, rank r keeping the average
+// Sharded (DataParallelOptions::sharding, sharding.hpp: ZeRO stages 1 to
+// 3): each bucket is reduce-scattered instead, rank r keeping the average
 // of its chunk r; update() steps the optimizer on those chunks alone and
-// allgathers the parameters. The weights are the unsharded run's, bit for
-// bit; each rank keeps 1/N of the optimizer state (and of the gradients).
+// (stages 1 and 2) allgathers the parameters; stage 3 gathers each
+// bucket's parameters around its layers instead (gathered_forward.hpp),
+// and a parameter reads zeros outside them (gather_parameters() below).
+// The weights are the unsharded run's, bit for bit; each rank keeps 1/N of
+// the optimizer state (and of the gradients, and of the parameters).
 //
 // Parameters that receive no gradient in a step count as zero gradients
 // (every rank must still send the bucket). Each parameter must be used once
-// per forward pass when overlap is on (its hook fires once); with shared
-// weights turn overlap off.
+// per forward pass when buckets are reduced during backward (overlap on,
+// or sharding gradients or parameters: its hook fires once); with shared
+// weights turn overlap off and shard at most the optimizer state.
 #pragma once
 
 #include <cstdint>
@@ -119,8 +125,8 @@ class DataParallel : public optim::Strategy {
   // for its layers (gathered_forward.hpp).
   optim::StepOutput forward(layers::Module& model, const optim::Batch& batch, const optim::LossFunction& loss) override;
   void synchronize_gradients(layers::Module& model) override;
-  // Sharded: the optimizer steps this rank's chunks, then the parameters
-  // are allgathered. Otherwise the optimizer's step.
+  // Sharded: the optimizer steps this rank's chunks, then (stages 1 and 2)
+  // the parameters are allgathered. Otherwise the optimizer's step.
   void update(layers::Module& model, optim::Optimizer& optimizer) override;
   // Sharded: the optimizer's state gathered from the ranks' chunks into
   // the single-process format, and cut back into this rank's on load.

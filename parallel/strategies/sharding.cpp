@@ -156,7 +156,6 @@ void ShardedState::slice(optim::Optimizer& optimizer) {
 
 void ShardedState::reduced(std::size_t b) {
   GradientBucket& bucket = buckets_[b];
-  for (const BucketEntry& entry : bucket.entries) entry.parameter.zero_grad();
   if (!shards_gradients()) return;
   const ChunkRange mine = chunk(b);
   chunk_gradients_[b].copy_from(bucket.buffer.flat_slice(mine.begin, {mine.size()}));
@@ -202,7 +201,17 @@ void ShardedState::gather_now(std::size_t b) {
   allgather_flat(b);
 }
 
-void ShardedState::gather(std::size_t b) { gatherer_->gather(b); }
+void ShardedState::gather(std::size_t b) {
+  if (written_) reshard();
+  gatherer_->gather(b);
+}
+
+void ShardedState::expect_written_parameters() {
+  if (!shards_parameters()) return;
+  if (written_) reshard();
+  for (std::size_t b = 0; b < buckets_.size(); ++b) gather(b);
+  written_ = true;
+}
 void ShardedState::prefetch(std::size_t b) { gatherer_->prefetch(b); }
 void ShardedState::release(std::size_t b) { gatherer_->release(b); }
 bool ShardedState::gathered(std::size_t b) const { return gatherer_->whole(b); }
@@ -213,6 +222,7 @@ void ShardedState::release_all() {
 
 void ShardedState::reshard() {
   if (!shards_parameters()) return;
+  written_ = false;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const ChunkRange mine = chunk(b);
     shard_parameters_[b].copy_from(flat_parameters_[b].flat_slice(mine.begin, {mine.size()}));
@@ -223,6 +233,7 @@ void ShardedState::reshard() {
 
 void ShardedState::gather_model_state(std::vector<std::pair<std::string, Tensor>>& model) {
   if (!shards_parameters()) return;
+  if (written_) reshard();
   std::map<const TensorImpl*, std::size_t> index;
   for (std::size_t i = 0; i < model.size(); ++i) index[model[i].second.impl().get()] = i;
   for (std::size_t b = 0; b < buckets_.size(); ++b) {

@@ -123,9 +123,10 @@ class ShardedState {
   // have no gradient yet pointed at their views in it; so a bucket exists
   // only from then until it is reduced. A no-op otherwise.
   void ensure_buffer(std::size_t b);
-  // After bucket b's reduce-scatter: its parameters drop their .grad (only
-  // this rank's chunk is an average), and stage 2 keeps the chunk and
-  // frees the bucket. Called on whichever thread reduced it.
+  // After bucket b's reduce-scatter: stages 2 and 3 keep the chunk and
+  // free the bucket. Called on whichever thread reduced it; the training
+  // thread dropped the parameters' .grad (views of the bucket) when it
+  // handed the bucket on, since only this rank's chunk becomes an average.
   void reduced(std::size_t b);
   // Stage 2: the most bucket buffers that have existed at once.
   int peak_live_buckets() const;
@@ -142,6 +143,10 @@ class ShardedState {
   // gathered: whether bucket b is whole now.
   void gather(std::size_t b);
   void prefetch(std::size_t b);
+  // Stage 3, before the parameters are written from outside (a checkpoint
+  // load): every bucket gathered, and at the next gather this rank's
+  // chunks taken from what was written (reshard) instead of overwritten.
+  void expect_written_parameters();
   void release(std::size_t b);
   void release_all();
   void reshard();
@@ -197,6 +202,7 @@ class ShardedState {
   mutable std::mutex live_mutex_;
   int live_buckets_ = 0, peak_live_buckets_ = 0;
   std::unique_ptr<BucketGatherer> gatherer_;  // stage 3's buckets of parameters
+  bool written_ = false;                      // see expect_written_parameters
   std::vector<Slice> slices_;
   std::vector<std::string> buffer_names_;
   // Per bucket entry: its parameter's index in the unsliced optimizer, if it has one.

@@ -202,13 +202,15 @@ TEST_CASE("sharding: each rank holds the state bytes ZeRO's formula gives, its c
 namespace {
 
 // One epoch of odd_cnn with Adam under `sharding`: the model and its strategy.
-std::pair<std::shared_ptr<layers::Sequential>, std::shared_ptr<DataParallel>> one_epoch(Sharding sharding,
-                                                                                      Overlap overlap) {
+std::pair<std::shared_ptr<layers::Sequential>, std::shared_ptr<DataParallel>> one_epoch(
+    Sharding sharding, Overlap overlap, std::int64_t batches_per_step = 1) {
   const Communicator world = Communicator::world();
   auto model = odd_cnn(5);
   auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, sharding, overlap));
+  optim::TrainerOptions trainer_options = test::quiet_options({}, strategy);
+  trainer_options.batches_per_step = batches_per_step;
   optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
-                         test::quiet_options({}, strategy));
+                         trainer_options);
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
   trainer.fit(loader, {.epochs = 1});
   REQUIRE(strategy->bucket_count() == 3);
@@ -294,6 +296,36 @@ TEST_CASE("sharding parameters: each bucket is whole only around its layers, at 
   for (std::size_t b = 0; b < 3; ++b) CHECK_FALSE(shards.gathered(b));
   strategy->gather_parameters();
   for (std::size_t b = 0; b < 3; ++b) CHECK(shards.gathered(b));
+  // With accumulation too: the earlier batches' backward gathers are released.
+  const auto accumulated = one_epoch(Sharding::parameters, Overlap::off, 2).second;
+  CHECK(accumulated->sharded_state()->peak_gathered_groups() <= 2);
+}
+
+TEST_CASE("sharding parameters: a checkpoint loaded after training is what the next save and steps see") {
+  const Communicator world = Communicator::world();
+  std::optional<test::TempDir> directory;
+  const std::string two_epochs = test::shared_path(world, directory, "two_epochs.ckpt");
+  const std::string base = std::filesystem::path(two_epochs).parent_path().string();
+  train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::none), two_epochs, 2);
+  // Trained one epoch, then given the two-epoch state: saved at once it is
+  // that state, and a third epoch from it is DataParallel's third.
+  auto model = odd_cnn(9);
+  auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::parameters));
+  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+                         test::quiet_options({}, strategy));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = 1});
+  trainer.load_checkpoint(two_epochs);
+  const std::string saved = base + "/saved.ckpt";
+  trainer.save_checkpoint(saved);
+  world.barrier();
+  if (world.rank() == 0) CHECK(checkpoint_tensors(saved) == checkpoint_tensors(two_epochs));
+  trainer.fit(loader, {.epochs = 3});
+  trainer.save_checkpoint(base + "/sharded3.ckpt");
+  train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::none), base + "/plain3.ckpt", 3, two_epochs);
+  if (world.rank() == 0)
+    CHECK(checkpoint_tensors(base + "/sharded3.ckpt") == checkpoint_tensors(base + "/plain3.ckpt"));
+  world.barrier();
 }
 
 TEST_CASE("sharding parameters: with overlap the next bucket is gathered ahead, at most two whole at once") {
