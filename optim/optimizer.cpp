@@ -35,9 +35,7 @@ void Optimizer::add_param_group(std::vector<Tensor> params, double lr) {
   groups_.push_back({std::move(params), lr});
 }
 
-void Optimizer::add_state_for(const std::vector<Tensor>& params) {
-  state_.resize(state_.size() + params.size());
-}
+void Optimizer::add_state_for(const std::vector<Tensor>& params) { state_.resize(state_.size() + params.size()); }
 
 std::vector<Tensor>& Optimizer::buffers_of(std::size_t k, const Tensor& param) const {
   std::vector<Tensor>& buffers = state_[k];
@@ -105,6 +103,14 @@ std::vector<Tensor> Optimizer::keep_slices(
   }
   state_ = std::move(sliced_state);
   return slices;
+}
+
+std::int64_t Optimizer::state_bytes() const {
+  std::int64_t bytes = 0;
+  for (const std::vector<Tensor>& buffers : state_) {
+    for (const Tensor& buffer : buffers) bytes += static_cast<std::int64_t>(buffer.nbytes());
+  }
+  return bytes;
 }
 
 double Optimizer::lr() const { return groups_.front().lr; }

@@ -53,6 +53,9 @@ class Optimizer {
   const std::string& name() const { return name_; }
   // The per-parameter state each update needs, e.g. {"exp_avg", "exp_avg_sq"}.
   const std::vector<std::string>& buffer_names() const { return buffer_names_; }
+  // The bytes of the state buffers made so far (state() would make the
+  // rest), the step counter aside: what a memory report counts.
+  std::int64_t state_bytes() const;
 
   // Sharded data parallelism (ZeRO stage 1): from now on the optimizer
   // holds state for, and steps, only the elements `ranges_of(k, param)`

@@ -688,7 +688,7 @@ StateBytes DataParallel::resident_state(const layers::Module& model, const optim
       bytes.parameters += static_cast<std::int64_t>(parameter.nbytes());
     for (const GradientBucket& bucket : s.buckets) bytes.gradients += static_cast<std::int64_t>(bucket.buffer.nbytes());
   }
-  bytes.optimizer = optimizer_state_bytes(optimizer);
+  bytes.optimizer = optimizer.state_bytes();
   return bytes;
 }
 

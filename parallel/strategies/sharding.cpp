@@ -68,8 +68,11 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
       comm_(comm.split(0, comm.rank())),
       algorithm_(algorithm),
       buckets_(buckets) {
-  for (const GradientBucket& bucket : buckets_) {
-    for (const BucketEntry& entry : bucket.entries) {
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    const GradientBucket& bucket = buckets_[b];
+    for (std::size_t e = 0; e < bucket.entries.size(); ++e) {
+      const BucketEntry& entry = bucket.entries[e];
+      where_[entry.parameter.impl().get()] = {b, e};
       DDL_CHECK(entry.parameter.device().is_cpu(),
                 "sharded data parallelism (sharding {}): parameter '{}' is on {}; sharding keeps parameters in host "
                 "memory only so far",
@@ -110,19 +113,13 @@ std::int64_t ShardedState::at(const Slice& slice) const {
 
 void ShardedState::slice(optim::Optimizer& optimizer) {
   DDL_CHECK(!sliced_, "sharded data parallelism: the optimizer is sliced once, in prepare()");
-  // Where each model parameter lies, by the identity of its tensor.
-  std::map<const TensorImpl*, std::pair<std::size_t, std::size_t>> where;
   optimizer_index_.clear();
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    for (std::size_t e = 0; e < buckets_[b].entries.size(); ++e)
-      where[buckets_[b].entries[e].parameter.impl().get()] = {b, e};
-    optimizer_index_.emplace_back(buckets_[b].entries.size());
-  }
+  for (const GradientBucket& bucket : buckets_) optimizer_index_.emplace_back(bucket.entries.size());
   buffer_names_ = optimizer.buffer_names();
   std::vector<Slice> slices;
   const std::vector<Tensor> values = optimizer.keep_slices([&](std::size_t k, const Tensor& param) {
-    const auto found = where.find(param.impl().get());
-    DDL_CHECK(found != where.end(),
+    const auto found = where_.find(param.impl().get());
+    DDL_CHECK(found != where_.end(),
               "sharded data parallelism: the optimizer's parameter {} ({}) is not one of the model's parameters; "
               "sharding needs an optimizer over the model's parameters",
               k, param.shape());
@@ -248,12 +245,9 @@ void ShardedState::gather_model_state(std::vector<std::pair<std::string, Tensor>
 }
 
 std::optional<std::size_t> ShardedState::bucket_of(const Tensor& parameter) const {
-  for (std::size_t b = 0; b < buckets_.size(); ++b) {
-    for (const BucketEntry& entry : buckets_[b].entries) {
-      if (entry.parameter.same(parameter)) return b;
-    }
-  }
-  return std::nullopt;
+  const auto found = where_.find(parameter.impl().get());
+  if (found == where_.end()) return std::nullopt;
+  return found->second.first;
 }
 
 int ShardedState::peak_gathered_groups() const { return gatherer_->peak_whole(); }
@@ -348,14 +342,6 @@ StateBytes ShardedState::resident() const {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const Tensor& kept = shards_gradients() ? chunk_gradients_[b] : buckets_[b].buffer;
     if (kept.defined()) bytes.gradients += static_cast<std::int64_t>(kept.nbytes());
-  }
-  return bytes;
-}
-
-std::int64_t optimizer_state_bytes(const optim::Optimizer& optimizer) {
-  std::int64_t bytes = 0;
-  for (const auto& [name, tensor] : optimizer.state()) {
-    if (name != "step") bytes += static_cast<std::int64_t>(tensor.nbytes());
   }
   return bytes;
 }

@@ -54,6 +54,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -90,9 +91,6 @@ struct StateBytes {
 // What the formula above says a rank holds: `parameters` float32 values,
 // `optimizer_buffers` float32 state values per parameter, N ranks.
 StateBytes zero_formula(Sharding sharding, std::int64_t parameters, std::int64_t optimizer_buffers, int ranks);
-
-// The bytes of an optimizer's state buffers (its step count aside).
-std::int64_t optimizer_state_bytes(const optim::Optimizer& optimizer);
 
 // One rank's share of the buckets' state, for DataParallel: the parameters
 // laid out flat, this rank's slices of them stepped by the optimizer, and
@@ -203,6 +201,9 @@ class ShardedState {
   int live_buckets_ = 0, peak_live_buckets_ = 0;
   std::unique_ptr<BucketGatherer> gatherer_;  // stage 3's buckets of parameters
   bool written_ = false;                      // see expect_written_parameters
+  // Where each parameter lies (bucket, entry), by the identity of its tensor:
+  // what slice() and every stage-3 forward's bucket_of() look up.
+  std::map<const TensorImpl*, std::pair<std::size_t, std::size_t>> where_;
   std::vector<Slice> slices_;
   std::vector<std::string> buffer_names_;
   // Per bucket entry: its parameter's index in the unsliced optimizer, if it has one.

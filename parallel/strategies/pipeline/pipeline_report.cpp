@@ -79,9 +79,7 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
   own.layers = pipeline.layers();
   for (const Tensor& parameter : stage_model.parameters())
     own.parameter_bytes += static_cast<double>(parameter.nbytes());
-  for (const auto& [name, buffer] : optimizer.state()) {
-    if (name != "step") own.optimizer_bytes += static_cast<double>(buffer.nbytes());
-  }
+  own.optimizer_bytes = static_cast<double>(optimizer.state_bytes());
   if (memory != nullptr) {
     for (const optim::StepMemory& peak : memory->peaks()) {
       own.peak_activation_bytes = std::max(own.peak_activation_bytes, static_cast<double>(peak.peak_activation_bytes));
