@@ -25,13 +25,15 @@ common=(--model wide_mlp --optimizer adam --batch-size 128 --epochs 1 --train-li
 configs=(one none optimizer gradients parameters parameters+prefetch)
 
 run() {  # run <config> <round>
-  local config=$1 out="$work/$1.$2"
+  # Each process appends its peak to a file of its own (the ranks' shared
+  # output could split the line).
+  local config=$1 out="$work/$1.$2" rss="$work/rss.$1.$2"
   if [[ $config == one ]]; then
-    /usr/bin/time -f "maxrss %M" "$train" "${common[@]}" > "$out" 2>&1
+    /usr/bin/time -a -o "$rss" -f "maxrss %M" "$train" "${common[@]}" > "$out" 2>&1
   else
     local overlap=off
     [[ $config == *+prefetch ]] && overlap=on
-    mpiexec -n 2 /usr/bin/time -f "maxrss %M" "$train" "${common[@]}" --parallel data --shard "${config%+prefetch}" \
+    mpiexec -n 2 /usr/bin/time -a -o "$rss" -f "maxrss %M" "$train" "${common[@]}" --parallel data --shard "${config%+prefetch}" \
       --overlap "$overlap" > "$out" 2>&1
   fi
 }
@@ -47,7 +49,7 @@ median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] 
 printf "%-20s %10s %14s %11s %10s %10s %13s\n" "stage" "samples/s" "peak RSS MiB" "params MiB" "grads MiB" "optim MiB" "formula MiB"
 for config in "${configs[@]}"; do
   rate=$(for f in "$work/$config".*; do sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1; done | median)
-  rss=$(for f in "$work/$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
+  rss=$(for f in "$work/rss.$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
   last="$work/$config.$rounds"
   state=$(awk '$1 == "0" && NF == 6 { print $2, $3, $4 }' "$last")
   formula=$(sed -n "s/^ZeRO's formula .*: \([0-9.]*\), \([0-9.]*\) and \([0-9.]*\) MiB$/\1+\2+\3/p" "$last")

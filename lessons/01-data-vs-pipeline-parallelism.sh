@@ -19,14 +19,17 @@ samples=$(scaled "$([[ $quick == 1 ]] && echo 512 || echo 12800)")  # --scale: t
 common=(--epochs 1 --train-limit "$samples" --test-limit 128 --no-validation --threads 1 --batch-size 128)
 steps=$((samples / 128))
 # Peak resident memory of each rank in MiB, from /usr/bin/time, largest first.
-# (The ranks share one output, so a line may not start with it.)
-peaks() { grep -o 'maxrss [0-9]* KiB' "$1" | awk '{ print $2 }' | sort -rn | awk '{ printf "%s%.0f", sep, $1 / 1024; sep = " " }'; }
+# Each rank appends its one line to a file of its own run (an O_APPEND write
+# of one line is not interleaved; in the shared output it could be split by
+# another rank's lines).
+peaks() { awk '{ print $2 }' "$1" | sort -rn | awk '{ printf "%s%.0f", sep, $1 / 1024; sep = " " }'; }
 
 run() {
   local name=$1 n=$2
   shift 2
   echo "$lesson: $name"
-  mpiexec -n "$n" /usr/bin/time -f "maxrss %M KiB" "$build/apps/ddl-train" "${common[@]}" "$@" > "$out/$name.txt" 2>&1 ||
+  rm -f "$out/$name.rss"
+  mpiexec -n "$n" /usr/bin/time -a -o "$out/$name.rss" -f "maxrss %M KiB" "$build/apps/ddl-train" "${common[@]}" "$@" > "$out/$name.txt" 2>&1 ||
     { cat "$out/$name.txt" >&2; exit 1; }
 }
 run one 1
@@ -47,9 +50,9 @@ pipeline_mib=$(awk -v steps="$steps" '/^[01] +[0-9]+-[0-9]+ / && NF == 9 {
     printf "%s%.1f", sep, $9 / ($1 == 0 ? steps + 1 : steps); sep = " " }' "$out/pipeline.txt")
 # setup, samples/s, peak MiB of each rank (largest first), MiB sent per step by each rank
 {
-  echo "1-process $(rate "$out/one.txt") $(peaks "$out/one.txt") 0 0 0"
-  echo "data-parallel $(rate "$out/data.txt") $(peaks "$out/data.txt") $data_mib $data_mib"
-  echo "pipeline $(rate "$out/pipeline.txt") $(peaks "$out/pipeline.txt") $pipeline_mib"
+  echo "1-process $(rate "$out/one.txt") $(peaks "$out/one.rss") 0 0 0"
+  echo "data-parallel $(rate "$out/data.txt") $(peaks "$out/data.rss") $data_mib $data_mib"
+  echo "pipeline $(rate "$out/pipeline.txt") $(peaks "$out/pipeline.rss") $pipeline_mib"
 } > "$out/bars.dat"
 {
   echo "# setup, samples/s, peak memory of each rank (MiB, largest first), MiB sent per step by each rank"
@@ -84,7 +87,7 @@ claim "the pipeline sends the activations at the cut every micro-batch (stage 1'
 claim "mnist_cnn, a small model with large activations, sends more per step as a pipeline than data-parallel" \
   "pipeline > 2 * data" pipeline="${pipeline_mib##* }" data="$data_mib"
 claim "each pipeline rank peaks below each data-parallel rank (it holds part of the model and its optimizer state)" \
-  "pipeline < data" pipeline="$(peaks "$out/pipeline.txt" | cut -d' ' -f1)" data="$(peaks "$out/data.txt" | cut -d' ' -f2)"
+  "pipeline < data" pipeline="$(peaks "$out/pipeline.rss" | cut -d' ' -f1)" data="$(peaks "$out/data.rss" | cut -d' ' -f2)"
 
 gnuplot <<GNUPLOT
 $(figure_preamble 1500 460)
