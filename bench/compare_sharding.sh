@@ -51,7 +51,7 @@ for config in "${configs[@]}"; do
   rate=$(for f in "$work/$config".*; do sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1; done | median)
   rss=$(for f in "$work/rss.$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
   last="$work/$config.$rounds"
-  state=$(awk '$1 == "0" && NF == 6 { print $2, $3, $4 }' "$last")
+  state=$(awk '/^training state per rank/ { table = 1 } table && $1 == "0" { print $2, $3, $4; exit }' "$last")
   formula=$(sed -n "s/^ZeRO's formula .*: \([0-9.]*\), \([0-9.]*\) and \([0-9.]*\) MiB$/\1+\2+\3/p" "$last")
   [[ -n $state ]] || state="- - -"
   [[ -n $formula ]] && formula=$(awk -v f="$formula" 'BEGIN { split(f, p, "+"); printf "%.0f", p[1] + p[2] + p[3] }')

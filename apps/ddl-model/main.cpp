@@ -5,7 +5,9 @@
 // algorithm is timed at the job's rank count beside its prediction. Then,
 // for a network the user describes, it prints each algorithm's time from 8 to
 // 4096 ranks, where the algorithms cross over, the data-parallel efficiency
-// of a model of given gradient size and step time, and the pipeline bubble.
+// of a model of given gradient size and step time, unsharded and under each
+// ZeRO stage (with the training state each rank keeps), and the pipeline
+// bubble.
 //
 //   mpiexec -n 2 ddl-model --latency 2us --bandwidth 100Gb/s --ranks-per-node 8 --gradient-mb 4.8 --step-ms 45
 #include <algorithm>
@@ -22,6 +24,7 @@
 #include <ddl/core/error.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/planning/cost_model.hpp>
+#include <ddl/parallel/strategies/sharding.hpp>
 
 #include "measure.hpp"
 
@@ -44,6 +47,7 @@ struct Options {
   double gradient_mb = 0.0;
   double step_ms = 0.0;
   double overlap = 0.0;
+  int optimizer_bytes = 8;  // K of ZeRO's formula: Adam's and Adadelta's two float32 values
   int servers = 1;
   std::vector<int> stages{2, 4, 8};
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32};
@@ -231,6 +235,42 @@ void print_data_parallel(const cost::Machine& machine, const Options& o) {
                               : std::string("  the ring stays above 90% up to the largest rank count\n"));
 }
 
+// Each ZeRO stage at each rank count: the state a rank keeps (ZeRO's
+// formula, sharding.hpp) and the efficiency its communication leaves. The
+// ring's reduce-scatter and allgather are its allreduce's two halves, so
+// stages 1 and 2 cost what unsharded data parallelism does; stage 3 gathers
+// the parameters once more, for backward.
+void print_sharded(const cost::Machine& machine, const Options& o) {
+  if (o.gradient_mb <= 0.0 || o.step_ms <= 0.0) return;  // print_data_parallel said what to give
+  const double bytes = o.gradient_mb * 1e6, compute = o.step_ms * 1e-3;
+  const auto parameters = static_cast<std::int64_t>(bytes / 4);
+  std::cout << fmt::format(
+      "\nsharded data parallelism (ZeRO), ring: {} float32 parameters, K = {} bytes of optimizer state each; the "
+      "state per rank (stage 3: plus the buckets gathered at the moment) and the efficiency at {:g} ms of compute "
+      "per step, {:.0f}% of the communication hidden\n  {:>6}",
+      parameters, o.optimizer_bytes, o.step_ms, 100 * o.overlap, "ranks");
+  for (const parallel::Sharding sharding : parallel::all_shardings())
+    std::cout << fmt::format(" {:>11}", parallel::sharding_name(sharding));
+  std::cout << fmt::format(" {:>12} {:>12}\n", "eff. 0-2", "eff. 3");
+  std::vector<int> ranks{2, 3, 4};
+  ranks.insert(ranks.end(), o.ranks.begin(), o.ranks.end());
+  for (const int n : ranks) {
+    std::cout << fmt::format("  {:>6}", n);
+    for (const parallel::Sharding sharding : parallel::all_shardings()) {
+      // zero_formula counts float32 state values: one of them, scaled to K bytes.
+      const parallel::StateBytes one_value = parallel::zero_formula(sharding, parameters, 1, n);
+      const double state = static_cast<double>(one_value.parameters + one_value.gradients) +
+                           static_cast<double>(one_value.optimizer) * o.optimizer_bytes / 4.0;
+      std::cout << fmt::format(" {:>11}", format_bytes(state));
+    }
+    const double allreduce = *cost::allreduce_seconds(AllreduceAlgorithm::ring, n, bytes, machine);
+    const double stage3 = allreduce + *cost::allgather_seconds(AllreduceAlgorithm::ring, n, bytes, machine);
+    std::cout << fmt::format(" {:>11.1f}% {:>11.1f}%\n",
+                             100 * cost::data_parallel_efficiency(compute, allreduce, o.overlap),
+                             100 * cost::data_parallel_efficiency(compute, stage3, o.overlap));
+  }
+}
+
 void print_pipeline(const Options& o) {
   std::cout << "\npipeline bubble (p - 1) / (M + p - 1) and speed-up p M / (M + p - 1) over one process, before "
                "messages:\n";
@@ -265,7 +305,8 @@ int run(const Options& o) {
   machine.ranks_per_node = o.ranks_per_node;
   machine.network = network;
   machine.intra_node = node;
-  if (root) std::cout << "ddl-model: the alpha-beta-gamma cost model of ddl's collectives (parallel/planning/cost_model.hpp)\n";
+  if (root)
+    std::cout << "ddl-model: the alpha-beta-gamma cost model of ddl's collectives (parallel/planning/cost_model.hpp)\n";
   const bool measuring = o.measure && comm && comm->size() >= 2;
   if (measuring) {
     const Measured measured = measure_machine(*comm, o.budget);
@@ -297,6 +338,7 @@ int run(const Options& o) {
     print_extrapolation(machine, o);
     if (!o.csv.empty()) write_csv(machine, o);
     print_data_parallel(machine, o);
+    print_sharded(machine, o);
     print_pipeline(o);
   }
   return 0;
@@ -332,6 +374,11 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--overlap", o.overlap, "Data parallelism: the fraction of the allreduce hidden behind backward")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--optimizer-bytes", o.optimizer_bytes,
+                 "Sharded data parallelism: bytes of optimizer state per parameter (K of ZeRO's formula: 4 for SGD "
+                 "with momentum or Adagrad, 8 for Adam or Adadelta)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--servers", o.servers, "Parameter servers in the data-parallel table")
       ->check(CLI::PositiveNumber)

@@ -135,6 +135,7 @@ void EarlyStopping::on_epoch_end(Trainer& trainer, std::int64_t epoch, const Log
     epochs_without_improvement_ = 0;
     if (options_.restore_best_weights) {
       best_weights_.clear();
+      trainer.strategy().whole_parameters(trainer.model());
       for (const auto& [name, tensor] : trainer.model().named_parameters()) {
         best_weights_.emplace_back(name, tensor.detach().clone());
       }
@@ -150,6 +151,7 @@ void EarlyStopping::on_epoch_end(Trainer& trainer, std::int64_t epoch, const Log
 
 void EarlyStopping::on_train_end(Trainer& trainer) {
   if (best_weights_.empty()) return;
+  trainer.strategy().whole_parameters(trainer.model());
   const auto parameters = trainer.model().named_parameters();
   for (std::size_t i = 0; i < parameters.size(); ++i) parameters[i].second.copy_from(best_weights_[i].second);
   trainer.print(fmt::format("Restored the weights of the best epoch ({} = {:.4f})", monitor_.metric(), *best_));

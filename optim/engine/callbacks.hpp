@@ -89,6 +89,8 @@ struct EarlyStoppingOptions {
   std::int64_t patience = 3;  // epochs without improvement before stopping (>= 1)
   // At the end of training, put back the weights of the best epoch seen by
   // this process (not across a resume: weights are not kept in checkpoints).
+  // A copy of the whole model, on every rank: under sharded parameters too
+  // (Strategy::whole_parameters gathers them to read and to restore).
   bool restore_best_weights = false;
 };
 

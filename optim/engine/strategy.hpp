@@ -150,6 +150,13 @@ class Strategy {
   // layers'). What is left must match exactly.
   virtual void select_state(const layers::Module& model, TrainingState& state);
 
+  // Between steps, on every rank, before something outside training reads
+  // or writes the model's parameters (EarlyStopping's best weights): a
+  // strategy that keeps only part of them on each rank (DataParallel's
+  // sharded parameters) makes them whole here, and keeps what is written
+  // from then until the next step. A collective there; nothing elsewhere.
+  virtual void whole_parameters(layers::Module& /*model*/) {}
+
   // Sums `values` element-wise over the ranks in place, so every rank
   // reports (and early-stops on) the same metrics.
   virtual void sum_over_ranks(std::vector<double>& values);

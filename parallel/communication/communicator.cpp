@@ -352,6 +352,7 @@ Request Communicator::isend(std::span<const std::byte> bytes, int peer, int tag)
   state->comm = state_;
   state->peer = peer;
   state->what = {"send", static_cast<std::int64_t>(bytes.size()), "bytes", tag};
+  state_->bytes_sent.fetch_add(static_cast<std::int64_t>(bytes.size()), std::memory_order_relaxed);
   DDL_MPI_CHECK(MPI_Isend(bytes.data(), checked_count(bytes.size(), "isend"), MPI_BYTE, peer, tag, state_->comm,
                           &state->request));
   return Request(std::move(state));
@@ -379,6 +380,7 @@ void Communicator::sendrecv(std::span<const std::byte> send, int to, std::span<s
   MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   DDL_MPI_CHECK(MPI_Irecv(receive.data(), checked_count(receive.size(), "sendrecv"), MPI_BYTE, from, tag, state_->comm,
                           &requests[0]));
+  state_->bytes_sent.fetch_add(static_cast<std::int64_t>(send.size()), std::memory_order_relaxed);
   DDL_MPI_CHECK(
       MPI_Isend(send.data(), checked_count(send.size(), "sendrecv"), MPI_BYTE, to, tag, state_->comm, &requests[1]));
   MPI_Status statuses[2];
@@ -394,6 +396,8 @@ std::optional<int> Communicator::probe_any(int tag) const {
   if (!found) return std::nullopt;
   return status.MPI_SOURCE;
 }
+
+std::int64_t Communicator::bytes_sent() const { return state_->bytes_sent.load(std::memory_order_relaxed); }
 
 void Communicator::send(std::span<const std::byte> bytes, int peer, int tag) const { isend(bytes, peer, tag).wait(); }
 

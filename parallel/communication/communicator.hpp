@@ -115,6 +115,14 @@ class Communicator {
   // Root's `bytes` copied to every rank (MPI_Bcast); same size on every rank.
   void broadcast_bytes(std::span<std::byte> bytes, int root) const;
 
+  // The bytes this rank has posted in point-to-point sends on this
+  // communicator (copies of it share the count) since it was made: every
+  // message of the collectives written on them (ring, rhd, tree, naive),
+  // none of MPI's own collectives (builtin, sum_doubles, allgather_bytes,
+  // broadcast_bytes), whose traffic MPI does not tell. What a lesson
+  // compares with the algorithms' formulas.
+  std::int64_t bytes_sent() const;
+
   // Ends the whole job with `message` printed by this rank (MPI_Abort):
   // what a rank does when it cannot go on and the others would hang.
   [[noreturn]] void abort(const std::string& message, int code = 1) const;

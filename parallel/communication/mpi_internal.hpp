@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,6 +33,8 @@ struct CommunicatorState {
   bool owned = false;  // freed with the state (split communicators)
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   std::unique_ptr<SharedWindow> shared_window;
+  // Bytes handed to MPI's point-to-point sends (Communicator::bytes_sent).
+  std::atomic<std::int64_t> bytes_sent{0};
   ~CommunicatorState();
 };
 

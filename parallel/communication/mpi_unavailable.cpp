@@ -55,6 +55,7 @@ std::vector<std::byte> Communicator::allgather_bytes(std::span<const std::byte>)
   unavailable("Communicator::allgather_bytes");
 }
 void Communicator::broadcast_bytes(std::span<std::byte>, int) const { unavailable("Communicator::broadcast_bytes"); }
+std::int64_t Communicator::bytes_sent() const { unavailable("Communicator::bytes_sent"); }
 void Communicator::abort(const std::string&, int) const { unavailable("Communicator::abort"); }
 
 // The collectives that call MPI's own (the rest are written on the

@@ -59,39 +59,69 @@ class Step {
   std::vector<std::pair<int, int>> from_node_;  // (node, messages leaving it)
 };
 
-double ring_seconds(int p, double bytes, const Machine& machine) {
-  // Every step each rank sends a chunk to the next (reduce-scatter, then
-  // allgather): 2(p-1) steps of the same pattern.
+// One step of the ring: each rank sends a chunk of bytes/p to the next.
+double ring_step_seconds(int p, double bytes, const Machine& machine) {
   Step step(machine);
   for (int r = 0; r < p; ++r) step.send(r, (r + 1) % p);
-  return 2.0 * (p - 1) * step.seconds(bytes / p) + (p - 1) * (bytes / p) * machine.gamma;
+  return step.seconds(bytes / p);
+}
+
+double ring_seconds(int p, double bytes, const Machine& machine) {
+  // The reduce-scatter, then the allgather: 2(p-1) steps of the same pattern.
+  return 2.0 * (p - 1) * ring_step_seconds(p, bytes, machine) + (p - 1) * (bytes / p) * machine.gamma;
 }
 
 // Recursive halving / doubling over q = 2^floor(log2 p) ranks, the others
-// folded in first (halving_doubling.cpp's virtual ranks).
-double halving_doubling_seconds(int p, double bytes, const Machine& machine) {
+// folded in first (halving_doubling.cpp's virtual ranks): the fold's step
+// (even ranks below 2·extra to the odd rank after them) and each halving
+// step's seconds for `bytes`, each halving step moving half of the last.
+struct HalvingSteps {
+  bool folded = false;  // p is not a power of two
+  double fold = 0.0;
+  std::vector<std::pair<double, double>> halving;  // (seconds, bytes) per step
+};
+
+HalvingSteps halving_steps(int p, double bytes, const Machine& machine) {
   const int q = std::bit_floor(static_cast<unsigned>(p));
   const int extra = p - q;
   const auto real_rank = [&](int virtual_rank) {
     return virtual_rank < extra ? 2 * virtual_rank + 1 : virtual_rank + extra;
   };
-  double seconds = 0.0;
+  HalvingSteps steps;
   if (extra > 0) {
-    // Even ranks below 2·extra hand their whole buffer to the odd rank
-    // after them, which adds it, and get the result back at the end.
     Step fold(machine);
     for (int r = 0; r < 2 * extra; r += 2) fold.send(r, r + 1);
-    seconds += 2.0 * fold.seconds(bytes) + bytes * machine.gamma;
+    steps.folded = true;
+    steps.fold = fold.seconds(bytes);
   }
   double part = bytes;
   for (int mask = q / 2; mask >= 1; mask /= 2) {
     part /= 2.0;
     Step step(machine);
     for (int v = 0; v < q; ++v) step.send(real_rank(v), real_rank(v ^ mask));
-    // The halving step sends `part` and adds the partner's; the doubling
-    // step that mirrors it later sends `part` back.
-    seconds += 2.0 * step.seconds(part) + part * machine.gamma;
+    steps.halving.emplace_back(step.seconds(part), part);
   }
+  return steps;
+}
+
+double halving_doubling_seconds(int p, double bytes, const Machine& machine) {
+  const HalvingSteps steps = halving_steps(p, bytes, machine);
+  // The folded ranks hand their whole buffer over, which is added, and get
+  // the result back at the end.
+  double seconds = steps.folded ? 2.0 * steps.fold + bytes * machine.gamma : 0.0;
+  // Each halving step sends its part and adds the partner's; the doubling
+  // step that mirrors it later sends the part back.
+  for (const auto& [step, part] : steps.halving) seconds += 2.0 * step + part * machine.gamma;
+  return seconds;
+}
+
+// The doubling half alone: a folded rank's chunk in, the doubling steps,
+// and the whole back out.
+double doubling_allgather_seconds(int p, double bytes, const Machine& machine) {
+  const HalvingSteps steps = halving_steps(p, bytes, machine);
+  const HalvingSteps chunk = halving_steps(p, bytes / p, machine);
+  double seconds = chunk.fold + steps.fold;
+  for (const auto& [step, part] : steps.halving) seconds += step;
   return seconds;
 }
 
@@ -176,6 +206,16 @@ std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks,
     case AllreduceAlgorithm::builtin:
       return std::nullopt;
   }
+  return std::nullopt;
+}
+
+std::optional<double> allgather_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine) {
+  DDL_CHECK(ranks >= 1 && bytes >= 0.0 && machine.ranks_per_node >= 1,
+            "allgather_seconds: needs ranks >= 1, bytes >= 0 and ranks_per_node >= 1, got {}, {}, {}", ranks, bytes,
+            machine.ranks_per_node);
+  if (ranks == 1) return 0.0;
+  if (algorithm == AllreduceAlgorithm::ring) return (ranks - 1) * ring_step_seconds(ranks, bytes, machine);
+  if (algorithm == AllreduceAlgorithm::rhd) return doubling_allgather_seconds(ranks, bytes, machine);
   return std::nullopt;
 }
 

@@ -58,6 +58,14 @@ struct Machine {
 // `builtin` (MPI's own choice) is not modelled: nullopt.
 std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine);
 
+// Seconds for one allgather of `bytes` over `ranks` ranks, each holding
+// bytes / ranks of it (the second half of the ring's and of rhd's
+// allreduce, run alone by sharded data parallelism): ring (p-1) steps of
+// bytes/p; rhd the doubling steps, p not a power of two also the extra
+// ranks' chunks folded in and the whole sent back to them. nullopt for the
+// other algorithms (sharding does not use them).
+std::optional<double> allgather_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine);
+
 // The algorithms the model covers, in collectives.hpp's order.
 std::vector<AllreduceAlgorithm> modelled_algorithms();
 

@@ -138,6 +138,19 @@ struct DataParallel::State {
 
   SyncStatistics statistics;  // statistics.steps: the steps taken so far
   Clock::time_point step_start;
+  std::int64_t sent_mark = 0;  // bytes_sent() when the step's traffic was last counted
+
+  // What this rank has sent on the communicators of the steps.
+  std::int64_t bytes_sent() const {
+    return comm.bytes_sent() + (sharded ? sharded->gather_communicator().bytes_sent() : 0);
+  }
+  // Into the statistics, at the end of synchronize_gradients (a skipped
+  // step ends there) and of update (stages 1 and 2 gather there).
+  void count_traffic() {
+    const std::int64_t now = bytes_sent();
+    statistics.bytes_sent += now - sent_mark;
+    sent_mark = now;
+  }
 
   State(Communicator communicator, DataParallelOptions opts)
       : comm(std::move(communicator)), options(opts), stall_inspector(comm) {}
@@ -353,9 +366,10 @@ const ShardedState* DataParallel::sharded_state() const { return state_->sharded
 
 void DataParallel::gather_parameters() {
   State& s = *state_;
-  if (!s.sharded || !s.sharded->shards_parameters()) return;
-  for (std::size_t b = 0; b < s.buckets.size(); ++b) s.sharded->gather(b);
+  if (s.sharded) s.sharded->expect_written_parameters();
 }
+
+void DataParallel::whole_parameters(layers::Module& /*model*/) { gather_parameters(); }
 
 std::string DataParallel::describe(std::int64_t shard_batch) const {
   const DataParallelOptions& o = state_->options;
@@ -412,7 +426,8 @@ std::string DataParallel::report(const layers::Module& model, const optim::Optim
       fmt::format("gradient synchronisation: {:.1f}% of step time spent waiting ({} bucket{}, overlap {})\n",
                   100.0 * statistics().fraction_waiting(), buckets, buckets == 1 ? "" : "s", overlap_reason());
   // Each rank's row, gathered: the state it keeps, its peak activations
-  // (-1: not measured) and its peak resident set.
+  // (-1: not measured), its peak resident set and what it sent per step
+  // (-1: not counted, where MPI's or NCCL's own collectives send).
   const StateBytes held = resident_state(model, optimizer);
   double activations = -1.0;
   if (s.memory) {
@@ -420,20 +435,27 @@ std::string DataParallel::report(const layers::Module& model, const optim::Optim
     for (const optim::StepMemory& peak : s.memory->peaks())
       activations = std::max(activations, static_cast<double>(peak.peak_activation_bytes));
   }
-  const std::array<double, 5> mine{static_cast<double>(held.parameters), static_cast<double>(held.gradients),
-                                   static_cast<double>(held.optimizer), activations, optim::peak_resident_bytes()};
+  const bool counted = !s.nccl && s.options.algorithm != AllreduceAlgorithm::builtin &&
+                       s.options.algorithm != AllreduceAlgorithm::shm && s.statistics.steps > 0;
+  const double sent =
+      counted ? static_cast<double>(s.statistics.bytes_sent) / static_cast<double>(s.statistics.steps) : -1.0;
+  const std::array<double, 6> mine{static_cast<double>(held.parameters), static_cast<double>(held.gradients),
+                                   static_cast<double>(held.optimizer),  activations,
+                                   optim::peak_resident_bytes(),         sent};
   const std::vector<std::byte> bytes = s.comm.allgather_bytes(std::as_bytes(std::span(mine)));
   std::vector<double> rows(bytes.size() / sizeof(double));
   std::memcpy(rows.data(), bytes.data(), bytes.size());
-  text += fmt::format("training state per rank, sharding {}:\n{:<6} {:>11} {:>10} {:>10} {:>11} {:>9}\n",
+  const auto mib_or_dash = [](double bytes) {
+    return bytes < 0.0 ? std::string("-") : fmt::format("{:.2f}", optim::mebibytes(bytes));
+  };
+  text += fmt::format("training state per rank, sharding {}:\n{:<6} {:>11} {:>10} {:>10} {:>11} {:>9} {:>14}\n",
                       sharding_name(s.options.sharding), "rank", "params MiB", "grads MiB", "optim MiB", "activ. MiB",
-                      "peak RSS");
+                      "peak RSS", "sent/step MiB");
   for (std::size_t r = 0; r < rows.size() / mine.size(); ++r) {
     const double* row = rows.data() + r * mine.size();
-    text += fmt::format("{:<6} {:>11.2f} {:>10.2f} {:>10.2f} {:>11} {:>8.0f}M\n", r, optim::mebibytes(row[0]),
-                        optim::mebibytes(row[1]), optim::mebibytes(row[2]),
-                        row[3] < 0.0 ? std::string("-") : fmt::format("{:.2f}", optim::mebibytes(row[3])),
-                        optim::mebibytes(row[4]));
+    text += fmt::format("{:<6} {:>11.2f} {:>10.2f} {:>10.2f} {:>11} {:>8.0f}M {:>14}\n", r, optim::mebibytes(row[0]),
+                        optim::mebibytes(row[1]), optim::mebibytes(row[2]), mib_or_dash(row[3]),
+                        optim::mebibytes(row[4]), mib_or_dash(row[5]));
   }
   const StateBytes formula = formula_state(model, optimizer);
   std::int64_t parameters = 0;
@@ -549,6 +571,7 @@ void DataParallel::begin_step(layers::Module& model) {
     s.stall_inspector.arrive(s.statistics.steps, "the gradient allreduce");
   }
   s.step_start = Clock::now();
+  s.sent_mark = s.bytes_sent();
   // Gradients start as zeros inside the buckets, where backward accumulates
   // them; a parameter on another device than its bucket starts without one.
   Strategy::begin_step(model);
@@ -654,12 +677,17 @@ void DataParallel::synchronize_gradients(layers::Module& /*model*/) {
   s.statistics.wait_seconds += std::chrono::duration<double>(end - wait_start).count();
   s.statistics.step_seconds += std::chrono::duration<double>(end - s.step_start).count();
   ++s.statistics.steps;
+  s.count_traffic();
 }
 
 void DataParallel::update(layers::Module& model, optim::Optimizer& optimizer) {
   State& s = *state_;
-  if (!s.sharded) return Strategy::update(model, optimizer);
-  s.sharded->step(optimizer);
+  if (s.sharded) {
+    s.sharded->step(optimizer);
+  } else {
+    Strategy::update(model, optimizer);
+  }
+  s.count_traffic();
 }
 
 void DataParallel::gather_state(const layers::Module& /*model*/, optim::TrainingState& state) {

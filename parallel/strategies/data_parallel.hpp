@@ -102,6 +102,11 @@ struct SyncStatistics {
   std::int64_t steps = 0;
   double step_seconds = 0.0;  // forward, backward and gradient synchronisation
   double wait_seconds = 0.0;  // in synchronize_gradients, waiting for buckets
+  // Sent by this rank from begin_step to the end of synchronize_gradients
+  // and of update(): the gradients' reduction and, sharded, the
+  // parameters' gathers, as Communicator::bytes_sent counts them (MPI's
+  // own collectives, builtin and shm's window: nothing).
+  std::int64_t bytes_sent = 0;
   double fraction_waiting() const { return step_seconds > 0.0 ? wait_seconds / step_seconds : 0.0; }
 };
 
@@ -168,8 +173,11 @@ class DataParallel : public optim::Strategy {
   // Sharding parameters: a parameter is whole only while its layers run
   // (elsewhere its memory reads as zeros). This gathers every bucket, so
   // the model's parameters hold their values until the next training step
-  // or evaluation releases them; a collective. Nothing otherwise.
+  // or evaluation releases them, and what is written into them meanwhile
+  // is what that step sees (its chunks are taken from them); a collective.
+  // Nothing otherwise. whole_parameters: the same, for the Trainer's callers.
   void gather_parameters();
+  void whole_parameters(layers::Module& model) override;
   // After prepare() with an optimizer: the bytes of training state this
   // rank keeps between steps, and what ZeRO's formula says it should.
   StateBytes resident_state(const layers::Module& model, const optim::Optimizer& optimizer) const;

@@ -170,6 +170,9 @@ class ShardedState {
 
   // The parameter and gradient bytes this rank holds between steps.
   StateBytes resident() const;
+  // The communicator the parameters are gathered on (a duplicate of the
+  // one the gradients are reduced on), for its byte count.
+  const Communicator& gather_communicator() const { return comm_; }
 
  private:
   struct Slice {

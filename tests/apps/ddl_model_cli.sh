@@ -18,6 +18,19 @@ done
 grep -qE "the ring (falls below|stays above) 90%" "$work/out" || fail "no verdict on the ring's efficiency"
 echo "ok: under mpiexec, ddl-model fits the links and sets its predictions beside measurements"
 
+# The sharded table: 4.8 MB is 1.2 M parameters; Adam's K = 8 gives 16 bytes
+# each unsharded (18.3 MiB) and 16 / 64 at stage 3 on 64 ranks (293 KiB);
+# stage 3 sends 1.5 times the others' bytes, so its efficiency is lower.
+grep -qF "sharded data parallelism (ZeRO), ring: 1200000 float32 parameters, K = 8 bytes" "$work/out" ||
+  fail "no sharded table: $(cat "$work/out")"
+row=$(awk '/^sharded data parallelism/ { table = 1; next } table && $1 == "64" { print; exit }' "$work/out")
+row=${row// KiB/KiB}
+row=${row// MiB/MiB}
+read -r ranks none _ _ parameters eff012 eff3 <<< "$row"
+[[ $ranks == 64 && $none == 18.3MiB && $parameters == 293KiB ]] || fail "the 64-rank row: '$row'"
+awk -v a="${eff012%\%}" -v b="${eff3%\%}" 'BEGIN { exit !(b < a) }' || fail "stage 3 not below the others: '$row'"
+echo "ok: ddl-model projects each ZeRO stage's state per rank and efficiency"
+
 "$model" --no-measure --latency 5us --bandwidth 25GB/s --ranks-per-node 4 --ranks 16 --sizes 1048576 \
   > "$work/out" 2>&1 || fail "ddl-model alone exited $?: $(cat "$work/out")"
 grep -q "between nodes alpha 5.0 us beta 0.04 ns/B (25 GB/s)" "$work/out" || fail "the given link is not used: $(cat "$work/out")"

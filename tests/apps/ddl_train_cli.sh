@@ -448,8 +448,9 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
       grep -q "^ZeRO's formula .* N = 2)" "$work/$shard.out" || fail "no formula: $(cat "$work/$shard.out")"
     done
     # Rank 1's optimizer state is half of the unsharded one (Adam: 2 floats per parameter).
-    unsharded=$(awk '$1 == "1" && NF == 6 {print $4}' "$work/none.out")
-    sharded=$(awk '$1 == "1" && NF == 6 {print $4}' "$work/optimizer.out")
+    rank_1_optimizer() { awk '/^training state per rank/ { table = 1 } table && $1 == "1" { print $4; exit }' "$1"; }
+    unsharded=$(rank_1_optimizer "$work/none.out")
+    sharded=$(rank_1_optimizer "$work/optimizer.out")
     awk -v u="$unsharded" -v s="$sharded" 'BEGIN {exit !(u > 0 && s > 0.49 * u && s < 0.51 * u)}' ||
       fail "rank 1 holds $sharded MiB of optimizer state sharded, $unsharded MiB unsharded"
     grep -qE "^parameters gathered at once: at most [12] buckets?, " "$work/parameters.out" ||

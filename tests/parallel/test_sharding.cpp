@@ -219,6 +219,27 @@ std::pair<std::shared_ptr<layers::Sequential>, std::shared_ptr<DataParallel>> on
 
 }  // namespace
 
+TEST_CASE("sharding: a step sends what the ring's formula gives, 2(N-1) P floats over the ranks, stage 3 3(N-1) P") {
+  // The ring sends each of a bucket's N chunks on N - 1 hops, in the
+  // reduce-scatter and again in the allgather: (N - 1) P floats over the
+  // ranks for each, whatever the chunks' sizes. Stage 3 gathers every
+  // bucket twice (forward, backward) beside its reduce-scatter.
+  const Communicator world = Communicator::world();
+  const std::int64_t parameters = 1030, n = world.size();
+  for (const Sharding sharding : {Sharding::none, Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
+    for (const Overlap overlap : {Overlap::off, Overlap::on}) {
+      CAPTURE(sharding_name(sharding));
+      CAPTURE(overlap_name(overlap));
+      const SyncStatistics statistics = one_epoch(sharding, overlap).second->statistics();
+      REQUIRE(statistics.steps > 0);
+      std::vector<double> sent{static_cast<double>(statistics.bytes_sent)};
+      world.sum_doubles(sent);
+      const std::int64_t phases = sharding == Sharding::parameters ? 3 : 2;
+      CHECK(static_cast<std::int64_t>(sent[0]) == statistics.steps * phases * (n - 1) * parameters * 4);
+    }
+  }
+}
+
 TEST_CASE("sharding: under stage 2 a bucket exists only from its first gradient until it is reduced") {
   const auto [model, strategy] = one_epoch(Sharding::gradients, Overlap::off);
   // Reduced on the training thread as each fills: the next one's first
@@ -326,6 +347,33 @@ TEST_CASE("sharding parameters: a checkpoint loaded after training is what the n
   if (world.rank() == 0)
     CHECK(checkpoint_tensors(base + "/sharded3.ckpt") == checkpoint_tensors(base + "/plain3.ckpt"));
   world.barrier();
+}
+
+TEST_CASE("sharding parameters: EarlyStopping reads the best weights whole and restores them for the next steps") {
+  // Three epochs with the "best" weights restored at the end, then a fourth
+  // from them: under stage 3 the callback must see whole parameters (they
+  // read zeros between steps) and its writes must reach the chunks. The
+  // best is the largest loss, the first epoch's, so the restore matters.
+  const auto trained = [](Sharding sharding) {
+    const Communicator world = Communicator::world();
+    auto model = odd_cnn(5);
+    auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, sharding));
+    optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+                           test::quiet_options({}, strategy));
+    models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
+    auto stopping = std::make_shared<optim::EarlyStopping>(optim::EarlyStoppingOptions{
+        .monitor = "loss", .mode = optim::MonitorMode::max, .patience = 5, .restore_best_weights = true});
+    trainer.fit(loader, {.epochs = 3, .callbacks = {stopping}});
+    strategy->gather_parameters();
+    const std::vector<float> restored = test::flat_parameters(*model);
+    trainer.fit(loader, {.epochs = 4});
+    strategy->gather_parameters();
+    return std::pair{restored, test::flat_parameters(*model)};
+  };
+  const auto [restored, fourth] = trained(Sharding::none);
+  const auto [sharded_restored, sharded_fourth] = trained(Sharding::parameters);
+  CHECK(sharded_restored == restored);
+  CHECK(sharded_fourth == fourth);
 }
 
 TEST_CASE("sharding parameters: with overlap the next bucket is gathered ahead, at most two whole at once") {

@@ -65,6 +65,36 @@ TEST_CASE("cost model: every algorithm's time is its textbook formula on one kin
   CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::builtin, 4, 1e6, machine).has_value());
 }
 
+TEST_CASE("cost model: an allgather is the ring's and rhd's second half, what sharding adds for stage 3") {
+  const Machine machine = flat();
+  const double a = machine.intra_node.alpha, b = machine.intra_node.beta;
+  for (const int p : {2, 3, 4, 5, 8, 13, 64}) {
+    for (const double m : {0.0, 4.0, 4096.0, 3e6, 256e6}) {
+      CAPTURE(p);
+      CAPTURE(m);
+      const auto ring = allgather_seconds(AllreduceAlgorithm::ring, p, m, machine);
+      REQUIRE(ring.has_value());
+      CHECK(*ring == doctest::Approx((p - 1) * (a + m / p * b)).epsilon(1e-12));
+      // Without the sums, the ring's allreduce is two of them.
+      Machine free_sums = machine;
+      free_sums.gamma = 0.0;
+      CHECK(2 * *allgather_seconds(AllreduceAlgorithm::ring, p, m, free_sums) ==
+            doctest::Approx(modelled(AllreduceAlgorithm::ring, p, m, free_sums)).epsilon(1e-12));
+      const int q = 1 << static_cast<int>(std::floor(std::log2(p)));
+      // A folded rank sends its chunk in and receives the whole back.
+      const double fold = p == q ? 0.0 : (a + m / p * b) + (a + m * b);
+      const auto rhd = allgather_seconds(AllreduceAlgorithm::rhd, p, m, machine);
+      REQUIRE(rhd.has_value());
+      CHECK(*rhd == doctest::Approx(fold + std::log2(q) * a + (q - 1.0) / q * m * b).epsilon(1e-12));
+    }
+  }
+  CHECK(*allgather_seconds(AllreduceAlgorithm::ring, 1, 1e6, machine) == 0.0);
+  for (const AllreduceAlgorithm other :
+       {AllreduceAlgorithm::tree, AllreduceAlgorithm::naive, AllreduceAlgorithm::shm, AllreduceAlgorithm::builtin}) {
+    CHECK_FALSE(allgather_seconds(other, 4, 1e6, machine).has_value());
+  }
+}
+
 TEST_CASE(
     "cost model: steps that cross nodes pay the network, shared by what leaves a node, and shm stops at the node") {
   Machine machine = flat();
