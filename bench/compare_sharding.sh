@@ -1,20 +1,31 @@
 #!/usr/bin/env bash
 # Sharded data parallelism side by side: wide_mlp (104 M parameters) with
-# Adam, one process, then 2 ranks x 1 thread unsharded (ZeRO stage 0) and
+# Adam, one process, then `ranks` (2) ranks x 1 thread unsharded (ZeRO stage 0) and
 # at stages 1, 2 and 3 (--shard optimizer, gradients, parameters; all with
 # --overlap off, and stage 3 again with --overlap on: its prefetch), at
 # global batch 128, in `rounds` interleaved rounds so every configuration
 # sees the same machine load. Per configuration: the median samples/s, each
 # rank's peak resident set (GNU time's maximum RSS; the median over the
 # rounds of the larger rank's), and the training state ddl-train's report
-# says rank 0 holds beside ZeRO's formula.
+# says rank 0 holds beside ZeRO's formula. Where bench/install-peers.sh has
+# made the peers' environment, PyTorch's counterparts run in the same
+# rounds (bench/torch_fsdp.py, the same ranks x 1 thread, gloo, the same model,
+# optimizer and batch on random data, the same number of steps, its rate
+# over all of them as ddl-train's epoch counts it): DDP, DDP with
+# ZeroRedundancyOptimizer (stage 1), FSDP2 without and with resharding
+# after forward (stages 2 and 3; FSDP2 prefetches by default).
 #
-#   bench/compare_sharding.sh [build-dir] [rounds] [train-limit]
+# `ranks` (default 2) sets the data-parallel ranks of every configuration
+# but the one process; past the machine's cores they share them, and only
+# the memory columns mean anything.
+#
+#   bench/compare_sharding.sh [build-dir] [rounds] [train-limit] [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 rounds=${2:-3}
 limit=${3:-768}
+ranks=${4:-2}
 train=$build/apps/ddl-train
 [[ -x $train ]] || { echo "compare_sharding: no $train (build first)" >&2; exit 2; }
 work=$(mktemp -d)
@@ -23,17 +34,31 @@ trap 'rm -rf "$work"' EXIT
 common=(--model wide_mlp --optimizer adam --batch-size 128 --epochs 1 --train-limit "$limit" --test-limit 128
   --threads 1 --no-validation)
 configs=(one none optimizer gradients parameters parameters+prefetch)
+python=bench/.venv-peers/bin/python3
+torch_configs=(torch-ddp torch-zero1 torch-fsdp2-grad torch-fsdp2)
+if [[ -x $python ]]; then
+  configs+=("${torch_configs[@]}")
+else
+  echo "compare_sharding: no $python (bench/install-peers.sh): ddl alone" >&2
+fi
+torch_stage() { case $1 in torch-ddp) echo 0 ;; torch-zero1) echo 1 ;; torch-fsdp2-grad) echo 2 ;; torch-fsdp2) echo 3 ;; esac; }
 
 run() {  # run <config> <round>
   # Each process appends its peak to a file of its own (the ranks' shared
   # output could split the line).
   local config=$1 out="$work/$1.$2" rss="$work/rss.$1.$2"
-  if [[ $config == one ]]; then
+  if [[ $config == torch-* ]]; then
+    # Its warm-up step and the timed ones: ddl-train's steps; its ranks'
+    # peaks in the form GNU time writes ddl's.
+    "$python" bench/torch_fsdp.py --stage "$(torch_stage "$config")" --warmup 1 --steps $((limit / 128 - 1)) \
+      --ranks "$ranks" > "$out" 2>&1
+    awk '/^RANK / { printf "maxrss %.0f\n", $4 * 1024 }' "$out" > "$rss"
+  elif [[ $config == one ]]; then
     /usr/bin/time -a -o "$rss" -f "maxrss %M" "$train" "${common[@]}" > "$out" 2>&1
   else
     local overlap=off
     [[ $config == *+prefetch ]] && overlap=on
-    mpiexec -n 2 /usr/bin/time -a -o "$rss" -f "maxrss %M" "$train" "${common[@]}" --parallel data --shard "${config%+prefetch}" \
+    mpiexec -n "$ranks" /usr/bin/time -a -o "$rss" -f "maxrss %M" "$train" "${common[@]}" --parallel data --shard "${config%+prefetch}" \
       --overlap "$overlap" > "$out" 2>&1
   fi
 }
@@ -48,7 +73,13 @@ done
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf "%-20s %10s %14s %11s %10s %10s %13s\n" "stage" "samples/s" "peak RSS MiB" "params MiB" "grads MiB" "optim MiB" "formula MiB"
 for config in "${configs[@]}"; do
-  rate=$(for f in "$work/$config".*; do sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1; done | median)
+  rate=$(for f in "$work/$config".*; do
+    if [[ $config == torch-* ]]; then
+      sed -n 's/.*; all steps \([0-9.]*\)$/\1/p' "$f"
+    else
+      sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1
+    fi
+  done | median)
   rss=$(for f in "$work/rss.$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
   last="$work/$config.$rounds"
   state=$(awk '/^training state per rank/ { table = 1 } table && $1 == "0" { print $2, $3, $4; exit }' "$last")

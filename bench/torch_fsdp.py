@@ -26,11 +26,10 @@ step (as ddl-train's epoch figure counts), and each rank's peak RSS
 """
 import argparse
 import os
-import time
 
 # torch_pipeline re-executes this script under its malloc settings when they
 # are not set (faster for PyTorch), before torch is imported.
-from torch_pipeline import free_port, peak_rss_mib, set_threads, wide_mlp_layers
+from torch_pipeline import free_port, peak_rss_mib, set_threads, timed_steps, wide_mlp_layers
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -76,16 +75,7 @@ def worker(rank, args, port):
         loss_fn(model(x), y).backward()
         optimizer.step()
 
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(args.warmup):
-        step()
-    dist.barrier()
-    timed = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    dist.barrier()  # the timed steps end when the slowest rank ends
-    end = time.perf_counter()
+    start, timed, end = timed_steps(step, args.warmup, args.steps, dist.barrier)
     mine = dict(rank=rank, rss_setup=rss_setup, rss_peak=peak_rss_mib())
     everyone = [None] * args.ranks
     dist.all_gather_object(everyone, mine)

@@ -74,6 +74,22 @@ def set_threads(threads):
     torch.set_num_interop_threads(1)
 
 
+def timed_steps(step, warmup, steps, barrier=lambda: None):
+    """Runs `warmup` then `steps` calls of step(); the times (perf_counter)
+    at the start, after the warm-up and at the end, each after `barrier`, so
+    a distributed run's timed steps end when its slowest rank ends."""
+    barrier()
+    start = time.perf_counter()
+    for _ in range(warmup):
+        step()
+    barrier()
+    timed = time.perf_counter()
+    for _ in range(steps):
+        step()
+    barrier()
+    return start, timed, time.perf_counter()
+
+
 def batch(args):
     generator = torch.Generator().manual_seed(1)
     x = torch.randn(args.batch, 1, 28, 28, generator=generator)
@@ -99,13 +115,7 @@ def single_process(args):
             loss.backward()
         optimizer.step()
 
-    start = time.perf_counter()
-    for _ in range(args.warmup):
-        step()
-    timed = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    end = time.perf_counter()
+    start, timed, end = timed_steps(step, args.warmup, args.steps)
     report(args, [dict(rank=0, layers="0-15", rss_import=rss_import, rss_peak=peak_rss_mib())],
            timed_s=end - timed, all_s=end - start)
 
@@ -160,16 +170,7 @@ def stage_worker(rank, args, port):
             schedule.step()
         optimizer.step()
 
-    dist.barrier()
-    start = time.perf_counter()
-    for _ in range(args.warmup):
-        step()
-    dist.barrier()
-    timed = time.perf_counter()
-    for _ in range(args.steps):
-        step()
-    dist.barrier()  # the timed steps end when the slowest stage ends
-    end = time.perf_counter()
+    start, timed, end = timed_steps(step, args.warmup, args.steps, dist.barrier)
     mine = dict(rank=rank, layers=f"{first}-{last - 1}", rss_import=rss_import, rss_peak=peak_rss_mib())
     everyone = [None] * args.stages
     dist.all_gather_object(everyone, mine)

@@ -44,11 +44,14 @@ void StepMemoryMonitor::on_batch_end(Trainer& trainer, std::int64_t /*step*/, co
     // At the step's start the last step's gradients were still held; the
     // step drops them and writes new ones. The peak above the resident
     // state (parameters, optimizer state, the batch) less the new gradients
-    // is what the step's activations and scratch took at their highest.
+    // is what the step's activations and scratch took at their highest;
+    // what the step leaves held besides (the optimizer's state, made at its
+    // first step) is state too, not scratch.
     const std::size_t resident = in_use_at_begin_[d] - gradients_at_begin_[d];
     const std::size_t gradients = gradient_bytes_on(trainer.model(), devices_[d]);
-    const std::size_t peak = memory_stats(devices_[d]).peak_bytes;
-    const std::size_t above = peak > resident + gradients ? peak - resident - gradients : 0;
+    const MemoryStats stats = memory_stats(devices_[d]);
+    const std::size_t held = std::max(resident + gradients, stats.bytes_in_use);
+    const std::size_t above = stats.peak_bytes > held ? stats.peak_bytes - held : 0;
     peaks_[d].peak_activation_bytes = std::max(peaks_[d].peak_activation_bytes, above);
     peaks_[d].gradient_bytes = std::max(peaks_[d].gradient_bytes, gradients);
   }

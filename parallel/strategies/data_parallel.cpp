@@ -493,8 +493,12 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   const bool gpu_buckets = !parameters.empty() && on_one_gpu(parameters);
   const std::optional<Device> gpu =
       gpu_buckets ? std::optional<Device>(parameters.front().second.device()) : std::nullopt;
+  // Sharded gradients (stages 2 and 3) make each bucket's buffer only while
+  // it is filled and reduced (ShardedState::ensure_buffer): none at set-up,
+  // where the model is still whole.
+  const bool lazy_buffers = s.options.sharding == Sharding::gradients || s.options.sharding == Sharding::parameters;
   s.buckets = make_buckets(parameters, {.first_bytes = s.options.first_bucket_bytes, .bytes = s.options.bucket_bytes},
-                           gpu_buckets);
+                           gpu_buckets, !lazy_buffers);
   const bool on_gpu = reduce_on_gpu(s.comm, s.options, gpu);
   std::vector<std::string> layout = describe_layout(s.buckets);
   layout.push_back(fmt::format("{} allreduce{}, sharding {}, {}", algorithm_name(s.options.algorithm),

@@ -19,7 +19,7 @@ Device bucket_device(const std::vector<BucketEntry>& entries, bool on_gpu) {
 }  // namespace
 
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
-                                         BucketSizes sizes, bool on_gpu) {
+                                         BucketSizes sizes, bool on_gpu, bool allocate) {
   DDL_CHECK(sizes.first_bytes > 0 && sizes.bytes > 0,
             "gradient buckets: sizes must be positive, got {} for the first bucket and {} for the others",
             sizes.first_bytes, sizes.bytes);
@@ -40,7 +40,9 @@ std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string
     const std::int64_t limit = buckets.size() == 1 ? sizes.first_bytes : sizes.bytes;
     open = filled * static_cast<std::int64_t>(sizeof(float)) < limit;
   }
-  for (GradientBucket& bucket : buckets) allocate_buffer(bucket, bucket_device(bucket.entries, on_gpu));
+  if (allocate) {
+    for (GradientBucket& bucket : buckets) allocate_buffer(bucket, bucket_device(bucket.entries, on_gpu));
+  }
   return buckets;
 }
 

@@ -58,9 +58,11 @@ struct BucketSizes {
 // while the convolutions' backward runs). A bucket's buffer lives on the
 // device its parameters share if that is a CPU device, or a CUDA device
 // and `on_gpu` (for NCCL); in host memory (cpu()) otherwise. Each entry on
-// the buffer's device gets its view.
+// the buffer's device gets its view. Without `allocate` the buffers are
+// left for allocate_buffer (sharded gradients make each only while it is
+// filled and reduced).
 std::vector<GradientBucket> make_buckets(const std::vector<std::pair<std::string, Tensor>>& parameters,
-                                         BucketSizes sizes, bool on_gpu = false);
+                                         BucketSizes sizes, bool on_gpu = false, bool allocate = true);
 
 // A bucket's buffer, zeroed, on `device`, and each entry on that device
 // its view; and the reverse, which frees the buffer (sharded data

@@ -70,6 +70,10 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
       buckets_(buckets) {
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const GradientBucket& bucket = buckets_[b];
+    // Stages 2 and 3 make a bucket's buffer only while it is filled and
+    // reduced (ensure_buffer), and none at set-up, where the model is whole.
+    DDL_CHECK(!shards_gradients() || !bucket.buffer.defined(),
+              "sharded data parallelism: bucket {}'s gradient buffer was made before its first gradient", b);
     for (std::size_t e = 0; e < bucket.entries.size(); ++e) {
       const BucketEntry& entry = bucket.entries[e];
       where_[entry.parameter.impl().get()] = {b, e};
@@ -78,7 +82,7 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
                 "memory only so far",
                 sharding_name(sharding), entry.name, entry.parameter.device());
     }
-    const Tensor flat = Tensor::empty({bucket.size()}, {DType::Float32, bucket.buffer.device(), false});
+    const Tensor flat = Tensor::empty({bucket.size()}, {DType::Float32, cpu(), false});
     for (const BucketEntry& entry : bucket.entries) {
       entry.parameter.move_into(flat.flat_slice(entry.offset, entry.parameter.shape()));
     }
@@ -89,10 +93,6 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
     const ChunkRange mine = chunk(flat_parameters_.size() - 1);
     chunk_gradients_.push_back(shards_gradients() ? zeros({mine.size()}) : Tensor());
     shard_parameters_.push_back(shards_parameters() ? flat.flat_slice(mine.begin, {mine.size()}).clone() : Tensor());
-  }
-  // Stage 2's buckets exist only while they are filled and reduced.
-  if (shards_gradients()) {
-    for (GradientBucket& bucket : buckets_) release_buffer(bucket);
   }
   std::vector<std::int64_t> bytes;
   for (const Tensor& flat : flat_parameters_) bytes.push_back(static_cast<std::int64_t>(flat.nbytes()));

@@ -99,7 +99,8 @@ class ShardedState {
  public:
   // Moves each bucket's parameters into a flat buffer of the bucket's
   // layout, gathered with `algorithm` over a duplicate of `comm` (a
-  // collective). CPU parameters only (ddl::Error otherwise).
+  // collective). CPU parameters only (ddl::Error otherwise); under stages
+  // 2 and 3 the buckets come without buffers (make_buckets' `allocate`).
   // With `prefetch` (stage 3), gathers run on a thread of their own, the
   // next bucket's while the current one's layers compute (bucket_gatherer.hpp).
   ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm, AllreduceAlgorithm algorithm,
