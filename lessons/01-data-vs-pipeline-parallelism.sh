@@ -40,9 +40,11 @@ run data 2 --parallel data
 run pipeline 2 --parallel pipeline --split 3
 
 params=$(sed -n 's/^Total params: //p' "$out/one.txt" | tr -d ,)
-# Data parallelism: the ring sends 2 (n - 1) / n of the float32 gradients
-# per step from each rank, all of them on 2 ranks.
-data_mib=$(awk -v p="$params" 'BEGIN { printf "%.1f", p * 4 / 1048576 }')
+# Data parallelism: what each rank sent per step, as its report counted it
+# (the ring sends 2 (n - 1) / n of the float32 gradients, all of them on 2
+# ranks); rank 0's and rank 1's.
+data_sent=$(awk '/^training state per rank/ { t = 1 } t && $1 ~ /^[01]$/ { printf "%s%.1f", sep, $7; sep = " " }' "$out/data.txt")
+data_mib=${data_sent%% *}
 # The pipeline: what each stage sent over the run (the last column of its
 # report), per training step; stage 0 also sent the final test batch's
 # activations.
@@ -51,7 +53,7 @@ pipeline_mib=$(awk -v steps="$steps" '/^[01] +[0-9]+-[0-9]+ / && NF == 9 {
 # setup, samples/s, peak MiB of each rank (largest first), MiB sent per step by each rank
 {
   echo "1-process $(rate "$out/one.txt") $(peaks "$out/one.rss") 0 0 0"
-  echo "data-parallel $(rate "$out/data.txt") $(peaks "$out/data.rss") $data_mib $data_mib"
+  echo "data-parallel $(rate "$out/data.txt") $(peaks "$out/data.rss") $data_sent"
   echo "pipeline $(rate "$out/pipeline.txt") $(peaks "$out/pipeline.rss") $pipeline_mib"
 } > "$out/bars.dat"
 {
@@ -81,9 +83,12 @@ cut_mib=$(awk -v steps="$steps" -v floats="${floats:-0}" 'BEGIN { printf "%.2f",
 claim "the pipeline sends the activations at the cut every micro-batch (stage 1's gradients back, as counted)" \
   "messages == steps * micro && sent > 0.99 * cut && sent < 1.01 * cut" \
   messages="${stage1[3]:-}" steps="$steps" micro="$micro" sent="${stage1[4]:-}" cut="$cut_mib"
-# Data parallelism's bytes are the ring's 2 (n - 1) / n of the gradients
-# (DataParallel does not count what it sends); mnist_cnn's activations at
-# the cut are four times that.
+# Data parallelism's bytes are the ring's 2 (n - 1) / n of the gradients,
+# the model's size on 2 ranks; mnist_cnn's activations at the cut are four
+# times that.
+claim "each data-parallel rank sends the ring's 2 (n - 1) / n of the gradients per step, as counted" \
+  "data > 0.99 * model && data < 1.01 * model" data="$data_mib" \
+  model="$(awk -v p="$params" 'BEGIN { printf "%.4f", p * 4 / 1048576 }')"
 claim "mnist_cnn, a small model with large activations, sends more per step as a pipeline than data-parallel" \
   "pipeline > 2 * data" pipeline="${pipeline_mib##* }" data="$data_mib"
 claim "each pipeline rank peaks below each data-parallel rank (it holds part of the model and its optimizer state)" \
