@@ -51,7 +51,7 @@ run() {  # run <config> <round>
     # Its warm-up step and the timed ones: ddl-train's steps; its ranks'
     # peaks in the form GNU time writes ddl's.
     "$python" bench/torch_fsdp.py --stage "$(torch_stage "$config")" --warmup 1 --steps $((limit / 128 - 1)) \
-      --ranks "$ranks" > "$out" 2>&1
+      --ranks "$ranks" > "$out" 2>&1 || return  # (run's caller turns set -e off)
     awk '/^RANK / { printf "maxrss %.0f\n", $4 * 1024 }' "$out" > "$rss"
   elif [[ $config == one ]]; then
     /usr/bin/time -a -o "$rss" -f "maxrss %M" "$train" "${common[@]}" > "$out" 2>&1

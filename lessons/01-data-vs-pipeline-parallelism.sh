@@ -43,7 +43,8 @@ params=$(sed -n 's/^Total params: //p' "$out/one.txt" | tr -d ,)
 # Data parallelism: what each rank sent per step, as its report counted it
 # (the ring sends 2 (n - 1) / n of the float32 gradients, all of them on 2
 # ranks); rank 0's and rank 1's.
-data_sent=$(awk '/^training state per rank/ { t = 1 } t && $1 ~ /^[01]$/ { printf "%s%.1f", sep, $7; sep = " " }' "$out/data.txt")
+data_sent=$(awk '/^training state per rank/ { t = 1 }
+  t && $1 ~ /^[01]$/ { printf "%s%.2f", sep, $7; sep = " "; if ($1 == "1") exit }' "$out/data.txt")
 data_mib=${data_sent%% *}
 # The pipeline: what each stage sent over the run (the last column of its
 # report), per training step; stage 0 also sent the final test batch's

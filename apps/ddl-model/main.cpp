@@ -238,8 +238,10 @@ void print_data_parallel(const cost::Machine& machine, const Options& o) {
 // Each ZeRO stage at each rank count: the state a rank keeps (ZeRO's
 // formula, sharding.hpp) and the efficiency its communication leaves. The
 // ring's reduce-scatter and allgather are its allreduce's two halves, so
-// stages 1 and 2 cost what unsharded data parallelism does; stage 3 gathers
-// the parameters once more, for backward.
+// stages 1 and 2 move what unsharded data parallelism moves, but their
+// allgather runs after the update, where backward cannot hide it; stage 3
+// gathers the parameters before each layer's forward (exposed) and again
+// before its backward (hidden like the reduce-scatter, `--overlap`).
 void print_sharded(const cost::Machine& machine, const Options& o) {
   if (o.gradient_mb <= 0.0 || o.step_ms <= 0.0) return;  // print_data_parallel said what to give
   const double bytes = o.gradient_mb * 1e6, compute = o.step_ms * 1e-3;
@@ -247,11 +249,11 @@ void print_sharded(const cost::Machine& machine, const Options& o) {
   std::cout << fmt::format(
       "\nsharded data parallelism (ZeRO), ring: {} float32 parameters, K = {} bytes of optimizer state each; the "
       "state per rank (stage 3: plus the buckets gathered at the moment) and the efficiency at {:g} ms of compute "
-      "per step, {:.0f}% of the communication hidden\n  {:>6}",
+      "per step, {:.0f}% of the communication beside backward hidden\n  {:>6}",
       parameters, o.optimizer_bytes, o.step_ms, 100 * o.overlap, "ranks");
   for (const parallel::Sharding sharding : parallel::all_shardings())
     std::cout << fmt::format(" {:>11}", parallel::sharding_name(sharding));
-  std::cout << fmt::format(" {:>12} {:>12}\n", "eff. 0-2", "eff. 3");
+  std::cout << fmt::format(" {:>8} {:>8} {:>8}\n", "eff. 0", "eff. 1-2", "eff. 3");
   std::vector<int> ranks{2, 3, 4};
   ranks.insert(ranks.end(), o.ranks.begin(), o.ranks.end());
   for (const int n : ranks) {
@@ -264,10 +266,12 @@ void print_sharded(const cost::Machine& machine, const Options& o) {
       std::cout << fmt::format(" {:>11}", format_bytes(state));
     }
     const double allreduce = *cost::allreduce_seconds(AllreduceAlgorithm::ring, n, bytes, machine);
-    const double stage3 = allreduce + *cost::allgather_seconds(AllreduceAlgorithm::ring, n, bytes, machine);
-    std::cout << fmt::format(" {:>11.1f}% {:>11.1f}%\n",
-                             100 * cost::data_parallel_efficiency(compute, allreduce, o.overlap),
-                             100 * cost::data_parallel_efficiency(compute, stage3, o.overlap));
+    const double allgather = *cost::allgather_seconds(AllreduceAlgorithm::ring, n, bytes, machine);
+    const double shown = 1.0 - o.overlap;  // what backward leaves exposed of the communication beside it
+    const auto efficiency = [&](double exposed) { return 100 * cost::data_parallel_efficiency(compute, exposed); };
+    std::cout << fmt::format(" {:>7.1f}% {:>7.1f}% {:>7.1f}%\n", efficiency(shown * allreduce),
+                             efficiency(shown * (allreduce - allgather) + allgather),
+                             efficiency(shown * allreduce + allgather));
   }
 }
 

@@ -90,7 +90,8 @@ struct EarlyStoppingOptions {
   // At the end of training, put back the weights of the best epoch seen by
   // this process (not across a resume: weights are not kept in checkpoints).
   // A copy of the whole model, on every rank: under sharded parameters too
-  // (Strategy::whole_parameters gathers them to read and to restore).
+  // (Strategy::whole_parameters gathers them to read and to restore, a
+  // collective: monitor a metric the ranks agree on, not time_s).
   bool restore_best_weights = false;
 };
 

@@ -36,6 +36,7 @@ class StepMemoryMonitor : public Callback {
   std::vector<Device> devices_;
   std::vector<std::size_t> in_use_at_begin_;
   std::vector<std::size_t> gradients_at_begin_;
+  std::vector<bool> steady_;  // per device: a step that left no more held than it began has been seen
   std::vector<StepMemory> peaks_;
 };
 

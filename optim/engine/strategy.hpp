@@ -154,7 +154,11 @@ class Strategy {
   // or writes the model's parameters (EarlyStopping's best weights): a
   // strategy that keeps only part of them on each rank (DataParallel's
   // sharded parameters) makes them whole here, and keeps what is written
-  // from then until the next step. A collective there; nothing elsewhere.
+  // from then until the next step. A collective there, so every rank must
+  // call it at the same point (EarlyStopping does on an improvement of its
+  // metric, which every rank sees alike when it is summed over them, as
+  // loss and accuracy are; not a per-rank one such as time_s); nothing
+  // elsewhere.
   virtual void whole_parameters(layers::Module& /*model*/) {}
 
   // Sums `values` element-wise over the ranks in place, so every rank

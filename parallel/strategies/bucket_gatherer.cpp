@@ -28,8 +28,15 @@ BucketGatherer::~BucketGatherer() {
 void BucketGatherer::became_whole(std::size_t b) {
   phase_[b] = Phase::whole;
   whole_bytes_ += bytes_[b];
-  peak_whole_ = std::max(peak_whole_, ++whole_);
+  ++whole_;
+  if (!measuring_) return;
+  peak_whole_ = std::max(peak_whole_, whole_);
   peak_bytes_ = std::max(peak_bytes_, whole_bytes_);
+}
+
+void BucketGatherer::measure_peaks(bool on) {
+  const std::lock_guard lock(mutex_);
+  measuring_ = on;
 }
 
 void BucketGatherer::ask(std::size_t b) {

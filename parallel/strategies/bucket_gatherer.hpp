@@ -50,6 +50,10 @@ class BucketGatherer {
   bool whole(std::size_t b) const;
   bool prefetching() const { return prefetch_; }
 
+  // Whether buckets made whole from now on count in the peaks below
+  // (ShardedState turns it off while it gathers the whole model between
+  // steps for a caller, which the peaks of training should not show).
+  void measure_peaks(bool on);
   // The most buckets, and bytes, whole at once so far; gathers that found
   // their bucket whole or on its way (prefetched).
   int peak_whole() const;
@@ -76,6 +80,7 @@ class BucketGatherer {
   std::deque<std::size_t> queue_;    // asked, for the worker, in order
   std::deque<std::size_t> waiting_;  // prefetches held back by the limit, in order
   int busy_ = 0;                     // buckets whole or asked
+  bool measuring_ = true;
   int whole_ = 0, peak_whole_ = 0;
   std::int64_t whole_bytes_ = 0, peak_bytes_ = 0, hits_ = 0;
   std::exception_ptr failure_;

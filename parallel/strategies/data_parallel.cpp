@@ -580,7 +580,7 @@ void DataParallel::begin_step(layers::Module& model) {
   // them; a parameter on another device than its bucket starts without one.
   Strategy::begin_step(model);
   for (GradientBucket& bucket : s.buckets) {
-    if (!bucket.buffer.defined()) continue;  // sharding stage 2: made when its first gradient comes
+    if (!bucket.buffer.defined()) continue;  // sharding stages 2 and 3: made when its first gradient comes
     backend::fill_zero(bucket.buffer.device(), bucket.buffer.raw_data(), bucket.buffer.nbytes());
     for (const BucketEntry& entry : bucket.entries) {
       if (entry.view.defined()) entry.parameter.set_grad(entry.view);

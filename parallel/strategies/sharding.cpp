@@ -206,7 +206,9 @@ void ShardedState::gather(std::size_t b) {
 void ShardedState::expect_written_parameters() {
   if (!shards_parameters()) return;
   if (written_) reshard();
+  gatherer_->measure_peaks(false);
   for (std::size_t b = 0; b < buckets_.size(); ++b) gather(b);
+  gatherer_->measure_peaks(true);
   written_ = true;
 }
 void ShardedState::prefetch(std::size_t b) { gatherer_->prefetch(b); }
