@@ -191,6 +191,14 @@ void write_csv(const cost::Machine& machine, const Options& o) {
   std::cout << fmt::format("\nthe extrapolated times: {}\n", o.csv);
 }
 
+// The rank counts of the efficiency tables: the small ones this machine
+// can measure, then those extrapolated to.
+std::vector<int> efficiency_ranks(const Options& o) {
+  std::vector<int> ranks{2, 3, 4};
+  ranks.insert(ranks.end(), o.ranks.begin(), o.ranks.end());
+  return ranks;
+}
+
 void print_data_parallel(const cost::Machine& machine, const Options& o) {
   if (o.gradient_mb <= 0.0 || o.step_ms <= 0.0) {
     std::cout << "\n(data-parallel efficiency: give --gradient-mb and --step-ms, e.g. mnist_cnn's 4.8 MB and its "
@@ -206,10 +214,8 @@ void print_data_parallel(const cost::Machine& machine, const Options& o) {
     std::cout << fmt::format(" {:>7}", algorithm_name(algorithm));
   }
   std::cout << fmt::format(" {:>7}\n", "ps");
-  std::vector<int> ranks{2, 3, 4};
-  ranks.insert(ranks.end(), o.ranks.begin(), o.ranks.end());
   std::optional<int> ring_below_90;
-  for (const int n : ranks) {
+  for (const int n : efficiency_ranks(o)) {
     std::cout << fmt::format("  {:>6}", n);
     for (const AllreduceAlgorithm algorithm : cost::modelled_algorithms()) {
       const auto seconds = cost::allreduce_seconds(algorithm, n, bytes, machine);
@@ -254,9 +260,7 @@ void print_sharded(const cost::Machine& machine, const Options& o) {
   for (const parallel::Sharding sharding : parallel::all_shardings())
     std::cout << fmt::format(" {:>11}", parallel::sharding_name(sharding));
   std::cout << fmt::format(" {:>8} {:>8} {:>8}\n", "eff. 0", "eff. 1-2", "eff. 3");
-  std::vector<int> ranks{2, 3, 4};
-  ranks.insert(ranks.end(), o.ranks.begin(), o.ranks.end());
-  for (const int n : ranks) {
+  for (const int n : efficiency_ranks(o)) {
     std::cout << fmt::format("  {:>6}", n);
     for (const parallel::Sharding sharding : parallel::all_shardings()) {
       // zero_formula counts float32 state values: one of them, scaled to K bytes.
