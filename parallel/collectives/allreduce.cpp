@@ -57,6 +57,11 @@ namespace {
 
 }  // namespace
 
+bool has_halves(AllreduceAlgorithm algorithm) {
+  return algorithm == AllreduceAlgorithm::ring || algorithm == AllreduceAlgorithm::rhd ||
+         algorithm == AllreduceAlgorithm::builtin;
+}
+
 void reduce_scatter(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, ReduceOp op) {
   switch (algorithm) {
     case AllreduceAlgorithm::ring: return ring_reduce_scatter(comm, data, WireFormat::float32, op);
@@ -81,27 +86,49 @@ void allgather(const Communicator& comm, std::span<float> data, AllreduceAlgorit
   no_half("allgather", algorithm);
 }
 
-void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+namespace {
+
+// Runs `collective` on a host span of `tensor`'s values: the tensor's own
+// on the CPU, else a copy, written back after.
+template <class Collective>
+void through_host(const Tensor& tensor, Collective collective) {
   require_float32(tensor);
   const Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(cpu());
-  allreduce(comm, std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())), algorithm,
-            WireFormat::float32, op);
+  collective(std::span<float>(host.data<float>(), static_cast<std::size_t>(host.numel())));
   if (!tensor.device().is_cpu()) tensor.copy_from(host);
+}
+
+}  // namespace
+
+void allreduce(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+  through_host(tensor, [&](std::span<float> data) { allreduce(comm, data, algorithm, WireFormat::float32, op); });
+}
+
+void allgather(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm) {
+  through_host(tensor, [&](std::span<float> data) { allgather(comm, data, algorithm); });
 }
 
 void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
   detail::allreduce_after(comm, tensor, algorithm, op, nullptr);
 }
 
+namespace {
+
+void require_on_gpu(const NcclCommunicator& comm, const Tensor& tensor, const char* collective) {
+  require_float32(tensor);
+  DDL_CHECK(tensor.device() == cuda(comm.device()),
+            "{}: rank {}'s NCCL communicator drives cuda:{}, but the tensor of shape {} is on {}", collective,
+            comm.rank(), comm.device(), tensor.shape(), tensor.device());
+}
+
+}  // namespace
+
 void detail::allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
                              ReduceOp op, cuda_backend::ComputeMark* written) {
-  require_float32(tensor);
   DDL_CHECK(algorithm != AllreduceAlgorithm::shm,
             "allreduce: shm reduces host memory through an MPI window and has no GPU form; on a GPU use ring, rhd, "
             "tree, naive or builtin (NCCL's own)");
-  DDL_CHECK(tensor.device() == cuda(comm.device()),
-            "allreduce: rank {}'s NCCL communicator drives cuda:{}, but the tensor of shape {} is on {}", comm.rank(),
-            comm.device(), tensor.shape(), tensor.device());
+  require_on_gpu(comm, tensor, "allreduce");
   const bool builtin = algorithm == AllreduceAlgorithm::builtin;
   // Nothing to exchange, and the average of one is itself: nothing reads
   // the tensor, so nothing waits for `written` either.
@@ -120,6 +147,58 @@ void detail::allreduce_after(const NcclCommunicator& comm, const Tensor& tensor,
     run_algorithm(algorithm, transport, data, n, op);
   }
   transport.finish();
+}
+
+namespace {
+
+// The frame of a half on the GPU: the checks, nothing to do for one rank
+// (but builtin's NCCL calls run even then, as the allreduce's do, so a
+// machine of one GPU runs them), and a transport for run(transport, data,
+// n), finished after it.
+template <class Run>
+void half_on_gpu(const char* collective, const NcclCommunicator& comm, const Tensor& tensor,
+                 AllreduceAlgorithm algorithm, std::int64_t scratch, cuda_backend::ComputeMark* written, Run run) {
+  if (!has_halves(algorithm)) no_half(collective, algorithm);
+  require_on_gpu(comm, tensor, collective);
+  if (algorithm != AllreduceAlgorithm::builtin && comm.size() == 1) return;
+  const std::int64_t n = tensor.numel();
+  detail::NcclTransport transport(
+      comm, fmt::format("{} {} of {} floats on the GPU", algorithm_name(algorithm), collective, n), scratch, written);
+  run(transport, static_cast<float*>(tensor.raw_data()), n);
+  transport.finish();
+}
+
+}  // namespace
+
+void reduce_scatter(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+  detail::reduce_scatter_after(comm, tensor, algorithm, op, nullptr);
+}
+
+void detail::reduce_scatter_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+                                  ReduceOp op, cuda_backend::ComputeMark* written) {
+  // The ring adds a chunk at a time; rhd's first halving adds half the buffer.
+  const std::int64_t scratch = algorithm == AllreduceAlgorithm::builtin ? 0
+                               : algorithm == AllreduceAlgorithm::ring
+                                   ? chunk_range(tensor.numel(), comm.size(), 0).size()
+                                   : tensor.numel();
+  half_on_gpu("reduce_scatter", comm, tensor, algorithm, scratch, written,
+              [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
+                if (algorithm == AllreduceAlgorithm::builtin) return transport.reduce_scatter(data, n, op);
+                if (algorithm == AllreduceAlgorithm::rhd) return detail::halving_reduce_scatter(transport, data, n, op);
+                detail::ring_reduce_scatter(transport, data, n);
+                const ChunkRange mine = chunk_range(n, transport.size(), transport.rank());
+                transport.complete(data + mine.begin, mine.size(), op);
+              });
+}
+
+void allgather(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm) {
+  // Every value received replaces one: no scratch.
+  half_on_gpu("allgather", comm, tensor, algorithm, 0, nullptr,
+              [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
+                if (algorithm == AllreduceAlgorithm::builtin) return transport.allgather(data, n);
+                if (algorithm == AllreduceAlgorithm::rhd) return detail::doubling_allgather(transport, data, n);
+                detail::ring_allgather(transport, data, n);
+              });
 }
 
 }  // namespace ddl::parallel

@@ -29,7 +29,9 @@
 //   rhd        halving_doubling.cpp: log2 p messages; where p is not a power of two
 //              2 more, the folded pairs move n more bytes, and the halves at chunk
 //              boundaries are uneven (up to 2n/3 sent per round where the middle sends n/2)
-//   builtin    MPI_Reduce_scatter, MPI_Allgatherv
+//   builtin    MPI_Reduce_scatter, MPI_Allgatherv; on the GPU, one ncclReduce to each
+//              chunk's rank and one ncclBroadcast from it, grouped (ncclReduceScatter
+//              and ncclAllGather need chunks of one size)
 #pragma once
 
 #include <cstdint>
@@ -83,11 +85,20 @@ void builtin_allreduce(const Communicator& comm, std::span<float> data);
 //   reduce_scatter: afterwards rank r's chunk r holds the sum (or the
 //     average) over the ranks; the other chunks are left with partial sums.
 //   allgather: rank r's chunk r is copied into chunk r of every rank.
-// ring, rhd and builtin only (ddl::Error for the others, which have no
-// such halves). Every rank calls them with the same n.
+// ring, rhd and builtin only (has_halves; ddl::Error for the others).
+// Every rank calls them with the same n.
+bool has_halves(AllreduceAlgorithm algorithm);
 void reduce_scatter(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm,
                     ReduceOp op = ReduceOp::sum);
 void allgather(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm);
+// The allgather of a float32 tensor (CUDA: through a host copy).
+void allgather(const Communicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm);
+// The halves on a float32 tensor on the communicator's GPU, device-resident
+// as allreduce(NcclCommunicator, ...) is, with the same chunks; returning
+// once the result is in `tensor`.
+void reduce_scatter(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+                    ReduceOp op = ReduceOp::sum);
+void allgather(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm);
 
 // The halves one by one (float16 on the wire for the ring only).
 void ring_reduce_scatter(const Communicator& comm, std::span<float> data, WireFormat wire = WireFormat::float32,

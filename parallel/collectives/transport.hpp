@@ -108,8 +108,12 @@ class NcclTransport {
   void exchange(const float* send, std::int64_t n_send, int to, float* receive, std::int64_t n_recv, int from,
                 int tag);
   void complete(float* data, std::int64_t n, ReduceOp op);
-  // NCCL's own allreduce of data[0, n), in place, for the builtin algorithm.
+  // NCCL's own allreduce of data[0, n), in place, for the builtin algorithm,
+  // and its halves on chunk_range's chunks: chunk r reduced onto rank r,
+  // and broadcast from it.
   void allreduce(float* data, std::int64_t n, ReduceOp op);
+  void reduce_scatter(float* data, std::int64_t n, ReduceOp op);
+  void allgather(float* data, std::int64_t n);
   void finish();
 
  private:
@@ -126,6 +130,9 @@ class NcclTransport {
 // the compute queued so far, as the public call does.
 void allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op,
                      cuda_backend::ComputeMark* written);
+// The same for reduce_scatter(NcclCommunicator, ...): a sharded bucket.
+void reduce_scatter_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op,
+                          cuda_backend::ComputeMark* written);
 
 // The algorithms over either transport (explicitly instantiated for both
 // in their files). `data` holds n floats in the transport's memory.

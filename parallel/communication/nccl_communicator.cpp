@@ -84,29 +84,51 @@ bool poll_within_stall_timeout(Done done) {
   return true;
 }
 
-// Sends `send_bytes` to `to` and receives `receive_bytes` from `from` as one
-// NCCL group, which starts as a whole at ncclGroupEnd, so neither side's
-// send waits for its receive to be posted first. An empty direction is left
-// out. Returns the first failure (a nonblocking communicator answers
-// ncclInProgress for a call it has taken).
-ncclResult_t grouped_exchange(const void* send, std::size_t send_bytes, int to, void* receive,
-                              std::size_t receive_bytes, int from, ncclComm_t comm, cudaStream_t stream) {
+// Runs `queue(keep)` inside one NCCL group, which starts as a whole at
+// ncclGroupEnd; `queue` hands each call's result to `keep`. Returns the
+// first failure (a nonblocking communicator answers ncclInProgress for a
+// call it has taken).
+template <class Queue>
+ncclResult_t in_group(Queue queue) {
   ncclResult_t result = ncclGroupStart();
   if (result != ncclSuccess) return result;
   const auto keep_first = [&](ncclResult_t next) {
     if (result == ncclSuccess || result == ncclInProgress) result = next;
   };
-  if (send_bytes > 0) keep_first(ncclSend(send, send_bytes, ncclUint8, to, comm, stream));
-  if (receive_bytes > 0) keep_first(ncclRecv(receive, receive_bytes, ncclUint8, from, comm, stream));
-  const ncclResult_t ended = ncclGroupEnd();
-  keep_first(ended);
+  queue(keep_first);
+  keep_first(ncclGroupEnd());
   return result;
 }
 
+// Sends `send_bytes` to `to` and receives `receive_bytes` from `from` as one
+// group, so neither side's send waits for its receive to be posted first.
+// An empty direction is left out.
+ncclResult_t grouped_exchange(const void* send, std::size_t send_bytes, int to, void* receive,
+                              std::size_t receive_bytes, int from, ncclComm_t comm, cudaStream_t stream) {
+  return in_group([&](const auto& keep) {
+    if (send_bytes > 0) keep(ncclSend(send, send_bytes, ncclUint8, to, comm, stream));
+    if (receive_bytes > 0) keep(ncclRecv(receive, receive_bytes, ncclUint8, from, comm, stream));
+  });
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::average ? ncclAvg : ncclSum; }
+
 // Queues NCCL's sum (or average) of n floats at `data`, in place.
 ncclResult_t queue_allreduce(void* data, std::int64_t n, ReduceOp op, ncclComm_t comm, cudaStream_t stream) {
-  return ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, op == ReduceOp::average ? ncclAvg : ncclSum,
-                       comm, stream);
+  return ncclAllReduce(data, data, static_cast<std::size_t>(n), ncclFloat, nccl_op(op), comm, stream);
+}
+
+// Queues `queue_chunk(chunk, r)` for each non-empty chunk r of n elements
+// over `ranks`, as one group: the ranks' calls for a chunk match up
+// whatever order each reaches them in.
+template <class QueueChunk>
+ncclResult_t grouped_chunks(std::int64_t n, int ranks, QueueChunk queue_chunk) {
+  return in_group([&](const auto& keep) {
+    for (int r = 0; r < ranks; ++r) {
+      const ChunkRange chunk = chunk_range(n, ranks, r);
+      if (chunk.size() > 0) keep(queue_chunk(chunk, r));
+    }
+  });
 }
 
 }  // namespace
@@ -524,6 +546,26 @@ void NcclTransport::exchange_add(const float* send, std::int64_t n_send, int to,
 void NcclTransport::allreduce(float* data, std::int64_t n, ReduceOp op) {
   NcclCommunicator::State& s = *state_;
   s.submit(what_, [&] { return queue_allreduce(data, n, op, s.comm, s.stream); });
+}
+
+void NcclTransport::reduce_scatter(float* data, std::int64_t n, ReduceOp op) {
+  NcclCommunicator::State& s = *state_;
+  s.submit(what_, [&] {
+    return grouped_chunks(n, s.size, [&](const ChunkRange& chunk, int root) {
+      return ncclReduce(data + chunk.begin, data + chunk.begin, static_cast<std::size_t>(chunk.size()), ncclFloat,
+                        nccl_op(op), root, s.comm, s.stream);
+    });
+  });
+}
+
+void NcclTransport::allgather(float* data, std::int64_t n) {
+  NcclCommunicator::State& s = *state_;
+  s.submit(what_, [&] {
+    return grouped_chunks(n, s.size, [&](const ChunkRange& chunk, int root) {
+      return ncclBroadcast(data + chunk.begin, data + chunk.begin, static_cast<std::size_t>(chunk.size()), ncclFloat,
+                           root, s.comm, s.stream);
+    });
+  });
 }
 
 void NcclTransport::complete(float* data, std::int64_t n, ReduceOp op) {

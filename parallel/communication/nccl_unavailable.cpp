@@ -55,6 +55,8 @@ void NcclTransport::exchange_add(const float*, std::int64_t, int, float*, std::i
 void NcclTransport::exchange(const float*, std::int64_t, int, float*, std::int64_t, int, int) { unavailable(-1); }
 void NcclTransport::complete(float*, std::int64_t, ReduceOp) { unavailable(-1); }
 void NcclTransport::allreduce(float*, std::int64_t, ReduceOp) { unavailable(-1); }
+void NcclTransport::reduce_scatter(float*, std::int64_t, ReduceOp) { unavailable(-1); }
+void NcclTransport::allgather(float*, std::int64_t) { unavailable(-1); }
 void NcclTransport::finish() { unavailable(-1); }
 }  // namespace detail
 

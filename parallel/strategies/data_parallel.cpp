@@ -178,19 +178,26 @@ struct DataParallel::State {
       span.arg("algorithm", algorithm_name(options.algorithm)).arg("memory", nccl ? "gpu" : "host");
     }
     const Tensor& buffer = buckets[b].buffer;
-    if (sharded) {
-      // Rank r's chunk ends averaged, the rest partial sums nobody reads.
-      reduce_scatter(comm, std::span<float>(buffer.data<float>(), static_cast<std::size_t>(buffer.numel())),
-                     options.algorithm, ReduceOp::average);
-      return sharded->reduced(b);
+    // Sharded, a reduce-scatter: rank r's chunk ends averaged, the rest
+    // partial sums nobody reads.
+    if (nccl && sharded) {
+      detail::reduce_scatter_after(*nccl, buffer, options.algorithm, ReduceOp::average, &written[b]);
+    } else if (nccl) {
+      detail::allreduce_after(*nccl, buffer, options.algorithm, ReduceOp::average, &written[b]);
+    } else {
+      const bool staged = !staging.empty();
+      if (staged) staging[b].download(buffer.raw_data(), written[b]);
+      const std::span<float> host(staged ? static_cast<float*>(staging[b].host()) : buffer.data<float>(),
+                                  static_cast<std::size_t>(buffer.numel()));
+      if (sharded) {
+        reduce_scatter(comm, host, options.algorithm, ReduceOp::average);
+      } else {
+        allreduce(comm, host, options.algorithm, options.fp16_compression ? WireFormat::float16 : WireFormat::float32,
+                  ReduceOp::average);
+      }
+      if (staged) staging[b].upload(buffer.raw_data());
     }
-    if (nccl) return detail::allreduce_after(*nccl, buffer, options.algorithm, ReduceOp::average, &written[b]);
-    const bool staged = !staging.empty();
-    if (staged) staging[b].download(buffer.raw_data(), written[b]);
-    float* host = staged ? static_cast<float*>(staging[b].host()) : buffer.data<float>();
-    allreduce(comm, std::span<float>(host, static_cast<std::size_t>(buffer.numel())), options.algorithm,
-              options.fp16_compression ? WireFormat::float16 : WireFormat::float32, ReduceOp::average);
-    if (staged) staging[b].upload(buffer.raw_data());
+    if (sharded) sharded->reduced(b);
   }
 
   // Sharded: the optimizer cut down to this rank's chunks, at the first
@@ -331,9 +338,7 @@ DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
             "DataParallel: fp16 compression is implemented for the ring allreduce only, not {}",
             algorithm_name(o.algorithm));
   if (o.sharding != Sharding::none) {
-    const bool halves = o.algorithm == AllreduceAlgorithm::ring || o.algorithm == AllreduceAlgorithm::rhd ||
-                        o.algorithm == AllreduceAlgorithm::builtin;
-    DDL_CHECK(halves,
+    DDL_CHECK(has_halves(o.algorithm),
               "DataParallel: sharding {} needs a reduce-scatter and an allgather, which ring, rhd and builtin have "
               "and {} has not",
               sharding_name(o.sharding), algorithm_name(o.algorithm));
@@ -516,9 +521,10 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   s.overlapping = overlap.on;
   s.overlap_reason = overlap.reason;
   if (s.options.sharding != Sharding::none) {
-    // Stage 3 prefetches the next bucket's parameters where buckets overlap backward.
-    s.sharded =
-        std::make_shared<ShardedState>(s.options.sharding, s.buckets, s.comm, s.options.algorithm, s.overlapping);
+    // Stage 3 prefetches the next bucket's parameters where buckets overlap
+    // backward; the parameters are gathered where the gradients are reduced.
+    s.sharded = std::make_shared<ShardedState>(s.options.sharding, s.buckets, s.comm, s.options.algorithm,
+                                               s.overlapping, on_gpu);
     s.slice(optimizer);
     s.sharded->reshard();
   }
@@ -531,8 +537,9 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
     // tiny buffer, rather than in the middle of the first step.
     allreduce(*s.nccl, zeros({s.comm.size()}, {DType::Float32, *gpu, false}), s.options.algorithm);
   } else if (gpu_buckets) {
+    // Sharding stage 2 makes the buckets' buffers later, of these sizes.
     for (const GradientBucket& bucket : s.buckets) {
-      s.staging.emplace_back(bucket.buffer.device().index(), bucket.buffer.nbytes());
+      s.staging.emplace_back(gpu->index(), static_cast<std::size_t>(bucket.size()) * sizeof(float));
     }
   }
   s.ready.assign(s.buckets.size(), 0);

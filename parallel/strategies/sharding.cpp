@@ -56,8 +56,33 @@ StateBytes zero_formula(Sharding sharding, std::int64_t parameters, std::int64_t
   return {};
 }
 
+namespace {
+
+// The one device every bucket's parameters lie on.
+Device parameters_device(Sharding sharding, const std::vector<GradientBucket>& buckets) {
+  const Device device =
+      buckets.empty() || buckets.front().entries.empty() ? cpu() : buckets.front().entries.front().parameter.device();
+  for (const GradientBucket& bucket : buckets) {
+    for (const BucketEntry& entry : bucket.entries) {
+      DDL_CHECK(entry.parameter.device() == device,
+                "sharded data parallelism (sharding {}): parameter '{}' is on {} and '{}' on {}; sharding needs the "
+                "model on one device",
+                sharding_name(sharding), buckets.front().entries.front().name, device, entry.name,
+                entry.parameter.device());
+    }
+  }
+  DDL_CHECK(device.is_cpu() || sharding != Sharding::parameters,
+            "sharded data parallelism: sharding parameters (ZeRO stage 3) runs on the CPU only so far, and the model "
+            "is on {}: a released bucket gives its memory back while keeping its addresses, which on a GPU needs "
+            "CUDA's virtual memory management, not used yet; shard the optimizer state or the gradients there",
+            device);
+  return device;
+}
+
+}  // namespace
+
 ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm,
-                           AllreduceAlgorithm algorithm, bool prefetch)
+                           AllreduceAlgorithm algorithm, bool prefetch, bool on_gpu)
     : sharding_(sharding),
       rank_(comm.rank()),
       ranks_(comm.size()),
@@ -67,22 +92,18 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
       // their messages.
       comm_(comm.split(0, comm.rank())),
       algorithm_(algorithm),
+      device_(parameters_device(sharding, buckets)),
       buckets_(buckets) {
+  if (on_gpu) nccl_ = NcclCommunicator::create(comm_, device_.index());
+  const TensorOptions on_device{DType::Float32, device_, false};
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const GradientBucket& bucket = buckets_[b];
     // Stages 2 and 3 make a bucket's buffer only while it is filled and
     // reduced (ensure_buffer), and none at set-up, where the model is whole.
     DDL_CHECK(!shards_gradients() || !bucket.buffer.defined(),
               "sharded data parallelism: bucket {}'s gradient buffer was made before its first gradient", b);
-    for (std::size_t e = 0; e < bucket.entries.size(); ++e) {
-      const BucketEntry& entry = bucket.entries[e];
-      where_[entry.parameter.impl().get()] = {b, e};
-      DDL_CHECK(entry.parameter.device().is_cpu(),
-                "sharded data parallelism (sharding {}): parameter '{}' is on {}; sharding keeps parameters in host "
-                "memory only so far",
-                sharding_name(sharding), entry.name, entry.parameter.device());
-    }
-    const Tensor flat = Tensor::empty({bucket.size()}, {DType::Float32, cpu(), false});
+    for (std::size_t e = 0; e < bucket.entries.size(); ++e) where_[bucket.entries[e].parameter.impl().get()] = {b, e};
+    const Tensor flat = Tensor::empty({bucket.size()}, on_device);
     for (const BucketEntry& entry : bucket.entries) {
       entry.parameter.move_into(flat.flat_slice(entry.offset, entry.parameter.shape()));
     }
@@ -91,7 +112,7 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
     empty_cache();
     flat_parameters_.push_back(flat);
     const ChunkRange mine = chunk(flat_parameters_.size() - 1);
-    chunk_gradients_.push_back(shards_gradients() ? zeros({mine.size()}) : Tensor());
+    chunk_gradients_.push_back(shards_gradients() ? zeros({mine.size()}, on_device) : Tensor());
     shard_parameters_.push_back(shards_parameters() ? flat.flat_slice(mine.begin, {mine.size()}).clone() : Tensor());
   }
   std::vector<std::int64_t> bytes;
@@ -164,7 +185,7 @@ void ShardedState::reduced(std::size_t b) {
 void ShardedState::ensure_buffer(std::size_t b) {
   GradientBucket& bucket = buckets_[b];
   if (!shards_gradients() || bucket.buffer.defined()) return;
-  allocate_buffer(bucket, cpu());
+  allocate_buffer(bucket, device_);
   for (const BucketEntry& entry : bucket.entries) {
     if (!entry.parameter.grad().defined()) entry.parameter.set_grad(entry.view);
   }
@@ -189,7 +210,8 @@ void ShardedState::allgather_flat(std::size_t b) const {
   timeline::Span span("communication", "allgather");
   if (span.active()) span.arg("bucket", static_cast<std::int64_t>(b)).arg("bytes", flat_parameters_[b].nbytes());
   const Tensor& flat = flat_parameters_[b];
-  allgather(comm_, std::span<float>(flat.data<float>(), static_cast<std::size_t>(flat.numel())), algorithm_);
+  if (nccl_) return allgather(*nccl_, flat, algorithm_);
+  allgather(comm_, flat, algorithm_);
 }
 
 void ShardedState::gather_now(std::size_t b) {

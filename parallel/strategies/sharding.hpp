@@ -68,6 +68,7 @@
 #include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 #include <ddl/parallel/strategies/bucket_gatherer.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 
@@ -99,12 +100,16 @@ class ShardedState {
  public:
   // Moves each bucket's parameters into a flat buffer of the bucket's
   // layout, gathered with `algorithm` over a duplicate of `comm` (a
-  // collective). CPU parameters only (ddl::Error otherwise); under stages
-  // 2 and 3 the buckets come without buffers (make_buckets' `allocate`).
-  // With `prefetch` (stage 3), gathers run on a thread of their own, the
-  // next bucket's while the current one's layers compute (bucket_gatherer.hpp).
+  // collective); under stages 2 and 3 the buckets come without buffers
+  // (make_buckets' `allocate`). The parameters lie on the CPU or all on one
+  // GPU, where the flat buffers, the chunks of gradients and the
+  // optimizer's slices stay too, gathered over NCCL with `on_gpu` (the
+  // gradients are reduced there) or else through host memory. Stage 3 on
+  // the CPU only (ddl::Error otherwise; see release). With `prefetch`
+  // (stage 3), gathers run on a thread of their own, the next bucket's
+  // while the current one's layers compute (bucket_gatherer.hpp).
   ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm, AllreduceAlgorithm algorithm,
-               bool prefetch);
+               bool prefetch, bool on_gpu);
 
   Sharding sharding() const { return sharding_; }
   bool shards_gradients() const { return sharding_ == Sharding::gradients || shards_parameters(); }
@@ -146,6 +151,10 @@ class ShardedState {
   // load): every bucket gathered, and at the next gather this rank's
   // chunks taken from what was written (reshard) instead of overwritten.
   void expect_written_parameters();
+  // The flat buffer keeps its addresses, which the tensors forward saved
+  // for backward point at, and gives its pages back (madvise). A GPU has
+  // no such call short of CUDA's virtual memory API (cuMemMap and
+  // cuMemUnmap), not used yet: hence stage 3 on the CPU only.
   void release(std::size_t b);
   void release_all();
   void reshard();
@@ -194,7 +203,9 @@ class ShardedState {
   Sharding sharding_;
   int rank_, ranks_;
   Communicator comm_;
+  std::optional<NcclCommunicator> nccl_;  // comm_'s ranks over NCCL, when the parameters are gathered on the GPU
   AllreduceAlgorithm algorithm_;
+  Device device_;  // the parameters'
   std::vector<GradientBucket>& buckets_;
   std::vector<Tensor> flat_parameters_;   // per bucket
   std::vector<Tensor> chunk_gradients_;   // per bucket, stages 2 and 3

@@ -1,5 +1,5 @@
 // Sharded data parallelism (DataParallelOptions::sharding, ZeRO stages 1
-// and 2) under mpiexec with 2, 3 and 4 ranks. The central property: a
+// to 3) under mpiexec with 2, 3 and 4 ranks. The central property: a
 // reduce-scatter, an update of each rank's chunk and an allgather of the
 // parameters perform DataParallel's additions and multiplications, so the
 // weights are DataParallel's, bit for bit. The model's parameter counts do
@@ -18,6 +18,7 @@
 #include <ddl/parallel/strategies/sharding.hpp>
 
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -84,19 +85,23 @@ std::vector<float> flat_buffers(const layers::Module& model) {
   return values;
 }
 
-// Two epochs of odd_cnn, every rank from its own initial weights (prepare()
-// broadcasts rank 0's), each optimizer step `batches_per_step` batches.
-Trained train(const DataParallelOptions& options, const MakeOptimizer& make, std::int64_t batches_per_step = 1) {
+// Two epochs of odd_cnn on `device`, every rank from its own initial
+// weights (prepare() broadcasts rank 0's), each optimizer step
+// `batches_per_step` batches.
+Trained train(const DataParallelOptions& options, const MakeOptimizer& make, std::int64_t batches_per_step = 1,
+              const Device& device = cpu()) {
   const Communicator world = Communicator::world();
   auto model = odd_cnn(5 + 100 * static_cast<std::uint64_t>(world.rank()));
+  model->to(device);
   auto strategy = std::make_shared<DataParallel>(world, options);
   optim::TrainerOptions trainer_options = test::quiet_options({}, strategy);
   trainer_options.batches_per_step = batches_per_step;
   const auto optimizer = make(model->parameters());
   optim::Trainer trainer(model, layers::cross_entropy, optimizer, trainer_options);
-  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
+  models::DataLoader loader(random_images(),
+                            {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3, .device = device});
   trainer.fit(loader, {.epochs = 2});
-  models::DataLoader all(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  models::DataLoader all(random_images(), {.batch_size = kGlobalBatch / world.size(), .device = device});
   const double evaluation_loss = trainer.evaluate(all).at("loss");
   const StateBytes resident = strategy->resident_state(*model, *optimizer);
   strategy->gather_parameters();  // stage 3: whole until the next step
@@ -255,12 +260,14 @@ namespace {
 // Trains until `epochs` under `options`, from `resume_from`'s checkpoint if
 // given, and saves a checkpoint at `path` (written by rank 0 of `comm`).
 void train_and_save(const Communicator& comm, const DataParallelOptions& options, const std::string& path,
-                    std::int64_t epochs, const std::string& resume_from = "") {
+                    std::int64_t epochs, const std::string& resume_from = "", const Device& device = cpu()) {
   auto model = odd_cnn(5);
+  model->to(device);
   optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
                          test::quiet_options({}, std::make_shared<DataParallel>(comm, options)));
   if (!resume_from.empty()) trainer.load_checkpoint(resume_from);
-  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / comm.size(), .shuffle = true, .seed = 3});
+  models::DataLoader loader(random_images(),
+                            {.batch_size = kGlobalBatch / comm.size(), .shuffle = true, .seed = 3, .device = device});
   trainer.fit(loader, {.epochs = epochs});
   trainer.save_checkpoint(path);
   comm.barrier();
@@ -388,6 +395,43 @@ TEST_CASE("sharding parameters: with overlap the next bucket is gathered ahead, 
   CHECK(shards.prefetch_hits() == 4 * steps);
 }
 
+TEST_CASE("sharding: on a GPU stages 1 and 2 train DataParallel's weights and write its file; stage 3 is refused" *
+          doctest::test_suite("cuda")) {
+  const Communicator world = Communicator::world();
+  if (!test::every_rank_has_a_gpu(world)) return test::skip("a rank has no CUDA device");
+  // Ranks that share a GPU reduce and gather through host memory over MPI;
+  // ranks with GPUs of their own on the GPU over NCCL (tests/parallel/gpu
+  // runs these, one GPU per rank).
+  const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
+  for (const auto& [optimizer_name, make] : optimizers()) {
+    for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
+      const Trained expected = train(options(algorithm, Sharding::none), make, 1, gpu);
+      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+        const char* const name = optimizer_name;
+        CAPTURE(name);
+        CAPTURE(algorithm_name(algorithm));
+        CAPTURE(sharding_name(sharding));
+        const Trained sharded = train(options(algorithm, sharding), make, 1, gpu);
+        CHECK(sharded.parameters == expected.parameters);
+        CHECK(sharded.buffers == expected.buffers);
+        CHECK(sharded.evaluation_loss == expected.evaluation_loss);
+        // The chunks on the GPU are the formula's: three buckets of floor or ceil(n / p).
+        CHECK(std::abs(sharded.resident.optimizer - sharded.formula.optimizer) <= 3 * 4 * 2);
+        CHECK(std::abs(sharded.resident.gradients - sharded.formula.gradients) <= 3 * 4);
+      }
+    }
+  }
+  std::optional<test::TempDir> directory;
+  const std::string unsharded = test::shared_path(world, directory, "gpu_unsharded.ckpt");
+  const std::string sharded = std::filesystem::path(unsharded).parent_path().string() + "/gpu_sharded.ckpt";
+  train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::none), unsharded, 1, "", gpu);
+  train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::gradients), sharded, 1, "", gpu);
+  if (world.rank() == 0) CHECK(checkpoint_tensors(sharded) == checkpoint_tensors(unsharded));
+  CHECK_THROWS_WITH_AS(
+      train(options(AllreduceAlgorithm::ring, Sharding::parameters), optimizers().front().second, 1, gpu),
+      doctest::Contains("runs on the CPU only so far"), Error);
+}
+
 TEST_CASE("sharding: configurations it cannot serve are refused, naming what is wrong") {
   const Communicator world = Communicator::world();
   for (const AllreduceAlgorithm algorithm :
@@ -409,6 +453,20 @@ TEST_CASE("sharding: configurations it cannot serve are refused, naming what is 
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
   CHECK_THROWS_WITH_AS(trainer.fit(loader, {.epochs = 1}), doctest::Contains("is not one of the model's parameters"),
                        Error);
+}
+
+TEST_CASE("sharding: a model spread over two devices is refused, naming them") {
+  const Communicator world = Communicator::world();
+  if (device_count(DeviceType::CPU) < 2) return test::skip("one CPU device: set DDL_CPU_DEVICES=2");
+  auto spread = odd_cnn(5);
+  (*spread)[7].to(cpu(1));
+  optim::Trainer spread_trainer(
+      spread, layers::cross_entropy, std::make_shared<optim::SGD>(spread->parameters()),
+      test::quiet_options(
+          {}, std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::gradients))));
+  models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
+  CHECK(test::throws_error_mentioning([&] { spread_trainer.fit(loader, {.epochs = 1}); },
+                                      {"cpu:0", "cpu:1", "the model on one device"}));
 }
 
 TEST_CASE("sharding: in a hybrid, each stage's state sharded over its pipelines trains and saves the unsharded bits") {

@@ -1,7 +1,8 @@
-// NcclCommunicator and DataParallel's NCCL path, under mpiexec with one GPU
-// per rank: with 2 ranks, and with 1 so that a machine of one GPU runs them
-// too. The program exits 77 (ctest: skipped) unless every rank has a GPU of
-// its own (mpi_main.cpp, DDL_MPI_TESTS_NEED_GPU).
+// NcclCommunicator, the collectives and DataParallel's NCCL path (sharded
+// too), under mpiexec with one GPU per rank: with 2 ranks, and with 1 so
+// that a machine of one GPU runs them too. The program exits 77 (ctest:
+// skipped) unless every rank has a GPU of its own (mpi_main.cpp,
+// DDL_MPI_TESTS_NEED_GPU).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communication/nccl_communicator.hpp>
 #include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/strategies/sharding.hpp>
 
 #include "parallel/training_fixtures.hpp"
 #include "support/test_data.hpp"
@@ -169,6 +171,72 @@ TEST_CASE("NCCL: builtin averages with ncclAvg, the device allreduce refuses shm
         allreduce(nccl, zeros({4}, {DType::Int32, gpu, false}), AllreduceAlgorithm::ring);
       },
       {"float32", "int32"}));
+}
+
+TEST_CASE("NCCL: reduce-scatter and allgather on the GPU leave their host twins' chunks (builtin to rounding)") {
+  const Communicator world = Communicator::world();
+  const NcclCommunicator nccl = NcclCommunicator::create(world);
+  const Device gpu = cuda(nccl.device());
+  const int p = world.size();
+  for (const AllreduceAlgorithm algorithm :
+       {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::builtin}) {
+    for (const ReduceOp op : {ReduceOp::sum, ReduceOp::average}) {
+      for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{7 * p + 3},
+                                   std::int64_t{(3 << 20) / 4 + 5}}) {
+        CAPTURE(algorithm_name(algorithm));
+        CAPTURE(op == ReduceOp::sum ? "sum" : "average");
+        CAPTURE(n);
+        const ChunkRange mine = chunk_range(n, p, world.rank());
+        const auto chunk_of = [&](const std::vector<float>& values) {
+          return std::vector<float>(values.begin() + mine.begin, values.begin() + mine.end);
+        };
+        std::vector<float> host = rank_data(world.rank(), n);
+        const Tensor tensor = from_vector(host, {n}).to(gpu);
+        reduce_scatter(nccl, tensor, algorithm, op);
+        reduce_scatter(world, host, algorithm, op);
+        if (algorithm == AllreduceAlgorithm::builtin) {
+          // NCCL's and MPI's own sums need not add in one order.
+          CHECK(test::all_close(chunk_of(tensor.to_vector<float>()), chunk_of(host), 1e-6, 1e-5));
+        } else {
+          CHECK(chunk_of(tensor.to_vector<float>()) == chunk_of(host));
+        }
+        // Every rank's chunk r copied into chunk r everywhere: the same bits.
+        std::vector<float> gathered = rank_data(world.rank(), n);
+        const Tensor pieces = from_vector(gathered, {n}).to(gpu);
+        allgather(nccl, pieces, algorithm);
+        allgather(world, gathered, algorithm);
+        CHECK(pieces.device() == gpu);
+        CHECK(pieces.to_vector<float>() == gathered);
+      }
+    }
+  }
+  const Tensor tensor = zeros({7}, {DType::Float32, gpu, false});
+  CHECK(test::throws_error_mentioning([&] { allgather(nccl, tensor, AllreduceAlgorithm::tree); },
+                                      {"tree", "no allgather of its own"}));
+  CHECK(test::throws_error_mentioning([&] { reduce_scatter(nccl, zeros({4}), AllreduceAlgorithm::ring); },
+                                      {"reduce_scatter", "cpu:0", "[4]"}));
+}
+
+TEST_CASE("NCCL: sharded DataParallel on the GPU trains DataParallel's weights bit for bit over NCCL") {
+  const Communicator world = Communicator::world();
+  const Device gpu = cuda(world.local_rank());
+  const std::int64_t batch = test::kGlobalBatch / world.size();
+  const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
+  for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
+    const auto options = [&](Sharding sharding) {
+      return DataParallelOptions{
+          .algorithm = algorithm, .bucket_bytes = 1024, .first_bucket_bytes = 32, .sharding = sharding};
+    };
+    const std::vector<float> expected = test::train(std::make_shared<DataParallel>(world, options(Sharding::none)),
+                                                    batch, test::sgd_with_momentum(), seed, gpu);
+    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+      CAPTURE(algorithm_name(algorithm));
+      CAPTURE(sharding_name(sharding));
+      const auto strategy = std::make_shared<DataParallel>(world, options(sharding));
+      CHECK(test::train(strategy, batch, test::sgd_with_momentum(), seed, gpu) == expected);
+      CHECK(strategy->reduces_on_gpu());
+    }
+  }
 }
 
 TEST_CASE("NCCL: DataParallel on the GPU trains as DataParallel on the CPU, with NCCL's allreduce and with ours") {
