@@ -115,15 +115,24 @@ std::ostream& operator<<(std::ostream& os, const Comparison& comparison) {
 }
 
 Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol, double rtol) {
+  return all_close(actual, expected, atol, rtol, {});
+}
+
+Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol, double rtol,
+                     const std::vector<double>& also_allowed) {
   if (actual.size() != expected.size()) {
     return {false, "sizes differ: actual has " + std::to_string(actual.size()) + " elements, expected " +
                        std::to_string(expected.size())};
   }
+  REQUIRE((also_allowed.empty() || also_allowed.size() == expected.size()));
+  const auto allowed_at = [&](std::size_t i) {
+    return atol + rtol * std::abs(static_cast<double>(expected[i])) + (also_allowed.empty() ? 0.0 : also_allowed[i]);
+  };
   std::size_t worst = 0, failures = 0;
   double worst_excess = -1.0;
   for (std::size_t i = 0; i < actual.size(); ++i) {
     const double a = actual[i], e = expected[i];
-    const double allowed = atol + rtol * std::abs(e);
+    const double allowed = allowed_at(i);
     const double error = std::abs(a - e);
     // NaN anywhere counts as the worst possible error.
     const double excess = std::isnan(error) ? INFINITY : error - allowed;
@@ -138,8 +147,7 @@ Comparison all_close(const std::vector<float>& actual, const std::vector<float>&
   report.precision(9);
   report << failures << " of " << actual.size() << " elements differ; worst at flat index " << worst << ": actual "
          << actual[worst] << ", expected " << expected[worst] << " (|diff| "
-         << std::abs(static_cast<double>(actual[worst]) - expected[worst]) << ", allowed "
-         << atol + rtol * std::abs(static_cast<double>(expected[worst])) << ")";
+         << std::abs(static_cast<double>(actual[worst]) - expected[worst]) << ", allowed " << allowed_at(worst) << ")";
   return {false, report.str()};
 }
 

@@ -120,6 +120,10 @@ std::ostream& operator<<(std::ostream& os, const Comparison& comparison);
 // same length. NaN never compares close.
 Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol = 1e-5,
                      double rtol = 1e-5);
+// The same with element i also allowed `also_allowed[i]` more (one per
+// element, or none): a bound of its own, such as a fast algorithm's.
+Comparison all_close(const std::vector<float>& actual, const std::vector<float>& expected, double atol, double rtol,
+                     const std::vector<double>& also_allowed);
 Comparison all_close(const Tensor& actual, const std::vector<float>& expected, double atol = 1e-5, double rtol = 1e-5);
 Comparison all_close(const Tensor& actual, const Tensor& expected, double atol = 1e-5, double rtol = 1e-5);
 
