@@ -87,8 +87,11 @@ Storage::Storage(std::shared_ptr<Storage> base, std::size_t offset, std::size_t 
   data_ = static_cast<std::byte*>(base_->data()) + offset;
 }
 
+Storage::Storage(const Device& device, void* data, std::size_t bytes, std::shared_ptr<const void> owner)
+    : device_(device), bytes_(bytes), data_(data), owner_(std::move(owner)) {}
+
 Storage::~Storage() {
-  if (base_) return;
+  if (base_ || owner_) return;
   if (device_.is_cuda()) {
     cuda_backend::deallocate(device_.index(), data_);
   } else {

@@ -33,6 +33,9 @@ class Storage {
   // `bytes` of `base` from byte `offset` on: shares its memory, keeps it
   // alive and frees nothing itself.
   Storage(std::shared_ptr<Storage> base, std::size_t offset, std::size_t bytes);
+  // `bytes` at `data` on `device`, memory that `owner` holds (a
+  // ReservedMemory): kept alive, freed by nobody here.
+  Storage(const Device& device, void* data, std::size_t bytes, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -45,7 +48,8 @@ class Storage {
   Device device_;
   std::size_t bytes_;
   void* data_ = nullptr;
-  std::shared_ptr<Storage> base_;  // set for a part of another storage
+  std::shared_ptr<Storage> base_;      // set for a part of another storage
+  std::shared_ptr<const void> owner_;  // set for memory held elsewhere
 };
 
 }  // namespace ddl

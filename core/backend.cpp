@@ -1,10 +1,6 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdint>
 #include <cstring>
 
@@ -45,16 +41,6 @@ void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, c
     cuda_backend::copy(dst, dst_device.index(), src, src_device.index(), bytes, cuda_backend::CopyKind::DeviceToDevice);
     between_site.note(src_device == dst_device ? "copy within a device" : "copy between devices", dst_device);
   }
-}
-
-void discard_pages(const Device& device, void* data, std::size_t bytes) {
-  if (!device.is_cpu()) return;
-  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + page - 1) / page * page;
-  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) / page * page;
-  if (end <= begin) return;
-  DDL_CHECK(madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED) == 0,
-            "discard_pages: madvise of {} bytes failed: {}", end - begin, std::strerror(errno));
 }
 
 void fill_zero(const Device& device, void* data, std::size_t bytes) {

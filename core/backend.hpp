@@ -37,14 +37,6 @@ void sum_all(const Device& device, const float* x, std::int64_t n, float* out);
 
 void copy_bytes(const Device& dst_device, void* dst, const Device& src_device, const void* src, std::size_t bytes);
 void fill_zero(const Device& device, void* data, std::size_t bytes);
-// Gives the whole pages inside host memory data[0, bytes) back to the
-// operating system (madvise MADV_DONTNEED): they read as zeros until
-// written again, and cost nothing until then. The addresses stay valid, so
-// every view of the memory does too: how sharded data parallelism frees the
-// parameters it gathered while the tensors forward saved for backward still
-// point at them (PyTorch FSDP frees its storage's memory, not the storage,
-// for the same reason). GPU memory is kept, its contents as they were.
-void discard_pages(const Device& device, void* data, std::size_t bytes);
 
 }  // namespace ddl::backend
 

@@ -32,6 +32,17 @@ MemoryStats memory_stats(int device);
 void reset_peak_memory_stats(int device);
 void empty_cache(int device);
 
+// CUDA's virtual memory management, for ReservedMemory (core/reserved_memory.hpp):
+// a range of `bytes` of addresses on `device` (rounded up to the mapping
+// granularity: *reserved), physical memory mapped there and readable and
+// writable by the device (its handle returned), and the reverse. Unmapping
+// first waits for the device's compute stream, whose queued work may
+// still read the memory.
+void* reserve_addresses(int device, std::size_t bytes, std::size_t* reserved);
+void free_addresses(int device, void* data, std::size_t reserved);
+std::uint64_t map_memory(int device, void* data, std::size_t reserved);
+void unmap_memory(int device, void* data, std::size_t reserved, std::uint64_t physical);
+
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 // Copies on the destination's (or for DeviceToHost the source's) compute
 // stream; host memory is safe to use on return. A copy to the host waits for

@@ -18,6 +18,10 @@ void deallocate(int, void*) { no_cuda("cuda_backend::deallocate"); }
 MemoryStats memory_stats(int) { no_cuda("cuda_backend::memory_stats"); }
 void reset_peak_memory_stats(int) { no_cuda("cuda_backend::reset_peak_memory_stats"); }
 void empty_cache(int) {}
+void* reserve_addresses(int, std::size_t, std::size_t*) { no_cuda("cuda_backend::reserve_addresses"); }
+void free_addresses(int, void*, std::size_t) { no_cuda("cuda_backend::free_addresses"); }
+std::uint64_t map_memory(int, void*, std::size_t) { no_cuda("cuda_backend::map_memory"); }
+void unmap_memory(int, void*, std::size_t, std::uint64_t) { no_cuda("cuda_backend::unmap_memory"); }
 void copy(void*, int, const void*, int, std::size_t, CopyKind) { no_cuda("cuda_backend::copy"); }
 void synchronize(int) { no_cuda("cuda_backend::synchronize"); }
 

@@ -482,6 +482,10 @@ std::string DataParallel::report(const layers::Module& model, const optim::Optim
 
 void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   State& s = *state_;
+  // Stage 3, prepared again (after a checkpoint load, or saving one, which
+  // releases what it gathered): the broadcast reads and writes the whole
+  // parameters, whose chunks reshard() below keeps.
+  if (s.sharded) s.sharded->expect_written_parameters();
   // Sharded, the optimizer's state is not broadcast: every rank's is fresh
   // or read from the checkpoint every rank read, and asking for the whole
   // (Optimizer::state) would make it, where sharding makes only the slices.

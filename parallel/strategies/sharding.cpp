@@ -5,9 +5,9 @@
 #include <map>
 
 #include <ddl/core/allocator.hpp>
-#include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/core/reserved_memory.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/parallel/choice_by_name.hpp>
 
@@ -71,11 +71,6 @@ Device parameters_device(Sharding sharding, const std::vector<GradientBucket>& b
                 entry.parameter.device());
     }
   }
-  DDL_CHECK(device.is_cpu() || sharding != Sharding::parameters,
-            "sharded data parallelism: sharding parameters (ZeRO stage 3) runs on the CPU only so far, and the model "
-            "is on {}: a released bucket gives its memory back while keeping its addresses, which on a GPU needs "
-            "CUDA's virtual memory management, not used yet; shard the optimizer state or the gradients there",
-            device);
   return device;
 }
 
@@ -103,7 +98,11 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
     DDL_CHECK(!shards_gradients() || !bucket.buffer.defined(),
               "sharded data parallelism: bucket {}'s gradient buffer was made before its first gradient", b);
     for (std::size_t e = 0; e < bucket.entries.size(); ++e) where_[bucket.entries[e].parameter.impl().get()] = {b, e};
-    const Tensor flat = Tensor::empty({bucket.size()}, on_device);
+    // Stage 3 releases the parameters between uses and keeps their addresses.
+    if (shards_parameters())
+      reserved_.push_back(ReservedMemory::make(device_, static_cast<std::size_t>(bucket.size()) * sizeof(float)));
+    const Tensor flat =
+        shards_parameters() ? reserved_.back()->tensor(bucket.size()) : Tensor::empty({bucket.size()}, on_device);
     for (const BucketEntry& entry : bucket.entries) {
       entry.parameter.move_into(flat.flat_slice(entry.offset, entry.parameter.shape()));
     }
@@ -118,11 +117,7 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
   std::vector<std::int64_t> bytes;
   for (const Tensor& flat : flat_parameters_) bytes.push_back(static_cast<std::int64_t>(flat.nbytes()));
   gatherer_ = std::make_unique<BucketGatherer>(
-      std::move(bytes), [this](std::size_t b) { gather_now(b); },
-      [this](std::size_t b) {
-        const Tensor& flat = flat_parameters_[b];
-        backend::discard_pages(flat.device(), flat.raw_data(), flat.nbytes());
-      },
+      std::move(bytes), [this](std::size_t b) { gather_now(b); }, [this](std::size_t b) { reserved_[b]->release(); },
       prefetch && shards_parameters());
 }
 
@@ -215,6 +210,7 @@ void ShardedState::allgather_flat(std::size_t b) const {
 }
 
 void ShardedState::gather_now(std::size_t b) {
+  reserved_[b]->commit();
   const ChunkRange mine = chunk(b);
   flat_parameters_[b].flat_slice(mine.begin, {mine.size()}).copy_from(shard_parameters_[b]);
   allgather_flat(b);

@@ -44,10 +44,11 @@
 // the allgather fills every other rank's chunk in place, and the optimizer
 // steps views of this rank's chunk (Optimizer::keep_slices). Under stage
 // 3 the optimizer steps a persistent copy of the chunk instead, and a
-// released bucket's flat buffer keeps its addresses but gives its pages
-// back to the system (backend::discard_pages): the tensors forward saved
-// for backward still point into it, and read the gathered values again
-// once backward has gathered the bucket anew. Checkpoints
+// released bucket's flat buffer keeps its addresses but gives its memory
+// back (ReservedMemory: the host's pages, or a GPU's physical memory under
+// CUDA's virtual memory management): the tensors forward saved for
+// backward still point into it, and read the gathered values again once
+// backward has gathered the bucket anew. Checkpoints
 // hold the single-process format: the optimizer's state is gathered from
 // its chunks when saved and cut into this rank's slices when loaded, so a
 // run resumes at any rank count and under any strategy.
@@ -63,6 +64,7 @@
 #include <utility>
 #include <vector>
 
+#include <ddl/core/reserved_memory.hpp>
 #include <ddl/core/tensor.hpp>
 #include <ddl/optim/engine/strategy.hpp>
 #include <ddl/optim/optimizer.hpp>
@@ -104,8 +106,8 @@ class ShardedState {
   // (make_buckets' `allocate`). The parameters lie on the CPU or all on one
   // GPU, where the flat buffers, the chunks of gradients and the
   // optimizer's slices stay too, gathered over NCCL with `on_gpu` (the
-  // gradients are reduced there) or else through host memory. Stage 3 on
-  // the CPU only (ddl::Error otherwise; see release). With `prefetch`
+  // gradients are reduced there) or else through host memory (ddl::Error
+  // for a model over several devices). With `prefetch`
   // (stage 3), gathers run on a thread of their own, the next bucket's
   // while the current one's layers compute (bucket_gatherer.hpp).
   ShardedState(Sharding sharding, std::vector<GradientBucket>& buckets, Communicator comm, AllreduceAlgorithm algorithm,
@@ -151,10 +153,6 @@ class ShardedState {
   // load): every bucket gathered, and at the next gather this rank's
   // chunks taken from what was written (reshard) instead of overwritten.
   void expect_written_parameters();
-  // The flat buffer keeps its addresses, which the tensors forward saved
-  // for backward point at, and gives its pages back (madvise). A GPU has
-  // no such call short of CUDA's virtual memory API (cuMemMap and
-  // cuMemUnmap), not used yet: hence stage 3 on the CPU only.
   void release(std::size_t b);
   void release_all();
   void reshard();
@@ -210,6 +208,7 @@ class ShardedState {
   std::vector<Tensor> flat_parameters_;   // per bucket
   std::vector<Tensor> chunk_gradients_;   // per bucket, stages 2 and 3
   std::vector<Tensor> shard_parameters_;  // per bucket, stage 3: this rank's chunk
+  std::vector<std::shared_ptr<ReservedMemory>> reserved_;  // per bucket, stage 3: where its flat buffer lies
   // Stages 2 and 3's gradient buckets in existence and the most at once,
   // under `live_mutex_` (either thread frees them).
   mutable std::mutex live_mutex_;

@@ -2,9 +2,9 @@
 # On a GPU machine, after scripts/gpu/bundle.sh here: the CUDA conformance
 # suite, NCCL with one rank, the GPU cases of the unit suite and of the MPI
 # suite on 2 ranks, ddl-train on the GPU (alone, placed across the CPU and
-# the GPU, as a 2-stage pipeline, and data-parallel on 2 ranks sharing it),
-# the conformance suite and a short ddl-train run under compute-sanitizer's
-# memcheck, the ctest suite (but what needs no GPU and cannot run there),
+# the GPU, as a 2-stage pipeline, and data-parallel on 2 ranks sharing it,
+# unsharded and under ZeRO stage 3), the conformance suite and a short
+# ddl-train run under compute-sanitizer's memcheck, the ctest suite (but what needs no GPU and cannot run there),
 # ddl's training step against PyTorch's (bench/compare_gpu_step.sh), and
 # last racecheck, initcheck and synccheck.
 # Each step has a time limit, so a short device lease still gets the early
@@ -63,6 +63,16 @@ step "ddl-train --parallel pipeline (2 ranks, one GPU)" 180 pipeline.log '^test 
 # buckets make several, so copies overlap the backward pass and each other.
 step "ddl-train --parallel data (2 ranks, one GPU)" 180 data-parallel.log '^test accuracy' \
   mpiexec -n 2 "${train[@]}" --parallel data --bucket-mb 1 --epochs 1
+# Sharded data parallelism on the GPU under ZeRO stage 3 (which releases
+# the gathered parameters through CUDA's virtual memory management): the
+# same checkpoint as unsharded, byte for byte. The inner shell expands "$@".
+# shellcheck disable=SC2016
+step "ddl-train --parallel data --shard parameters (2 ranks, one GPU)" 180 sharding.log 'same bytes|differ' \
+  bash -c 'for stage in none parameters; do
+             rm -rf "/tmp/ddl-shard-$stage"
+             mpiexec -n 2 "$@" --parallel data --shard "$stage" --epochs 1 --checkpoint-dir "/tmp/ddl-shard-$stage" || exit
+           done
+           cmp /tmp/ddl-shard-none/last.ckpt /tmp/ddl-shard-parameters/last.ckpt && echo "the same bytes"' _ "${train[@]}"
 # sanitize TOOL: the conformance suite and a short training under one
 # compute-sanitizer tool.
 sanitize() {

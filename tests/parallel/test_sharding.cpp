@@ -395,7 +395,7 @@ TEST_CASE("sharding parameters: with overlap the next bucket is gathered ahead, 
   CHECK(shards.prefetch_hits() == 4 * steps);
 }
 
-TEST_CASE("sharding: on a GPU stages 1 and 2 train DataParallel's weights and write its file; stage 3 is refused" *
+TEST_CASE("sharding: on a GPU every stage trains DataParallel's weights and writes its file" *
           doctest::test_suite("cuda")) {
   const Communicator world = Communicator::world();
   if (!test::every_rank_has_a_gpu(world)) return test::skip("a rank has no CUDA device");
@@ -406,30 +406,36 @@ TEST_CASE("sharding: on a GPU stages 1 and 2 train DataParallel's weights and wr
   for (const auto& [optimizer_name, make] : optimizers()) {
     for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
       const Trained expected = train(options(algorithm, Sharding::none), make, 1, gpu);
-      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
-        const char* const name = optimizer_name;
-        CAPTURE(name);
-        CAPTURE(algorithm_name(algorithm));
-        CAPTURE(sharding_name(sharding));
-        const Trained sharded = train(options(algorithm, sharding), make, 1, gpu);
-        CHECK(sharded.parameters == expected.parameters);
-        CHECK(sharded.buffers == expected.buffers);
-        CHECK(sharded.evaluation_loss == expected.evaluation_loss);
-        // The chunks on the GPU are the formula's: three buckets of floor or ceil(n / p).
-        CHECK(std::abs(sharded.resident.optimizer - sharded.formula.optimizer) <= 3 * 4 * 2);
-        CHECK(std::abs(sharded.resident.gradients - sharded.formula.gradients) <= 3 * 4);
+      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
+        // Stage 3 with overlap gathers the next bucket on a thread of its own.
+        for (const Overlap overlap : {Overlap::on, Overlap::off}) {
+          const char* const name = optimizer_name;
+          CAPTURE(name);
+          CAPTURE(algorithm_name(algorithm));
+          CAPTURE(sharding_name(sharding));
+          CAPTURE(overlap_name(overlap));
+          const Trained sharded = train(options(algorithm, sharding, overlap), make, 1, gpu);
+          CHECK(sharded.parameters == expected.parameters);
+          CHECK(sharded.buffers == expected.buffers);
+          CHECK(sharded.evaluation_loss == expected.evaluation_loss);
+          // The chunks on the GPU are the formula's: three buckets of floor or ceil(n / p).
+          CHECK(std::abs(sharded.resident.optimizer - sharded.formula.optimizer) <= 3 * 4 * 2);
+          CHECK(std::abs(sharded.resident.gradients - sharded.formula.gradients) <= 3 * 4);
+          CHECK(std::abs(sharded.resident.parameters - sharded.formula.parameters) <= 3 * 4);
+        }
       }
     }
   }
   std::optional<test::TempDir> directory;
-  const std::string unsharded = test::shared_path(world, directory, "gpu_unsharded.ckpt");
-  const std::string sharded = std::filesystem::path(unsharded).parent_path().string() + "/gpu_sharded.ckpt";
+  const std::string unsharded = test::shared_path(world, directory, "gpu_none.ckpt");
+  const std::string base = std::filesystem::path(unsharded).parent_path().string();
   train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::none), unsharded, 1, "", gpu);
-  train_and_save(world, options(AllreduceAlgorithm::ring, Sharding::gradients), sharded, 1, "", gpu);
-  if (world.rank() == 0) CHECK(checkpoint_tensors(sharded) == checkpoint_tensors(unsharded));
-  CHECK_THROWS_WITH_AS(
-      train(options(AllreduceAlgorithm::ring, Sharding::parameters), optimizers().front().second, 1, gpu),
-      doctest::Contains("runs on the CPU only so far"), Error);
+  for (const Sharding sharding : {Sharding::gradients, Sharding::parameters}) {
+    CAPTURE(sharding_name(sharding));
+    const std::string sharded = base + "/gpu_" + std::string(sharding_name(sharding)) + ".ckpt";
+    train_and_save(world, options(AllreduceAlgorithm::ring, sharding), sharded, 1, "", gpu);
+    if (world.rank() == 0) CHECK(checkpoint_tensors(sharded) == checkpoint_tensors(unsharded));
+  }
 }
 
 TEST_CASE("sharding: configurations it cannot serve are refused, naming what is wrong") {

@@ -229,7 +229,7 @@ TEST_CASE("NCCL: sharded DataParallel on the GPU trains DataParallel's weights b
     };
     const std::vector<float> expected = test::train(std::make_shared<DataParallel>(world, options(Sharding::none)),
                                                     batch, test::sgd_with_momentum(), seed, gpu);
-    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients}) {
+    for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
       CAPTURE(algorithm_name(algorithm));
       CAPTURE(sharding_name(sharding));
       const auto strategy = std::make_shared<DataParallel>(world, options(sharding));
