@@ -4,6 +4,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -20,7 +21,12 @@ ReservedMemory::ReservedMemory(const Device& device, std::size_t bytes) : device
   check_device_exists(device);
   if (device.is_cuda()) {
     data_ = cuda_backend::reserve_addresses(device.index(), bytes, &bytes_);
-    commit();
+    try {
+      commit();
+    } catch (...) {  // no destructor runs for a constructor that throws
+      cuda_backend::free_addresses(device.index(), data_, bytes_);
+      throw;
+    }
     return;
   }
   // At least one page, so that an empty bucket still has an address.

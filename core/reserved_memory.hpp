@@ -41,7 +41,6 @@ class ReservedMemory : public std::enable_shared_from_this<ReservedMemory> {
   void commit();   // backed again (contents undefined) unless it is
   void release();  // the backing given back unless it was
   bool committed() const { return committed_; }
-  const Device& device() const { return device_; }
 
  private:
   ReservedMemory(const Device& device, std::size_t bytes);

@@ -397,7 +397,8 @@ bool op_cases_ran = false, creation_cases_ran = false;
 void check_all_op_cases() {
   op_cases_ran = true;
   const std::vector<Device> devices = devices_under_test();
-  REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
+  REQUIRE_MESSAGE(!devices.empty(), "no ", std::string(kKind),
+                  " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
   for (const Device& device : devices) {
     std::uint64_t seed = 1000;
     for (const OpCase& op_case : op_cases()) {
@@ -415,7 +416,8 @@ void check_all_op_cases() {
 void check_all_creation_cases() {
   creation_cases_ran = true;
   const std::vector<Device> devices = devices_under_test();
-  REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
+  REQUIRE_MESSAGE(!devices.empty(), "no ", std::string(kKind),
+                  " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
   for (const Device& device : devices) {
     for (const CreationCase& creation : creation_cases()) {
       INFO("creation \"", std::string(creation.name), "\" on ", device.str(), " vs cpu:0");
@@ -486,7 +488,8 @@ void check_entry_point_coverage() {
 // rows on the device and make one GEMM there, as on cpu:0.
 void check_deferred_weight_gradients() {
   const std::vector<Device> devices = devices_under_test();
-  REQUIRE_MESSAGE(!devices.empty(), "no ", kKind, " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
+  REQUIRE_MESSAGE(!devices.empty(), "no ", std::string(kKind),
+                  " device besides cpu:0 (for CPU, run with DDL_CPU_DEVICES=2)");
   const std::vector<std::int64_t> part_rows{5, 1, 12};
   std::vector<Tensor> xs, gradients;
   for (std::size_t p = 0; p < part_rows.size(); ++p) {

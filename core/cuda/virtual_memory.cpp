@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include <ddl/core/check.hpp>
@@ -61,10 +62,10 @@ const Driver& driver(int device) {
 
 void check(int device, CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return;
-  const char* name = "unknown";
-  const char* text = "unknown";
-  driver(device).error_name(result, &name);
-  driver(device).error_string(result, &text);
+  const char* name = nullptr;
+  const char* text = nullptr;
+  if (driver(device).error_name(result, &name) != CUDA_SUCCESS) name = "an error the driver cannot name";
+  if (driver(device).error_string(result, &text) != CUDA_SUCCESS) text = "no description";
   fail_call(call, device, name, text, __FILE__, __LINE__);
 }
 
@@ -109,17 +110,31 @@ void free_addresses(int device, void* data, std::size_t reserved) {
 
 std::uint64_t map_memory(int device, void* data, std::size_t reserved) {
   const InContext context(device);
+  const Driver& cu = driver(device);
   const CUmemAllocationProp prop = device_memory(device);
   CUmemGenericAllocationHandle physical = 0;
-  check(device, driver(device).create(&physical, reserved, &prop, 0), "cuMemCreate");
+  CUresult created = cu.create(&physical, reserved, &prop, 0);
+  if (created == CUDA_ERROR_OUT_OF_MEMORY) {
+    // The caching allocator may hold what is missing (freed activations,
+    // while backward gathers): as its own allocations do, give it back and
+    // try once more.
+    empty_cache(device);
+    created = cu.create(&physical, reserved, &prop, 0);
+  }
+  check(device, created, "cuMemCreate");
   const auto address = reinterpret_cast<CUdeviceptr>(data);
-  const CUresult mapped = driver(device).map(address, reserved, 0, physical, 0);
-  if (mapped != CUDA_SUCCESS) driver(device).release(physical);
-  check(device, mapped, "cuMemMap");
   CUmemAccessDesc access{};
   access.location = prop.location;
   access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  check(device, driver(device).set_access(address, reserved, &access, 1), "cuMemSetAccess");
+  const CUresult mapped = cu.map(address, reserved, 0, physical, 0);
+  const CUresult accessible = mapped == CUDA_SUCCESS ? cu.set_access(address, reserved, &access, 1) : mapped;
+  if (accessible != CUDA_SUCCESS) {
+    // Undone, so that the addresses can be mapped again and freed; the
+    // first failure is the one reported.
+    if (mapped == CUDA_SUCCESS) cu.unmap(address, reserved);
+    cu.release(physical);
+    check(device, accessible, mapped == CUDA_SUCCESS ? "cuMemSetAccess" : "cuMemMap");
+  }
   return physical;
 }
 

@@ -108,10 +108,6 @@ void allgather(const Communicator& comm, const Tensor& tensor, AllreduceAlgorith
   through_host(tensor, [&](std::span<float> data) { allgather(comm, data, algorithm); });
 }
 
-void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
-  detail::allreduce_after(comm, tensor, algorithm, op, nullptr);
-}
-
 namespace {
 
 void require_on_gpu(const NcclCommunicator& comm, const Tensor& tensor, const char* collective) {
@@ -121,47 +117,22 @@ void require_on_gpu(const NcclCommunicator& comm, const Tensor& tensor, const ch
             comm.rank(), comm.device(), tensor.shape(), tensor.device());
 }
 
-}  // namespace
-
-void detail::allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
-                             ReduceOp op, cuda_backend::ComputeMark* written) {
-  DDL_CHECK(algorithm != AllreduceAlgorithm::shm,
-            "allreduce: shm reduces host memory through an MPI window and has no GPU form; on a GPU use ring, rhd, "
-            "tree, naive or builtin (NCCL's own)");
-  require_on_gpu(comm, tensor, "allreduce");
-  const bool builtin = algorithm == AllreduceAlgorithm::builtin;
-  // Nothing to exchange, and the average of one is itself: nothing reads
-  // the tensor, so nothing waits for `written` either.
-  if (!builtin && comm.size() == 1) return;
-  const std::int64_t n = tensor.numel();
-  float* data = static_cast<float*>(tensor.raw_data());
-  // The ring adds at most a chunk at a time; the others a whole buffer.
-  const std::int64_t scratch = builtin                                 ? 0
-                               : algorithm == AllreduceAlgorithm::ring ? chunk_range(n, comm.size(), 0).size()
-                                                                       : n;
-  detail::NcclTransport transport(
-      comm, fmt::format("{} allreduce of {} floats on the GPU", algorithm_name(algorithm), n), scratch, written);
-  if (builtin) {
-    transport.allreduce(data, n, op);
-  } else {
-    run_algorithm(algorithm, transport, data, n, op);
-  }
-  transport.finish();
-}
-
-namespace {
-
-// The frame of a half on the GPU: the checks, nothing to do for one rank
-// (but builtin's NCCL calls run even then, as the allreduce's do, so a
-// machine of one GPU runs them), and a transport for run(transport, data,
-// n), finished after it.
+// The frame of a collective on the GPU: the tensor checked, nothing to do
+// for one rank (the average of one is itself, and nothing reads the tensor,
+// so nothing waits for `written` either; but builtin's NCCL calls run even
+// then, so a machine of one GPU runs them), and a transport for
+// run(transport, data, n), finished after it.
 template <class Run>
-void half_on_gpu(const char* collective, const NcclCommunicator& comm, const Tensor& tensor,
-                 AllreduceAlgorithm algorithm, std::int64_t scratch, cuda_backend::ComputeMark* written, Run run) {
-  if (!has_halves(algorithm)) no_half(collective, algorithm);
+void on_gpu(const char* collective, const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+            cuda_backend::ComputeMark* written, Run run) {
   require_on_gpu(comm, tensor, collective);
   if (algorithm != AllreduceAlgorithm::builtin && comm.size() == 1) return;
   const std::int64_t n = tensor.numel();
+  // What an exchange adds lands in scratch first: the ring adds a chunk at
+  // a time, the others up to the whole buffer, NCCL's own nothing.
+  const std::int64_t scratch = algorithm == AllreduceAlgorithm::builtin ? 0
+                               : algorithm == AllreduceAlgorithm::ring  ? chunk_range(n, comm.size(), 0).size()
+                                                                        : n;
   detail::NcclTransport transport(
       comm, fmt::format("{} {} of {} floats on the GPU", algorithm_name(algorithm), collective, n), scratch, written);
   run(transport, static_cast<float*>(tensor.raw_data()), n);
@@ -170,35 +141,47 @@ void half_on_gpu(const char* collective, const NcclCommunicator& comm, const Ten
 
 }  // namespace
 
+void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
+  detail::allreduce_after(comm, tensor, algorithm, op, nullptr);
+}
+
+void detail::allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
+                             ReduceOp op, cuda_backend::ComputeMark* written) {
+  DDL_CHECK(algorithm != AllreduceAlgorithm::shm,
+            "allreduce: shm reduces host memory through an MPI window and has no GPU form; on a GPU use ring, rhd, "
+            "tree, naive or builtin (NCCL's own)");
+  on_gpu("allreduce", comm, tensor, algorithm, written,
+         [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
+           if (algorithm == AllreduceAlgorithm::builtin) return transport.allreduce(data, n, op);
+           run_algorithm(algorithm, transport, data, n, op);
+         });
+}
+
 void reduce_scatter(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm, ReduceOp op) {
   detail::reduce_scatter_after(comm, tensor, algorithm, op, nullptr);
 }
 
 void detail::reduce_scatter_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
                                   ReduceOp op, cuda_backend::ComputeMark* written) {
-  // The ring adds a chunk at a time; rhd's first halving adds half the buffer.
-  const std::int64_t scratch = algorithm == AllreduceAlgorithm::builtin ? 0
-                               : algorithm == AllreduceAlgorithm::ring
-                                   ? chunk_range(tensor.numel(), comm.size(), 0).size()
-                                   : tensor.numel();
-  half_on_gpu("reduce_scatter", comm, tensor, algorithm, scratch, written,
-              [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
-                if (algorithm == AllreduceAlgorithm::builtin) return transport.reduce_scatter(data, n, op);
-                if (algorithm == AllreduceAlgorithm::rhd) return detail::halving_reduce_scatter(transport, data, n, op);
-                detail::ring_reduce_scatter(transport, data, n);
-                const ChunkRange mine = chunk_range(n, transport.size(), transport.rank());
-                transport.complete(data + mine.begin, mine.size(), op);
-              });
+  if (!has_halves(algorithm)) no_half("reduce_scatter", algorithm);
+  on_gpu("reduce_scatter", comm, tensor, algorithm, written,
+         [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
+           if (algorithm == AllreduceAlgorithm::builtin) return transport.reduce_scatter(data, n, op);
+           if (algorithm == AllreduceAlgorithm::rhd) return detail::halving_reduce_scatter(transport, data, n, op);
+           detail::ring_reduce_scatter(transport, data, n);
+           const ChunkRange mine = chunk_range(n, transport.size(), transport.rank());
+           transport.complete(data + mine.begin, mine.size(), op);
+         });
 }
 
 void allgather(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm) {
-  // Every value received replaces one: no scratch.
-  half_on_gpu("allgather", comm, tensor, algorithm, 0, nullptr,
-              [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
-                if (algorithm == AllreduceAlgorithm::builtin) return transport.allgather(data, n);
-                if (algorithm == AllreduceAlgorithm::rhd) return detail::doubling_allgather(transport, data, n);
-                detail::ring_allgather(transport, data, n);
-              });
+  if (!has_halves(algorithm)) no_half("allgather", algorithm);
+  on_gpu("allgather", comm, tensor, algorithm, nullptr,
+         [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
+           if (algorithm == AllreduceAlgorithm::builtin) return transport.allgather(data, n);
+           if (algorithm == AllreduceAlgorithm::rhd) return detail::doubling_allgather(transport, data, n);
+           detail::ring_allgather(transport, data, n);
+         });
 }
 
 }  // namespace ddl::parallel

@@ -83,7 +83,8 @@ void builtin_allreduce(const Communicator& comm, std::span<float> data);
 // cut into p chunks of n/p (the first n mod p one longer, chunk_range()
 // below):
 //   reduce_scatter: afterwards rank r's chunk r holds the sum (or the
-//     average) over the ranks; the other chunks are left with partial sums.
+//     average) over the ranks; the other chunks are left with partial
+//     sums or this rank's own values, which nothing should read.
 //   allgather: rank r's chunk r is copied into chunk r of every rank.
 // ring, rhd and builtin only (has_halves; ddl::Error for the others).
 // Every rank calls them with the same n.

@@ -179,7 +179,7 @@ struct DataParallel::State {
     }
     const Tensor& buffer = buckets[b].buffer;
     // Sharded, a reduce-scatter: rank r's chunk ends averaged, the rest
-    // partial sums nobody reads.
+    // holds values nobody reads.
     if (nccl && sharded) {
       detail::reduce_scatter_after(*nccl, buffer, options.algorithm, ReduceOp::average, &written[b]);
     } else if (nccl) {
@@ -521,7 +521,22 @@ void DataParallel::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // overlap: the training thread reduces it itself, sparing the hand-off to
   // the communication thread and back (measured: about 2 points of 2-rank
   // efficiency on a model whose gradients made one bucket).
-  const OverlapDecision overlap = decide_overlap(s.options.overlap, s.buckets.size(), gpu_buckets, s.comm.local_size());
+  OverlapDecision overlap = decide_overlap(s.options.overlap, s.buckets.size(), gpu_buckets, s.comm.local_size());
+  // Stage 3 over NCCL gathers parameters on one NCCL communicator while the
+  // gradients are reduce-scattered on another. NCCL asks that the ranks
+  // issue the operations of two communicators in one order, or they may
+  // deadlock; threads of their own (the communication thread, the prefetch)
+  // would issue them in whatever order each rank's timing gives, so here
+  // the training thread issues both, in program order.
+  if (on_gpu && s.options.sharding == Sharding::parameters) {
+    DDL_CHECK(s.options.overlap != Overlap::on,
+              "DataParallel: sharding parameters over NCCL cannot overlap: its gathers and reduce-scatters use two "
+              "NCCL communicators, whose operations every rank must issue in one order; use overlap auto or off");
+    if (overlap.on)
+      overlap = {false,
+                 "off (sharding parameters over NCCL: one thread issues the two communicators' "
+                 "operations, in one order on every rank)"};
+  }
   s.overlapping = overlap.on;
   s.overlap_reason = overlap.reason;
   if (s.options.sharding != Sharding::none) {

@@ -89,8 +89,13 @@ ShardedState::ShardedState(Sharding sharding, std::vector<GradientBucket>& bucke
       algorithm_(algorithm),
       device_(parameters_device(sharding, buckets)),
       buckets_(buckets) {
-  if (on_gpu) nccl_ = NcclCommunicator::create(comm_, device_.index());
   const TensorOptions on_device{DType::Float32, device_, false};
+  if (on_gpu) {
+    nccl_ = NcclCommunicator::create(comm_, device_.index());
+    // NCCL connects two ranks on their first message: here, as
+    // DataParallel's communicator does, not in the middle of a step.
+    allgather(*nccl_, zeros({ranks_}, on_device), algorithm_);
+  }
   for (std::size_t b = 0; b < buckets_.size(); ++b) {
     const GradientBucket& bucket = buckets_[b];
     // Stages 2 and 3 make a bucket's buffer only while it is filled and

@@ -68,17 +68,19 @@ inline std::vector<float> rank_data(int rank, std::int64_t n) {
 
 using MakeOptimizer = std::function<std::shared_ptr<optim::Optimizer>(std::vector<Tensor>)>;
 
-// Trains 2 epochs and returns the flattened parameters.
+// Trains 2 epochs and returns the flattened parameters (whole: a sharded
+// strategy gathers them).
 inline std::vector<float> train(std::shared_ptr<optim::Strategy> strategy, std::int64_t batch,
                                 const MakeOptimizer& make, std::uint64_t init_seed, const Device& device = cpu(),
                                 std::int64_t batches_per_step = 1) {
   auto model = small_cnn(init_seed);
   model->to(device);
-  optim::TrainerOptions options = quiet_options({}, std::move(strategy));
+  optim::TrainerOptions options = quiet_options({}, strategy);
   options.batches_per_step = batches_per_step;
   optim::Trainer trainer(model, layers::cross_entropy, make(model->parameters()), options);
   models::DataLoader loader(random_images(), {.batch_size = batch, .shuffle = true, .seed = 3, .device = device});
   trainer.fit(loader, {.epochs = 2});
+  if (strategy) strategy->whole_parameters(*model);
   return flat_parameters(*model);
 }
 
