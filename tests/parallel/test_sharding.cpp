@@ -113,25 +113,47 @@ Trained train(const DataParallelOptions& options, const MakeOptimizer& make, std
 
 }  // namespace
 
-TEST_CASE("sharding: every stage trains DataParallel's weights bit for bit with ring and rhd, for every optimizer") {
+namespace {
+
+// Every stage against DataParallel on `device`, for every optimizer, with
+// ring and rhd, overlap on and off: the same weights, BatchNorm statistics
+// and evaluation loss, bit for bit, and the state bytes of ZeRO's formula
+// (three buckets, each cut into chunks of floor or ceil(n / p)). Stage 3
+// over NCCL refuses overlap (DataParallel::prepare says why).
+void every_stage_trains_unsharded_weights(const Device& device, bool over_nccl) {
   for (const auto& [optimizer_name, make] : optimizers()) {
     for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
-      const Trained expected = train(options(algorithm, Sharding::none), make);
+      const Trained expected = train(options(algorithm, Sharding::none), make, 1, device);
       for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
+        // Stage 3 with overlap gathers the next bucket on a thread of its own.
         for (const Overlap overlap : {Overlap::on, Overlap::off}) {
           const char* const name = optimizer_name;
           CAPTURE(name);
           CAPTURE(algorithm_name(algorithm));
           CAPTURE(sharding_name(sharding));
           CAPTURE(overlap_name(overlap));
-          const Trained sharded = train(options(algorithm, sharding, overlap), make);
+          if (over_nccl && sharding == Sharding::parameters && overlap == Overlap::on) {
+            CHECK_THROWS_WITH_AS(train(options(algorithm, sharding, overlap), make, 1, device),
+                                 doctest::Contains("cannot overlap"), Error);
+            continue;
+          }
+          const Trained sharded = train(options(algorithm, sharding, overlap), make, 1, device);
           CHECK(sharded.parameters == expected.parameters);
           CHECK(sharded.buffers == expected.buffers);
           CHECK(sharded.evaluation_loss == expected.evaluation_loss);
+          CHECK(std::abs(sharded.resident.optimizer - sharded.formula.optimizer) <= 3 * 4 * 2);
+          CHECK(std::abs(sharded.resident.gradients - sharded.formula.gradients) <= 3 * 4);
+          CHECK(std::abs(sharded.resident.parameters - sharded.formula.parameters) <= 3 * 4);
         }
       }
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("sharding: every stage trains DataParallel's weights bit for bit with ring and rhd, for every optimizer") {
+  every_stage_trains_unsharded_weights(cpu(), false);
 }
 
 TEST_CASE("sharding: with gradient accumulation every stage trains DataParallel's weights bit for bit") {
@@ -406,36 +428,8 @@ TEST_CASE("sharding: on a GPU every stage trains DataParallel's weights and writ
   // runs these, one GPU per rank).
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
   const std::vector<std::string> uuids = gather_gpu_uuids(world, gpu.index());
-  const bool over_nccl =
-      std::set<std::string>(uuids.begin(), uuids.end()).size() == uuids.size() && NcclCommunicator::built();
-  for (const auto& [optimizer_name, make] : optimizers()) {
-    for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
-      const Trained expected = train(options(algorithm, Sharding::none), make, 1, gpu);
-      for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
-        // Stage 3 with overlap gathers the next bucket on a thread of its own.
-        for (const Overlap overlap : {Overlap::on, Overlap::off}) {
-          const char* const name = optimizer_name;
-          CAPTURE(name);
-          CAPTURE(algorithm_name(algorithm));
-          CAPTURE(sharding_name(sharding));
-          CAPTURE(overlap_name(overlap));
-          if (over_nccl && sharding == Sharding::parameters && overlap == Overlap::on) {
-            CHECK_THROWS_WITH_AS(train(options(algorithm, sharding, overlap), make, 1, gpu),
-                                 doctest::Contains("cannot overlap"), Error);
-            continue;
-          }
-          const Trained sharded = train(options(algorithm, sharding, overlap), make, 1, gpu);
-          CHECK(sharded.parameters == expected.parameters);
-          CHECK(sharded.buffers == expected.buffers);
-          CHECK(sharded.evaluation_loss == expected.evaluation_loss);
-          // The chunks on the GPU are the formula's: three buckets of floor or ceil(n / p).
-          CHECK(std::abs(sharded.resident.optimizer - sharded.formula.optimizer) <= 3 * 4 * 2);
-          CHECK(std::abs(sharded.resident.gradients - sharded.formula.gradients) <= 3 * 4);
-          CHECK(std::abs(sharded.resident.parameters - sharded.formula.parameters) <= 3 * 4);
-        }
-      }
-    }
-  }
+  every_stage_trains_unsharded_weights(
+      gpu, std::set<std::string>(uuids.begin(), uuids.end()).size() == uuids.size() && NcclCommunicator::built());
   std::optional<test::TempDir> directory;
   const std::string unsharded = test::shared_path(world, directory, "gpu_none.ckpt");
   const std::string base = std::filesystem::path(unsharded).parent_path().string();

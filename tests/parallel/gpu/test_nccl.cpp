@@ -27,13 +27,20 @@ using ddl::test::rank_data;
 // Each case makes (collectively) and destroys its own NCCL communicator,
 // so none outlives main() into the CUDA runtime's teardown.
 
+namespace {
+
+// Empty, one value, fewer than the ranks, chunks of unequal sizes, and
+// over 3 MiB (several of NCCL's chunks).
+std::vector<std::int64_t> awkward_sizes(int p) { return {0, 1, p - 1, 7 * p + 3, (3 << 20) / 4 + 5}; }
+
+}  // namespace
+
 TEST_CASE("NCCL: allreduce sums awkward sizes like MPI_Allreduce") {
   const Communicator world = Communicator::world();
   const NcclCommunicator nccl = NcclCommunicator::create(world);
   const Device gpu = cuda(nccl.device());
   const int p = world.size();
-  for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{7 * p + 3},
-                               std::int64_t{(3 << 20) / 4 + 5}}) {
+  for (const std::int64_t n : awkward_sizes(p)) {
     CAPTURE(n);
     std::vector<float> expected = rank_data(world.rank(), n);
     const Tensor tensor = from_vector(expected, {n}).to(gpu);
@@ -134,8 +141,7 @@ TEST_CASE("NCCL: ring, rhd, tree and naive on the GPU give their host twins' bit
   for (const AllreduceAlgorithm algorithm :
        {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree, AllreduceAlgorithm::naive}) {
     for (const ReduceOp op : {ReduceOp::sum, ReduceOp::average}) {
-      for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{7 * p + 3},
-                                   std::int64_t{(3 << 20) / 4 + 5}}) {
+      for (const std::int64_t n : awkward_sizes(p)) {
         CAPTURE(algorithm_name(algorithm));
         CAPTURE(op == ReduceOp::sum ? "sum" : "average");
         CAPTURE(n);
@@ -181,8 +187,7 @@ TEST_CASE("NCCL: reduce-scatter and allgather on the GPU leave their host twins'
   for (const AllreduceAlgorithm algorithm :
        {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::builtin}) {
     for (const ReduceOp op : {ReduceOp::sum, ReduceOp::average}) {
-      for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{p - 1}, std::int64_t{7 * p + 3},
-                                   std::int64_t{(3 << 20) / 4 + 5}}) {
+      for (const std::int64_t n : awkward_sizes(p)) {
         CAPTURE(algorithm_name(algorithm));
         CAPTURE(op == ReduceOp::sum ? "sum" : "average");
         CAPTURE(n);
