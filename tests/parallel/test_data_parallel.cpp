@@ -9,11 +9,9 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <set>
 #include <string>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 
@@ -72,9 +70,7 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
   // ranks with GPUs of their own reduce on the GPU over NCCL (and so do
   // tests/parallel/gpu, on one GPU per rank).
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
-  // What DataParallel decides by: no two ranks on one physical GPU.
-  const std::vector<std::string> uuids = gather_gpu_uuids(world, gpu.index());
-  const bool own_gpus = std::set<std::string>(uuids.begin(), uuids.end()).size() == uuids.size();
+  const bool own_gpus = test::gpus_of_their_own(world, gpu);
   const std::int64_t batch = kGlobalBatch / world.size();
   const std::uint64_t seed = 5 + 100 * static_cast<std::uint64_t>(world.rank());
   const DataParallelOptions ring{.algorithm = AllreduceAlgorithm::ring, .bucket_bytes = 1024, .first_bucket_bytes = 32};

@@ -10,11 +10,9 @@
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
 
 #include <ddl/ddl.hpp>
-#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline.hpp>
 #include <ddl/parallel/strategies/sharding.hpp>
@@ -427,9 +425,7 @@ TEST_CASE("sharding: on a GPU every stage trains DataParallel's weights and writ
   // ranks with GPUs of their own on the GPU over NCCL (tests/parallel/gpu
   // runs these, one GPU per rank).
   const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
-  const std::vector<std::string> uuids = gather_gpu_uuids(world, gpu.index());
-  every_stage_trains_unsharded_weights(
-      gpu, std::set<std::string>(uuids.begin(), uuids.end()).size() == uuids.size() && NcclCommunicator::built());
+  every_stage_trains_unsharded_weights(gpu, test::gpus_of_their_own(world, gpu) && NcclCommunicator::built());
   std::optional<test::TempDir> directory;
   const std::string unsharded = test::shared_path(world, directory, "gpu_none.ckpt");
   const std::string base = std::filesystem::path(unsharded).parent_path().string();

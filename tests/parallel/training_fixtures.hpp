@@ -12,11 +12,13 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <ddl/ddl.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 
 #include "support/temp_dir.hpp"
 #include "support/test_data.hpp"
@@ -96,6 +98,14 @@ inline bool every_rank_has_a_gpu(const parallel::Communicator& comm) {
   std::array<double, 1> without{cuda_available() ? 0.0 : 1.0};
   comm.sum_doubles(without);
   return without[0] == 0.0;
+}
+
+// Whether no two ranks drive one physical GPU (their UUIDs differ, whatever
+// index each process gives its GPU): what DataParallel decides by whether
+// it may reduce over NCCL. A collective.
+inline bool gpus_of_their_own(const parallel::Communicator& comm, const Device& gpu) {
+  const std::vector<std::string> uuids = parallel::gather_gpu_uuids(comm, gpu.index());
+  return std::set<std::string>(uuids.begin(), uuids.end()).size() == uuids.size();
 }
 
 // A path in rank 0's temporary directory, known to every rank.
