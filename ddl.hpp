@@ -52,30 +52,36 @@
 
 // parallel/: the setup that assembles a run's parallel configuration;
 // communicators and collectives; the strategies across ranks (data
-// parallelism, parameter server, pipelines) and inside one process (layer
-// placement); tiled inference. Built in every build: without MPI a
+// parallelism, parameter server, pipelines, tensor parallelism) and inside
+// one process (layer placement); tiled inference. Built in every build: without MPI a
 // Communicator cannot be made, and says why.
-#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
-#include <ddl/parallel/planning/cost_model.hpp>
-#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
+#include <ddl/parallel/communication/timeline_gather.hpp>
 #include <ddl/parallel/inference/distributed_tiles.hpp>
+#include <ddl/parallel/inference/tiled_inference.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
+#include <ddl/parallel/planning/placement.hpp>
+#include <ddl/parallel/planning/receptive_field.hpp>
+#include <ddl/parallel/planning/tile_plan.hpp>
+#include <ddl/parallel/setup.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/strategies/gradient_buckets.hpp>
 #include <ddl/parallel/strategies/initial_state.hpp>
 #include <ddl/parallel/strategies/layer_placement.hpp>
-#include <ddl/parallel/communication/nccl_communicator.hpp>
 #include <ddl/parallel/strategies/parameter_server.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
-#include <ddl/parallel/planning/placement.hpp>
-#include <ddl/parallel/planning/receptive_field.hpp>
-#include <ddl/parallel/setup.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_split.hpp>
-#include <ddl/parallel/planning/tile_plan.hpp>
-#include <ddl/parallel/inference/tiled_inference.hpp>
-#include <ddl/parallel/communication/timeline_gather.hpp>
+#include <ddl/parallel/strategies/tensor_parallel.hpp>
+#include <ddl/parallel/tensor/conjugate_ops.hpp>
+#include <ddl/parallel/tensor/parallel_dense.hpp>
+#include <ddl/parallel/tensor/sharded_dropout.hpp>
+#include <ddl/parallel/tensor/tensor_plan.hpp>
+#include <ddl/parallel/tensor/tensor_state.hpp>
 
 // models/: bundled architectures, data sets and the DataLoader
 #include <ddl/models/data/csv.hpp>

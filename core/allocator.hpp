@@ -43,6 +43,9 @@ class Storage {
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
   const Device& device() const { return device_; }
+  // Whether this storage allocated its memory itself (not a part of another
+  // storage, not memory held elsewhere).
+  bool owns_memory() const { return !base_ && !owner_; }
 
  private:
   Device device_;

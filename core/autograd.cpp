@@ -26,8 +26,14 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output, const Ba
             "AccumulateGrad: gradient of shape {} on {} for a leaf of shape {} on {}", grad_output.shape(),
             grad_output.device(), leaf->shape, tensor.device());
   if (!leaf->grad) {
-    // A copy: grad_output may be shared with other nodes' results.
-    leaf->grad = grad_output.detach().clone().impl();
+    // A gradient nobody else holds (the engine's reference is the only one,
+    // and its memory is its own) becomes .grad as it is: a Dense weight's
+    // is as large as the weight, and a copy would hold it twice at once.
+    // Otherwise a copy, since grad_output may be shared with other nodes'
+    // results or be a part of another tensor.
+    const std::shared_ptr<Storage>& storage = grad_output.impl()->storage;
+    const bool unshared = grad_output.impl().use_count() == 1 && storage.use_count() == 1 && storage->owns_memory();
+    leaf->grad = (unshared ? grad_output.detach() : grad_output.detach().clone()).impl();
   } else {
     // In place, so buffers that alias .grad (e.g. gradient buckets) see it.
     float* grad = static_cast<float*>(leaf->grad->storage->data());

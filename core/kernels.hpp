@@ -193,6 +193,23 @@ struct TransposeLast2 {
   }
 };
 
+// A block of columns of a row-major [rows, ...] matrix copied into another's:
+// row r's `width` values from column src_column of x go to column
+// dst_column of y (what slicing or joining along a dim other than 0 is,
+// with rows = the product of the dims before it). Element i is row
+// i / width.
+struct CopyColumns {
+  const float* x;
+  float* y;
+  Index width;
+  Index x_cols, src_column;
+  Index y_cols, dst_column;
+  DDL_HOST_DEVICE void operator()(Index i) const {
+    const Index r = i / width, c = i % width;
+    y[r * y_cols + dst_column + c] = x[r * x_cols + src_column + c];
+  }
+};
+
 // Element i uses Philox counter offset + i, so results do not depend on
 // how elements are split among threads or GPU blocks.
 struct UniformFill {
@@ -245,7 +262,7 @@ struct NormalFill {
   X(Map1<fn::PowScalar>) X(BroadcastCopy) X(FillValue<float>)                                           \
   X(FillValue<std::int32_t>) X(FillValue<std::int64_t>) X(Arange<float>) X(Arange<std::int32_t>)        \
   X(Arange<std::int64_t>) X(SumLanes) X(MaxLanes) X(ScatterLanes) X(SoftmaxLanes) X(SoftmaxGradLanes)   \
-  X(TransposeLast2) X(UniformFill) X(NormalFill) DDL_ARITHMETIC_FUNCTORS(DDL_MAP2_AND_ZIP2, X)           \
+  X(TransposeLast2) X(CopyColumns) X(UniformFill) X(NormalFill) DDL_ARITHMETIC_FUNCTORS(DDL_MAP2_AND_ZIP2, X)           \
   DDL_UNARY_GRAD_KERNELS(X)
 // clang-format on
 

@@ -87,8 +87,9 @@ Tensor transpose(const Tensor& x);  // swaps the last two dims (a copy)
 Tensor softmax(const Tensor& x, int dim = -1);
 Tensor log_softmax(const Tensor& x, int dim = -1);
 
-// Joining and cutting along dim 0.
-Tensor concat(const std::vector<Tensor>& tensors);
-Tensor slice(const Tensor& x, std::int64_t start, std::int64_t end);
+// Joining and cutting along a dim (0 by default; negative counts from the
+// last). Along dim 0 any dtype; along another float32 only.
+Tensor concat(const std::vector<Tensor>& tensors, int dim = 0);
+Tensor slice(const Tensor& x, std::int64_t start, std::int64_t end, int dim = 0);
 
 }  // namespace ddl

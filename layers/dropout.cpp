@@ -16,16 +16,11 @@ void check_rate(float p, const char* who) {
 }
 }  // namespace
 
-Tensor dropout(const Tensor& input, float p, bool training, Generator* generator) {
-  check_rate(p, "dropout");
-  require_float(input, "dropout");
-  if (!training || p == 0.0f) return input;
-  Generator& g = generator != nullptr ? *generator : default_generator();
-  const std::uint64_t seed = g.seed();
-  const std::int64_t n = input.numel(), calls = kernels::DropoutBits::calls(n);
-  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
-  Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
-  backend::launch(input.device(), calls, kernels::DropoutBits{mask.data<std::int32_t>(), seed, offset, p});
+namespace {
+
+// The output and its backward for the keep bits `mask` of every element.
+Tensor apply_mask(const Tensor& input, const Tensor& mask, float p) {
+  const std::int64_t n = input.numel();
   Tensor output = empty_float(input.shape(), input.device());
   backend::launch(input.device(), n,
                   kernels::DropoutApply{input.data<float>(), output.data<float>(), mask.data<std::int32_t>(), p});
@@ -39,6 +34,50 @@ Tensor dropout(const Tensor& input, float p, bool training, Generator* generator
     });
   }
   return output;
+}
+
+Generator& generator_or_default(Generator* generator) {
+  return generator != nullptr ? *generator : default_generator();
+}
+
+}  // namespace
+
+Tensor dropout(const Tensor& input, float p, bool training, Generator* generator) {
+  check_rate(p, "dropout");
+  require_float(input, "dropout");
+  if (!training || p == 0.0f) return input;
+  Generator& g = generator_or_default(generator);
+  const std::int64_t calls = kernels::DropoutBits::calls(input.numel());
+  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
+  Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
+  backend::launch(input.device(), calls, kernels::DropoutBits{mask.data<std::int32_t>(), g.seed(), offset, p});
+  return apply_mask(input, mask, p);
+}
+
+Tensor dropout_of_part(const Tensor& input, float p, bool training, int dim, std::int64_t begin, std::int64_t whole,
+                       Generator* generator) {
+  check_rate(p, "dropout_of_part");
+  require_float(input, "dropout_of_part");
+  DDL_CHECK(input.dim() >= 1, "dropout_of_part: needs a tensor with at least 1 dim");
+  dim = input.shape().normalize_dim(dim, "dropout_of_part");
+  const std::int64_t size = input.size(dim);
+  DDL_CHECK(0 <= begin && begin + size <= whole,
+            "dropout_of_part: a part of {} from {} along dim {} does not fit in a whole of {} there", size, begin, dim,
+            whole);
+  if (!training || p == 0.0f) return input;
+  std::int64_t inner = 1;
+  for (int d = dim + 1; d < input.dim(); ++d) inner *= input.size(d);
+  const std::int64_t whole_numel = size == 0 ? 0 : input.numel() / size * whole;
+  Generator& g = generator_or_default(generator);
+  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(kernels::DropoutBits::calls(whole_numel)));
+  const std::int64_t calls = kernels::DropoutBits::calls(input.numel());
+  Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
+  if (input.numel() > 0) {
+    backend::launch(input.device(), calls,
+                    kernels::DropoutBitsOfPart{mask.data<std::int32_t>(), g.seed(), offset, p, size * inner,
+                                               whole * inner, begin * inner});
+  }
+  return apply_mask(input, mask, p);
 }
 
 Dropout::Dropout(float p, Generator* generator) : p_(p), generator_(generator) { check_rate(p, "Dropout"); }

@@ -14,6 +14,14 @@ namespace ddl::layers {
 
 // `training` false: returns input. Draws from `generator` (or the default).
 Tensor dropout(const Tensor& input, float p, bool training, Generator* generator = nullptr);
+// Dropout of a part of a whole tensor (a tensor-parallel rank's features):
+// `input` is the whole's indices [begin, begin + input.size(dim)) along
+// `dim`, where the whole has `whole`, and each element gets the mask the
+// whole tensor's dropout would give it; the generator advances as for the
+// whole. So the ranks that hold the parts draw the whole's mask between
+// them, each only its own bits.
+Tensor dropout_of_part(const Tensor& input, float p, bool training, int dim, std::int64_t begin, std::int64_t whole,
+                       Generator* generator = nullptr);
 
 class Dropout : public Module {
  public:
@@ -21,6 +29,8 @@ class Dropout : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Dropout"; }
   std::string describe() const override;
+  float rate() const { return p_; }
+  Generator* generator() const { return generator_; }  // null: the default
 
  private:
   float p_;

@@ -9,14 +9,24 @@
 
 namespace ddl::kernels {
 
+// Whether lane `lane` (0..7) of a Philox call keeps its element: its
+// 16-bit uniform, in (0, 1], above p. (16 bits resolve p to 1/65536, ample
+// for a drop rate, and halve the Philox work per element.) Selects rather
+// than bits.out[lane / 2]: an array indexed by a variable does not
+// vectorise.
+DDL_HOST_DEVICE inline bool dropout_keeps(const Philox4x32& bits, int lane, float p) {
+  const std::uint32_t word = lane < 2 ? bits.out[0] : lane < 4 ? bits.out[1] : lane < 6 ? bits.out[2] : bits.out[3];
+  const std::uint32_t r16 = (word >> (16 * (lane % 2))) & 0xFFFFu;
+  return (static_cast<float>(r16) + 1.0f) * (1.0f / 65536.0f) > p;
+}
+
 // Draws the keep bits: one Philox call gives four 32-bit words, eight
 // 16-bit uniforms, so index j decides elements 8j .. 8j+7 with counter
-// offset + j and packs their bits into mask[j]. (16 bits resolve p to
-// 1/65536, ample for a drop rate, and halve the Philox work per element.)
-// Drawing the bits apart from applying them keeps both loops free of
-// branches and of state shared between iterations, so both vectorise on
-// the CPU (16 lanes of AVX-512): the one loop that did both, with a bounds
-// check per element, ran scalar and 5x slower.
+// offset + j and packs their bits into mask[j]. Drawing the bits apart
+// from applying them keeps both loops free of branches and of state shared
+// between iterations, so both vectorise on the CPU (16 lanes of AVX-512):
+// the one loop that did both, with a bounds check per element, ran scalar
+// and 5x slower.
 struct DropoutBits {
   std::int32_t* mask;
   std::uint64_t seed;
@@ -28,11 +38,31 @@ struct DropoutBits {
     const Philox4x32 bits(offset + static_cast<std::uint64_t>(j), seed);
     std::int32_t keep_bits = 0;
     for (int lane = 0; lane < kPerCall; ++lane) {
-      // Selects rather than bits.out[lane / 2]: an array indexed by a
-      // variable does not vectorise.
-      const std::uint32_t word = lane < 2 ? bits.out[0] : lane < 4 ? bits.out[1] : lane < 6 ? bits.out[2] : bits.out[3];
-      const std::uint32_t r16 = (word >> (16 * (lane % 2))) & 0xFFFFu;
-      const bool keep = (static_cast<float>(r16) + 1.0f) * (1.0f / 65536.0f) > p;  // uniform in (0, 1]
+      keep_bits |= static_cast<std::int32_t>(dropout_keeps(bits, lane, p)) << lane;
+    }
+    mask[j] = keep_bits;
+  }
+};
+
+// The keep bits of a part of a tensor, packed as DropoutBits packs them:
+// the part holds `width` of each row's `whole_width` elements, from
+// `begin` on (a tensor-parallel rank's features), and each of its elements
+// gets the bit its index in the whole tensor gets there, so the parts of
+// all ranks together carry the whole tensor's mask. One Philox call per
+// element, eight times DropoutBits' work.
+struct DropoutBitsOfPart {
+  std::int32_t* mask;
+  std::uint64_t seed;
+  std::uint64_t offset;
+  float p;
+  std::int64_t width, whole_width, begin;
+  DDL_HOST_DEVICE void operator()(std::int64_t j) const {
+    std::int32_t keep_bits = 0;
+    for (int lane = 0; lane < DropoutBits::kPerCall; ++lane) {
+      const std::int64_t i = j * DropoutBits::kPerCall + lane;
+      const std::int64_t whole = i / width * whole_width + begin + i % width;
+      const Philox4x32 bits(offset + static_cast<std::uint64_t>(whole / DropoutBits::kPerCall), seed);
+      const bool keep = dropout_keeps(bits, static_cast<int>(whole % DropoutBits::kPerCall), p);
       keep_bits |= static_cast<std::int32_t>(keep) << lane;
     }
     mask[j] = keep_bits;

@@ -1,8 +1,9 @@
-// copy_by_name: every check first (names, then dtypes and shapes), the
+// leading_index, and copy_by_name: every check first (names, then dtypes and shapes), the
 // copies last, so an error leaves the targets untouched.
 #include <ddl/core/check.hpp>
 #include <ddl/layers/named_tensors.hpp>
 
+#include <charconv>
 #include <map>
 
 namespace ddl::layers {
@@ -22,6 +23,16 @@ std::map<std::string, const Tensor*> by_name(std::string_view context, const std
 std::string dtype_and_shape(const Tensor& tensor) { return fmt::format("{} {}", tensor.dtype(), tensor.shape()); }
 
 }  // namespace
+
+std::optional<std::int64_t> leading_index(std::string_view name) {
+  const std::size_t dot = name.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  std::int64_t index = 0;
+  const char* end = name.data() + dot;
+  const auto [stop, error] = std::from_chars(name.data(), end, index);
+  if (error != std::errc() || stop != end) return std::nullopt;
+  return index;
+}
 
 UnmatchedNames copy_by_name(std::string_view context, const std::vector<NamedTensor>& targets,
                             const std::vector<NamedTensor>& sources, const CopyByNameOptions& options) {

@@ -4,7 +4,9 @@
 // way everywhere, before anything has changed.
 #pragma once
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +46,11 @@ struct UnmatchedNames {
 // same dtype and shape. The first problem throws ddl::Error starting with
 // `context` and naming the entry: missing, unexpected, or both dtypes and
 // shapes.
+// The integer a dotted name starts with, up to its first '.': the layer of
+// a Sequential's entry ("7.weight"), the parameter of an optimizer's
+// ("3.momentum"); none for a name that does not start so.
+std::optional<std::int64_t> leading_index(std::string_view name);
+
 UnmatchedNames copy_by_name(std::string_view context, const std::vector<NamedTensor>& targets,
                             const std::vector<NamedTensor>& sources, const CopyByNameOptions& options = {});
 

@@ -158,6 +158,8 @@ const std::vector<OpCase>& op_cases() {
       {"log_softmax dim 1", {{3, 7, 5}}, V::kAny, [](Inputs x) { return log_softmax(x[0], 1); }},
       {"concat", {{2, 5}, {3, 5}, {1, 5}}, V::kAny, [](Inputs x) { return concat({x[0], x[1], x[2]}); }},
       {"slice", {{7, 5}}, V::kAny, [](Inputs x) { return slice(x[0], 2, 6); }},
+      {"concat along dim 1", {{2, 3, 4}, {2, 5, 4}}, V::kAny, [](Inputs x) { return concat({x[0], x[1]}, 1); }},
+      {"slice along the last dim", {{3, 4, 9}}, V::kAny, [](Inputs x) { return slice(x[0], 2, 7, -1); }},
       {"reshape", {{3, 7, 5}}, V::kAny, [](Inputs x) { return x[0].reshape({7, 15}) * x[0].reshape({7, 15}); }},
       {"flatten", {{3, 7, 5}}, V::kAny, [](Inputs x) { return tanh(x[0].flatten(1)); }},
       {"clone", {{3, 7}}, V::kAny, [](Inputs x) { return exp(x[0].clone()); }},
@@ -200,6 +202,8 @@ const std::vector<OpCase>& op_cases() {
       {"batch_norm2d eval", {{4, 3, 5, 7}, {3}, {3}}, V::kAny, [](Inputs x) { return batch_norm_case(x, false); }},
       {"dropout (same seed, same mask)", {{7, 13}}, V::kAny,
        [](Inputs x) { Generator g(5); return layers::dropout(x[0], 0.4f, true, &g); }},
+      {"dropout of a part (features 3-7 of 11)", {{7, 5}}, V::kAny,
+       [](Inputs x) { Generator g(5); return layers::dropout_of_part(x[0], 0.4f, true, 1, 3, 11, &g); }},
       {"upsample_nearest2d 2", {{2, 3, 5, 7}}, V::kAny, [](Inputs x) { return layers::upsample_nearest2d(x[0], 2); }},
       {"upsample_nearest2d 3", {{1, 2, 3, 1}}, V::kAny, [](Inputs x) { return layers::upsample_nearest2d(x[0], 3); }},
       {"cross_entropy int64 labels", {{7, 5}}, V::kAny, [](Inputs x) {

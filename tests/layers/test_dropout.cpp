@@ -1,5 +1,6 @@
 // Dropout (layers/dropout.cpp): inverted scaling, the drop rate, identity in
-// evaluation, the same mask in backward and for the same seed, bad rates.
+// evaluation, the same mask in backward and for the same seed, bad rates,
+// and the dropout of a part that carries its part of the whole's mask.
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
@@ -65,6 +66,35 @@ TEST_CASE("dropout masks are reproducible from the seed and differ between draws
   const Tensor first = layers::dropout(x, 0.5f, true, &a);
   CHECK(all_close(first, layers::dropout(x, 0.5f, true, &b), 0, 0));
   CHECK_FALSE(all_close(first, layers::dropout(x, 0.5f, true, &a), 0, 0));
+}
+
+TEST_CASE("dropout_of_part: the parts' masks, joined, are the whole tensor's, and the generator moves as for it") {
+  // Awkward sizes: parts of 7 features (3, 2, 2) of rows of 5 x 7 x 3
+  // elements, so parts start mid-way through the whole's 8-element words.
+  for (const int dim : {1, -1}) {
+    const Shape shape = dim == 1 ? Shape{5, 7, 3} : Shape{9, 7};
+    const int d = shape.normalize_dim(dim, "test");
+    Generator generator(41);
+    const Tensor x = uniform(shape, 0.5f, 1.5f, {}, &generator);
+    Generator whole_generator(42);
+    const Tensor whole = layers::dropout(x, 0.4f, true, &whole_generator);
+    std::vector<Tensor> parts;
+    std::int64_t begin = 0;
+    for (const std::int64_t size : {3, 2, 2}) {
+      Generator part_generator(42);
+      parts.push_back(
+          layers::dropout_of_part(slice(x, begin, begin + size, d), 0.4f, true, d, begin, 7, &part_generator));
+      CHECK(part_generator.offset() == whole_generator.offset());
+      begin += size;
+    }
+    CAPTURE(dim);
+    CHECK(all_close(concat(parts, d), whole, 0, 0));
+  }
+  CHECK(throws_error_mentioning(
+      [] {
+        layers::dropout_of_part(ones({2, 3}), 0.5f, true, 1, 5, 7);
+      },
+      {"dropout_of_part", "3", "from 5", "7"}));
 }
 
 TEST_CASE("dropout rejects a rate below 0 or at least 1") {

@@ -48,18 +48,6 @@ std::shared_ptr<layers::Sequential> odd_cnn(std::uint64_t seed) {
   return model;
 }
 
-const std::vector<std::pair<const char*, MakeOptimizer>>& optimizers() {
-  static const std::vector<std::pair<const char*, MakeOptimizer>> all{
-      {"SGD with momentum", test::sgd_with_momentum()},
-      {"Adadelta", [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); }},
-      {"Adam",
-       [](std::vector<Tensor> p) {
-         return std::make_shared<optim::Adam>(std::move(p), optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-3});
-       }},
-  };
-  return all;
-}
-
 // Buckets of the last Dense bias alone (11 values), then its weight and the
 // first Dense's (959), then the convolution's and BatchNorm's (60): at 2, 3
 // and 4 ranks the chunks of the first two differ in size.
@@ -119,7 +107,7 @@ namespace {
 // (three buckets, each cut into chunks of floor or ceil(n / p)). Stage 3
 // over NCCL refuses overlap (DataParallel::prepare says why).
 void every_stage_trains_unsharded_weights(const Device& device, bool over_nccl) {
-  for (const auto& [optimizer_name, make] : optimizers()) {
+  for (const auto& [optimizer_name, make] : test::every_optimizer()) {
     for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}) {
       const Trained expected = train(options(algorithm, Sharding::none), make, 1, device);
       for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
@@ -155,7 +143,7 @@ TEST_CASE("sharding: every stage trains DataParallel's weights bit for bit with 
 }
 
 TEST_CASE("sharding: with gradient accumulation every stage trains DataParallel's weights bit for bit") {
-  const MakeOptimizer& adam = optimizers().back().second;
+  const MakeOptimizer& adam = test::every_optimizer().back().second;
   const Trained expected = train(options(AllreduceAlgorithm::ring, Sharding::none), adam, 2);
   for (const Sharding sharding : {Sharding::optimizer, Sharding::gradients, Sharding::parameters}) {
     CAPTURE(sharding_name(sharding));
@@ -165,7 +153,7 @@ TEST_CASE("sharding: with gradient accumulation every stage trains DataParallel'
 
 TEST_CASE("sharding: with MPI's builtin collectives the weights agree with DataParallel's to float32's reordering") {
   const Communicator world = Communicator::world();
-  const MakeOptimizer& sgd = optimizers().front().second;
+  const MakeOptimizer& sgd = test::every_optimizer().front().second;
   const Trained builtin = train(options(AllreduceAlgorithm::builtin, Sharding::none), sgd);
   // How far two summation orders of the same gradients drift apart here:
   // MPI_Allreduce's against our ring's.
@@ -192,7 +180,7 @@ TEST_CASE("sharding: each rank holds the state bytes ZeRO's formula gives, its c
     world.sum_doubles(sum);
     return static_cast<std::int64_t>(sum[0]);
   };
-  for (const auto& [optimizer_name, make] : optimizers()) {
+  for (const auto& [optimizer_name, make] : test::every_optimizer()) {
     const char* const name = optimizer_name;
     CAPTURE(name);
     const Trained unsharded = train(options(AllreduceAlgorithm::ring, Sharding::none), make);
@@ -236,7 +224,7 @@ std::pair<std::shared_ptr<layers::Sequential>, std::shared_ptr<DataParallel>> on
   auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, sharding, overlap));
   optim::TrainerOptions trainer_options = test::quiet_options({}, strategy);
   trainer_options.batches_per_step = batches_per_step;
-  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+  optim::Trainer trainer(model, layers::cross_entropy, test::every_optimizer().back().second(model->parameters()),
                          trainer_options);
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size()});
   trainer.fit(loader, {.epochs = 1});
@@ -285,7 +273,7 @@ void train_and_save(const Communicator& comm, const DataParallelOptions& options
                     std::int64_t epochs, const std::string& resume_from = "", const Device& device = cpu()) {
   auto model = odd_cnn(5);
   model->to(device);
-  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+  optim::Trainer trainer(model, layers::cross_entropy, test::every_optimizer().back().second(model->parameters()),
                          test::quiet_options({}, std::make_shared<DataParallel>(comm, options)));
   if (!resume_from.empty()) trainer.load_checkpoint(resume_from);
   models::DataLoader loader(random_images(),
@@ -362,7 +350,7 @@ TEST_CASE("sharding parameters: a checkpoint loaded after training is what the n
   // that state, and a third epoch from it is DataParallel's third.
   auto model = odd_cnn(9);
   auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, Sharding::parameters));
-  optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+  optim::Trainer trainer(model, layers::cross_entropy, test::every_optimizer().back().second(model->parameters()),
                          test::quiet_options({}, strategy));
   models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
   trainer.fit(loader, {.epochs = 1});
@@ -388,7 +376,7 @@ TEST_CASE("sharding parameters: EarlyStopping reads the best weights whole and r
     const Communicator world = Communicator::world();
     auto model = odd_cnn(5);
     auto strategy = std::make_shared<DataParallel>(world, options(AllreduceAlgorithm::ring, sharding));
-    optim::Trainer trainer(model, layers::cross_entropy, optimizers().back().second(model->parameters()),
+    optim::Trainer trainer(model, layers::cross_entropy, test::every_optimizer().back().second(model->parameters()),
                            test::quiet_options({}, strategy));
     models::DataLoader loader(random_images(), {.batch_size = kGlobalBatch / world.size(), .shuffle = true, .seed = 3});
     auto stopping = std::make_shared<optim::EarlyStopping>(optim::EarlyStoppingOptions{
@@ -479,7 +467,7 @@ TEST_CASE("sharding: in a hybrid, each stage's state sharded over its pipelines 
   const Communicator world = Communicator::world();
   std::optional<test::TempDir> directory;
   const std::string base = std::filesystem::path(test::shared_path(world, directory, "x")).parent_path().string();
-  const MakeOptimizer& adam = optimizers().back().second;
+  const MakeOptimizer& adam = test::every_optimizer().back().second;
   for (int data_parallel = 2; data_parallel <= world.size(); ++data_parallel) {
     if (world.size() % data_parallel != 0) continue;
     const int stages = world.size() / data_parallel;

@@ -15,6 +15,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ddl/ddl.hpp>
@@ -90,6 +91,20 @@ inline MakeOptimizer sgd_with_momentum() {
   return [](std::vector<Tensor> p) {
     return std::make_shared<optim::SGD>(std::move(p), optim::SgdOptions{.lr = 0.05, .momentum = 0.9});
   };
+}
+
+// The optimizers whose state differs in kind: SGD's momentum, Adadelta's
+// two accumulators, Adam's two moments with weight decay.
+inline const std::vector<std::pair<const char*, MakeOptimizer>>& every_optimizer() {
+  static const std::vector<std::pair<const char*, MakeOptimizer>> all{
+      {"SGD with momentum", sgd_with_momentum()},
+      {"Adadelta", [](std::vector<Tensor> p) { return std::make_shared<optim::Adadelta>(std::move(p)); }},
+      {"Adam",
+       [](std::vector<Tensor> p) {
+         return std::make_shared<optim::Adam>(std::move(p), optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-3});
+       }},
+  };
+  return all;
 }
 
 // Whether every rank sees a CUDA device: a case that needs one skips alike

@@ -1,7 +1,6 @@
 // A pipeline stage's part of a checkpoint (see stage_state.hpp).
 #include <ddl/parallel/strategies/pipeline/stage_state.hpp>
 
-#include <charconv>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -14,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <ddl/core/check.hpp>
+#include <ddl/layers/named_tensors.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -35,19 +35,9 @@ std::int64_t parameters_before(const std::vector<std::int64_t>& counts, int stag
   return std::accumulate(counts.begin(), counts.begin() + stage, std::int64_t{0});
 }
 
-// The integer a name starts with, up to its first '.': the layer of a model
-// entry ("7.weight"), the parameter of an optimizer entry ("3.momentum").
-std::optional<std::int64_t> leading_index(const std::string& name) {
-  std::int64_t index = 0;
-  const char* end = name.data() + name.find('.');
-  const auto [stop, error] = std::from_chars(name.data(), end, index);
-  if (error != std::errc() || stop != end || name.find('.') == std::string::npos) return std::nullopt;
-  return index;
-}
-
 // "<k>.<buffer>" with k moved by `shift`.
 std::string shifted(const std::string& name, std::int64_t shift) {
-  return std::to_string(*leading_index(name) + shift) + name.substr(name.find('.'));
+  return std::to_string(*layers::leading_index(name) + shift) + name.substr(name.find('.'));
 }
 
 DType parse_dtype(const std::string& name) {
@@ -139,7 +129,7 @@ void select_stage_state(const Communicator& comm, const StageRange& layers, cons
   const std::int64_t own = counts[static_cast<std::size_t>(stage)];
   Entries model_entries;
   for (auto& [name, tensor] : state.model) {
-    const auto layer = leading_index(name);
+    const auto layer = layers::leading_index(name);
     if (layer && *layer >= static_cast<std::int64_t>(layers.first) && *layer <= static_cast<std::int64_t>(layers.last)) {
       model_entries.emplace_back(name, tensor);
     }
@@ -150,7 +140,7 @@ void select_stage_state(const Communicator& comm, const StageRange& layers, cons
       optimizer_entries.emplace_back(name, tensor);
       continue;
     }
-    const auto parameter = leading_index(name);
+    const auto parameter = layers::leading_index(name);
     if (parameter && *parameter >= offset && *parameter < offset + own) {
       optimizer_entries.emplace_back(shifted(name, -offset), tensor);
     }

@@ -1,5 +1,5 @@
-// concat and slice along dim 0 (core/ops/join.cpp): values, gradients and
-// the errors for rows out of range or tensors that do not fit together.
+// concat and slice along a dim (core/ops/join.cpp): values, gradients and
+// the errors for ranges out of range or tensors that do not fit together.
 #include <doctest/doctest.h>
 
 #include <ddl/ddl.hpp>
@@ -51,6 +51,70 @@ TEST_CASE("slice: makes a copy, not a view") {
   const Tensor y = slice(x, 1, 2);
   x.data<float>()[2] = 100.0f;
   CHECK(y.to_vector<float>() == std::vector<float>{2, 3});
+}
+
+// Element [o, i, n] of a tensor seen as [outer, size(dim), inner], from its values.
+struct AroundDim {
+  std::vector<float> values;
+  std::int64_t size, inner = 1;
+  AroundDim(const Tensor& x, int dim) : values(x.to_vector<float>()), size(x.size(dim)) {
+    for (int d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+  }
+  float at(std::int64_t o, std::int64_t i, std::int64_t n) const {
+    return values[static_cast<std::size_t>((o * size + i) * inner + n)];
+  }
+};
+
+TEST_CASE("concat and slice along a later dim: each element where the dim's index puts it") {
+  std::mt19937 rng(604);
+  Generator generator(604);
+  for (const int dim : {1, 2, -1}) {
+    const Shape shape({test::awkward_size(rng), 5, test::awkward_size(rng)});
+    const int d = shape.normalize_dim(dim, "test");
+    std::vector<std::int64_t> b_dims = shape.to_vector();
+    b_dims[static_cast<std::size_t>(d)] = 3;
+    const Tensor a = test::uniform_tensor(shape, generator), b = test::uniform_tensor(Shape(b_dims), generator);
+    const Tensor joined = concat({a, b}, dim);
+    CAPTURE(dim);
+    CAPTURE(shape);
+    const AroundDim in_a(a, d), in_b(b, d), in_joined(joined, d);
+    const std::int64_t outer = d == 1 ? shape[0] : shape[0] * shape[1];
+    bool all_placed = true;
+    for (std::int64_t o = 0; o < outer; ++o) {
+      for (std::int64_t n = 0; n < in_joined.inner; ++n) {
+        for (std::int64_t i = 0; i < in_joined.size; ++i) {
+          const float expected = i < in_a.size ? in_a.at(o, i, n) : in_b.at(o, i - in_a.size, n);
+          all_placed = all_placed && in_joined.at(o, i, n) == expected;
+        }
+      }
+    }
+    CHECK(all_placed);
+    CHECK(slice(joined, 0, a.size(d), dim).to_vector<float>() == a.to_vector<float>());
+    CHECK(slice(joined, a.size(d), joined.size(d), dim).to_vector<float>() == b.to_vector<float>());
+  }
+}
+
+TEST_CASE("concat and slice along a later dim: gradients match finite differences") {
+  std::mt19937 rng(605);
+  Generator generator(605);
+  const Tensor x = test::uniform_tensor({3, test::awkward_size(rng) + 2, 4}, generator);
+  const Tensor y = test::uniform_tensor({3, 2, 4}, generator);
+  CHECK(gradcheck([](const std::vector<Tensor>& in) { return tanh(concat(in, 1)); }, {x, y}));
+  CHECK(gradcheck([](const std::vector<Tensor>& in) { return exp(slice(in[0], 1, 3, -2)); }, {x}));
+  CHECK(gradcheck([](const std::vector<Tensor>& in) { return exp(slice(in[0], 1, 2, 2)); }, {x}));
+}
+
+TEST_CASE("concat and slice along a later dim: integers, a dim out of range and a range out of it throw") {
+  const Tensor ints = from_vector(std::vector<std::int64_t>{1, 2, 3, 4}, {2, 2});
+  CHECK(throws_error_mentioning([&] { slice(ints, 0, 1, 1); }, {"slice", "float32", "int64"}));
+  CHECK(throws_error_mentioning([&] { concat({ints, ints}, 1); }, {"concat", "float32", "int64"}));
+  CHECK(throws_error_mentioning([] { slice(zeros({2, 3}), 0, 1, 2); }, {"slice"}));
+  CHECK(throws_error_mentioning([] { slice(zeros({2, 3}), 1, 4, 1); }, {"slice", "[1, 4)", "dim 1", "[2, 3]"}));
+  CHECK(throws_error_mentioning(
+      [] {
+        concat({zeros({2, 3}), zeros({3, 3})}, 1);
+      },
+      {"concat", "[2, 3]", "[3, 3]", "dim 1"}));
 }
 
 TEST_CASE("concat: gradients match finite differences for random row counts") {

@@ -1,0 +1,89 @@
+// TensorParallel: the strategy of a model whose layers are split over a
+// tensor group (parallel/tensor/: the plan, the split layers, the two
+// conjugate operators). Every rank of the group reads the same batches,
+// runs the same layers on its slices and computes the same loss; the split
+// layers' allreduces inside forward and backward are all the communication
+// the group needs, and the parameters every rank holds whole get the same
+// gradient on every rank, so the group steps alike with no gradient
+// exchange. With several groups (replicas of the sliced model) a
+// DataParallel over the data group (one rank per replica with the same
+// slice) averages each slice's gradients, and each replica reads its shard
+// of every epoch.
+//
+//   world rank r = t + T d      t: tensor rank, d: data rank; tensor groups
+//                               innermost, since they talk every layer
+//
+// Checkpoints hold the single-process format: each split entry joined from
+// the group's slices on save, cut on load (tensor_state.hpp).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <ddl/optim/engine/strategy.hpp>
+#include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/tensor/tensor_group.hpp>
+#include <ddl/parallel/tensor/tensor_plan.hpp>
+
+namespace ddl::parallel {
+
+// The ranks of a data x tensor grid, as this rank sees them.
+struct TensorGrid {
+  Communicator world;   // every rank
+  Communicator tensor;  // this rank's tensor group, by tensor rank
+  Communicator data;    // the ranks with this rank's slice, by data rank
+
+  // Collective over `world`. Throws ddl::Error, alike on every rank, unless
+  // replicas * tensor_ranks == world.size().
+  static TensorGrid split(const Communicator& world, int replicas, int tensor_ranks);
+};
+
+class TensorParallel : public optim::Strategy {
+ public:
+  // `plan` is the one this rank's model was built from (build_tensor_parallel
+  // over `group`, a TensorGroup on grid.tensor); `data` averages the
+  // gradients over grid.data when it holds several ranks (its sharding must
+  // be none).
+  TensorParallel(TensorGrid grid, std::shared_ptr<const TensorGroup> group, TensorPlan plan,
+                 DataParallelOptions data = {});
+
+  int rank() const override;
+  int world_size() const override;
+  optim::Shard shard() const override;
+  Device device(DeviceType type) override;
+  void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
+  void begin_epoch(optim::BatchSource& data, std::int64_t epoch) override;
+  void begin_step(layers::Module& model) override;
+  optim::StepOutput forward_backward(layers::Module& model, const optim::LossFunction& loss, const optim::Batch& batch,
+                                     const optim::StepShare& share) override;
+  void synchronize_gradients(layers::Module& model) override;
+  void gather_state(const layers::Module& model, optim::TrainingState& state) override;
+  void select_state(const layers::Module& model, optim::TrainingState& state) override;
+  // Over the replicas only: a group's ranks all compute the same metrics.
+  void sum_over_ranks(std::vector<double>& values) override;
+  // "tensor-parallel over 2 ranks (column 7 + row 10; ring allreduce)"
+  std::string describe(std::int64_t shard_batch) const override;
+  // Each rank's parameters (its slices and what it holds whole) and the
+  // bytes its tensor group's allreduces sent per step (a collective).
+  std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
+
+  const TensorGroup& group() const { return *group_; }
+  const TensorPlan& plan() const { return plan_; }
+  int replicas() const { return grid_.data.size(); }
+
+ private:
+  // The DataParallel over the replicas, or the single-process strategy.
+  optim::Strategy& replicas_strategy();
+
+  TensorGrid grid_;
+  std::shared_ptr<const TensorGroup> group_;
+  TensorPlan plan_;
+  std::optional<DataParallel> data_parallel_;
+  optim::Strategy alone_;
+  std::int64_t steps_ = 0;
+};
+
+}  // namespace ddl::parallel

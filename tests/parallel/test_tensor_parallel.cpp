@@ -1,0 +1,353 @@
+// Tensor parallelism (parallel/tensor/, TensorParallel) under mpiexec with
+// 2, 3 and 4 ranks: every rank of the world is one tensor group (T = the
+// rank count) or, at 4 ranks, also 2 replicas of a group of 2. The layers'
+// feature counts do not divide by 2, 3 or 4, so the ranks' slices differ
+// in size. Split layers are checked against the whole layer in float64,
+// with float32's own error bound; training against one process.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ddl/ddl.hpp>
+#include <ddl/parallel/strategies/tensor_parallel.hpp>
+#include <ddl/parallel/tensor/conjugate_ops.hpp>
+#include <ddl/parallel/tensor/parallel_dense.hpp>
+#include <ddl/parallel/tensor/tensor_plan.hpp>
+
+#include "parallel/training_fixtures.hpp"
+#include "support/test_data.hpp"
+
+using namespace ddl;
+using namespace ddl::parallel;
+
+using ddl::test::MakeOptimizer;
+using ddl::test::max_relative_difference;
+using ddl::test::random_images;
+using ddl::test::throws_error_mentioning;
+
+namespace {
+
+constexpr double kUnit = 1.0 / (1 << 24);  // float32's unit roundoff
+
+// A float64 matrix, row-major.
+struct Matrix {
+  std::int64_t rows = 0, cols = 0;
+  std::vector<double> values;
+  double at(std::int64_t r, std::int64_t c) const { return values[static_cast<std::size_t>(r * cols + c)]; }
+};
+
+Matrix matrix_of(const Tensor& tensor) {
+  const std::vector<float> values = tensor.to_vector<float>();
+  const std::int64_t cols = tensor.dim() == 1 ? tensor.size(0) : tensor.size(1);
+  return {tensor.dim() == 1 ? 1 : tensor.size(0), cols, std::vector<double>(values.begin(), values.end())};
+}
+
+// a·b (or aᵀ·b, a·bᵀ) in float64, and beside it Σ|terms| per element: a
+// float32 sum of those terms in any order is within in·u·Σ|terms|.
+struct Product {
+  Matrix value, magnitude;
+};
+
+Product product(const Matrix& a, bool transpose_a, const Matrix& b, bool transpose_b) {
+  const std::int64_t rows = transpose_a ? a.cols : a.rows, inner = transpose_a ? a.rows : a.cols;
+  const std::int64_t cols = transpose_b ? b.rows : b.cols;
+  Product p{{rows, cols, std::vector<double>(static_cast<std::size_t>(rows * cols))},
+            {rows, cols, std::vector<double>(static_cast<std::size_t>(rows * cols))}};
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      double sum = 0.0, magnitude = 0.0;
+      for (std::int64_t k = 0; k < inner; ++k) {
+        const double term = (transpose_a ? a.at(k, r) : a.at(r, k)) * (transpose_b ? b.at(c, k) : b.at(k, c));
+        sum += term;
+        magnitude += std::abs(term);
+      }
+      p.value.values[static_cast<std::size_t>(r * cols + c)] = sum;
+      p.magnitude.values[static_cast<std::size_t>(r * cols + c)] = magnitude;
+    }
+  }
+  return p;
+}
+
+// Whether `actual` (rows x cols) equals columns [first, first + cols) of the
+// reference, within float32's error bound for sums of `terms` terms (and
+// a bias added: one more rounding).
+bool within_float32_bound(const Tensor& actual, const Product& reference, std::int64_t first, std::int64_t terms,
+                          const std::vector<double>& bias = {}) {
+  const Matrix got = matrix_of(actual);
+  bool ok = got.rows == reference.value.rows;
+  for (std::int64_t r = 0; ok && r < got.rows; ++r) {
+    for (std::int64_t c = 0; c < got.cols; ++c) {
+      const double b = bias.empty() ? 0.0 : bias[static_cast<std::size_t>(first + c)];
+      const double expected = reference.value.at(r, first + c) + b;
+      const double bound =
+          (static_cast<double>(terms) + 2.0) * kUnit * (reference.magnitude.at(r, first + c) + std::abs(b));
+      if (std::abs(got.at(r, c) - expected) > bound + 1e-30) {
+        MESSAGE("element [", r, ", ", first + c, "]: ", got.at(r, c), " against ", expected, " (bound ", bound, ")");
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+std::shared_ptr<const TensorGroup> world_group() {
+  return std::make_shared<const TensorGroup>(Communicator::world(), AllreduceAlgorithm::ring);
+}
+
+// The same random tensor on every rank (the same seed).
+Tensor shared_random(const Shape& shape, std::uint64_t seed, bool requires_grad = false) {
+  Generator generator(seed);
+  Tensor tensor = uniform(shape, -1.0f, 1.0f, {}, &generator);
+  tensor.set_requires_grad(requires_grad);
+  return tensor;
+}
+
+std::vector<double> column_sums(const Matrix& m) {
+  std::vector<double> sums(static_cast<std::size_t>(m.cols));
+  for (std::int64_t r = 0; r < m.rows; ++r) {
+    for (std::int64_t c = 0; c < m.cols; ++c) sums[static_cast<std::size_t>(c)] += m.at(r, c);
+  }
+  return sums;
+}
+
+}  // namespace
+
+TEST_CASE("ColumnParallelDense: each rank's output features and every gradient are the whole layer's, in float64") {
+  const auto group = world_group();
+  constexpr std::int64_t kRows = 5, kIn = 13, kOut = 7;  // 7 features over 2, 3, 4 ranks: uneven slices
+  Generator weights(11);
+  const layers::Dense whole(kIn, kOut, true, &weights);
+  whole.bias().copy_from(shared_random({kOut}, 12));
+  ColumnParallelDense column(whole, group);
+  const ChunkRange part = group->part(kOut);
+  REQUIRE(column.parameters()[0].shape() == Shape{kIn, part.size()});
+
+  const Tensor x = shared_random({kRows, kIn}, 13, true);
+  const Tensor y = column(x);
+  REQUIRE(y.shape() == Shape{kRows, part.size()});
+  const Matrix w = matrix_of(whole.weight());
+  const Product forward = product(matrix_of(x), false, w, false);
+  const Matrix bias = matrix_of(whole.bias());
+  CHECK(within_float32_bound(y, forward, part.begin, kIn, bias.values));
+
+  // Backward of Σ y ⊙ G for a G whose columns each rank takes its own of.
+  const Tensor g = shared_random({kRows, kOut}, 14);
+  sum(y * slice(g, part.begin, part.end, 1)).backward();
+  // The input's gradient sums every rank's product (copy_to's allreduce).
+  const Product input_grad = product(matrix_of(g), false, w, true);
+  CHECK(within_float32_bound(x.grad(), input_grad, 0, kOut));
+  const Product weight_grad = product(matrix_of(x), true, matrix_of(g), false);
+  CHECK(within_float32_bound(column.parameters()[0].grad(), weight_grad, part.begin, kRows));
+  const std::vector<double> bias_grad = column_sums(matrix_of(g));
+  const std::vector<float> got = column.parameters()[1].grad().to_vector<float>();
+  for (std::int64_t c = 0; c < part.size(); ++c) {
+    CHECK(std::abs(got[static_cast<std::size_t>(c)] - bias_grad[static_cast<std::size_t>(part.begin + c)]) <=
+          (kRows + 1) * kUnit * kRows);
+  }
+}
+
+TEST_CASE("RowParallelDense: the output and every gradient are the whole layer's, in float64") {
+  const auto group = world_group();
+  constexpr std::int64_t kRows = 6, kIn = 11, kOut = 5;  // 11 input features over 2, 3, 4 ranks
+  Generator weights(21);
+  const layers::Dense whole(kIn, kOut, true, &weights);
+  whole.bias().copy_from(shared_random({kOut}, 22));
+  RowParallelDense row(whole, group);
+  const ChunkRange part = group->part(kIn);
+  REQUIRE(row.parameters()[0].shape() == Shape{part.size(), kOut});
+
+  const Tensor x_whole = shared_random({kRows, kIn}, 23);
+  Tensor x = slice(x_whole, part.begin, part.end, 1);
+  x.set_requires_grad(true);
+  const Tensor y = row(x);
+  REQUIRE(y.shape() == Shape{kRows, kOut});
+  const Matrix w = matrix_of(whole.weight());
+  CHECK(within_float32_bound(y, product(matrix_of(x_whole), false, w, false), 0, kIn, matrix_of(whole.bias()).values));
+
+  const Tensor g = shared_random({kRows, kOut}, 24);
+  sum(y * g).backward();
+  const Product input_grad = product(matrix_of(g), false, w, true);
+  CHECK(within_float32_bound(x.grad(), input_grad, part.begin, kOut));
+  // Rows [begin, end) of the whole weight's gradient Xᵀ G: columns of its transpose Gᵀ X.
+  const Product weight_grad_t = product(matrix_of(g), true, matrix_of(x_whole), false);
+  CHECK(within_float32_bound(transpose(row.parameters()[0].grad()), weight_grad_t, part.begin, kRows));
+  const std::vector<double> bias_grad = column_sums(matrix_of(g));
+  const std::vector<float> got = row.parameters()[1].grad().to_vector<float>();
+  for (std::int64_t c = 0; c < kOut; ++c) {
+    CHECK(std::abs(got[static_cast<std::size_t>(c)] - bias_grad[static_cast<std::size_t>(c)]) <=
+          (kRows + 1) * kUnit * kRows);
+  }
+}
+
+TEST_CASE("copy_to_group and reduce_from_group: identity one way, the group's sum the other") {
+  const auto group = world_group();
+  const Communicator world = Communicator::world();
+  const int p = world.size();
+  // Each rank's own values: small integers, so every sum is exact.
+  const Tensor mine = full({3, 2}, world.rank() + 1.0, {});
+  const double sum_of_ranks = p * (p + 1) / 2.0;
+  Tensor x = mine.clone();
+  x.set_requires_grad(true);
+  const Tensor reduced = reduce_from_group(x, group);
+  CHECK(reduced.to_vector<float>() == std::vector<float>(6, static_cast<float>(sum_of_ranks)));
+  sum(reduced * full({3, 2}, 2.0, {})).backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>(6, 2.0f));
+
+  Tensor z = mine.clone();
+  z.set_requires_grad(true);
+  const Tensor copied = copy_to_group(z, group);
+  CHECK(copied.to_vector<float>() == mine.to_vector<float>());
+  sum(copied * full({3, 2}, world.rank() + 1.0, {})).backward();
+  CHECK(z.grad().to_vector<float>() == std::vector<float>(6, static_cast<float>(sum_of_ranks)));
+}
+
+namespace {
+
+// Flatten, then two Megatron pairs with an activation and dropouts between:
+// Dense 144-20 | ReLU | Dropout | Dense 20-18 | Tanh | Dropout | Dense 18-22 |
+// ReLU | Dense 22-10. The first dropout acts on a sharded activation, the
+// second on a replicated one.
+layers::LayerList two_pairs(float dropout) {
+  layers::LayerList list;
+  list.emplace<layers::Flatten>()
+      .emplace_init<layers::Dense>(144, 20, true)
+      .emplace<layers::ReLU>()
+      .emplace<layers::Dropout>(dropout)
+      .emplace_init<layers::Dense>(20, 18, true)
+      .emplace<layers::Tanh>()
+      .emplace<layers::Dropout>(dropout)
+      .emplace_init<layers::Dense>(18, 22, true)
+      .emplace<layers::ReLU>()
+      .emplace_init<layers::Dense>(22, 10, true);
+  return list;
+}
+
+struct Run {
+  std::shared_ptr<layers::Sequential> model;
+  std::shared_ptr<optim::Optimizer> optimizer;
+  std::shared_ptr<TensorParallel> strategy;  // null in one process
+};
+
+// Two epochs of `layers` on random_images, in one process (tensor_ranks 0)
+// or over `replicas` x `tensor_ranks` ranks.
+Run train(const layers::LayerList& layers, const MakeOptimizer& make, int tensor_ranks, int replicas = 1) {
+  Run run;
+  Generator weights(31);
+  manual_seed(32);  // dropout's masks
+  if (tensor_ranks == 0) {
+    run.model = layers.build(&weights);
+  } else {
+    TensorGrid grid = TensorGrid::split(Communicator::world(), replicas, tensor_ranks);
+    auto group = std::make_shared<const TensorGroup>(grid.tensor, AllreduceAlgorithm::ring);
+    TensorPlan plan = plan_tensor_parallel(layers, tensor_ranks);
+    run.model = build_tensor_parallel(layers, plan, group, &weights);
+    run.strategy = std::make_shared<TensorParallel>(std::move(grid), group, std::move(plan));
+  }
+  run.optimizer = make(run.model->parameters());
+  optim::Trainer trainer(run.model, layers::cross_entropy, run.optimizer, test::quiet_options({}, run.strategy));
+  models::DataLoader loader(random_images(), {.batch_size = test::kGlobalBatch / replicas, .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = 2});
+  return run;
+}
+
+// The state a checkpoint would hold, joined into the single-process format
+// on the root: every float32 entry of the model's and the optimizer's.
+std::vector<std::vector<float>> checkpoint_of(const Run& run) {
+  optim::TrainingState state{run.model->state_dict(), run.optimizer->state()};
+  if (run.strategy) run.strategy->gather_state(*run.model, state);
+  std::vector<std::vector<float>> entries;
+  for (const auto* part : {&state.model, &state.optimizer}) {
+    for (const auto& [name, tensor] : *part) {
+      if (tensor.dtype() == DType::Float32) entries.push_back(tensor.to_vector<float>());
+    }
+  }
+  return entries;
+}
+
+// How far a tensor-parallel run's checkpoint is from one process's: the
+// largest difference of each entry relative to its largest magnitude. The row layers sum their
+// partial products in another order than one process's GEMM, and float32's
+// error of a sum scales with its largest terms, not with an element that
+// came out near zero (a weight, a momentum that cancelled).
+double difference_of(const std::vector<std::vector<float>>& split, const std::vector<std::vector<float>>& alone) {
+  REQUIRE(split.size() == alone.size());
+  double worst = 0.0;
+  for (std::size_t e = 0; e < alone.size(); ++e) {
+    REQUIRE(split[e].size() == alone[e].size());
+    double scale = 0.0, difference = 0.0;
+    for (std::size_t i = 0; i < alone[e].size(); ++i) {
+      scale = std::max(scale, std::abs(static_cast<double>(alone[e][i])));
+      difference = std::max(difference, std::abs(static_cast<double>(split[e][i]) - alone[e][i]));
+    }
+    if (scale > 0.0) worst = std::max(worst, difference / scale);
+  }
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("TensorParallel: two epochs equal one process for every optimizer, dropout included") {
+  const Communicator world = Communicator::world();
+  const layers::LayerList layers = two_pairs(0.3f);
+  for (const auto& [optimizer_name, make] : test::every_optimizer()) {
+    const std::string name = optimizer_name;
+    CAPTURE(name);
+    const auto alone = checkpoint_of(train(layers, make, 0));
+    const auto split = checkpoint_of(train(layers, make, world.size()));
+    if (world.rank() == 0) CHECK(difference_of(split, alone) <= 1e-5);  // only the root holds the joined state
+  }
+}
+
+TEST_CASE("TensorParallel: replicas of a tensor group average their gradients and equal one process") {
+  const Communicator world = Communicator::world();
+  if (world.size() != 4) return;  // 2 replicas x 2 tensor ranks
+  const layers::LayerList layers = two_pairs(0.0f);
+  const MakeOptimizer& sgd = test::every_optimizer().front().second;
+  const auto alone = checkpoint_of(train(layers, sgd, 0));
+  const auto grid = checkpoint_of(train(layers, sgd, 2, 2));
+  if (world.rank() == 0) CHECK(difference_of(grid, alone) <= 1e-5);
+}
+
+TEST_CASE("TensorParallel: a checkpoint's state cut for each rank is its slices, bit for bit") {
+  const Communicator world = Communicator::world();
+  const layers::LayerList layers = two_pairs(0.0f);
+  const MakeOptimizer& adam = test::every_optimizer().back().second;
+  const Run alone = train(layers, adam, 0);
+  const Run split = train(layers, adam, world.size());
+  optim::TrainingState state{alone.model->state_dict(), alone.optimizer->state()};
+  split.strategy->select_state(*split.model, state);
+  const std::vector<layers::NamedTensor> mine = split.model->state_dict();
+  REQUIRE(state.model.size() == mine.size());
+  const TensorGroup& group = split.strategy->group();
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    CAPTURE(mine[i].first);
+    CHECK(state.model[i].first == mine[i].first);
+    CHECK(state.model[i].second.shape() == mine[i].second.shape());
+  }
+  // Layer 1 is the first column layer: its slice is the whole weight's columns.
+  const Tensor whole = alone.model->state_dict()[0].second;
+  const ChunkRange part = group.part(20);
+  CHECK(state.model[0].second.to_vector<float>() == slice(whole, part.begin, part.end, 1).to_vector<float>());
+  const std::vector<layers::NamedTensor> optimizer_state = split.optimizer->state();
+  REQUIRE(state.optimizer.size() == optimizer_state.size());
+  for (std::size_t i = 0; i < optimizer_state.size(); ++i) {
+    CAPTURE(optimizer_state[i].first);
+    CHECK(state.optimizer[i].second.shape() == optimizer_state[i].second.shape());
+  }
+}
+
+TEST_CASE("TensorParallel: bad plans and grids are refused on every rank with one message") {
+  const Communicator world = Communicator::world();
+  layers::LayerList convolutions;
+  convolutions.emplace_init<layers::Conv2d>(1, 4, layers::Conv2dOptions{}).emplace<layers::Flatten>();
+  CHECK(throws_error_mentioning([&] { plan_tensor_parallel(convolutions, world.size()); },
+                                {"no layer can be split", "Conv2d"}));
+  layers::LayerList narrow;
+  narrow.emplace_init<layers::Dense>(8, 1, true).emplace<layers::ReLU>().emplace_init<layers::Dense>(1, 3, true);
+  CHECK(throws_error_mentioning([&] { plan_tensor_parallel(narrow, world.size()); }, {"at least", "Dense(8, 1)"}));
+  CHECK(throws_error_mentioning([&] { TensorGrid::split(world, 3, world.size()); },
+                                {"3 replicas", std::to_string(3 * world.size()), std::to_string(world.size())}));
+}
