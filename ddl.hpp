@@ -78,7 +78,9 @@
 #include <ddl/parallel/strategies/pipeline/stage_split.hpp>
 #include <ddl/parallel/strategies/tensor_parallel.hpp>
 #include <ddl/parallel/tensor/conjugate_ops.hpp>
+#include <ddl/parallel/tensor/parallel_conv2d.hpp>
 #include <ddl/parallel/tensor/parallel_dense.hpp>
+#include <ddl/parallel/tensor/sharded_batchnorm2d.hpp>
 #include <ddl/parallel/tensor/sharded_dropout.hpp>
 #include <ddl/parallel/tensor/tensor_plan.hpp>
 #include <ddl/parallel/tensor/tensor_state.hpp>

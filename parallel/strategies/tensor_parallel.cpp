@@ -57,11 +57,11 @@ void TensorParallel::prepare(layers::Module& model, optim::Optimizer* optimizer)
   const auto* sequential = dynamic_cast<const layers::Sequential*>(&model);
   if (sequential == nullptr) {
     problem = fmt::format("TensorParallel: rank {} was given a {}, not a Sequential", rank(), model.type_name());
-  } else if (sequential->size() != plan_.roles.size()) {
+  } else if (sequential->size() != plan_.layers) {
     problem = fmt::format(
         "TensorParallel: rank {}'s model has {} layers, its plan {}: build it with "
         "build_tensor_parallel",
-        rank(), sequential->size(), plan_.roles.size());
+        rank(), sequential->size(), plan_.layers);
   }
   agree_all_can_proceed(grid_.world, problem, "TensorParallel: checking each rank's model");
   replicas_strategy().prepare(model, optimizer);

@@ -1,38 +1,20 @@
 // ColumnParallelDense and RowParallelDense (see parallel_dense.hpp).
 #include <ddl/parallel/tensor/parallel_dense.hpp>
 
-#include <fmt/format.h>
-
 #include <ddl/core/check.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/parallel/tensor/conjugate_ops.hpp>
+#include <ddl/parallel/tensor/split_parameters.hpp>
 
 namespace ddl::parallel {
-namespace {
 
-// This rank's part of `whole` along `dim`, a tensor of its own.
-Tensor part_of(const Tensor& whole, int dim, const TensorGroup& group) {
-  const ChunkRange part = group.part(whole.size(dim));
-  return slice(whole.detach(), part.begin, part.end, dim);
-}
-
-void check_splittable(const char* type, const layers::Dense& whole, std::int64_t features, const char* axis,
-                      const TensorGroup& group) {
-  DDL_CHECK(features >= group.size(), "{}: {} has {} {} features, fewer than the {} ranks of its tensor group", type,
-            whole.describe(), features, axis, group.size());
-}
-
-std::string describe_split(const char* type, std::int64_t in, std::int64_t out, const char* axis, ChunkRange part,
-                           const TensorGroup& group) {
-  return fmt::format("{}({}, {}; {} features [{}, {}) on rank {} of {})", type, in, out, axis, part.begin, part.end,
-                     group.rank(), group.size());
-}
-
-}  // namespace
+using detail::check_splittable;
+using detail::describe_split;
+using detail::part_of;
 
 ColumnParallelDense::ColumnParallelDense(const layers::Dense& whole, std::shared_ptr<const TensorGroup> group)
-    : group_(std::move(group)), in_features_(whole.weight().size(0)), out_features_(whole.weight().size(1)) {
-  check_splittable("ColumnParallelDense", whole, out_features_, "out", *group_);
+    : group_(std::move(group)), whole_(whole.describe()), out_features_(whole.weight().size(1)) {
+  check_splittable("ColumnParallelDense", whole_, out_features_, "output features", *group_);
   weight_ = register_parameter("weight", part_of(whole.weight(), 1, *group_));
   if (whole.bias().defined()) bias_ = register_parameter("bias", part_of(whole.bias(), 0, *group_));
 }
@@ -42,8 +24,7 @@ Tensor ColumnParallelDense::forward(const Tensor& input) {
 }
 
 std::string ColumnParallelDense::describe() const {
-  return describe_split("ColumnParallelDense", in_features_, out_features_, "out", group_->part(out_features_),
-                        *group_);
+  return describe_split("ColumnParallelDense", whole_, "output features", out_features_, *group_);
 }
 
 std::optional<SplitLayer::Split> ColumnParallelDense::split_of(const std::string& name) const {
@@ -53,8 +34,8 @@ std::optional<SplitLayer::Split> ColumnParallelDense::split_of(const std::string
 }
 
 RowParallelDense::RowParallelDense(const layers::Dense& whole, std::shared_ptr<const TensorGroup> group)
-    : group_(std::move(group)), in_features_(whole.weight().size(0)), out_features_(whole.weight().size(1)) {
-  check_splittable("RowParallelDense", whole, in_features_, "in", *group_);
+    : group_(std::move(group)), whole_(whole.describe()), in_features_(whole.weight().size(0)) {
+  check_splittable("RowParallelDense", whole_, in_features_, "input features", *group_);
   weight_ = register_parameter("weight", part_of(whole.weight(), 0, *group_));
   if (whole.bias().defined()) bias_ = register_parameter("bias", whole.bias().detach().clone());
 }
@@ -69,7 +50,7 @@ Tensor RowParallelDense::forward(const Tensor& input) {
 }
 
 std::string RowParallelDense::describe() const {
-  return describe_split("RowParallelDense", in_features_, out_features_, "in", group_->part(in_features_), *group_);
+  return describe_split("RowParallelDense", whole_, "input features", in_features_, *group_);
 }
 
 std::optional<SplitLayer::Split> RowParallelDense::split_of(const std::string& name) const {

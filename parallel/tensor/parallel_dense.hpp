@@ -40,7 +40,8 @@ class ColumnParallelDense : public SplitLayer {
 
  private:
   std::shared_ptr<const TensorGroup> group_;
-  std::int64_t in_features_, out_features_;  // the whole layer's
+  std::string whole_;  // the whole layer's description
+  std::int64_t out_features_;
   Tensor weight_, bias_;
 };
 
@@ -54,7 +55,8 @@ class RowParallelDense : public SplitLayer {
 
  private:
   std::shared_ptr<const TensorGroup> group_;
-  std::int64_t in_features_, out_features_;
+  std::string whole_;
+  std::int64_t in_features_;
   Tensor weight_, bias_;
 };
 

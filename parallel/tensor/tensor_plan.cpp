@@ -6,116 +6,203 @@
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/layers/batchnorm2d.hpp>
+#include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
+#include <ddl/layers/residual.hpp>
+#include <ddl/parallel/tensor/parallel_conv2d.hpp>
 #include <ddl/parallel/tensor/parallel_dense.hpp>
+#include <ddl/parallel/tensor/sharded_batchnorm2d.hpp>
 #include <ddl/parallel/tensor/sharded_dropout.hpp>
 
 namespace ddl::parallel {
 namespace {
 
-enum class Kind { dense, elementwise, dropout, other };
+using Layers = std::vector<std::pair<std::string, std::shared_ptr<layers::Module>>>;
 
-struct LayerFacts {
-  Kind kind = Kind::other;
-  std::int64_t in = 0, out = 0;  // a Dense layer's features
+// What a split activation is split along: a Dense layer's output features
+// (its last dim) or a convolution's channels (dim 1).
+enum class Axis { features, channels };
+
+// The features or channels a layer splits along `axis` as a column layer
+// (out) and as a row layer (in); none for a layer that is neither.
+struct Splittable {
+  Axis axis;
+  std::int64_t in, out;
 };
 
-LayerFacts facts_of(const layers::Module& layer) {
+std::optional<Splittable> splittable(const layers::Module& layer) {
   if (const auto* dense = dynamic_cast<const layers::Dense*>(&layer)) {
-    return {Kind::dense, dense->weight().size(0), dense->weight().size(1)};
+    return Splittable{Axis::features, dense->weight().size(0), dense->weight().size(1)};
   }
-  if (dynamic_cast<const layers::Dropout*>(&layer) != nullptr) return {Kind::dropout};
-  const std::string type = layer.type_name();
-  if (type == "ReLU" || type == "Tanh" || type == "Sigmoid") return {Kind::elementwise};
-  return {};
+  if (const auto* conv = dynamic_cast<const layers::Conv2d*>(&layer)) {
+    return Splittable{Axis::channels, conv->weight().size(1), conv->weight().size(0)};
+  }
+  return std::nullopt;
 }
 
-bool acts_per_element(Kind kind) { return kind == Kind::elementwise || kind == Kind::dropout; }
+// Whether `layer` acts on each feature (channel) of an activation split
+// along `axis` alone.
+bool acts_on_each(const layers::Module& layer, Axis axis) {
+  const std::string type = layer.type_name();
+  if (type == "ReLU" || type == "Tanh" || type == "Sigmoid" || type == "Dropout") return true;
+  return axis == Axis::channels && (type == "BatchNorm2d" || type == "MaxPool2d" || type == "AvgPool2d");
+}
+
+// The children of a Sequential (or of a Residual's body) with shared ownership.
+const Layers* sequence_of(const layers::Module& module) {
+  return dynamic_cast<const layers::Sequential*>(&module) != nullptr ? &module.children() : nullptr;
+}
+
+void plan_sequence(const Layers& sequence, const std::string& prefix, int ranks, TensorPlan& plan) {
+  std::optional<Axis> sharded;
+  for (std::size_t i = 0; i < sequence.size(); ++i) {
+    const auto& [name, layer] = sequence[i];
+    const std::string path = prefix + name;
+    const auto split = splittable(*layer);
+    if (sharded) {
+      // The partner search below let only layers acting on each part through to the row layer.
+      plan.roles.emplace_back(path, split ? TensorRole::row : TensorRole::sharded);
+      if (split) sharded.reset();
+      continue;
+    }
+    if (const auto* residual = dynamic_cast<const layers::Residual*>(layer.get())) {
+      if (const Layers* body = sequence_of(residual->body())) plan_sequence(*body, path + ".body.", ranks, plan);
+      continue;
+    }
+    if (const Layers* nested = sequence_of(*layer)) {
+      plan_sequence(*nested, path + ".", ranks, plan);
+      continue;
+    }
+    if (!split || split->out < ranks) continue;
+    std::size_t partner = i + 1;
+    while (partner < sequence.size() && acts_on_each(*sequence[partner].second, split->axis)) ++partner;
+    if (partner == sequence.size()) continue;
+    const auto row = splittable(*sequence[partner].second);
+    if (row && row->axis == split->axis && row->in >= ranks) {
+      plan.roles.emplace_back(path, TensorRole::column);
+      sharded = split->axis;
+    }
+  }
+}
+
+std::shared_ptr<layers::Module> split_layer(std::shared_ptr<layers::Module> layer, const std::string& path,
+                                            const TensorPlan& plan, const std::shared_ptr<const TensorGroup>& group,
+                                            Axis& axis, std::int64_t& count);
+
+// A Sequential of `sequence`'s layers, each split where the plan says.
+std::shared_ptr<layers::Sequential> split_sequence(const Layers& sequence, const std::string& prefix,
+                                                   const TensorPlan& plan,
+                                                   const std::shared_ptr<const TensorGroup>& group, Axis& axis,
+                                                   std::int64_t& count) {
+  auto rebuilt = std::make_shared<layers::Sequential>();
+  for (const auto& [name, child] : sequence)
+    rebuilt->add(name, split_layer(child, prefix + name, plan, group, axis, count));
+  return rebuilt;
+}
+
+// This rank's version of `layer` at `path`: its slice where the plan splits
+// it, a Residual or Sequential rebuilt around split children (the ones the
+// planner walked), else itself. `axis` and `count` carry the sharded
+// activation's split from its column layer to the layers after it.
+std::shared_ptr<layers::Module> split_layer(std::shared_ptr<layers::Module> layer, const std::string& path,
+                                            const TensorPlan& plan, const std::shared_ptr<const TensorGroup>& group,
+                                            Axis& axis, std::int64_t& count) {
+  const auto role = plan.role_of(path);
+  if (!role) {
+    if (const auto* residual = dynamic_cast<const layers::Residual*>(layer.get())) {
+      const Layers* body = sequence_of(residual->body());
+      if (body == nullptr) return layer;
+      std::shared_ptr<layers::Module> shortcut;
+      for (const auto& [name, child] : layer->children()) {
+        if (name == "shortcut") shortcut = child;
+      }
+      return std::make_shared<layers::Residual>(split_sequence(*body, path + ".body.", plan, group, axis, count),
+                                                shortcut, residual->activation());
+    }
+    if (const Layers* nested = sequence_of(*layer))
+      return split_sequence(*nested, path + ".", plan, group, axis, count);
+    return layer;
+  }
+  switch (*role) {
+    case TensorRole::column:
+      if (const auto* dense = dynamic_cast<const layers::Dense*>(layer.get())) {
+        axis = Axis::features;
+        count = dense->weight().size(1);
+        return std::make_shared<ColumnParallelDense>(*dense, group);
+      } else {
+        const auto& conv = dynamic_cast<const layers::Conv2d&>(*layer);
+        axis = Axis::channels;
+        count = conv.weight().size(0);
+        return std::make_shared<ColumnParallelConv2d>(conv, group);
+      }
+    case TensorRole::row:
+      if (const auto* dense = dynamic_cast<const layers::Dense*>(layer.get())) {
+        return std::make_shared<RowParallelDense>(*dense, group);
+      }
+      return std::make_shared<RowParallelConv2d>(dynamic_cast<const layers::Conv2d&>(*layer), group);
+    case TensorRole::sharded:
+      if (const auto* dropout = dynamic_cast<const layers::Dropout*>(layer.get())) {
+        return std::make_shared<ShardedDropout>(*dropout, axis == Axis::features ? -1 : 1, count, group);
+      }
+      if (const auto* norm = dynamic_cast<const layers::BatchNorm2d*>(layer.get())) {
+        return std::make_shared<ShardedBatchNorm2d>(*norm, group);
+      }
+      return layer;
+  }
+  return layer;
+}
 
 }  // namespace
 
 std::string TensorPlan::describe() const {
   std::string pairs;
-  for (std::size_t i = 0; i < roles.size(); ++i) {
-    if (roles[i] == TensorRole::column) pairs += fmt::format("{}column {}", pairs.empty() ? "" : "; ", i);
-    if (roles[i] == TensorRole::row) pairs += fmt::format(" + row {}", i);
+  for (const auto& [path, role] : roles) {
+    if (role == TensorRole::column) pairs += fmt::format("{}column {}", pairs.empty() ? "" : "; ", path);
+    if (role == TensorRole::row) pairs += fmt::format(" + row {}", path);
   }
   return pairs;
 }
 
-bool TensorPlan::splits_anything() const {
-  for (const TensorRole role : roles) {
-    if (role == TensorRole::column) return true;
+std::optional<TensorRole> TensorPlan::role_of(const std::string& path) const {
+  for (const auto& [at, role] : roles) {
+    if (at == path) return role;
   }
-  return false;
+  return std::nullopt;
 }
 
 TensorPlan plan_tensor_parallel(const layers::LayerList& layers, int ranks) {
   DDL_CHECK(ranks >= 1, "tensor parallelism: a tensor group needs at least 1 rank, got {}", ranks);
-  std::vector<LayerFacts> facts;
-  std::string kinds;
+  Layers built;
+  std::string described;
   Generator scratch(0);
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    const auto layer = layers.build_layer(i, &scratch);
-    facts.push_back(facts_of(*layer));
-    kinds += fmt::format("{}{} {}", i == 0 ? "" : ", ", i, layer->describe());
+    built.emplace_back(std::to_string(i), layers.build_layer(i, &scratch));
+    described += fmt::format("{}{} {}", i == 0 ? "" : ", ", i, built.back().second->describe());
   }
-  TensorPlan plan{ranks, std::vector<TensorRole>(facts.size(), TensorRole::whole)};
-  bool sharded = false;
-  for (std::size_t i = 0; i < facts.size(); ++i) {
-    if (sharded) {
-      // The partner search below let only elementwise layers through to the row layer.
-      const bool row = facts[i].kind == Kind::dense;
-      plan.roles[i] = row ? TensorRole::row : TensorRole::sharded;
-      sharded = !row;
-      continue;
-    }
-    if (facts[i].kind != Kind::dense || facts[i].out < ranks) continue;
-    std::size_t partner = i + 1;
-    while (partner < facts.size() && acts_per_element(facts[partner].kind)) ++partner;
-    if (partner < facts.size() && facts[partner].kind == Kind::dense && facts[partner].in >= ranks) {
-      plan.roles[i] = TensorRole::column;
-      sharded = true;
-    }
-  }
-  DDL_CHECK(plan.splits_anything(),
-            "tensor parallelism over {} ranks: no Dense layer with at least {} output features is followed (past "
-            "activations and dropout only) by a Dense layer with at least {} input features, so no layer can be "
-            "split; the layers are {}",
-            ranks, ranks, ranks, kinds);
+  TensorPlan plan{ranks, layers.size(), {}};
+  plan_sequence(built, "", ranks, plan);
+  DDL_CHECK(!plan.roles.empty(),
+            "tensor parallelism over {} ranks: no Dense or Conv2d layer with at least {} outputs is followed (past "
+            "layers that act on each feature or channel alone) by one of its kind with at least {} inputs, so no "
+            "layer can be split; the layers are {}",
+            ranks, ranks, ranks, described);
   return plan;
 }
 
 std::shared_ptr<layers::Sequential> build_tensor_parallel(const layers::LayerList& layers, const TensorPlan& plan,
                                                           std::shared_ptr<const TensorGroup> group,
                                                           Generator* generator) {
-  DDL_CHECK(plan.roles.size() == layers.size() && plan.ranks == group->size(),
+  DDL_CHECK(plan.layers == layers.size() && plan.ranks == group->size(),
             "build_tensor_parallel: a plan of {} layers for {} ranks does not fit {} layers and a tensor group of {}",
-            plan.roles.size(), plan.ranks, layers.size(), group->size());
+            plan.layers, plan.ranks, layers.size(), group->size());
   auto model = std::make_shared<layers::Sequential>();
-  std::int64_t features = 0;  // of the sharded activation
+  Axis axis = Axis::features;
+  std::int64_t count = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    std::shared_ptr<layers::Module> layer = layers.build_layer(i, generator);
-    switch (plan.roles[i]) {
-      case TensorRole::whole:
-        break;
-      case TensorRole::column: {
-        const auto& dense = dynamic_cast<const layers::Dense&>(*layer);
-        features = dense.weight().size(1);
-        layer = std::make_shared<ColumnParallelDense>(dense, group);
-        break;
-      }
-      case TensorRole::row:
-        layer = std::make_shared<RowParallelDense>(dynamic_cast<const layers::Dense&>(*layer), group);
-        break;
-      case TensorRole::sharded:
-        if (const auto* dropout = dynamic_cast<const layers::Dropout*>(layer.get())) {
-          layer = std::make_shared<ShardedDropout>(*dropout, -1, features, group);
-        }
-        break;
-    }
-    model->add(std::to_string(i), layer);
+    const std::string name = std::to_string(i);
+    model->add(name, split_layer(layers.build_layer(i, generator), name, plan, group, axis, count));
   }
   return model;
 }

@@ -1,30 +1,38 @@
 // Which layers of a Sequential a tensor group splits, and this rank's model
 // built from the plan. The planner walks the layers with what the
 // activation between them is: replicated (every rank holds it whole) or
-// sharded (each rank holds its features of it):
+// sharded (each rank holds its features, or its channels, of it):
 //
-//   layer        on a replicated activation      on a sharded one
-//   Dense        column, when a row partner       row: the activation is
-//                follows (below); else whole      replicated after it
-//   ReLU, Tanh,  whole                            sharded: acts on each
-//   Sigmoid                                       rank's features alone
-//   Dropout      whole: the same mask everywhere  sharded: each rank its
-//                                                 part of one mask
-//   anything     whole                            (never: a column layer
-//   else                                          is split only when its
-//                                                 partner follows)
+//   layer           on a replicated activation     on a sharded one
+//   Dense, Conv2d   column, when a row partner     row: the activation is
+//                   follows (below); else whole    replicated after it
+//   ReLU, Tanh,     whole                          sharded: acts on each
+//   Sigmoid                                        rank's part alone
+//   Dropout         whole: the same mask on        sharded: each rank its
+//                   every rank                     part of one mask
+//   BatchNorm2d,    whole                          sharded (channels only):
+//   MaxPool2d,                                     per channel, so on each
+//   AvgPool2d                                      rank's channels
+//   Residual        its body planned as a          (never)
+//                   Sequential of its own; the
+//                   shortcut whole
+//   anything else   whole                          (never)
 //
-// A Dense layer on a replicated activation becomes column-parallel when
-// the next layer that is not elementwise (an activation or a dropout) is a
-// Dense layer, its row partner, and each has at least as many features
-// along its split as the group has ranks; otherwise it stays whole on
-// every rank. So mnist_cnn's Dense pair (7, 10) and wide_mlp's four pairs
-// are split, and a model ends on a replicated activation, as its loss
-// needs.
+// A Dense (Conv2d) layer on a replicated activation becomes column-parallel
+// when the next layer of its Sequential that does not act on each feature
+// (channel) alone is a Dense (Conv2d) layer, its row partner, and both have
+// at least as many features (channels) along their split as the group has
+// ranks; otherwise it stays whole on every rank. So mnist_cnn's two
+// convolutions and its Dense pair, wide_mlp's four Dense pairs and each of
+// resnet_small's blocks (its body's two convolutions) are split, and every
+// Sequential ends on a replicated activation, as a loss and a residual sum
+// need.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ddl/core/random.hpp>
@@ -35,18 +43,21 @@
 namespace ddl::parallel {
 
 enum class TensorRole {
-  whole,    // every rank holds the layer whole
-  column,   // split by output features
-  row,      // split by input features
-  sharded,  // no weights; acts on each rank's features (an activation, a dropout)
+  column,   // split by output features or channels
+  row,      // split by input features or channels
+  sharded,  // no weights split, or split alike (BatchNorm2d): acts on each rank's part
 };
 
 struct TensorPlan {
   int ranks = 1;
-  std::vector<TensorRole> roles;  // per layer
-  // The pairs, e.g. "column 7 + row 10; column 1 + row 3".
+  std::size_t layers = 0;  // the model's, at the top
+  // The layers not held whole, by their path in the model ("7",
+  // "4.body.0"), in the model's order.
+  std::vector<std::pair<std::string, TensorRole>> roles;
+  // The pairs, e.g. "column 0 + row 2; column 7 + row 10".
   std::string describe() const;
-  bool splits_anything() const;
+  // The role of the layer at `path`, if it is not held whole.
+  std::optional<TensorRole> role_of(const std::string& path) const;
 };
 
 // Plans `layers` for a tensor group of `ranks` ranks. Builds each layer
