@@ -10,6 +10,7 @@
 #include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/planning/placement.hpp>
 #include <ddl/parallel/strategies/layer_placement.hpp>
+#include <ddl/parallel/strategies/tensor_parallel.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -157,8 +158,35 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   return setup;
 }
 
-const std::vector<StrategyKind> kStrategyKinds{StrategyKind::none, StrategyKind::data, StrategyKind::parameter_server,
-                                               StrategyKind::pipeline, StrategyKind::hybrid};
+// Each rank's slices of the model, split over its tensor group.
+ParallelSetup tensor_split(const ParallelConfig& config, const Communicator& comm, const layers::LayerList& layers,
+                           const RunRequest& request) {
+  const int tensor_ranks = config.tensor_ranks > 0 ? config.tensor_ranks : comm.size();
+  const int replicas = comm.size() / tensor_ranks;
+  const TensorPlan plan = as_config_error("tp", [&] { return plan_tensor_parallel(layers, tensor_ranks); });
+  TensorGrid grid = TensorGrid::split(comm, replicas, tensor_ranks);
+  auto group = std::make_shared<const TensorGroup>(grid.tensor, config.data.algorithm);
+  ParallelSetup setup;
+  auto strategy = as_config_error(
+      "tp", [&] { return std::make_shared<TensorParallel>(std::move(grid), group, plan, config.data); });
+  setup.device = resolve_device(request.device, [&](DeviceType type) { return strategy->device(type); });
+  setup.model = build_tensor_parallel(layers, plan, group, request.weights);
+  setup.model->to(setup.device);
+  setup.where = setup.device.str();
+  // A summary would run a forward pass, whose split layers talk to the
+  // other ranks: the layers as this rank holds them instead.
+  setup.stages = fmt::format("tensor groups of {} ranks, {} replica{}; rank {}'s layers:", tensor_ranks, replicas,
+                             replicas == 1 ? "" : "s", comm.rank());
+  for (const auto& [name, layer] : setup.model->children())
+    setup.stages += fmt::format("\n  {:>3}  {}", name, layer->describe());
+  setup.scope = fmt::format("{} ranks", comm.size());
+  setup.strategy = std::move(strategy);
+  return setup;
+}
+
+const std::vector<StrategyKind> kStrategyKinds{
+    StrategyKind::none,     StrategyKind::data,   StrategyKind::parameter_server,
+    StrategyKind::pipeline, StrategyKind::hybrid, StrategyKind::tensor};
 
 }  // namespace
 
@@ -174,6 +202,8 @@ std::string_view strategy_kind_name(StrategyKind kind) {
       return "pipeline";
     case StrategyKind::hybrid:
       return "hybrid";
+    case StrategyKind::tensor:
+      return "tensor";
   }
   return "?";
 }
@@ -189,7 +219,8 @@ bool is_pipelined(StrategyKind kind) { return kind == StrategyKind::pipeline || 
 int data_ranks(const ParallelConfig& config, int world_size) {
   const StageLayout& layout = config.layout;
   // What cannot run in one process is refused as such, before any count.
-  const bool always_several = config.kind == StrategyKind::data || config.kind == StrategyKind::parameter_server;
+  const bool always_several = config.kind == StrategyKind::data || config.kind == StrategyKind::parameter_server ||
+                              config.kind == StrategyKind::tensor;
   const int asked = config.kind == StrategyKind::pipeline ? layout.stages
                     : config.kind == StrategyKind::hybrid ? layout.pipelines * layout.stages
                                                           : 0;
@@ -235,6 +266,15 @@ int data_ranks(const ParallelConfig& config, int world_size) {
                                       layout.pipelines * layout.stages));
       }
       return layout.pipelines;
+    case StrategyKind::tensor: {
+      const int tensor_ranks = config.tensor_ranks > 0 ? config.tensor_ranks : world_size;
+      if (tensor_ranks < 1 || world_size % tensor_ranks != 0) {
+        throw ConfigError("tp", fmt::format("tensor groups of {} ranks do not divide the job's {} ranks (mpiexec -n "
+                                            "a multiple of {})",
+                                            tensor_ranks, world_size, tensor_ranks));
+      }
+      return world_size / tensor_ranks;
+    }
   }
   return 1;
 }
@@ -256,6 +296,9 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
     const std::string why = config.kind == StrategyKind::none ? "one process has no data-parallel ranks"
                             : config.kind == StrategyKind::parameter_server
                                 ? "a parameter server's servers already hold the optimizer state, each its share"
+                            : config.kind == StrategyKind::tensor
+                                ? "tensor parallelism already splits the state of the layers it splits; its "
+                                  "replicas do not shard the rest"
                                 : "a single pipeline has no data-parallel ranks (hybrid has)";
     throw ConfigError("shard", fmt::format("shards the state of data-parallel ranks, under the data and hybrid "
                                            "strategies: {}",
@@ -287,6 +330,9 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
                                           }),
                           layers, request);
       setup.scope = fmt::format("{} ranks", setup.strategy->shard().world);
+      break;
+    case StrategyKind::tensor:
+      setup = tensor_split(config, several_ranks(ranks, config.kind), layers, request);
       break;
     case StrategyKind::pipeline:
     case StrategyKind::hybrid:

@@ -48,10 +48,13 @@ namespace ddl::parallel {
 //                     (ParameterServer);
 //   pipeline          one pipeline stage per rank (Pipeline);
 //   hybrid            pipelines of stages, each stage's gradients averaged
-//                     over the pipelines (a ProcessGrid of Pipelines).
-enum class StrategyKind { none, data, parameter_server, pipeline, hybrid };
+//                     over the pipelines (a ProcessGrid of Pipelines);
+//   tensor            layers split inside over tensor groups of
+//                     `tensor_ranks` ranks, the groups replicas of each
+//                     other averaging their gradients (TensorParallel).
+enum class StrategyKind { none, data, parameter_server, pipeline, hybrid, tensor };
 
-// "none", "data", "ps", "pipeline", "hybrid"; parse_strategy_kind throws
+// "none", "data", "ps", "pipeline", "hybrid", "tensor"; parse_strategy_kind throws
 // ddl::Error listing them for any other name.
 std::string_view strategy_kind_name(StrategyKind kind);
 StrategyKind parse_strategy_kind(std::string_view name);
@@ -96,6 +99,10 @@ struct ParallelConfig {
   // hybrid's gradients over the pipelines).
   PipelineOptions pipeline{};
   StageLayout layout{};
+  // tensor: the ranks of each tensor group (0: every rank, one group); the
+  // job's ranks must be a multiple. Its allreduce, and the replicas',
+  // is data.algorithm.
+  int tensor_ranks = 0;
   // none: "0-6=cpu:0,7-10=cpu:1" places each layer on a device of its own
   // (placement.hpp); empty: the whole model on the run's device.
   std::string placement{};
@@ -103,8 +110,8 @@ struct ParallelConfig {
 
 // The ranks that share each batch, each reading its own part of it: every
 // rank under data parallelism, the workers of a parameter server, the
-// pipelines of a hybrid grid, one for a pipeline (its stages all read every
-// batch) and for one process. `world_size` is the job's rank count (1
+// pipelines of a hybrid grid, the replicas of a tensor group, one for a
+// pipeline (its stages all read every batch) and for one process. `world_size` is the job's rank count (1
 // alone). Throws ConfigError when the configuration does not fit that many
 // ranks, naming both, or is not whole (hybrid without a stage count).
 int data_ranks(const ParallelConfig& config, int world_size);
@@ -130,8 +137,9 @@ struct ParallelSetup {
   Device device;                                // where batches, losses and targets go
   int data_ranks = 1;                           // as data_ranks() above
   // For the run's header: the device, or the placement and the data's
-  // device; a pipeline's stages and how they were chosen (empty
-  // otherwise: print the model's summary).
+  // device; a pipeline's stages and how they were chosen, or a
+  // tensor-parallel rank's layers (empty otherwise: print the model's
+  // summary, which runs a forward pass).
   std::string where;
   std::string stages;
   // "2 ranks", "2 pipelines": over what the run's throughput is summed

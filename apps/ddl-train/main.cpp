@@ -186,7 +186,7 @@ auto usage_errors_of(const TrainOptions& o, const Ranks& job, Call call) {
       std::string option = fmt::format("--parallel {}", parallel::strategy_kind_name(o.parallel));
       if (error.setting.starts_with("device")) option = "--" + error.setting;  // "--device cuda"
       if (error.setting == "stages") option = o.parallel == parallel::StrategyKind::hybrid ? "--pp" : "--stages";
-      for (const char* setting : {"placement", "split", "servers", "balance", "shard"}) {
+      for (const char* setting : {"placement", "split", "servers", "balance", "shard", "tp"}) {
         if (error.setting == setting) option = fmt::format("--{}", setting);
       }
       throw UsageError(fmt::format("{}: {}", option, error.reason));

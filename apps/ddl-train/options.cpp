@@ -231,8 +231,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
              "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
              "stage per rank, each batch into --micro-batches; hybrid: --dp pipelines of --pp stages, each "
-             "stage's gradients averaged over the pipelines by --allreduce. --batch-size is the global batch, "
-             "split over the ranks that read data (a pipeline's stages all read every batch of its share)");
+             "stage's gradients averaged over the pipelines by --allreduce; tensor: Dense and Conv2d layers split "
+             "in pairs over tensor groups of --tp ranks (Megatron's column and row layers), the groups replicas "
+             "averaging their gradients by --allreduce. --batch-size is the global batch, split over the ranks "
+             "that read data (a pipeline's stages all read every batch of its share, a tensor group's ranks "
+             "every batch of theirs)");
   add_choice(app, "--allreduce", o.allreduce, parallel::all_allreduce_algorithms(), parallel::algorithm_name,
              "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
              "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)");
@@ -268,6 +271,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->check(finite_number(false));
   app.add_option("--pp", o.pp, "--parallel hybrid: stages per pipeline (--dp x --pp must be the rank count)")
       ->check(finite_number(false));
+  app.add_option("--tp", o.tp,
+                 "--parallel tensor: ranks per tensor group, each holding its slice of every split layer (the "
+                 "rank count must be a multiple; the groups are replicas)")
+      ->check(finite_number(false))
+      ->default_str("the rank count");
   app.add_option("--micro-batches", o.micro_batches,
                  "--parallel pipeline: micro-batches per batch (sizes differ by at most one; a batch smaller than "
                  "this gets one per sample). More shrink the bubble (p-1)/(M+p-1) but make each product smaller")
@@ -381,6 +389,7 @@ void resolve_defaults(TrainOptions& o) {
   } else if (o.dp > 0 || o.pp > 0) {
     throw UsageError("--dp and --pp apply to --parallel hybrid");
   }
+  if (o.tp > 0 && o.parallel != StrategyKind::tensor) throw UsageError("--tp applies to --parallel tensor");
   if (!o.placement.empty() && o.parallel != StrategyKind::none) {
     throw UsageError(fmt::format("--placement places layers inside one process; it does not combine with --parallel {}",
                                  parallel::strategy_kind_name(o.parallel)));
@@ -427,6 +436,7 @@ parallel::ParallelConfig parallel_config(const TrainOptions& o) {
   const bool hybrid = o.parallel == parallel::StrategyKind::hybrid;
   config.layout = {
       .stages = hybrid ? o.pp : o.stages, .pipelines = hybrid ? o.dp : 1, .split = o.split, .balance = o.balance};
+  config.tensor_ranks = o.tp;
   config.placement = o.placement;
   return config;
 }

@@ -96,6 +96,7 @@ struct TrainOptions {
   int stages = 0;                   // pipeline: 0 is one per rank
   int dp = 0;                       // hybrid: pipelines
   int pp = 0;                       // hybrid: stages per pipeline
+  int tp = 0;                       // tensor: ranks per tensor group (0: every rank)
   int micro_batches = 0;            // pipeline: 0 is parallel::kMicroBatchesPerStage per stage
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::OneFOneB;
   bool defer_weight_gradients = true;  // pipeline --weight-gradients: batch (true) | micro-batch

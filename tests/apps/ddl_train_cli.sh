@@ -608,6 +608,31 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     grep -q -- "--parallel hybrid: 3 pipelines x 2 stages need 6 ranks; this job has 4" "$work/err" || fail "no reason: $(cat "$work/err")"
     echo "ok: a 2 x 2 hybrid run trained; a grid that does not fit the ranks exits 2"
     ;;
+  tensor)
+    args=(--train-limit 512 --test-limit 256 --threads 1 --batch-size 64)
+    mpiexec -n 2 "$train" --parallel tensor "${args[@]}" --epochs 1 --checkpoint-dir "$work/tp" > "$work/out" 2>&1 ||
+      fail "a tensor-parallel run exited $?: $(cat "$work/out")"
+    grep -q "tensor-parallel over 2 ranks (column 0 + row 2; column 7 + row 10; ring allreduce)" "$work/out" ||
+      fail "no tensor-parallel header: $(cat "$work/out")"
+    grep -q "ColumnParallelDense(Dense(9216, 128); output features \[0, 64) on rank 0 of 2)" "$work/out" ||
+      fail "no layer list: $(cat "$work/out")"
+    [[ $(grep -c "^test accuracy .* over 2 ranks$" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
+    grep -q "^1 *1 *2.29 " "$work/out" || fail "no report row for rank 1 with its 2.29 MiB: $(cat "$work/out")"
+    echo "ok: a tensor-parallel run trained, rank 0 reported every rank's slices"
+    # Its checkpoint is a single-process one: one process resumes it.
+    "$train" "${args[@]}" --epochs 2 --checkpoint-dir "$work/tp" --resume > "$work/out" 2>&1 ||
+      fail "one process resuming the tensor-parallel checkpoint exited $?: $(cat "$work/out")"
+    grep -q "Resumed from $work/tp/last.ckpt after epoch 1" "$work/out" || fail "no resume: $(cat "$work/out")"
+    echo "ok: one process resumed the tensor-parallel checkpoint"
+    mpiexec -n 2 "$train" --parallel tensor --tp 4 "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "--tp 4 on 2 ranks did not exit 2: $(cat "$work/err")"
+    grep -q -- "--tp: tensor groups of 4 ranks do not divide the job's 2 ranks" "$work/err" || fail "no reason: $(cat "$work/err")"
+    mpiexec -n 2 "$train" --parallel tensor --shard optimizer "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "--shard with tensor parallelism did not exit 2: $(cat "$work/err")"
+    grep -q -- "--shard: .*tensor parallelism already splits" "$work/err" || fail "no reason: $(cat "$work/err")"
+    expect_usage_error 2 "--tp applies to --parallel tensor" --tp 2 "${args[@]}"
+    echo "ok: groups that do not divide the ranks, sharding and a stray --tp exit 2"
+    ;;
   finalize-over-tcp)
     # UCX's TCP transport can hang in MPI_Finalize after a complete run
     # (openucx/ucx#8738; about one run in five of this job here). ddl's

@@ -75,6 +75,10 @@ TEST_CASE("Setup: the ranks that share each batch, for every kind and rank count
   ParallelConfig hybrid = kind(StrategyKind::hybrid);
   hybrid.layout = {.stages = 2, .pipelines = 3};
   CHECK(parallel::data_ranks(hybrid, 6) == 3);
+  ParallelConfig tensor = kind(StrategyKind::tensor);
+  CHECK(parallel::data_ranks(tensor, 4) == 1);  // one group of every rank
+  tensor.tensor_ranks = 2;
+  CHECK(parallel::data_ranks(tensor, 6) == 3);  // 3 replicas of a group of 2
 }
 
 TEST_CASE("Setup: a configuration that does not fit the job's ranks is a ConfigError naming both") {
@@ -92,6 +96,10 @@ TEST_CASE("Setup: a configuration that does not fit the job's ranks is a ConfigE
   hybrid.layout = {.stages = 2, .pipelines = 3};
   CHECK(config_error_mentioning([&] { parallel::data_ranks(hybrid, 4); },
                                 {"3 pipelines x 2 stages need 6 ranks", "this job has 4"}));
+  ParallelConfig tensor = kind(StrategyKind::tensor);
+  tensor.tensor_ranks = 3;
+  CHECK(config_error_mentioning([&] { parallel::data_ranks(tensor, 4); },
+                                {"tp: tensor groups of 3 ranks do not divide the job's 4 ranks"}));
 }
 
 TEST_CASE("Setup: a pipeline's micro-batches default to two per stage, in one place") {
