@@ -38,6 +38,11 @@ struct UnmatchedNames {
   std::vector<std::string> unexpected;  // sources without a target
 };
 
+// The integer a dotted name starts with, up to its first '.': the layer of
+// a Sequential's entry ("7.weight"), the parameter of an optimizer's
+// ("3.momentum"); none for a name that does not start so.
+std::optional<std::int64_t> leading_index(std::string_view name);
+
 // Copies each source into the target of the same name with
 // Tensor::copy_from: in place, so every handle to a target sees the new
 // values, from any device to any device. First checks all of it, so a
@@ -46,11 +51,6 @@ struct UnmatchedNames {
 // same dtype and shape. The first problem throws ddl::Error starting with
 // `context` and naming the entry: missing, unexpected, or both dtypes and
 // shapes.
-// The integer a dotted name starts with, up to its first '.': the layer of
-// a Sequential's entry ("7.weight"), the parameter of an optimizer's
-// ("3.momentum"); none for a name that does not start so.
-std::optional<std::int64_t> leading_index(std::string_view name);
-
 UnmatchedNames copy_by_name(std::string_view context, const std::vector<NamedTensor>& targets,
                             const std::vector<NamedTensor>& sources, const CopyByNameOptions& options = {});
 

@@ -267,6 +267,9 @@ int data_ranks(const ParallelConfig& config, int world_size) {
       }
       return layout.pipelines;
     case StrategyKind::tensor: {
+      if (config.tensor_ranks < 0) {
+        throw ConfigError("tp", fmt::format("a tensor group of {} ranks (0: every rank)", config.tensor_ranks));
+      }
       const int tensor_ranks = config.tensor_ranks > 0 ? config.tensor_ranks : world_size;
       if (tensor_ranks < 1 || world_size % tensor_ranks != 0) {
         throw ConfigError("tp", fmt::format("tensor groups of {} ranks do not divide the job's {} ranks (mpiexec -n "

@@ -10,6 +10,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/optim/engine/memory_monitor.hpp>
+#include <ddl/optim/optimizer.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/tensor/tensor_state.hpp>
 
@@ -63,6 +64,23 @@ void TensorParallel::prepare(layers::Module& model, optim::Optimizer* optimizer)
         "build_tensor_parallel",
         rank(), sequential->size(), plan_.layers);
   }
+  // Checkpoints name the optimizer's state by the parameters' places in the
+  // model ("<k>.<buffer>"), so the optimizer must hold them in that order.
+  if (problem.empty() && optimizer != nullptr) {
+    const std::vector<Tensor> parameters = model.parameters();
+    std::size_t k = 0;
+    bool same = true;
+    for (const optim::ParamGroup& group : optimizer->param_groups()) {
+      for (const Tensor& parameter : group.params)
+        same = same && k < parameters.size() && parameter.same(parameters[k++]);
+    }
+    if (!same || k != parameters.size()) {
+      problem = fmt::format(
+          "TensorParallel: rank {}'s optimizer does not hold the model's {} parameters in the "
+          "model's order (its checkpoints name the state by that order)",
+          rank(), parameters.size());
+    }
+  }
   agree_all_can_proceed(grid_.world, problem, "TensorParallel: checking each rank's model");
   replicas_strategy().prepare(model, optimizer);
 }
@@ -93,7 +111,18 @@ void TensorParallel::select_state(const layers::Module& model, optim::TrainingSt
   replicas_strategy().select_state(model, state);
 }
 
-void TensorParallel::sum_over_ranks(std::vector<double>& values) { replicas_strategy().sum_over_ranks(values); }
+void TensorParallel::sum_over_ranks(std::vector<double>& values) {
+  // A group's ranks compute the same metrics, so the replicas' sum counts
+  // each once; the agreements summed here (a checkpoint the root failed to
+  // write, sums only the root resumed) hold a value on one rank of a group
+  // alone, so every rank takes tensor rank 0's column.
+  replicas_strategy().sum_over_ranks(values);
+  grid_.tensor.broadcast_bytes(std::as_writable_bytes(std::span(values)), 0);
+}
+
+std::vector<std::shared_ptr<optim::Callback>> TensorParallel::callbacks(const layers::Module& model) {
+  return replicas_strategy().callbacks(model);
+}
 
 std::string TensorParallel::describe(std::int64_t shard_batch) const {
   std::string text = fmt::format("tensor-parallel over {} ranks ({}; {} allreduce)", group_->size(), plan_.describe(),

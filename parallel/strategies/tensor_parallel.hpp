@@ -46,7 +46,8 @@ class TensorParallel : public optim::Strategy {
   // `plan` is the one this rank's model was built from (build_tensor_parallel
   // over `group`, a TensorGroup on grid.tensor); `data` averages the
   // gradients over grid.data when it holds several ranks (its sharding must
-  // be none).
+  // be none). The optimizer must hold the model's parameters in the
+  // model's order (prepare() checks).
   TensorParallel(TensorGrid grid, std::shared_ptr<const TensorGroup> group, TensorPlan plan,
                  DataParallelOptions data = {});
 
@@ -62,8 +63,12 @@ class TensorParallel : public optim::Strategy {
   void synchronize_gradients(layers::Module& model) override;
   void gather_state(const layers::Module& model, optim::TrainingState& state) override;
   void select_state(const layers::Module& model, optim::TrainingState& state) override;
-  // Over the replicas only: a group's ranks all compute the same metrics.
+  // Over the replicas, then tensor rank 0's sums to the rest of its group:
+  // a group's ranks compute the same metrics, but an agreement may hold a
+  // value on the root alone.
   void sum_over_ranks(std::vector<double>& values) override;
+  // The replicas' DataParallel's (its memory monitor), if any.
+  std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override;
   // "tensor-parallel over 2 ranks (column 7 + row 10; ring allreduce)"
   std::string describe(std::int64_t shard_batch) const override;
   // Each rank's parameters (its slices and what it holds whole) and the

@@ -42,47 +42,64 @@ std::optional<Splittable> splittable(const layers::Module& layer) {
   return std::nullopt;
 }
 
-// Whether `layer` acts on each feature (channel) of an activation split
-// along `axis` alone.
-bool acts_on_each(const layers::Module& layer, Axis axis) {
-  const std::string type = layer.type_name();
-  if (type == "ReLU" || type == "Tanh" || type == "Sigmoid" || type == "Dropout") return true;
-  return axis == Axis::channels && (type == "BatchNorm2d" || type == "MaxPool2d" || type == "AvgPool2d");
-}
-
 // The children of a Sequential (or of a Residual's body) with shared ownership.
 const Layers* sequence_of(const layers::Module& module) {
   return dynamic_cast<const layers::Sequential*>(&module) != nullptr ? &module.children() : nullptr;
 }
 
-void plan_sequence(const Layers& sequence, const std::string& prefix, int ranks, TensorPlan& plan) {
+// What the planner needs of a layer, without its weights: the planner
+// builds each layer alone, reads this and drops it, so a rank never holds
+// more than one whole layer.
+struct LayerFacts {
+  std::string name, type;
+  std::optional<Splittable> split;
+  bool residual = false;             // its body (a Sequential) in `children`
+  std::vector<LayerFacts> children;  // a Sequential's, or a Residual's body's
+};
+
+LayerFacts facts_of(const std::string& name, const layers::Module& layer) {
+  LayerFacts facts{name, layer.type_name(), splittable(layer), false, {}};
+  const layers::Module* sequence = &layer;
+  if (const auto* residual = dynamic_cast<const layers::Residual*>(&layer)) {
+    facts.residual = true;
+    sequence = &residual->body();
+  }
+  if (const Layers* children = sequence_of(*sequence)) {
+    for (const auto& [child_name, child] : *children) facts.children.push_back(facts_of(child_name, *child));
+  }
+  return facts;
+}
+
+// Whether a layer of `type` acts on each feature (channel) of an activation
+// split along `axis` alone.
+bool acts_on_each(const std::string& type, Axis axis) {
+  if (type == "ReLU" || type == "Tanh" || type == "Sigmoid" || type == "Dropout") return true;
+  return axis == Axis::channels && (type == "BatchNorm2d" || type == "MaxPool2d" || type == "AvgPool2d");
+}
+
+void plan_sequence(const std::vector<LayerFacts>& sequence, const std::string& prefix, int ranks, TensorPlan& plan) {
   std::optional<Axis> sharded;
   for (std::size_t i = 0; i < sequence.size(); ++i) {
-    const auto& [name, layer] = sequence[i];
-    const std::string path = prefix + name;
-    const auto split = splittable(*layer);
+    const LayerFacts& layer = sequence[i];
+    const std::string path = prefix + layer.name;
     if (sharded) {
       // The partner search below let only layers acting on each part through to the row layer.
-      plan.roles.emplace_back(path, split ? TensorRole::row : TensorRole::sharded);
-      if (split) sharded.reset();
+      plan.roles.emplace_back(path, layer.split ? TensorRole::row : TensorRole::sharded);
+      if (layer.split) sharded.reset();
       continue;
     }
-    if (const auto* residual = dynamic_cast<const layers::Residual*>(layer.get())) {
-      if (const Layers* body = sequence_of(residual->body())) plan_sequence(*body, path + ".body.", ranks, plan);
+    if (!layer.children.empty()) {
+      plan_sequence(layer.children, path + (layer.residual ? ".body." : "."), ranks, plan);
       continue;
     }
-    if (const Layers* nested = sequence_of(*layer)) {
-      plan_sequence(*nested, path + ".", ranks, plan);
-      continue;
-    }
-    if (!split || split->out < ranks) continue;
+    if (!layer.split || layer.split->out < ranks) continue;
     std::size_t partner = i + 1;
-    while (partner < sequence.size() && acts_on_each(*sequence[partner].second, split->axis)) ++partner;
+    while (partner < sequence.size() && acts_on_each(sequence[partner].type, layer.split->axis)) ++partner;
     if (partner == sequence.size()) continue;
-    const auto row = splittable(*sequence[partner].second);
-    if (row && row->axis == split->axis && row->in >= ranks) {
+    const auto& row = sequence[partner].split;
+    if (row && row->axis == layer.split->axis && row->in >= ranks) {
       plan.roles.emplace_back(path, TensorRole::column);
-      sharded = split->axis;
+      sharded = layer.split->axis;
     }
   }
 }
@@ -125,23 +142,24 @@ std::shared_ptr<layers::Module> split_layer(std::shared_ptr<layers::Module> laye
       return split_sequence(*nested, path + ".", plan, group, axis, count);
     return layer;
   }
+  const auto* dense = dynamic_cast<const layers::Dense*>(layer.get());
+  const auto* conv = dynamic_cast<const layers::Conv2d*>(layer.get());
+  DDL_CHECK(*role == TensorRole::sharded || dense != nullptr || conv != nullptr,
+            "build_tensor_parallel: the plan splits layer {}, a {}: it was made for another model", path,
+            layer->describe());
   switch (*role) {
     case TensorRole::column:
-      if (const auto* dense = dynamic_cast<const layers::Dense*>(layer.get())) {
+      if (dense != nullptr) {
         axis = Axis::features;
         count = dense->weight().size(1);
         return std::make_shared<ColumnParallelDense>(*dense, group);
-      } else {
-        const auto& conv = dynamic_cast<const layers::Conv2d&>(*layer);
-        axis = Axis::channels;
-        count = conv.weight().size(0);
-        return std::make_shared<ColumnParallelConv2d>(conv, group);
       }
+      axis = Axis::channels;
+      count = conv->weight().size(0);
+      return std::make_shared<ColumnParallelConv2d>(*conv, group);
     case TensorRole::row:
-      if (const auto* dense = dynamic_cast<const layers::Dense*>(layer.get())) {
-        return std::make_shared<RowParallelDense>(*dense, group);
-      }
-      return std::make_shared<RowParallelConv2d>(dynamic_cast<const layers::Conv2d&>(*layer), group);
+      if (dense != nullptr) return std::make_shared<RowParallelDense>(*dense, group);
+      return std::make_shared<RowParallelConv2d>(*conv, group);
     case TensorRole::sharded:
       if (const auto* dropout = dynamic_cast<const layers::Dropout*>(layer.get())) {
         return std::make_shared<ShardedDropout>(*dropout, axis == Axis::features ? -1 : 1, count, group);
@@ -174,15 +192,16 @@ std::optional<TensorRole> TensorPlan::role_of(const std::string& path) const {
 
 TensorPlan plan_tensor_parallel(const layers::LayerList& layers, int ranks) {
   DDL_CHECK(ranks >= 1, "tensor parallelism: a tensor group needs at least 1 rank, got {}", ranks);
-  Layers built;
+  std::vector<LayerFacts> facts;
   std::string described;
   Generator scratch(0);
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    built.emplace_back(std::to_string(i), layers.build_layer(i, &scratch));
-    described += fmt::format("{}{} {}", i == 0 ? "" : ", ", i, built.back().second->describe());
+    const auto layer = layers.build_layer(i, &scratch);
+    facts.push_back(facts_of(std::to_string(i), *layer));
+    described += fmt::format("{}{} {}", i == 0 ? "" : ", ", i, layer->describe());
   }
   TensorPlan plan{ranks, layers.size(), {}};
-  plan_sequence(built, "", ranks, plan);
+  plan_sequence(facts, "", ranks, plan);
   DDL_CHECK(!plan.roles.empty(),
             "tensor parallelism over {} ranks: no Dense or Conv2d layer with at least {} outputs is followed (past "
             "layers that act on each feature or channel alone) by one of its kind with at least {} inputs, so no "

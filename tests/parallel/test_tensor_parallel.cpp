@@ -6,6 +6,7 @@
 // with float32's own error bound; training against one process.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -397,6 +398,20 @@ TEST_CASE("TensorParallel: bad plans and grids are refused on every rank with on
   layers::LayerList narrow;
   narrow.emplace_init<layers::Dense>(8, 1, true).emplace<layers::ReLU>().emplace_init<layers::Dense>(1, 3, true);
   CHECK(throws_error_mentioning([&] { plan_tensor_parallel(narrow, world.size()); }, {"at least", "Dense(8, 1)"}));
+  // An optimizer over the parameters in another order would name its state
+  // for the wrong ones in a checkpoint: refused at prepare, on every rank.
+  const layers::LayerList mlp = two_pairs(0.0f);
+  TensorGrid grid = TensorGrid::split(world, 1, world.size());
+  auto group = std::make_shared<const TensorGroup>(grid.tensor, AllreduceAlgorithm::ring);
+  const TensorPlan plan = plan_tensor_parallel(mlp, world.size());
+  Generator weights(3);
+  const auto model = build_tensor_parallel(mlp, plan, group, &weights);
+  TensorParallel strategy(std::move(grid), group, plan);
+  std::vector<Tensor> reversed = model->parameters();
+  std::reverse(reversed.begin(), reversed.end());
+  optim::SGD sgd(reversed, optim::SgdOptions{.lr = 0.1});
+  CHECK(throws_error_mentioning([&] { strategy.prepare(*model, &sgd); },
+                                {"optimizer does not hold the model's 8 parameters in the model's order"}));
   CHECK(throws_error_mentioning([&] { TensorGrid::split(world, 3, world.size()); },
                                 {"3 replicas", std::to_string(3 * world.size()), std::to_string(world.size())}));
 }

@@ -33,7 +33,8 @@ TEST_CASE("plan_tensor_parallel: what lies between a pair acts on each rank's pa
   CHECK(resnet.layers == models::model_layers("resnet_small").size());
 }
 
-TEST_CASE("plan_tensor_parallel: a layer narrower than the group stays whole; a plan that splits nothing is refused") {
+TEST_CASE(
+    "plan_tensor_parallel: a layer narrower than the group stays whole, and a plan that splits nothing is refused") {
   // mnist_cnn's first convolution has 32 output channels: at 64 ranks only the Dense pair (128 features) splits.
   CHECK(plan_tensor_parallel(models::model_layers("mnist_cnn"), 64).describe() == "column 7 + row 10");
   CHECK(throws_error_mentioning([] { plan_tensor_parallel(models::model_layers("mnist_cnn"), 200); },
