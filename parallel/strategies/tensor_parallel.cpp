@@ -89,7 +89,10 @@ void TensorParallel::begin_epoch(optim::BatchSource& data, std::int64_t epoch) {
   replicas_strategy().begin_epoch(data, epoch);
 }
 
-void TensorParallel::begin_step(layers::Module& model) { replicas_strategy().begin_step(model); }
+void TensorParallel::begin_step(layers::Module& model) {
+  step_start_bytes_ = grid_.tensor.bytes_sent();
+  replicas_strategy().begin_step(model);
+}
 
 optim::StepOutput TensorParallel::forward_backward(layers::Module& model, const optim::LossFunction& loss,
                                                    const optim::Batch& batch, const optim::StepShare& share) {
@@ -98,6 +101,7 @@ optim::StepOutput TensorParallel::forward_backward(layers::Module& model, const 
 
 void TensorParallel::synchronize_gradients(layers::Module& model) {
   replicas_strategy().synchronize_gradients(model);
+  step_bytes_ += grid_.tensor.bytes_sent() - step_start_bytes_;
   ++steps_;
 }
 
@@ -140,7 +144,7 @@ std::string TensorParallel::report(const layers::Module& model, const optim::Opt
   double parameters = 0.0;
   for (const Tensor& parameter : model.parameters()) parameters += static_cast<double>(parameter.nbytes());
   const bool counted = group.algorithm() != AllreduceAlgorithm::builtin && steps_ > 0;
-  const double sent = counted ? static_cast<double>(grid_.tensor.bytes_sent()) / static_cast<double>(steps_) : -1.0;
+  const double sent = counted ? static_cast<double>(step_bytes_) / static_cast<double>(steps_) : -1.0;
   const std::array<double, 4> mine{parameters, static_cast<double>(optimizer.state_bytes()),
                                    optim::peak_resident_bytes(), sent};
   const std::vector<std::byte> bytes = grid_.world.allgather_bytes(std::as_bytes(std::span(mine)));

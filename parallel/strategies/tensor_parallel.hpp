@@ -72,7 +72,8 @@ class TensorParallel : public optim::Strategy {
   // "tensor-parallel over 2 ranks (column 7 + row 10; ring allreduce)"
   std::string describe(std::int64_t shard_batch) const override;
   // Each rank's parameters (its slices and what it holds whole) and the
-  // bytes its tensor group's allreduces sent per step (a collective).
+  // bytes its tensor group's allreduces sent per training step (a
+  // collective).
   std::string report(const layers::Module& model, const optim::Optimizer& optimizer) override;
 
   const TensorGroup& group() const { return *group_; }
@@ -88,7 +89,9 @@ class TensorParallel : public optim::Strategy {
   TensorPlan plan_;
   std::optional<DataParallel> data_parallel_;
   optim::Strategy alone_;
-  std::int64_t steps_ = 0;
+  // Training steps so far, and what the tensor group's allreduces sent in
+  // them (from begin_step to synchronize_gradients: not evaluation's).
+  std::int64_t steps_ = 0, step_bytes_ = 0, step_start_bytes_ = 0;
 };
 
 }  // namespace ddl::parallel

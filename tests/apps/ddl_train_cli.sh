@@ -618,7 +618,13 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
       fail "no layer list: $(cat "$work/out")"
     [[ $(grep -c "^test accuracy .* over 2 ranks$" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
     grep -q "^1 *1 *2.29 " "$work/out" || fail "no report row for rank 1 with its 2.29 MiB: $(cat "$work/out")"
-    echo "ok: a tensor-parallel run trained, rank 0 reported every rank's slices"
+    # Per step at batch 64, the ring over 2 ranks sends each allreduce's n
+    # floats once per rank: forward the row convolution's output (64 x 64 x
+    # 24 x 24) and the row Dense layer's (64 x 10), backward the column Dense
+    # layer's input gradient (64 x 9216; the first convolution's input needs
+    # none): 2949760 floats, 11.25 MiB.
+    grep -q "^0 .* 11.25$" "$work/out" || fail "rank 0 did not send 11.25 MiB per step: $(cat "$work/out")"
+    echo "ok: a tensor-parallel run trained, rank 0 reported every rank's slices and the bytes of the formula"
     # Its checkpoint is a single-process one: one process resumes it.
     "$train" "${args[@]}" --epochs 2 --checkpoint-dir "$work/tp" --resume > "$work/out" 2>&1 ||
       fail "one process resuming the tensor-parallel checkpoint exited $?: $(cat "$work/out")"
