@@ -72,7 +72,7 @@ for config in "${configs[@]}"; do
   # (per step); a pipeline's stage 0 counts its whole run, over limit/128 steps.
   case $config in
     data | tensor) sent=$(awk '$1 == "0" && NF >= 5 { v = $NF } END { print v }' "$last") ;;
-    pipeline) sent=$(awk -v steps=$((limit / 128)) '$1 == "0" && $2 ~ /-/ { printf "%.2f", $NF / steps }' "$last") ;;
+    pipeline) sent=$(awk -v steps=$((limit / 128)) '$1 == "0" && $2 ~ /-/ { printf "%.2f", $NF / steps; exit }' "$last") ;;
     *) sent=- ;;
   esac
   printf "%-14s %10s %14s %16s\n" "$config" "$rate" "$rss" "${sent:--}"
