@@ -69,10 +69,11 @@ for config in "${configs[@]}"; do
   rss=$(for f in "$work/rss.$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
   last="$work/$config.$rounds"
   # Rank 0's row of the report: data and tensor parallelism's last column
-  # (per step); a pipeline's stage 0 counts its whole run, over limit/128 steps.
+  # (per step); a pipeline's stage 0 row (the report's, after the header's
+  # stage table) counts its whole run, over limit/128 steps.
   case $config in
     data | tensor) sent=$(awk '$1 == "0" && NF >= 5 { v = $NF } END { print v }' "$last") ;;
-    pipeline) sent=$(awk -v steps=$((limit / 128)) '$1 == "0" && $2 ~ /-/ { printf "%.2f", $NF / steps; exit }' "$last") ;;
+    pipeline) sent=$(awk -v steps=$((limit / 128)) '$1 == "0" && $2 ~ /-/ { v = $NF } END { printf "%.2f", v / steps }' "$last") ;;
     *) sent=- ;;
   esac
   printf "%-14s %10s %14s %16s\n" "$config" "$rate" "$rss" "${sent:--}"
