@@ -185,6 +185,47 @@ def free_port():
         return s.getsockname()[1]
 
 
+def spawn_ranks(worker, args):
+    """Starts args.ranks processes of worker(rank, args, port) over gloo on
+    127.0.0.1, each with args.threads intra-op threads."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[name] = str(args.threads)
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
+
+
+def join_group(rank, args, port):
+    """This rank in the gloo group that spawn_ranks started."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    set_threads(args.threads)
+    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+
+
+def train_and_report(rank, args, model, optimizer, x, y, title):
+    """args.warmup then args.steps steps on (x, y), then rank 0 prints
+    `title`, samples/s over the timed steps and over every step, and every
+    rank's peak RSS; leaves the group."""
+    loss_fn = nn.CrossEntropyLoss()
+    rss_setup = peak_rss_mib()
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    start, timed, end = timed_steps(step, args.warmup, args.steps, dist.barrier)
+    mine = dict(rank=rank, rss_setup=rss_setup, rss_peak=peak_rss_mib())
+    everyone = [None] * args.ranks
+    dist.all_gather_object(everyone, mine)
+    if rank == 0:
+        print(title)
+        print(f"RESULT samples/s {args.steps * args.batch / (end - timed):.1f} (timed {args.steps} steps after "
+              f"{args.warmup} warm-up); all steps {(args.steps + args.warmup) * args.batch / (end - start):.1f}")
+        for r in everyone:
+            print(f"RANK {r['rank']} peak-RSS-MiB {r['rss_peak']:.0f} (after set-up {r['rss_setup']:.0f})")
+    dist.destroy_process_group()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stages", type=int, default=2)

@@ -20,15 +20,12 @@ step (as ddl-train's epoch figure counts), and each rank's peak RSS.
   bench/.venv-peers/bin/python3 bench/torch_tensor_parallel.py --mode tensor --ranks 2
 """
 import argparse
-import os
 
 # torch_pipeline re-executes this script under its malloc settings when they
 # are not set (faster for PyTorch), before torch is imported.
-from torch_pipeline import free_port, make_optimizer, peak_rss_mib, set_threads, timed_steps, wide_mlp_layers
+from torch_pipeline import join_group, make_optimizer, spawn_ranks, train_and_report, wide_mlp_layers
 
 import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 COLUMNS = (1, 5, 9, 13)
@@ -48,37 +45,18 @@ def wrap(args, model):
 
 
 def worker(rank, args, port):
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    set_threads(args.threads)
-    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+    join_group(rank, args, port)
     torch.manual_seed(1)  # every rank starts from the same weights, as in ddl
     model = wrap(args, wide_mlp_layers(0, 16))
     optimizer = make_optimizer(args, model.parameters())
-    loss_fn = nn.CrossEntropyLoss()
     # A tensor group's ranks all read the same batch; data-parallel ranks each their share.
     per_rank = args.batch if args.mode == "tensor" else args.batch // args.ranks
     generator = torch.Generator().manual_seed(1 if args.mode == "tensor" else 1 + rank)
     x = torch.randn(per_rank, 1, 28, 28, generator=generator)
     y = torch.randint(0, 10, (per_rank,), generator=generator)
-    rss_setup = peak_rss_mib()
-
-    def step():
-        optimizer.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
-        optimizer.step()
-
-    start, timed, end = timed_steps(step, args.warmup, args.steps, dist.barrier)
-    mine = dict(rank=rank, rss_setup=rss_setup, rss_peak=peak_rss_mib())
-    everyone = [None] * args.ranks
-    dist.all_gather_object(everyone, mine)
-    if rank == 0:
-        print(f"torch {torch.__version__} {args.mode} parallelism, {args.ranks} ranks x {args.threads} thread(s), "
-              f"global batch {args.batch}, {args.optimizer} lr {args.lr}")
-        print(f"RESULT samples/s {args.steps * args.batch / (end - timed):.1f} (timed {args.steps} steps after "
-              f"{args.warmup} warm-up); all steps {(args.steps + args.warmup) * args.batch / (end - start):.1f}")
-        for r in everyone:
-            print(f"RANK {r['rank']} peak-RSS-MiB {r['rss_peak']:.0f} (after set-up {r['rss_setup']:.0f})")
-    dist.destroy_process_group()
+    train_and_report(rank, args, model, optimizer, x, y,
+                     f"torch {torch.__version__} {args.mode} parallelism, {args.ranks} ranks x {args.threads} thread(s), "
+                     f"global batch {args.batch}, {args.optimizer} lr {args.lr}")
 
 
 def main():
@@ -94,10 +72,7 @@ def main():
     args = parser.parse_args()
     if args.batch % args.ranks:
         parser.error(f"--batch {args.batch} does not divide over --ranks {args.ranks}")
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[name] = str(args.threads)
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
+    spawn_ranks(worker, args)
 
 
 if __name__ == "__main__":
