@@ -2,6 +2,7 @@
 // spreading a run, and make_setup choosing among them.
 #include <ddl/parallel/setup.hpp>
 
+#include <algorithm>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -96,13 +97,23 @@ ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList&
 // The stages from the split points, or balanced by the layers' costs. Times
 // differ from rank to rank: rank 0's decide for all, and a failure there
 // must not leave the others waiting for them.
+// With tensor groups (`plan`), stages begin only where the plan's
+// activation is whole.
 std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int stages,
                                       const layers::LayerList& layers, const RunRequest& request, const Device& device,
-                                      std::string& how) {
+                                      const TensorPlan* plan, std::string& how) {
   const StageLayout& layout = config.layout;
   if (!layout.split.empty()) {
     how = "split before layers " + layout.split;
-    return as_config_error("split", [&] { return parse_split(layout.split, layers.size(), stages); });
+    const auto split = as_config_error("split", [&] { return parse_split(layout.split, layers.size(), stages); });
+    for (std::size_t s = 1; plan != nullptr && s < split.size(); ++s) {
+      if (const std::string across = plan->pair_across(split[s].first); !across.empty()) {
+        throw ConfigError("split", fmt::format("stage {} would begin at layer {}, inside the tensor-parallel pair {} "
+                                               "(a sharded activation); cut before or after the pair",
+                                               s, split[s].first, across));
+      }
+    }
+    return split;
   }
   const int pipelines = config.kind == StrategyKind::hybrid ? layout.pipelines : 1;
   const int micro = micro_batches(config.pipeline, stages);
@@ -125,7 +136,9 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
   }
   as_config_error("balance", [&] { agree_all_can_proceed(comm, problem, "measuring each layer's time"); });
   comm.broadcast_bytes(std::as_writable_bytes(std::span(costs)), 0);
-  const auto split = as_config_error("stages", [&] { return balanced_split(costs, stages); });
+  std::vector<bool> may_begin(layers.size(), true);
+  for (std::size_t i = 0; plan != nullptr && i < layers.size(); ++i) may_begin[i] = plan->pair_across(i).empty();
+  const auto split = as_config_error("stages", [&] { return balanced_split(costs, stages, may_begin); });
   how = fmt::format("balanced by {}\n{}", stage_balance_name(layout.balance),
                     format_stages(split, costs, layout.balance));
   return split;
@@ -135,7 +148,10 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
                         const RunRequest& request) {
   const bool hybrid = config.kind == StrategyKind::hybrid;
   const int pipelines = hybrid ? config.layout.pipelines : 1;
-  const int stages = comm.size() / pipelines;
+  const int tensor_ranks = hybrid ? std::max(1, config.tensor_ranks) : 1;
+  const int stages = comm.size() / (pipelines * tensor_ranks);
+  std::optional<TensorPlan> plan;
+  if (tensor_ranks > 1) plan = as_config_error("tp", [&] { return plan_tensor_parallel(layers, tensor_ranks); });
   ParallelSetup setup;
   // The device comes before the strategy: balancing by time measures on it.
   setup.device = resolve_device(request.device, [&](DeviceType type) {
@@ -143,17 +159,23 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
                                     : optim::Strategy{}.device(type);
   });
   std::string how;
-  const std::vector<StageRange> split = choose_stages(config, comm, stages, layers, request, setup.device, how);
-  auto pipeline = std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages), split, config.pipeline);
+  const std::vector<StageRange> split =
+      choose_stages(config, comm, stages, layers, request, setup.device, plan ? &*plan : nullptr, how);
+  auto pipeline = std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages, tensor_ranks), split,
+                                             config.pipeline, plan);
   const PipelineOptions& options = pipeline->options();
   setup.model = build_stage(layers, *pipeline, request.weights);
   setup.model->to(setup.device);
   setup.where = setup.device.str();
   setup.stages = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}), {}",
-                             hybrid ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"), stages,
+                             pipelines > 1 ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"), stages,
                              pipeline_schedule_name(options.schedule), options.micro_batches,
                              options.defer_weight_gradients ? "batch" : "micro-batch", how);
-  if (hybrid) setup.scope = fmt::format("{} pipelines", pipelines);
+  if (plan) {
+    setup.stages +=
+        fmt::format("\neach stage split over tensor groups of {} ranks: {}", tensor_ranks, plan->describe());
+  }
+  if (hybrid) setup.scope = pipelines > 1 ? fmt::format("{} pipelines", pipelines) : std::string("1 pipeline");
   setup.strategy = std::move(pipeline);
   return setup;
 }
@@ -164,7 +186,7 @@ ParallelSetup tensor_split(const ParallelConfig& config, const Communicator& com
   const int tensor_ranks = config.tensor_ranks > 0 ? config.tensor_ranks : comm.size();
   const int replicas = comm.size() / tensor_ranks;
   const TensorPlan plan = as_config_error("tp", [&] { return plan_tensor_parallel(layers, tensor_ranks); });
-  TensorGrid grid = TensorGrid::split(comm, replicas, tensor_ranks);
+  ProcessGrid grid = ProcessGrid::split(comm, replicas, 1, tensor_ranks);
   auto group = std::make_shared<const TensorGroup>(grid.tensor, config.data.algorithm);
   ParallelSetup setup;
   auto strategy = as_config_error(
@@ -260,10 +282,14 @@ int data_ranks(const ParallelConfig& config, int world_size) {
         throw ConfigError(fmt::format("hybrid parallelism needs a pipeline count and a stage count (got {} and {})",
                                       layout.pipelines, layout.stages));
       }
-      if (layout.pipelines * layout.stages != world_size) {
-        throw ConfigError(fmt::format("{} pipelines x {} stages need {} ranks; this job has {} (mpiexec -n {})",
-                                      layout.pipelines, layout.stages, layout.pipelines * layout.stages, world_size,
-                                      layout.pipelines * layout.stages));
+      if (config.tensor_ranks < 0) {
+        throw ConfigError("tp", fmt::format("tensor groups of {} ranks (0 or 1: none)", config.tensor_ranks));
+      }
+      if (const int grid = layout.pipelines * layout.stages * std::max(1, config.tensor_ranks); grid != world_size) {
+        const std::string tensor =
+            config.tensor_ranks > 1 ? fmt::format(" x {} tensor ranks", config.tensor_ranks) : std::string();
+        throw ConfigError(fmt::format("{} pipelines x {} stages{} need {} ranks; this job has {} (mpiexec -n {})",
+                                      layout.pipelines, layout.stages, tensor, grid, world_size, grid));
       }
       return layout.pipelines;
     case StrategyKind::tensor: {
@@ -294,6 +320,11 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
                                                "strategy",
                                                strategy_kind_name(config.kind)));
   }
+  if (config.tensor_ranks != 0 && config.kind != StrategyKind::tensor && config.kind != StrategyKind::hybrid) {
+    throw ConfigError("tp", fmt::format("splits layers over tensor groups under the tensor and hybrid strategies, "
+                                        "not under {}",
+                                        strategy_kind_name(config.kind)));
+  }
   const bool sharded = config.data.sharding != Sharding::none || config.pipeline.sharding != Sharding::none;
   if (sharded && config.kind != StrategyKind::data && config.kind != StrategyKind::hybrid) {
     const std::string why = config.kind == StrategyKind::none ? "one process has no data-parallel ranks"
@@ -306,6 +337,11 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
     throw ConfigError("shard", fmt::format("shards the state of data-parallel ranks, under the data and hybrid "
                                            "strategies: {}",
                                            why));
+  }
+  if (config.kind == StrategyKind::hybrid && config.tensor_ranks > 1 && sharded) {
+    throw ConfigError("shard",
+                      "does not combine with tensor groups: tensor parallelism already splits the state of "
+                      "the layers it splits, and the pipelines do not shard the rest");
   }
   if (config.kind == StrategyKind::hybrid && config.pipeline.sharding == Sharding::parameters) {
     throw ConfigError("shard",

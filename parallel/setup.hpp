@@ -48,7 +48,9 @@ namespace ddl::parallel {
 //                     (ParameterServer);
 //   pipeline          one pipeline stage per rank (Pipeline);
 //   hybrid            pipelines of stages, each stage's gradients averaged
-//                     over the pipelines (a ProcessGrid of Pipelines);
+//                     over the pipelines, each stage's layers optionally
+//                     split over tensor groups (a 3-D ProcessGrid of
+//                     Pipelines);
 //   tensor            layers split inside over tensor groups of
 //                     `tensor_ranks` ranks, the groups replicas of each
 //                     other averaging their gradients (TensorParallel).
@@ -101,7 +103,10 @@ struct ParallelConfig {
   StageLayout layout{};
   // tensor: the ranks of each tensor group (0: every rank, one group); the
   // job's ranks must be a multiple. Its allreduce, and the replicas',
-  // is data.algorithm.
+  // is data.algorithm. hybrid: each stage's layers split over tensor
+  // groups of this many ranks (0 or 1: none), a 3-D grid of
+  // pipelines x stages x tensor_ranks ranks (process_grid.hpp); the
+  // groups sum with pipeline.allreduce.
   int tensor_ranks = 0;
   // none: "0-6=cpu:0,7-10=cpu:1" places each layer on a device of its own
   // (placement.hpp); empty: the whole model on the run's device.

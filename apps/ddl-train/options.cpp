@@ -231,7 +231,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "none; data: data parallelism over the MPI ranks (mpiexec -n N ddl-train --parallel data); "
              "ps: a parameter server on the last --servers ranks; pipeline: the model's layers cut into one "
              "stage per rank, each batch into --micro-batches; hybrid: --dp pipelines of --pp stages, each "
-             "stage's gradients averaged over the pipelines by --allreduce; tensor: Dense and Conv2d layers split "
+             "stage's gradients averaged over the pipelines by --allreduce, each stage's layers split over --tp "
+             "ranks if given (a 3-D grid of --dp x --pp x --tp ranks); tensor: Dense and Conv2d layers split "
              "in pairs over tensor groups of --tp ranks (Megatron's column and row layers), the groups replicas "
              "averaging their gradients by --allreduce. --batch-size is the global batch, split over the ranks "
              "that read data (a pipeline's stages all read every batch of its share, a tensor group's ranks "
@@ -269,13 +270,14 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->default_str("the rank count");
   app.add_option("--dp", o.dp, "--parallel hybrid: pipelines, each training on its share of every batch")
       ->check(finite_number(false));
-  app.add_option("--pp", o.pp, "--parallel hybrid: stages per pipeline (--dp x --pp must be the rank count)")
+  app.add_option("--pp", o.pp, "--parallel hybrid: stages per pipeline (--dp x --pp x --tp must be the rank count)")
       ->check(finite_number(false));
   app.add_option("--tp", o.tp,
                  "--parallel tensor: ranks per tensor group, each holding its slice of every split layer (the "
-                 "rank count must be a multiple; the groups are replicas)")
+                 "rank count must be a multiple; the groups are replicas); --parallel hybrid: each stage's layers "
+                 "split over tensor groups of this many ranks, stages cut only where the activation is whole")
       ->check(finite_number(false))
-      ->default_str("the rank count");
+      ->default_str("tensor: the rank count; hybrid: 1");
   app.add_option("--micro-batches", o.micro_batches,
                  "--parallel pipeline: micro-batches per batch (sizes differ by at most one; a batch smaller than "
                  "this gets one per sample). More shrink the bubble (p-1)/(M+p-1) but make each product smaller")
@@ -389,7 +391,9 @@ void resolve_defaults(TrainOptions& o) {
   } else if (o.dp > 0 || o.pp > 0) {
     throw UsageError("--dp and --pp apply to --parallel hybrid");
   }
-  if (o.tp > 0 && o.parallel != StrategyKind::tensor) throw UsageError("--tp applies to --parallel tensor");
+  if (o.tp > 0 && o.parallel != StrategyKind::tensor && o.parallel != StrategyKind::hybrid) {
+    throw UsageError("--tp applies to --parallel tensor or hybrid");
+  }
   if (!o.placement.empty() && o.parallel != StrategyKind::none) {
     throw UsageError(fmt::format("--placement places layers inside one process; it does not combine with --parallel {}",
                                  parallel::strategy_kind_name(o.parallel)));

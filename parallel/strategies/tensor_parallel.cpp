@@ -16,17 +16,12 @@
 
 namespace ddl::parallel {
 
-TensorGrid TensorGrid::split(const Communicator& world, int replicas, int tensor_ranks) {
-  DDL_CHECK(replicas >= 1 && tensor_ranks >= 1 && replicas * tensor_ranks == world.size(),
-            "tensor parallelism: {} replicas of {} tensor ranks need {} ranks; this job has {}", replicas, tensor_ranks,
-            replicas * tensor_ranks, world.size());
-  const int t = world.rank() % tensor_ranks, d = world.rank() / tensor_ranks;
-  return {world, world.split(d, t), world.split(t, d)};
-}
-
-TensorParallel::TensorParallel(TensorGrid grid, std::shared_ptr<const TensorGroup> group, TensorPlan plan,
+TensorParallel::TensorParallel(ProcessGrid grid, std::shared_ptr<const TensorGroup> group, TensorPlan plan,
                                DataParallelOptions data)
     : grid_(std::move(grid)), group_(std::move(group)), plan_(std::move(plan)) {
+  DDL_CHECK(grid_.pipeline.size() == 1,
+            "TensorParallel: a grid of {} pipeline stages; a pipeline of tensor-parallel stages is a Pipeline's",
+            grid_.pipeline.size());
   DDL_CHECK(group_->size() == grid_.tensor.size() && plan_.ranks == group_->size(),
             "TensorParallel: a tensor group of {} ranks and a plan for {} do not fit a grid of {} tensor ranks",
             group_->size(), plan_.ranks, grid_.tensor.size());

@@ -10,8 +10,8 @@
 // slice) averages each slice's gradients, and each replica reads its shard
 // of every epoch.
 //
-//   world rank r = t + T d      t: tensor rank, d: data rank; tensor groups
-//                               innermost, since they talk every layer
+// The ranks are a ProcessGrid of one stage: world rank r = t + T d (t:
+// tensor rank, d: data rank).
 //
 // Checkpoints hold the single-process format: each split entry joined from
 // the group's slices on save, cut on load (tensor_state.hpp).
@@ -25,30 +25,21 @@
 #include <ddl/optim/engine/strategy.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/strategies/data_parallel.hpp>
+#include <ddl/parallel/strategies/process_grid.hpp>
 #include <ddl/parallel/tensor/tensor_group.hpp>
 #include <ddl/parallel/tensor/tensor_plan.hpp>
 
 namespace ddl::parallel {
 
-// The ranks of a data x tensor grid, as this rank sees them.
-struct TensorGrid {
-  Communicator world;   // every rank
-  Communicator tensor;  // this rank's tensor group, by tensor rank
-  Communicator data;    // the ranks with this rank's slice, by data rank
-
-  // Collective over `world`. Throws ddl::Error, alike on every rank, unless
-  // replicas * tensor_ranks == world.size().
-  static TensorGrid split(const Communicator& world, int replicas, int tensor_ranks);
-};
-
 class TensorParallel : public optim::Strategy {
  public:
-  // `plan` is the one this rank's model was built from (build_tensor_parallel
-  // over `group`, a TensorGroup on grid.tensor); `data` averages the
+  // `grid` has one pipeline stage (ProcessGrid::split(world, replicas, 1,
+  // T)); `plan` is the one this rank's model was built from
+  // (build_tensor_parallel over `group`, a TensorGroup on grid.tensor); `data` averages the
   // gradients over grid.data when it holds several ranks (its sharding must
   // be none). The optimizer must hold the model's parameters in the
   // model's order (prepare() checks).
-  TensorParallel(TensorGrid grid, std::shared_ptr<const TensorGroup> group, TensorPlan plan,
+  TensorParallel(ProcessGrid grid, std::shared_ptr<const TensorGroup> group, TensorPlan plan,
                  DataParallelOptions data = {});
 
   int rank() const override;
@@ -84,7 +75,7 @@ class TensorParallel : public optim::Strategy {
   // The DataParallel over the replicas, or the single-process strategy.
   optim::Strategy& replicas_strategy();
 
-  TensorGrid grid_;
+  ProcessGrid grid_;
   std::shared_ptr<const TensorGroup> group_;
   TensorPlan plan_;
   std::optional<DataParallel> data_parallel_;

@@ -190,6 +190,21 @@ std::optional<TensorRole> TensorPlan::role_of(const std::string& path) const {
   return std::nullopt;
 }
 
+std::string TensorPlan::pair_across(std::size_t layer) const {
+  // Only the top level's pairs (paths without a dot) span its layers.
+  std::optional<std::size_t> column;
+  for (const auto& [path, role] : roles) {
+    if (path.find('.') != std::string::npos) continue;
+    const auto at = static_cast<std::size_t>(std::stoul(path));
+    if (role == TensorRole::column) column = at;
+    if (role == TensorRole::row && column) {
+      if (*column < layer && layer <= at) return fmt::format("column {} + row {}", *column, at);
+      column.reset();
+    }
+  }
+  return {};
+}
+
 TensorPlan plan_tensor_parallel(const layers::LayerList& layers, int ranks) {
   DDL_CHECK(ranks >= 1, "tensor parallelism: a tensor group needs at least 1 rank, got {}", ranks);
   std::vector<LayerFacts> facts;
@@ -213,13 +228,28 @@ TensorPlan plan_tensor_parallel(const layers::LayerList& layers, int ranks) {
 std::shared_ptr<layers::Sequential> build_tensor_parallel(const layers::LayerList& layers, const TensorPlan& plan,
                                                           std::shared_ptr<const TensorGroup> group,
                                                           Generator* generator) {
+  DDL_CHECK(layers.size() > 0, "build_tensor_parallel: the list has no layers");
+  return build_tensor_parallel(layers, plan, std::move(group), generator, 0, layers.size() - 1);
+}
+
+std::shared_ptr<layers::Sequential> build_tensor_parallel(const layers::LayerList& layers, const TensorPlan& plan,
+                                                          std::shared_ptr<const TensorGroup> group,
+                                                          Generator* generator, std::size_t first, std::size_t last) {
   DDL_CHECK(plan.layers == layers.size() && plan.ranks == group->size(),
             "build_tensor_parallel: a plan of {} layers for {} ranks does not fit {} layers and a tensor group of {}",
             plan.layers, plan.ranks, layers.size(), group->size());
+  DDL_CHECK(first <= last && last < layers.size(),
+            "build_tensor_parallel: layers {}-{} are not a range of the {} layers", first, last, layers.size());
+  for (const std::size_t edge : {first, last + 1}) {
+    const std::string across = edge < layers.size() ? plan.pair_across(edge) : std::string();
+    DDL_CHECK(across.empty(), "build_tensor_parallel: layers {}-{} cut the pair {}: a sharded activation at their {}",
+              first, last, across, edge == first ? "input" : "output");
+  }
+  for (std::size_t i = 0; i < first; ++i) layers.build_layer(i, generator);  // its draws only
   auto model = std::make_shared<layers::Sequential>();
   Axis axis = Axis::features;
   std::int64_t count = 0;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
+  for (std::size_t i = first; i <= last; ++i) {
     const std::string name = std::to_string(i);
     model->add(name, split_layer(layers.build_layer(i, generator), name, plan, group, axis, count));
   }

@@ -58,6 +58,10 @@ struct TensorPlan {
   std::string describe() const;
   // The role of the layer at `path`, if it is not held whole.
   std::optional<TensorRole> role_of(const std::string& path) const;
+  // The pair whose sharded activation flows into top-level layer `layer`
+  // ("column 7 + row 10" for layers 8 to 10), or empty where that
+  // activation is replicated: where a pipeline stage may begin.
+  std::string pair_across(std::size_t layer) const;
 };
 
 // Plans `layers` for a tensor group of `ranks` ranks. Builds each layer
@@ -72,5 +76,11 @@ TensorPlan plan_tensor_parallel(const layers::LayerList& layers, int ranks);
 std::shared_ptr<layers::Sequential> build_tensor_parallel(const layers::LayerList& layers, const TensorPlan& plan,
                                                           std::shared_ptr<const TensorGroup> group,
                                                           Generator* generator);
+// Its layers first..last alone (a pipeline stage's), the ones before built
+// and dropped only for their draws from `generator`, as LayerList::build
+// does. ddl::Error when the range cuts a pair (pair_across).
+std::shared_ptr<layers::Sequential> build_tensor_parallel(const layers::LayerList& layers, const TensorPlan& plan,
+                                                          std::shared_ptr<const TensorGroup> group,
+                                                          Generator* generator, std::size_t first, std::size_t last);
 
 }  // namespace ddl::parallel

@@ -636,8 +636,26 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     mpiexec -n 2 "$train" --parallel tensor --shard optimizer "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--shard with tensor parallelism did not exit 2: $(cat "$work/err")"
     grep -q -- "--shard: .*tensor parallelism already splits" "$work/err" || fail "no reason: $(cat "$work/err")"
-    expect_usage_error 2 "--tp applies to --parallel tensor" --tp 2 "${args[@]}"
+    expect_usage_error 2 "--tp applies to --parallel tensor or hybrid" --tp 2 "${args[@]}"
     echo "ok: groups that do not divide the ranks, sharding and a stray --tp exit 2"
+    # The 3-D grid: a pipeline of 2 stages, each split over 2 tensor ranks.
+    mpiexec -n 4 "$train" --parallel hybrid --dp 1 --tp 2 --pp 2 --balance parameters "${args[@]}" --epochs 1 \
+      --checkpoint-dir "$work/grid" > "$work/out" 2>&1 || fail "a 1 x 2 x 2 grid exited $?: $(cat "$work/out")"
+    grep -q "stages split over tensor groups of 2 ranks (column 0 + row 2; column 7 + row 10)" "$work/out" ||
+      fail "no 3-D header: $(cat "$work/out")"
+    [[ $(grep -c "^test accuracy .* over 1 pipeline$" "$work/out") -eq 1 ]] || fail "not exactly one final line: $(cat "$work/out")"
+    # The same allreduces as above, each on the stage that holds its pair:
+    # 9.00 MiB on stage 0 (the convolutions), 2.25 on stage 1 (the Dense pair).
+    grep -q "allreduces sent per training step: stage 0 9.00 MiB, stage 1 2.25 MiB" "$work/out" ||
+      fail "not the formula's bytes per stage: $(cat "$work/out")"
+    "$train" "${args[@]}" --epochs 2 --checkpoint-dir "$work/grid" --resume > "$work/out" 2>&1 ||
+      fail "one process resuming the 3-D grid's checkpoint exited $?: $(cat "$work/out")"
+    grep -q "Resumed from $work/grid/last.ckpt after epoch 1" "$work/out" || fail "no resume: $(cat "$work/out")"
+    mpiexec -n 4 "$train" --parallel hybrid --dp 1 --tp 2 --pp 2 --split 2 "${args[@]}" --epochs 1 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "a split inside a pair did not exit 2: $(cat "$work/err")"
+    grep -q -- "--split: stage 1 would begin at layer 2, inside the tensor-parallel pair column 0 + row 2" "$work/err" ||
+      fail "no reason: $(cat "$work/err")"
+    echo "ok: a 3-D grid trained with each stage's tensor bytes, one process resumed it, a split inside a pair exits 2"
     ;;
   finalize-over-tcp)
     # UCX's TCP transport can hang in MPI_Finalize after a complete run

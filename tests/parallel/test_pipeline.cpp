@@ -365,7 +365,8 @@ TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equal
     }
   }
   CHECK(throws_error_mentioning([&] { parallel::ProcessGrid::split(world, world.size() + 1, 1); },
-                                {fmt::format("{} pipelines of 1 stages need {} ranks; this job has {}",
+                                {fmt::format("{} data-parallel x 1 pipeline x 1 tensor ranks need {} ranks; this "
+                                             "job has {}",
                                              world.size() + 1, world.size() + 1, world.size())}));
 }
 

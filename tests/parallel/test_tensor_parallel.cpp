@@ -249,8 +249,17 @@ layers::LayerList split_cnn() {
 struct Run {
   std::shared_ptr<layers::Sequential> model;
   std::shared_ptr<optim::Optimizer> optimizer;
-  std::shared_ptr<TensorParallel> strategy;  // null in one process
+  std::shared_ptr<optim::Strategy> strategy;  // null in one process
 };
+
+// Two epochs of `model` on random_images, each data shard reading its part
+// of every batch.
+void fit(Run& run, int data_shards) {
+  optim::Trainer trainer(run.model, layers::cross_entropy, run.optimizer, test::quiet_options({}, run.strategy));
+  models::DataLoader loader(random_images(),
+                            {.batch_size = test::kGlobalBatch / data_shards, .shuffle = true, .seed = 3});
+  trainer.fit(loader, {.epochs = 2});
+}
 
 // Two epochs of `layers` on random_images, in one process (tensor_ranks 0)
 // or over `replicas` x `tensor_ranks` ranks.
@@ -261,16 +270,26 @@ Run train(const layers::LayerList& layers, const MakeOptimizer& make, int tensor
   if (tensor_ranks == 0) {
     run.model = layers.build(&weights);
   } else {
-    TensorGrid grid = TensorGrid::split(Communicator::world(), replicas, tensor_ranks);
+    ProcessGrid grid = ProcessGrid::split(Communicator::world(), replicas, 1, tensor_ranks);
     auto group = std::make_shared<const TensorGroup>(grid.tensor, AllreduceAlgorithm::ring);
     TensorPlan plan = plan_tensor_parallel(layers, tensor_ranks);
     run.model = build_tensor_parallel(layers, plan, group, &weights);
     run.strategy = std::make_shared<TensorParallel>(std::move(grid), group, std::move(plan));
   }
   run.optimizer = make(run.model->parameters());
-  optim::Trainer trainer(run.model, layers::cross_entropy, run.optimizer, test::quiet_options({}, run.strategy));
-  models::DataLoader loader(random_images(), {.batch_size = test::kGlobalBatch / replicas, .shuffle = true, .seed = 3});
-  trainer.fit(loader, {.epochs = 2});
+  fit(run, replicas);
+  return run;
+}
+
+// The same on the grid `config` assembles over every rank (make_setup).
+Run train(const layers::LayerList& layers, const MakeOptimizer& make, const ParallelConfig& config) {
+  Generator weights(31);
+  manual_seed(32);
+  const ParallelSetup setup =
+      make_setup(config, Communicator::world(), layers,
+                 {.sample_shape = Shape({1, 12, 12}), .batch = test::kGlobalBatch, .weights = &weights});
+  Run run{setup.model, make(setup.model->parameters()), setup.strategy};
+  fit(run, setup.data_ranks);
   return run;
 }
 
@@ -361,6 +380,134 @@ TEST_CASE("TensorParallel: replicas of a tensor group average their gradients an
   if (world.rank() == 0) check_equal_to_one_process(grid, alone);
 }
 
+namespace {
+
+// One way of writing the ranks as a 3-D grid.
+struct GridShape {
+  int data, tensor, stages;
+  std::string str() const { return fmt::format("{} x {} x {} (dp x tp x pp)", data, tensor, stages); }
+};
+
+// Every D x T x P of `ranks`.
+std::vector<GridShape> grid_shapes(int ranks) {
+  std::vector<GridShape> shapes;
+  for (int d = 1; d <= ranks; ++d) {
+    for (int t = 1; d * t <= ranks; ++t) {
+      if (ranks % (d * t) == 0) shapes.push_back({d, t, ranks / (d * t)});
+    }
+  }
+  return shapes;
+}
+
+// The grid as make_setup takes it: 2 micro-batches per batch, stages
+// balanced by layer count (where the tensor plan lets them begin).
+ParallelConfig grid_config(const GridShape& shape) {
+  return {.kind = StrategyKind::hybrid,
+          .pipeline = {.micro_batches = 2},
+          .layout = {.stages = shape.stages, .pipelines = shape.data, .balance = StageBalance::Layers},
+          .tensor_ranks = shape.tensor};
+}
+
+}  // namespace
+
+TEST_CASE("3-D grid: every dp x tp x pp of the ranks trains as one process, for every optimizer") {
+  const Communicator world = Communicator::world();
+  const layers::LayerList layers = two_pairs(0.0f);
+  for (const auto& [optimizer_name, make] : test::every_optimizer()) {
+    const std::string name = optimizer_name;
+    CAPTURE(name);
+    const auto alone = checkpoint_of(train(layers, make, 0));
+    for (const GridShape& shape : grid_shapes(world.size())) {
+      const std::string grid = shape.str();
+      CAPTURE(grid);
+      const Run run = train(layers, make, grid_config(shape));
+      if (shape.tensor > 1) {
+        // Every stage's split layers hold this rank's slices.
+        const auto& pipeline = dynamic_cast<const Pipeline&>(*run.strategy);
+        REQUIRE(pipeline.tensor_group() != nullptr);
+        CHECK(pipeline.tensor_group()->size() == shape.tensor);
+        for (const StageRange& stage : pipeline.stages())
+          CHECK(pipeline.tensor_plan()->pair_across(stage.first).empty());
+      }
+      const auto joined = checkpoint_of(run);
+      if (world.rank() == 0) check_equal_to_one_process(joined, alone);
+    }
+  }
+}
+
+TEST_CASE("3-D grid: a one-process checkpoint cut for every rank and gathered back is itself, bit for bit") {
+  const Communicator world = Communicator::world();
+  // Tensor groups of 2 where the ranks divide by 2 (a pipeline of them at 4 ranks), else one group of all.
+  const int tensor = world.size() % 2 == 0 ? 2 : world.size();
+  const GridShape shape{1, tensor, world.size() / tensor};
+  CAPTURE(shape.str());
+  const layers::LayerList layers = split_cnn();
+  const MakeOptimizer& adam = test::every_optimizer().back().second;
+  const Run alone = train(layers, adam, 0);
+  const optim::TrainingState whole{alone.model->state_dict(), alone.optimizer->state()};
+  Generator weights(31);
+  const ParallelSetup setup =
+      make_setup(grid_config(shape), world, layers,
+                 {.sample_shape = Shape({1, 12, 12}), .batch = test::kGlobalBatch, .weights = &weights});
+  optim::TrainingState state = whole;
+  setup.strategy->select_state(*setup.model, state);
+  // Each rank's part has its model's names and shapes.
+  const std::vector<layers::NamedTensor> mine = setup.model->state_dict();
+  REQUIRE(state.model.size() == mine.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    CHECK(state.model[i].first == mine[i].first);
+    CHECK(state.model[i].second.shape() == mine[i].second.shape());
+  }
+  setup.strategy->gather_state(*setup.model, state);
+  if (world.rank() != 0) return;
+  for (const auto& [joined, original] :
+       {std::pair{&state.model, &whole.model}, std::pair{&state.optimizer, &whole.optimizer}}) {
+    REQUIRE(joined->size() == original->size());
+    for (std::size_t i = 0; i < original->size(); ++i) {
+      CAPTURE((*original)[i].first);
+      CHECK((*joined)[i].first == (*original)[i].first);
+      CHECK(test::same_bits((*joined)[i].second, (*original)[i].second));
+    }
+  }
+}
+
+TEST_CASE("3-D grid: grids that do not fit the ranks or the plan are refused on every rank with one message") {
+  const Communicator world = Communicator::world();
+  const auto refused = [&](const ParallelConfig& config) {
+    try {
+      Generator weights(31);
+      make_setup(config, world, two_pairs(0.0f),
+                 {.sample_shape = Shape({1, 12, 12}), .batch = 12, .weights = &weights});
+    } catch (const ConfigError& error) {
+      return std::string(error.what());
+    }
+    return std::string();
+  };
+  ParallelConfig too_many = grid_config({1, world.size(), 2});
+  CHECK(refused(too_many) == fmt::format("1 pipelines x 2 stages x {} tensor ranks need {} ranks; this job has {} "
+                                         "(mpiexec -n {})",
+                                         world.size(), 2 * world.size(), world.size(), 2 * world.size()));
+  ParallelConfig sharded = grid_config({1, world.size(), 1});
+  sharded.pipeline.sharding = Sharding::optimizer;
+  CHECK(refused(sharded).starts_with("shard: does not combine with tensor groups"));
+  ParallelConfig tensor_under_data{.kind = StrategyKind::data, .tensor_ranks = 2};
+  CHECK(refused(tensor_under_data) ==
+        "tp: splits layers over tensor groups under the tensor and hybrid strategies, not "
+        "under data");
+  if (world.size() % 2 == 0) {
+    // two_pairs at 2 tensor ranks: column 1 + row 4, column 7 + row 9.
+    ParallelConfig inside = grid_config({1, 2, world.size() / 2});
+    inside.layout.split = world.size() == 4 ? "3" : "";
+    if (world.size() == 4) {
+      CHECK(refused(inside) ==
+            "split: stage 1 would begin at layer 3, inside the tensor-parallel pair column 1 + "
+            "row 4 (a sharded activation); cut before or after the pair");
+    }
+  }
+  // The ranks still agree: a collective after the refusals completes.
+  world.barrier();
+}
+
 TEST_CASE("TensorParallel: a checkpoint's state cut for each rank is its slices, bit for bit") {
   const Communicator world = Communicator::world();
   const layers::LayerList layers = two_pairs(0.0f);
@@ -371,7 +518,7 @@ TEST_CASE("TensorParallel: a checkpoint's state cut for each rank is its slices,
   split.strategy->select_state(*split.model, state);
   const std::vector<layers::NamedTensor> mine = split.model->state_dict();
   REQUIRE(state.model.size() == mine.size());
-  const TensorGroup& group = split.strategy->group();
+  const TensorGroup& group = dynamic_cast<const TensorParallel&>(*split.strategy).group();
   for (std::size_t i = 0; i < mine.size(); ++i) {
     CAPTURE(mine[i].first);
     CHECK(state.model[i].first == mine[i].first);
@@ -401,7 +548,7 @@ TEST_CASE("TensorParallel: bad plans and grids are refused on every rank with on
   // An optimizer over the parameters in another order would name its state
   // for the wrong ones in a checkpoint: refused at prepare, on every rank.
   const layers::LayerList mlp = two_pairs(0.0f);
-  TensorGrid grid = TensorGrid::split(world, 1, world.size());
+  ProcessGrid grid = ProcessGrid::split(world, 1, 1, world.size());
   auto group = std::make_shared<const TensorGroup>(grid.tensor, AllreduceAlgorithm::ring);
   const TensorPlan plan = plan_tensor_parallel(mlp, world.size());
   Generator weights(3);
@@ -412,6 +559,8 @@ TEST_CASE("TensorParallel: bad plans and grids are refused on every rank with on
   optim::SGD sgd(reversed, optim::SgdOptions{.lr = 0.1});
   CHECK(throws_error_mentioning([&] { strategy.prepare(*model, &sgd); },
                                 {"optimizer does not hold the model's 8 parameters in the model's order"}));
-  CHECK(throws_error_mentioning([&] { TensorGrid::split(world, 3, world.size()); },
-                                {"3 replicas", std::to_string(3 * world.size()), std::to_string(world.size())}));
+  CHECK(throws_error_mentioning([&] { ProcessGrid::split(world, 3, 1, world.size()); },
+                                {fmt::format("3 data-parallel x 1 pipeline x {} tensor ranks need {} ranks; this job "
+                                             "has {}",
+                                             world.size(), 3 * world.size(), world.size())}));
 }

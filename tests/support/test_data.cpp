@@ -162,6 +162,12 @@ Comparison all_close(const Tensor& actual, const Tensor& expected, double atol, 
   return all_close(actual.to_vector<float>(), expected.to_vector<float>(), atol, rtol);
 }
 
+bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
+  const Tensor ha = a.detach().to(cpu()), hb = b.detach().to(cpu());
+  return a.nbytes() == 0 || std::memcmp(ha.raw_data(), hb.raw_data(), a.nbytes()) == 0;
+}
+
 namespace detail {
 
 Comparison check_message(bool thrown, const std::string& message, const std::vector<std::string>& parts) {

@@ -149,6 +149,9 @@ Comparison throws_error_mentioning(Call&& call, const std::vector<std::string>& 
   return detail::check_message(false, "", parts);
 }
 
+// Bitwise equality of two tensors' dtype, shape and bytes.
+bool same_bits(const Tensor& a, const Tensor& b);
+
 // Every parameter of `model`, in registration order, flattened: what tests
 // of whole training runs compare.
 inline std::vector<float> flat_parameters(const layers::Module& model) {

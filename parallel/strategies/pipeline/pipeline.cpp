@@ -20,6 +20,7 @@
 #include <ddl/parallel/config.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_links.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_state.hpp>
+#include <ddl/parallel/tensor/tensor_state.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -121,10 +122,17 @@ struct Pipeline::State {
         options(pipeline_options),
         stage(comm.rank()) {}
 
-  Communicator world;                       // every rank of the strategy: metrics, agreement
+  Communicator world;                       // every rank of the strategy: agreement
   Communicator comm;                        // this pipeline, one rank per stage
   std::optional<Communicator> data;         // hybrid: this stage in every pipeline
   std::shared_ptr<DataParallel> gradients;  // hybrid: averages the stage's gradients over `data`
+  // With tensor groups: this stage's, the plan, and the ranks of this
+  // tensor rank in every stage and pipeline (metrics counted once per group).
+  std::shared_ptr<const TensorGroup> tensor;
+  std::optional<TensorPlan> plan;
+  std::optional<Communicator> tensor_peers;
+  // What the tensor group's allreduces sent in training steps so far.
+  std::int64_t tensor_bytes = 0;
   std::vector<StageRange> stages;
   PipelineOptions options;
   int stage = 0;
@@ -330,25 +338,39 @@ class Pipeline::StageRun {
   int held_ = 0;
 };
 
-ProcessGrid ProcessGrid::split(const Communicator& world, int data_parallel, int stages) {
-  DDL_CHECK(data_parallel >= 1 && stages >= 1 && data_parallel * stages == world.size(),
-            "ProcessGrid: {} pipelines of {} stages need {} ranks; this job has {}", data_parallel, stages,
-            data_parallel * stages, world.size());
-  const int rank = world.rank();
-  return {world, world.split(rank / stages, rank), world.split(rank % stages, rank)};
-}
-
 Pipeline::Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options)
-    : Pipeline(ProcessGrid{comm, comm, comm.split(comm.rank(), 0)}, std::move(stages), options) {}
+    : Pipeline(ProcessGrid::split(comm, 1, comm.size()), std::move(stages), options) {}
 
 int micro_batches(const PipelineOptions& options, int stages) {
   return options.micro_batches == 0 ? kMicroBatchesPerStage * stages : options.micro_batches;
 }
 
-Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options)
+Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options,
+                   std::optional<TensorPlan> tensor)
     : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
   config::check_environment();  // a bad DDL_* value named here, not in a later wait
   State& s = *state_;
+  DDL_CHECK(grid.tensor.size() == 1 || tensor,
+            "Pipeline: a grid of tensor groups of {} ranks needs the plan that splits the stages' layers",
+            grid.tensor.size());
+  if (tensor) {
+    DDL_CHECK(tensor->ranks == grid.tensor.size(),
+              "Pipeline: a tensor plan for {} ranks over tensor groups of {} ranks", tensor->ranks, grid.tensor.size());
+    DDL_CHECK(options.sharding == Sharding::none,
+              "Pipeline: sharding ({}) does not combine with tensor groups: tensor parallelism splits the state of "
+              "the layers it splits, and the replicas do not shard the rest",
+              sharding_name(options.sharding));
+    for (std::size_t i = 1; i < s.stages.size(); ++i) {
+      const std::string across = tensor->pair_across(s.stages[i].first);
+      DDL_CHECK(across.empty(),
+                "Pipeline: stage {} begins at layer {}, inside the tensor-parallel pair {}: its input would be "
+                "sharded; cut the stages where the activation is whole",
+                i, s.stages[i].first, across);
+    }
+    s.tensor = std::make_shared<const TensorGroup>(grid.tensor, options.allreduce);
+    s.tensor_peers = s.world.split(s.tensor->rank(), s.world.rank());
+    s.plan = std::move(tensor);
+  }
   if (grid.data.size() > 1) {
     s.gradients = std::make_shared<DataParallel>(grid.data, DataParallelOptions{.algorithm = options.allreduce,
                                                                                 .bucket_bytes = options.bucket_bytes,
@@ -396,10 +418,21 @@ DataParallel& Pipeline::gradients() const {
   return *state_->gradients;
 }
 
+std::shared_ptr<const TensorGroup> Pipeline::tensor_group() const { return state_->tensor; }
+const TensorPlan* Pipeline::tensor_plan() const { return state_->plan ? &*state_->plan : nullptr; }
+std::int64_t Pipeline::tensor_bytes_sent() const { return state_->tensor_bytes; }
+
 std::string Pipeline::describe(std::int64_t shard_batch) const {
-  if (data_parallel() == 1) return {};
-  return fmt::format("{} pipelines ({} allreduce, {} per pipeline)", data_parallel(),
-                     algorithm_name(state_->options.allreduce), shard_batch);
+  std::string text;
+  if (data_parallel() > 1) {
+    text = fmt::format("{} pipelines ({} allreduce, {} per pipeline)", data_parallel(),
+                       algorithm_name(state_->options.allreduce), shard_batch);
+  }
+  if (state_->tensor) {
+    text += fmt::format("{}stages split over tensor groups of {} ranks ({})", text.empty() ? "" : ", ",
+                        state_->tensor->size(), state_->plan->describe());
+  }
+  return text;
 }
 int Pipeline::rank() const { return state_->world.rank(); }
 int Pipeline::world_size() const { return state_->world.size(); }
@@ -460,6 +493,8 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   const std::uint64_t base = generator.offset();
   generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(s.stage) * kGeneratorBlock);
 
+  // The tensor group's bytes of the step's schedule (not of the probe above).
+  const std::int64_t tensor_start = s.tensor ? s.tensor->communicator().bytes_sent() : 0;
   StageRun run(s, model, batch, true, loss);
   const std::vector<PipelineAction> actions =
       stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(),
@@ -494,6 +529,7 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
     }
   }
   optim::StepOutput result = run.finish();
+  if (s.tensor) s.tensor_bytes += s.tensor->communicator().bytes_sent() - tensor_start;
 
   generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(stage_count()) * kGeneratorBlock);
   ++s.statistics.steps;
@@ -516,25 +552,42 @@ void Pipeline::update(layers::Module& model, optim::Optimizer& optimizer) {
 }
 
 // A stage's state is first whole over its data-parallel group (sharded: it
-// is gathered from the group's chunks), then gathered from the stages.
+// is gathered from the group's chunks), then joined from its tensor group's
+// slices on tensor rank 0, then gathered from the stages of that rank's
+// pipeline (the other tensor ranks' pipelines have no whole state to give).
 void Pipeline::gather_state(const layers::Module& model, optim::TrainingState& state) {
   if (state_->gradients) state_->gradients->gather_state(model, state);
+  if (state_->tensor) {
+    gather_tensor_state(*state_->tensor, model, state);
+    if (state_->tensor->rank() != 0) return;
+  }
   gather_stage_state(state_->comm, model, state);
 }
 
 void Pipeline::select_state(const layers::Module& model, optim::TrainingState& state) {
   select_stage_state(state_->comm, layers(), model, state);
+  if (state_->tensor) select_tensor_state(*state_->tensor, model, state);
   if (state_->gradients) state_->gradients->select_state(model, state);
 }
 
-void Pipeline::sum_over_ranks(std::vector<double>& values) { state_->world.sum_doubles(values); }
+void Pipeline::sum_over_ranks(std::vector<double>& values) {
+  if (!state_->tensor) return state_->world.sum_doubles(values);
+  // A tensor group's ranks hold the same metrics, so only tensor rank 0's
+  // count; an agreement may hold a value on the root alone, which is one.
+  state_->tensor_peers->sum_doubles(values);
+  state_->tensor->communicator().broadcast_bytes(std::as_writable_bytes(std::span(values)), 0);
+}
 
 std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,
                                                 Generator* generator) {
   DDL_CHECK(pipeline.stages().back().last + 1 == layers.size(),
             "build_stage: the pipeline's stages cover layers 0-{}, but the model has {} layers (0-{})",
             pipeline.stages().back().last, layers.size(), layers.size() - 1);
-  return layers.build(generator, pipeline.layers().first, pipeline.layers().last);
+  const StageRange& own = pipeline.layers();
+  if (const TensorPlan* plan = pipeline.tensor_plan()) {
+    return build_tensor_parallel(layers, *plan, pipeline.tensor_group(), generator, own.first, own.last);
+  }
+  return layers.build(generator, own.first, own.last);
 }
 
 }  // namespace ddl::parallel

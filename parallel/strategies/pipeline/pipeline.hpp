@@ -29,7 +29,11 @@
 // buckets (views that backward accumulates into), sent as they fill during
 // the stage's last backward and weight gradients, on the GPU over NCCL
 // where DataParallel would, with any of our allreduce algorithms; so all
-// pipelines step alike.
+// pipelines step alike. The grid's third axis splits each stage's layers
+// over a tensor group (tensor_plan.hpp): the group's ranks run the same
+// schedule on their slices, each sending its (replicated) boundary
+// activation to the same tensor rank of the next stage, and the stages cut
+// only where the plan's activations are replicated.
 //
 // A Dense weight's gradient is computed once per batch, after the last
 // micro-batch's backward, from the rows every micro-batch kept (its input
@@ -47,6 +51,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <ddl/core/random.hpp>
@@ -58,6 +63,9 @@
 #include <ddl/parallel/strategies/data_parallel.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 #include <ddl/parallel/strategies/pipeline/stage_split.hpp>
+#include <ddl/parallel/strategies/process_grid.hpp>
+#include <ddl/parallel/tensor/tensor_group.hpp>
+#include <ddl/parallel/tensor/tensor_plan.hpp>
 
 namespace ddl::parallel {
 
@@ -97,19 +105,6 @@ struct PipelineOptions {
 // The micro-batches `options` cut each batch into on `stages` stages.
 int micro_batches(const PipelineOptions& options, int stages);
 
-// The ranks as dp pipelines of pp stages (Megatron's and DeepSpeed's grid):
-// world rank r is stage r % pp of pipeline r / pp, so a pipeline's stages
-// are neighbouring ranks (on one node, where they talk most).
-struct ProcessGrid {
-  Communicator world;     // every rank of the grid
-  Communicator pipeline;  // this rank's pipeline, one rank per stage
-  Communicator data;      // this stage in every pipeline, in pipeline order
-
-  // Collective over `world`. Throws ddl::Error, alike on every rank, unless
-  // data_parallel * stages == world.size().
-  static ProcessGrid split(const Communicator& world, int data_parallel, int stages);
-};
-
 // Where one stage's training time went, summed over the steps so far.
 struct PipelineStatistics {
   std::int64_t steps = 0;
@@ -131,8 +126,13 @@ class Pipeline : public optim::Strategy {
   // per rank. Throws ddl::Error, alike on every rank, when they do not fit.
   Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options = {});
   // Hybrid: one stage of one of the grid's pipelines; `stages` as above,
-  // one per rank of grid.pipeline.
-  Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options = {});
+  // one per rank of grid.pipeline. With tensor groups (grid.tensor of T > 1
+  // ranks), `tensor` is the plan every stage's layers are split by, for T
+  // ranks, over a TensorGroup on grid.tensor summing with
+  // options.allreduce; no stage may begin inside one of its pairs
+  // (TensorPlan::pair_across), and no state is sharded.
+  Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options = {},
+           std::optional<TensorPlan> tensor = std::nullopt);
   ~Pipeline() override;
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -155,6 +155,12 @@ class Pipeline : public optim::Strategy {
   // Hybrid: the DataParallel that averages this stage's gradients over the
   // pipelines (its buckets, its statistics); a ddl::Error without a grid.
   DataParallel& gradients() const;
+  // With tensor groups: this stage's group and the plan (null without).
+  std::shared_ptr<const TensorGroup> tensor_group() const;
+  const TensorPlan* tensor_plan() const;
+  // What the tensor group's allreduces sent in the training steps'
+  // schedules so far (0 without one; MPI's builtin counts nothing).
+  std::int64_t tensor_bytes_sent() const;
 
   int rank() const override;
   int world_size() const override;
@@ -179,9 +185,12 @@ class Pipeline : public optim::Strategy {
   void update(layers::Module& model, optim::Optimizer& optimizer) override;
   void gather_state(const layers::Module& model, optim::TrainingState& state) override;
   void select_state(const layers::Module& model, optim::TrainingState& state) override;
+  // Over the ranks of tensor rank 0, then from there to the rest of each
+  // tensor group: its ranks compute the same outputs and losses.
   void sum_over_ranks(std::vector<double>& values) override;
-  // Hybrid: "2 pipelines (ring allreduce, 64 per pipeline)"; a single
-  // pipeline says nothing here (its stages are a table of their own).
+  // Hybrid: "2 pipelines (ring allreduce, 64 per pipeline)", and the tensor
+  // groups' plan; a single pipeline without them says nothing here (its
+  // stages are a table of their own).
   std::string describe(std::int64_t shard_batch) const override;
   // A memory monitor of the stage's device, for report().
   std::vector<std::shared_ptr<optim::Callback>> callbacks(const layers::Module& model) override;
@@ -198,7 +207,8 @@ class Pipeline : public optim::Strategy {
 };
 
 // This rank's stage of the model `layers` describes: its layers alone, named
-// by their index in the whole model, with the weights they have there.
+// by their index in the whole model, with the weights they have there (with
+// tensor groups, this rank's slices of them: build_tensor_parallel).
 std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,
                                                 Generator* generator = nullptr);
 

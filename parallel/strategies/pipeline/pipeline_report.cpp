@@ -17,7 +17,7 @@ using optim::mebibytes;
 using optim::peak_resident_bytes;
 
 // A report travels as doubles, every field in a fixed place.
-constexpr std::size_t kFields = 12;
+constexpr std::size_t kFields = 13;
 
 std::array<double, kFields> encode(const StageReport& r) {
   const PipelineStatistics& s = r.statistics;
@@ -32,7 +32,8 @@ std::array<double, kFields> encode(const StageReport& r) {
           s.step_seconds,
           s.compute_seconds,
           static_cast<double>(s.messages),
-          static_cast<double>(s.bytes)};
+          static_cast<double>(s.bytes),
+          r.tensor_bytes};
 }
 
 StageReport decode(const double* f, int peak_micro_batches) {
@@ -48,6 +49,7 @@ StageReport decode(const double* f, int peak_micro_batches) {
   r.statistics.compute_seconds = f[9];
   r.statistics.messages = static_cast<std::int64_t>(f[10]);
   r.statistics.bytes = static_cast<std::int64_t>(f[11]);
+  r.tensor_bytes = f[12];
   r.statistics.peak_micro_batches = peak_micro_batches;
   return r;
 }
@@ -67,6 +69,15 @@ std::vector<std::shared_ptr<optim::Callback>> Pipeline::callbacks(const layers::
 std::string Pipeline::report(const layers::Module& model, const optim::Optimizer& optimizer) {
   const auto reports = gather_stage_reports(*this, model, optimizer, memory_.get());
   std::string text = "pipeline stages (peaks over the training steps):\n" + format_stage_reports(reports, options());
+  if (const auto group = tensor_group()) {
+    text += fmt::format("tensor groups of {} ranks ({}), what each rank's allreduces sent per training step:",
+                        group->size(), tensor_plan()->describe());
+    for (const StageReport& r : reports) {
+      const auto steps = static_cast<double>(std::max<std::int64_t>(1, r.statistics.steps));
+      text += fmt::format(" stage {} {:.2f} MiB{}", r.stage, mebibytes(r.tensor_bytes / steps),
+                          r.stage + 1 < static_cast<int>(reports.size()) ? "," : "\n");
+    }
+  }
   if (data_parallel() > 1) text += fmt::format("stage {}: {}", stage(), gradients().report(model, optimizer));
   return text;
 }
@@ -87,6 +98,7 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
   }
   own.peak_resident_bytes = peak_resident_bytes();
   own.statistics = pipeline.statistics();
+  own.tensor_bytes = static_cast<double>(pipeline.tensor_bytes_sent());
 
   std::array<double, kFields + 1> mine{};
   const auto fields = encode(own);

@@ -21,6 +21,7 @@ struct StageReport {
   double optimizer_bytes = 0.0;        // the optimizer's buffers (not its step counter)
   double peak_activation_bytes = 0.0;  // from the StepMemoryMonitor, 0 without one
   double peak_resident_bytes = 0.0;    // the process's peak resident set (getrusage), everything included
+  double tensor_bytes = 0.0;           // with tensor groups: what this rank's group allreduces sent in training
   PipelineStatistics statistics;
 };
 

@@ -77,20 +77,40 @@ template <class T>
 using SuffixTable = std::vector<std::vector<T>>;
 
 // smallest_max[j][i]: the smallest largest stage cost of layers i..L-1 cut
-// into j stages (where L - i >= j). The first stage is [i, k), and the rest
-// must leave at least one layer to each of the other j - 1 stages.
-double smallest_largest_cost(const PrefixSums& sums, std::size_t layers, std::size_t stages) {
+// into j stages (where L - i >= j). The first stage is [i, k), k a layer a
+// stage may begin at, and the rest must leave at least one layer to each
+// of the other j - 1 stages.
+double smallest_largest_cost(const PrefixSums& sums, std::size_t layers, std::size_t stages,
+                             const std::vector<bool>& may_begin) {
   constexpr double kUnreached = std::numeric_limits<double>::infinity();
   SuffixTable<double> smallest_max(stages + 1, std::vector<double>(layers + 1, kUnreached));
   for (std::size_t i = 0; i < layers; ++i) smallest_max[1][i] = sums.range(i, layers);
   for (std::size_t j = 2; j <= stages; ++j) {
     for (std::size_t i = 0; i + j <= layers; ++i) {
       for (std::size_t k = i + 1; k + j - 1 <= layers; ++k) {
+        if (!may_begin[k]) continue;
         smallest_max[j][i] = std::min(smallest_max[j][i], std::max(sums.range(i, k), smallest_max[j - 1][k]));
       }
     }
   }
   return smallest_max[stages][0];
+}
+
+// Refuses more stages than there are places a stage may begin at, naming
+// the layers that must stay together.
+void check_places_to_cut(const std::vector<bool>& may_begin, int stages) {
+  std::size_t places = 1;  // layer 0
+  std::string together;
+  for (std::size_t i = 1, first = 0; i <= may_begin.size(); ++i) {
+    if (i < may_begin.size() && !may_begin[i]) continue;
+    if (i - first > 1) together += fmt::format("{}{}-{}", together.empty() ? "" : ", ", first, i - 1);
+    if (i < may_begin.size()) ++places;
+    first = i;
+  }
+  DDL_CHECK(static_cast<std::size_t>(stages) <= places,
+            "pipeline split: {} stages, but the {} layers may be cut in only {} places (layers {} stay together), so "
+            "at most {} stages",
+            stages, may_begin.size(), places - 1, together, places);
 }
 
 // Restores the default generator when measuring ends, however it ends: the
@@ -268,18 +288,26 @@ std::vector<StageRange> parse_split(std::string_view text, std::size_t layers, i
 }
 
 std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages) {
+  return balanced_split(layer_costs, stages, std::vector<bool>(layer_costs.size(), true));
+}
+
+std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages,
+                                       const std::vector<bool>& may_begin) {
   const std::size_t layers = layer_costs.size();
   check_stage_count(layers, stages);
+  DDL_CHECK(may_begin.size() == layers, "pipeline split: {} layer costs but {} places to cut", layers,
+            may_begin.size());
   for (std::size_t i = 0; i < layers; ++i) {
     DDL_CHECK(std::isfinite(layer_costs[i]) && layer_costs[i] >= 0.0,
               "pipeline split: the cost of layer {} must be finite and at least 0, got {}", i, layer_costs[i]);
   }
+  check_places_to_cut(may_begin, stages);
   const PrefixSums sums(layer_costs);
   const auto stage_count = static_cast<std::size_t>(stages);
   // Two passes, because the tie-break cannot ride along in the first: once a
   // first stage alone reaches the maximum, the rest may take any split under
   // it, not only the one whose own maximum is smallest.
-  const double largest = smallest_largest_cost(sums, layers, stage_count);
+  const double largest = smallest_largest_cost(sums, layers, stage_count, may_begin);
 
   // squares[j][i]: the smallest sum of squared stage sizes of layers i..L-1
   // cut into j stages that each cost at most `largest` (kNone: no such cut).
@@ -289,10 +317,10 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
     if (sums.range(i, layers) <= largest) squares[1][i] = (layers - i) * (layers - i);
   }
   // The smallest sum of squares of a j-stage cut of i..L-1 whose first
-  // stage is [i, k); kNone where that stage costs too much or the rest
-  // cannot be cut.
+  // stage is [i, k); kNone where the next stage may not begin at k, that
+  // stage costs too much or the rest cannot be cut.
   const auto squares_after = [&](std::size_t j, std::size_t i, std::size_t k) {
-    if (sums.range(i, k) > largest || squares[j - 1][k] == kNone) return kNone;
+    if (!may_begin[k] || sums.range(i, k) > largest || squares[j - 1][k] == kNone) return kNone;
     return (k - i) * (k - i) + squares[j - 1][k];
   };
   for (std::size_t j = 2; j <= stage_count; ++j) {

@@ -65,6 +65,13 @@ std::vector<StageRange> parse_split(std::string_view text, std::size_t layers, i
 // Throws ddl::Error for stages < 1, more stages than layers, or a negative or
 // non-finite cost (naming the layer).
 std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages);
+// As above, with stages that begin only where may_begin[i] (one per layer;
+// may_begin[0] is not read): the layers between two places to cut stay on
+// one stage (a tensor-parallel pair, whose activation between is sharded).
+// Throws ddl::Error, naming the layers that stay together, when there are
+// fewer places to cut than stages - 1.
+std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages,
+                                       const std::vector<bool>& may_begin);
 
 // One cost per layer of `layers` for balanced_split:
 //   Layers:     1 each;

@@ -25,6 +25,7 @@
 
 using namespace ddl;
 using ddl::optim::Checkpoint;
+using ddl::test::same_bits;
 using ddl::test::throws_error_mentioning;
 namespace fs = std::filesystem;
 
@@ -40,13 +41,6 @@ std::vector<char> read_bytes(const std::string& path) {
 void write_bytes(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// Bitwise equality of two tensors' dtype, shape and bytes.
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor ha = a.detach().to(cpu()), hb = b.detach().to(cpu());
-  return a.nbytes() == 0 || std::memcmp(ha.raw_data(), hb.raw_data(), a.nbytes()) == 0;
 }
 
 std::vector<std::vector<float>> values_of(const std::vector<std::pair<std::string, Tensor>>& named) {

@@ -232,6 +232,25 @@ TEST_CASE("stage_split: one stage takes every layer, as many stages as layers ta
   CHECK(balanced_split(costs, 6) == Stages{{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 4}, {5, 5}});
 }
 
+TEST_CASE("stage_split: stages begin only where they may, the layers between staying together") {
+  // Layers 2-4 and 7-8 stay together (a tensor-parallel pair's sharded activation between).
+  const std::vector<bool> may_begin{true, true, true, false, false, true, true, true, false};
+  const std::vector<double> costs(9, 1.0);
+  CHECK(balanced_split(costs, 1, may_begin) == Stages{{0, 8}});
+  // Without the constraint 3 + 3 + 3. With it the largest stage holds 4 layers at best, and of the splits that
+  // reach it 2 + 3 + 4 is the most even, tied with 2 + 4 + 3, whose split points come later.
+  CHECK(balanced_split(costs, 3) == Stages{{0, 2}, {3, 5}, {6, 8}});
+  const Stages three = balanced_split(costs, 3, may_begin);
+  CHECK(three == Stages{{0, 1}, {2, 4}, {5, 8}});
+  for (const StageRange& stage : three) CHECK(may_begin[stage.first]);
+  // Every place to cut used: six stages; a seventh has nowhere to go.
+  CHECK(balanced_split(costs, 6, may_begin) == Stages{{0, 0}, {1, 1}, {2, 4}, {5, 5}, {6, 6}, {7, 8}});
+  CHECK(throws_error_mentioning([&] { balanced_split(costs, 7, may_begin); },
+                                {"7 stages", "only 5 places", "layers 2-4, 7-8 stay together", "at most 6 stages"}));
+  CHECK(throws_error_mentioning([&] { balanced_split(costs, 2, std::vector<bool>(3, true)); },
+                                {"9 layer costs but 3 places"}));
+}
+
 TEST_CASE("stage_split: mnist_cnn by parameters puts its large Dense layer in the largest stage") {
   const layers::LayerList layers = models::model_layers("mnist_cnn");
   const std::vector<double> costs = layer_costs(layers, StageBalance::Parameters, {}, 0);

@@ -47,3 +47,18 @@ TEST_CASE(
   CHECK(throws_error_mentioning([] { plan_tensor_parallel(models::model_layers("mnist_cnn"), 0); },
                                 {"at least 1 rank", "0"}));
 }
+
+TEST_CASE("TensorPlan::pair_across: a pipeline stage may begin only where the activation is whole") {
+  // mnist_cnn at 2 ranks: column 0 + row 2, column 7 + row 10.
+  const TensorPlan cnn = plan_tensor_parallel(models::model_layers("mnist_cnn"), 2);
+  for (const std::size_t layer : {0, 3, 4, 5, 6, 7}) {
+    CAPTURE(layer);
+    CHECK(cnn.pair_across(layer).empty());
+  }
+  CHECK(cnn.pair_across(1) == "column 0 + row 2");
+  CHECK(cnn.pair_across(2) == "column 0 + row 2");
+  for (const std::size_t layer : {8, 9, 10}) CHECK(cnn.pair_across(layer) == "column 7 + row 10");
+  // resnet_small's pairs lie inside its blocks: every top-level boundary is whole.
+  const TensorPlan resnet = plan_tensor_parallel(models::model_layers("resnet_small"), 2);
+  for (std::size_t layer = 0; layer < resnet.layers; ++layer) CHECK(resnet.pair_across(layer).empty());
+}
