@@ -6,8 +6,9 @@
 // for a network the user describes, it prints each algorithm's time from 8 to
 // 4096 ranks, where the algorithms cross over, the data-parallel efficiency
 // of a model of given gradient size and step time, unsharded and under each
-// ZeRO stage (with the training state each rank keeps), and the pipeline
-// bubble.
+// ZeRO stage (with the training state each rank keeps), the pipeline
+// bubble, and for a stack of Megatron pairs the fastest data x tensor x
+// pipeline grid at each rank count that fits a memory budget.
 //
 //   mpiexec -n 2 ddl-model --latency 2us --bandwidth 100Gb/s --ranks-per-node 8 --gradient-mb 4.8 --step-ms 45
 #include <algorithm>
@@ -24,6 +25,7 @@
 #include <ddl/core/error.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/planning/cost_model.hpp>
+#include <ddl/parallel/planning/grid_cost.hpp>
 #include <ddl/parallel/strategies/sharding.hpp>
 
 #include "measure.hpp"
@@ -51,6 +53,13 @@ struct Options {
   int servers = 1;
   std::vector<int> stages{2, 4, 8};
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32};
+  // The 3-D grid's model: a stack of Megatron pairs (parameters from --gradient-mb).
+  int pairs = 0;
+  double width = 0.0;
+  std::int64_t batch = 0;
+  double sample_ms = 0.0;
+  double activation_kb = 0.0;
+  double memory_gb = 0.0;
   double budget = 0.2;
   bool measure = true;
   std::string csv;  // the extrapolated times, one row per ranks, size and algorithm
@@ -295,6 +304,56 @@ void print_pipeline(const Options& o) {
   }
 }
 
+// The fastest data x tensor x pipeline grid at each rank count that fits
+// the memory, its step by kind, and data parallelism alone beside it.
+void print_grid(const cost::Machine& machine, const Options& o) {
+  if (o.pairs <= 0 || o.width <= 0.0 || o.batch <= 0 || o.sample_ms <= 0.0 || o.gradient_mb <= 0.0) {
+    std::cout << "\n(the 3-D grid: give --gradient-mb, --pairs, --width, --batch and --sample-ms, e.g. wide_mlp's "
+                 "416 MB, 4 pairs of width 4096, batch 1024 and its measured time per sample)\n";
+    return;
+  }
+  const cost::GridModel model{.parameters = o.gradient_mb * 1e6 / 4,
+                              .sample_seconds = o.sample_ms * 1e-3,
+                              .width = o.width,
+                              .pairs = o.pairs,
+                              .activation_bytes = o.activation_kb * 1e3,
+                              .optimizer_bytes = o.optimizer_bytes};
+  const double memory = o.memory_gb * 1e9;
+  // Megatron's rule: a tensor group talks every layer, so it stays in a node.
+  const cost::GridChoices choices{
+      .micro_batches = o.micro_batches, .max_tensor = o.ranks_per_node, .memory_bytes = memory};
+  std::cout << fmt::format(
+      "\n3-D grid (dp x tp x pp, M micro-batches; ring, {:.0f}% of the gradient allreduce hidden): {} pairs of "
+      "width {:g}, {:g} M parameters, batch {}, {:g} ms per sample in one process, {}; the fastest grid with tensor "
+      "groups inside a node{}\n"
+      "  {:>6} {:>20} {:>10} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}   {}\n",
+      100 * o.overlap, o.pairs, o.width, model.parameters / 1e6, o.batch, o.sample_ms,
+      o.activation_kb > 0 ? fmt::format("{:g} kB of activations per sample", o.activation_kb)
+                          : std::string("activations not counted"),
+      memory > 0 ? fmt::format(" within {:g} GB per rank", o.memory_gb) : std::string(), "ranks", "grid", "step",
+      "samples/s", "compute", "bubble", "tensor", "pipeline", "data", "memory", "data parallelism alone");
+  for (const int n : efficiency_ranks(o)) {
+    const auto best = cost::best_grid(n, model, o.batch, machine, choices, AllreduceAlgorithm::ring, o.overlap);
+    std::string alone = "-";
+    if (n <= o.batch) {
+      const cost::GridCost data =
+          cost::grid_cost(model, {n, 1, 1, 1}, o.batch, machine, AllreduceAlgorithm::ring, o.overlap);
+      alone = fmt::format("{}, {}{}", format_seconds(data.step()), format_bytes(data.memory()),
+                          memory > 0 && data.memory() > memory ? " (does not fit)" : "");
+    }
+    if (!best) {
+      std::cout << fmt::format("  {:>6} {:>20}   {}\n", n, "none fits", alone);
+      continue;
+    }
+    const cost::GridCost c = cost::grid_cost(model, *best, o.batch, machine, AllreduceAlgorithm::ring, o.overlap);
+    const auto part = [](double seconds) { return seconds > 0.0 ? format_seconds(seconds) : std::string("-"); };
+    std::cout << fmt::format("  {:>6} {:>20} {:>10} {:>11.0f} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}   {}\n", n,
+                             best->str(), format_seconds(c.step()), static_cast<double>(o.batch) / c.step(),
+                             part(c.compute), part(c.bubble), part(c.tensor), part(c.pipeline), part(c.data),
+                             format_bytes(c.memory()), alone);
+  }
+}
+
 int run(const Options& o) {
   const bool under_mpi = parallel::Communicator::launched_by_mpi();
   std::optional<parallel::Communicator> comm;
@@ -348,6 +407,7 @@ int run(const Options& o) {
     print_data_parallel(machine, o);
     print_sharded(machine, o);
     print_pipeline(o);
+    print_grid(machine, o);
   }
   return 0;
 }
@@ -395,6 +455,20 @@ int main(int argc, char** argv) {
   app.add_option("--micro-batches", o.micro_batches, "Pipeline micro-batch counts")
       ->delimiter(',')
       ->check(CLI::PositiveNumber);
+  app.add_option("--pairs", o.pairs,
+                 "3-D grid: the model's Megatron pairs (two Dense layers each, split by tensor parallelism)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--width", o.width,
+                 "3-D grid: floats per sample a pair's allreduce and a stage boundary carry (the pairs' width)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch", o.batch, "3-D grid: the global batch (samples per step)")->check(CLI::PositiveNumber);
+  app.add_option("--sample-ms", o.sample_ms, "3-D grid: one sample's forward and backward in one process (ms)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--activation-kb", o.activation_kb,
+                 "3-D grid: kB per sample the whole model keeps for backward (default: not counted)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--memory-gb", o.memory_gb, "3-D grid: memory per rank the grid must fit (default: any)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--budget", o.budget, "Seconds spent measuring each point")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -40,6 +40,18 @@ grep -q "not measured" "$work/out" || fail "no note that nothing was measured"
 grep -qF "give --gradient-mb and --step-ms" "$work/out" || fail "no hint for the efficiency table"
 echo "ok: alone, ddl-model extrapolates from the links it is given"
 
+# The 3-D grid: wide_mlp's shape does not fit 1 GB per rank under data
+# parallelism; the grid the model picks at 64 ranks splits it over node-wide
+# tensor groups and a pipeline.
+"$model" --no-measure --gradient-mb 416 --pairs 4 --width 4096 --batch 1024 --sample-ms 10 --activation-kb 200 \
+  --memory-gb 1 --ranks 64 > "$work/out" 2>&1 || fail "ddl-model's grid exited $?: $(cat "$work/out")"
+grep -qF "3-D grid (dp x tp x pp" "$work/out" || fail "no 3-D grid table: $(cat "$work/out")"
+row=$(awk '/^3-D grid/ { table = 1; next } table && $1 == "64" { print; exit }' "$work/out")
+[[ $row == *"2 x 8 x 4 (M 32)"* && $row == *"(does not fit)"* ]] || fail "the 64-rank grid: '$row'"
+"$model" --no-measure --ranks 16 > "$work/out" 2>&1 || fail "ddl-model without a grid model exited $?"
+grep -qF "(the 3-D grid: give --gradient-mb, --pairs" "$work/out" || fail "no hint for the grid table"
+echo "ok: ddl-model picks a 3-D grid that fits the memory, and says what it needs"
+
 "$model" --no-measure --latency 2weeks > "$work/out" 2> "$work/err"
 [[ $? -eq 2 ]] && grep -q "unknown unit 'weeks'" "$work/err" || fail "a bad unit: $(cat "$work/err")"
 "$model" --no-measure --bandwidth 10Gb > "$work/out" 2> "$work/err"
