@@ -73,7 +73,7 @@ for config in "${configs[@]}"; do
   # stage table) counts its whole run, over limit/128 steps.
   case $config in
     data | tensor) sent=$(awk '$1 == "0" && NF >= 5 { v = $NF } END { print v }' "$last") ;;
-    pipeline) sent=$(awk -v steps=$((limit / 128)) '$1 == "0" && $2 ~ /-/ { v = $NF } END { printf "%.2f", v / steps }' "$last") ;;
+    pipeline) sent=$(awk '$1 == "0" && $2 ~ /-/ { v = $NF } END { print v }' "$last") ;;
     *) sent=- ;;
   esac
   printf "%-14s %10s %14s %16s\n" "$config" "$rate" "$rss" "${sent:--}"

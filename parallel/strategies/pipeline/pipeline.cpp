@@ -318,6 +318,7 @@ class Pipeline::StageRun {
     timeline::Span span("communication", to == StageLinks::Neighbour::next ? "send activation" : "send gradient");
     span.arg("bytes", static_cast<std::int64_t>(tensor.nbytes()));
     sends_.push_back(s_.links->send(to, tensor, tag));
+    if (!training_) return;  // the statistics are the training steps'
     ++s_.statistics.messages;
     s_.statistics.bytes += static_cast<std::int64_t>(tensor.nbytes());
   }

@@ -110,7 +110,7 @@ struct PipelineStatistics {
   std::int64_t steps = 0;
   double step_seconds = 0.0;     // in forward_backward, from the first action to the last send's completion
   double compute_seconds = 0.0;  // in forwards and backwards
-  std::int64_t messages = 0;     // activations and gradients sent
+  std::int64_t messages = 0;     // activations and gradients sent in training steps (not evaluation's)
   std::int64_t bytes = 0;
   int peak_micro_batches = 0;           // most micro-batches whose activations were held at once
   std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients

@@ -115,16 +115,19 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
 }
 
 std::string format_stage_reports(const std::vector<StageReport>& reports, const PipelineOptions& options) {
-  std::string out = fmt::format("{:<6} {:<8} {:>11} {:>10} {:>11} {:>9} {:>6} {:>9} {:>10}\n", "stage", "layers",
-                                "params MiB", "optim MiB", "activ. MiB", "peak RSS", "idle", "messages", "sent MiB");
+  std::string out =
+      fmt::format("{:<6} {:<8} {:>11} {:>10} {:>11} {:>9} {:>6} {:>13} {:>14}\n", "stage", "layers", "params MiB",
+                  "optim MiB", "activ. MiB", "peak RSS", "idle", "messages/step", "sent/step MiB");
   double idle = 0.0;
   for (const StageReport& r : reports) {
     idle += r.statistics.idle_fraction();
-    out += fmt::format("{:<6} {:<8} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>9} {:>10.2f}\n", r.stage,
-                       fmt::format("{}-{}", r.layers.first, r.layers.last), mebibytes(r.parameter_bytes),
-                       mebibytes(r.optimizer_bytes), mebibytes(r.peak_activation_bytes),
-                       mebibytes(r.peak_resident_bytes), 100.0 * r.statistics.idle_fraction(), r.statistics.messages,
-                       mebibytes(static_cast<double>(r.statistics.bytes)));
+    // Per training step, as data and tensor parallelism report theirs.
+    const auto steps = static_cast<double>(std::max<std::int64_t>(1, r.statistics.steps));
+    out += fmt::format(
+        "{:<6} {:<8} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n", r.stage,
+        fmt::format("{}-{}", r.layers.first, r.layers.last), mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
+        mebibytes(r.peak_activation_bytes), mebibytes(r.peak_resident_bytes), 100.0 * r.statistics.idle_fraction(),
+        static_cast<double>(r.statistics.messages) / steps, mebibytes(static_cast<double>(r.statistics.bytes) / steps));
   }
   const auto stages = static_cast<int>(reports.size());
   out += fmt::format(
