@@ -22,19 +22,13 @@
 #   bench/compare_sharding.sh [build-dir] [rounds] [train-limit] [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
-rounds=${2:-3}
-limit=${3:-768}
-ranks=${4:-2}
-train=$build/apps/ddl-train
-[[ -x $train ]] || { echo "compare_sharding: no $train (build first)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=compare_lib.sh source-path=SCRIPTDIR
+source bench/compare_lib.sh
+compare_start compare_sharding "$@"
 
 common=(--model wide_mlp --optimizer adam --batch-size 128 --epochs 1 --train-limit "$limit" --test-limit 128
   --threads 1 --no-validation)
 configs=(one none optimizer gradients parameters parameters+prefetch)
-python=bench/.venv-peers/bin/python3
 torch_configs=(torch-ddp torch-zero1 torch-fsdp2-grad torch-fsdp2)
 if [[ -x $python ]]; then
   configs+=("${torch_configs[@]}")
@@ -63,24 +57,12 @@ run() {  # run <config> <round>
   fi
 }
 
-for round in $(seq "$rounds"); do
-  for config in "${configs[@]}"; do
-    echo "compare_sharding: round $round, $config" >&2
-    run "$config" "$round" || { cat "$work/$config.$round" >&2; exit 1; }
-  done
-done
+run_rounds compare_sharding "${configs[@]}"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf "%-20s %10s %14s %11s %10s %10s %13s\n" "stage" "samples/s" "peak RSS MiB" "params MiB" "grads MiB" "optim MiB" "formula MiB"
 for config in "${configs[@]}"; do
-  rate=$(for f in "$work/$config".*; do
-    if [[ $config == torch-* ]]; then
-      sed -n 's/.*; all steps \([0-9.]*\)$/\1/p' "$f"
-    else
-      sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1
-    fi
-  done | median)
-  rss=$(for f in "$work/rss.$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
+  rate=$(median_rate "$config")
+  rss=$(median_rss "$config")
   last="$work/$config.$rounds"
   state=$(awk '/^training state per rank/ { table = 1 } table && $1 == "0" { print $2, $3, $4; exit }' "$last")
   formula=$(sed -n "s/^ZeRO's formula .*: \([0-9.]*\), \([0-9.]*\) and \([0-9.]*\) MiB$/\1+\2+\3/p" "$last")

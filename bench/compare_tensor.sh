@@ -15,19 +15,13 @@
 #   bench/compare_tensor.sh [build-dir] [rounds] [train-limit] [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build}
-rounds=${2:-3}
-limit=${3:-768}
-ranks=${4:-2}
-train=$build/apps/ddl-train
-[[ -x $train ]] || { echo "compare_tensor: no $train (build first)" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# shellcheck source=compare_lib.sh source-path=SCRIPTDIR
+source bench/compare_lib.sh
+compare_start compare_tensor "$@"
 
 common=(--model wide_mlp --batch-size 128 --epochs 1 --train-limit "$limit" --test-limit 128 --threads 1
   --no-validation)
 configs=(one data tensor pipeline)
-python=bench/.venv-peers/bin/python3
 if [[ -x $python ]]; then
   configs+=(torch-data torch-tensor)
 else
@@ -49,28 +43,16 @@ run() {  # run <config> <round>
   esac
 }
 
-for round in $(seq "$rounds"); do
-  for config in "${configs[@]}"; do
-    echo "compare_tensor: round $round, $config" >&2
-    run "$config" "$round" || { cat "$work/$config.$round" >&2; exit 1; }
-  done
-done
+run_rounds compare_tensor "${configs[@]}"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf "%-14s %10s %14s %16s\n" "config" "samples/s" "peak RSS MiB" "sent/step MiB"
 for config in "${configs[@]}"; do
-  rate=$(for f in "$work/$config".*; do
-    if [[ $config == torch-* ]]; then
-      sed -n 's/.*; all steps \([0-9.]*\)$/\1/p' "$f"
-    else
-      sed -n 's/.* \([0-9.]*\) samples\/s.*/\1/p' "$f" | tail -1
-    fi
-  done | median)
-  rss=$(for f in "$work/rss.$config".*; do awk '/^maxrss/ { if ($2 > m) m = $2 } END { printf "%.0f\n", m / 1024 }' "$f"; done | median)
+  rate=$(median_rate "$config")
+  rss=$(median_rss "$config")
   last="$work/$config.$rounds"
-  # Rank 0's row of the report: data and tensor parallelism's last column
-  # (per step); a pipeline's stage 0 row (the report's, after the header's
-  # stage table) counts its whole run, over limit/128 steps.
+  # Rank 0's row of the report, its last column (per training step): data
+  # and tensor parallelism's per-rank table, the pipeline's stage 0 row
+  # (the report's, after the header's stage table).
   case $config in
     data | tensor) sent=$(awk '$1 == "0" && NF >= 5 { v = $NF } END { print v }' "$last") ;;
     pipeline) sent=$(awk '$1 == "0" && $2 ~ /-/ { v = $NF } END { print v }' "$last") ;;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <set>
 #include <thread>
 
 #include <ddl/core/check.hpp>
@@ -197,6 +198,12 @@ std::vector<std::string> gather_gpu_uuids(const Communicator& comm, std::optiona
   std::vector<std::string> uuids;
   for (int r = 0; r < comm.size(); ++r) uuids.emplace_back(all.data() + static_cast<std::size_t>(r) * kUuidBytes);
   return uuids;
+}
+
+bool every_rank_has_its_gpu(const Communicator& comm, std::optional<int> device) {
+  const std::vector<std::string> uuids = gather_gpu_uuids(comm, device);
+  const std::set<std::string> distinct(uuids.begin(), uuids.end());
+  return distinct.size() == uuids.size() && !distinct.contains("");
 }
 
 }  // namespace ddl::parallel

@@ -77,6 +77,10 @@ Device local_gpu(const Communicator& comm, const std::string& who, const std::st
 // each process gives it.
 std::vector<std::string> gather_gpu_uuids(const Communicator& comm, std::optional<int> device);
 
+// Collective: whether every rank passes a device and no two drive the same
+// physical GPU (what NCCL needs of a communicator's ranks).
+bool every_rank_has_its_gpu(const Communicator& comm, std::optional<int> device);
+
 class StallInspector {
  public:
   explicit StallInspector(Communicator comm) : comm_(std::move(comm)) {}

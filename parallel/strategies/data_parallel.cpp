@@ -12,7 +12,6 @@
 #include <exception>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <span>
 #include <thread>
 #include <utility>
@@ -54,9 +53,7 @@ bool on_one_gpu(const std::vector<std::pair<std::string, Tensor>>& parameters) {
 // only. Every rank joins the gather, so the answer is the same on all of
 // them once they agree on the options (the layout says them).
 bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options, std::optional<Device> gpu) {
-  const std::vector<std::string> uuids = gather_gpu_uuids(comm, gpu ? std::optional<int>(gpu->index()) : std::nullopt);
-  const std::set<std::string> distinct(uuids.begin(), uuids.end());
-  const bool own_gpus = distinct.size() == uuids.size() && !distinct.contains("");
+  const bool own_gpus = every_rank_has_its_gpu(comm, gpu ? std::optional<int>(gpu->index()) : std::nullopt);
   return gpu && own_gpus && NcclCommunicator::built() && options.algorithm != AllreduceAlgorithm::shm &&
          !options.fp16_compression;
 }

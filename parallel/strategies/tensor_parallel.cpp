@@ -134,11 +134,11 @@ std::string TensorParallel::report(const layers::Module& model, const optim::Opt
   std::string text = data_parallel_ ? data_parallel_->report(model, optimizer) : std::string();
   // Each rank's row, gathered: its parameters and optimizer state (its
   // slices and what it holds whole), and what its tensor group's
-  // allreduces sent per step (-1: MPI's own, uncounted).
+  // allreduces sent per step (-1: MPI's or NCCL's own, uncounted).
   const TensorGroup& group = *group_;
   double parameters = 0.0;
   for (const Tensor& parameter : model.parameters()) parameters += static_cast<double>(parameter.nbytes());
-  const bool counted = group.algorithm() != AllreduceAlgorithm::builtin && steps_ > 0;
+  const bool counted = group.counted() && steps_ > 0;
   const double sent = counted ? static_cast<double>(step_bytes_) / static_cast<double>(steps_) : -1.0;
   const std::array<double, 4> mine{parameters, static_cast<double>(optimizer.state_bytes()),
                                    optim::peak_resident_bytes(), sent};

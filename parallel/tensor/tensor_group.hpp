@@ -10,13 +10,21 @@
 //
 // Features are split as sharding splits buckets (chunk_range): rank t of T
 // holds features [begin, end) of part(n), the first n mod T ranks one more.
+//
+// On GPUs the first allreduce of a CUDA tensor decides, collectively over
+// the group, where the group sums: over NCCL on the GPU (NCCL's own
+// allreduce for builtin, our algorithm over its point-to-point messages
+// otherwise) when every rank of the group drives a GPU of its own and ddl
+// has NCCL; else through host memory over MPI, as on the CPU.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <ddl/core/tensor.hpp>
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/communication/nccl_communicator.hpp>
 
 namespace ddl::parallel {
 
@@ -32,11 +40,20 @@ class TensorGroup {
   ChunkRange part(std::int64_t n) const { return chunk_range(n, size_, rank_); }
   // Sums `tensor` over the group in place (a collective).
   void allreduce(const Tensor& tensor) const;
+  // Whether the allreduces of CUDA tensors run over NCCL (false before the
+  // first one).
+  bool over_nccl() const { return nccl_ != nullptr; }
+  // Whether communicator().bytes_sent() counts the allreduces: our
+  // algorithms over MPI do, MPI's builtin and NCCL do not.
+  bool counted() const { return algorithm_ != AllreduceAlgorithm::builtin && !over_nccl(); }
 
  private:
   Communicator comm_;
   AllreduceAlgorithm algorithm_;
   int rank_, size_;
+  // Decided at the first CUDA tensor (the layers hold the group as const).
+  mutable bool gpu_decided_ = false;
+  mutable std::shared_ptr<NcclCommunicator> nccl_;
 };
 
 }  // namespace ddl::parallel

@@ -2,8 +2,8 @@
 # On a GPU machine, after scripts/gpu/bundle.sh here: the CUDA conformance
 # suite, NCCL with one rank, the GPU cases of the unit suite and of the MPI
 # suite on 2 ranks, ddl-train on the GPU (alone, placed across the CPU and
-# the GPU, as a 2-stage pipeline, and data-parallel on 2 ranks sharing it,
-# unsharded and under ZeRO stage 3), the conformance suite and a short
+# the GPU, as a 2-stage pipeline, data-parallel on 2 ranks sharing it,
+# unsharded and under ZeRO stage 3, and tensor-parallel), the conformance suite and a short
 # ddl-train run under compute-sanitizer's memcheck, the ctest suite (but what needs no GPU and cannot run there),
 # ddl's training step against PyTorch's (bench/compare_gpu_step.sh), and
 # last racecheck, initcheck and synccheck.
@@ -73,6 +73,10 @@ step "ddl-train --parallel data --shard parameters (2 ranks, one GPU)" 180 shard
              mpiexec -n 2 "$@" --parallel data --shard "$stage" --epochs 1 --checkpoint-dir "/tmp/ddl-shard-$stage" || exit
            done
            cmp /tmp/ddl-shard-none/last.ckpt /tmp/ddl-shard-parameters/last.ckpt && echo "the same bytes"' _ "${train[@]}"
+# Tensor parallelism with the ranks sharing the GPU: each rank's slices on
+# it, the group's allreduces through host memory (NCCL wants a GPU per rank).
+step "ddl-train --parallel tensor (2 ranks, one GPU)" 180 tensor.log '^test accuracy' \
+  mpiexec -n 2 "${train[@]}" --parallel tensor --epochs 1
 # sanitize TOOL: the conformance suite and a short training under one
 # compute-sanitizer tool.
 sanitize() {

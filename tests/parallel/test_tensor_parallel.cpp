@@ -19,6 +19,7 @@
 #include <ddl/parallel/tensor/tensor_plan.hpp>
 
 #include "parallel/training_fixtures.hpp"
+#include "support/skip.hpp"
 #include "support/test_data.hpp"
 
 using namespace ddl;
@@ -253,17 +254,18 @@ struct Run {
 };
 
 // Two epochs of `model` on random_images, each data shard reading its part
-// of every batch.
-void fit(Run& run, int data_shards) {
+// of every batch, on `device`.
+void fit(Run& run, int data_shards, const Device& device = cpu()) {
   optim::Trainer trainer(run.model, layers::cross_entropy, run.optimizer, test::quiet_options({}, run.strategy));
-  models::DataLoader loader(random_images(),
-                            {.batch_size = test::kGlobalBatch / data_shards, .shuffle = true, .seed = 3});
+  models::DataLoader loader(
+      random_images(), {.batch_size = test::kGlobalBatch / data_shards, .shuffle = true, .seed = 3, .device = device});
   trainer.fit(loader, {.epochs = 2});
 }
 
 // Two epochs of `layers` on random_images, in one process (tensor_ranks 0)
-// or over `replicas` x `tensor_ranks` ranks.
-Run train(const layers::LayerList& layers, const MakeOptimizer& make, int tensor_ranks, int replicas = 1) {
+// or over `replicas` x `tensor_ranks` ranks, on `device`.
+Run train(const layers::LayerList& layers, const MakeOptimizer& make, int tensor_ranks, int replicas = 1,
+          const Device& device = cpu()) {
   Run run;
   Generator weights(31);
   manual_seed(32);  // dropout's masks
@@ -276,8 +278,9 @@ Run train(const layers::LayerList& layers, const MakeOptimizer& make, int tensor
     run.model = build_tensor_parallel(layers, plan, group, &weights);
     run.strategy = std::make_shared<TensorParallel>(std::move(grid), group, std::move(plan));
   }
+  run.model->to(device);
   run.optimizer = make(run.model->parameters());
-  fit(run, replicas);
+  fit(run, replicas, device);
   return run;
 }
 
@@ -506,6 +509,27 @@ TEST_CASE("3-D grid: grids that do not fit the ranks or the plan are refused on 
   }
   // The ranks still agree: a collective after the refusals completes.
   world.barrier();
+}
+
+TEST_CASE("TensorParallel: on GPUs it trains as on the CPU, over NCCL where each rank has a GPU of its own" *
+          doctest::test_suite("cuda")) {
+  const Communicator world = Communicator::world();
+  if (!test::every_rank_has_a_gpu(world)) return test::skip("a rank has no CUDA device");
+  const Device gpu = cuda(world.local_rank() % device_count(DeviceType::CUDA));
+  const layers::LayerList layers = two_pairs(0.0f);
+  const MakeOptimizer& sgd = test::every_optimizer().front().second;
+  const auto on_cpu = checkpoint_of(train(layers, sgd, world.size()));
+  const Run run = train(layers, sgd, world.size(), 1, gpu);
+  const auto& strategy = dynamic_cast<const TensorParallel&>(*run.strategy);
+  for (const Tensor& parameter : run.model->parameters()) CHECK(parameter.device() == gpu);
+  // Ranks sharing a GPU sum through host memory; NCCL wants one GPU per rank.
+  CHECK(strategy.group().over_nccl() == (test::gpus_of_their_own(world, gpu) && NcclCommunicator::built()));
+  const auto on_gpu = checkpoint_of(run);
+  // cuBLAS's and Eigen's sums differ in order: the runs agree to rounding.
+  if (world.rank() == 0) {
+    CHECK(difference_of(on_gpu.model, on_cpu.model) <= 1e-4);
+    CHECK(difference_of(on_gpu.optimizer, on_cpu.optimizer) <= 1e-3);
+  }
 }
 
 TEST_CASE("TensorParallel: a checkpoint's state cut for each rank is its slices, bit for bit") {

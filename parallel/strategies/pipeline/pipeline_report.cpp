@@ -69,7 +69,10 @@ std::vector<std::shared_ptr<optim::Callback>> Pipeline::callbacks(const layers::
 std::string Pipeline::report(const layers::Module& model, const optim::Optimizer& optimizer) {
   const auto reports = gather_stage_reports(*this, model, optimizer, memory_.get());
   std::string text = "pipeline stages (peaks over the training steps):\n" + format_stage_reports(reports, options());
-  if (const auto group = tensor_group()) {
+  if (const auto group = tensor_group(); group && !group->counted()) {
+    text += fmt::format("tensor groups of {} ranks ({}): their allreduces are {}'s own, uncounted\n", group->size(),
+                        tensor_plan()->describe(), group->over_nccl() ? "NCCL" : "MPI");
+  } else if (group) {
     text += fmt::format("tensor groups of {} ranks ({}), what each rank's allreduces sent per training step:",
                         group->size(), tensor_plan()->describe());
     for (const StageReport& r : reports) {
