@@ -25,10 +25,7 @@ std::uint64_t fnv1a(const std::string& text) {
 
 template <class T>
 std::vector<T> gather(const Communicator& comm, const std::vector<T>& mine) {
-  const auto bytes = comm.allgather_bytes(std::as_bytes(std::span<const T>(mine)));
-  std::vector<T> all(bytes.size() / sizeof(T));
-  if (!bytes.empty()) std::memcpy(all.data(), bytes.data(), bytes.size());  // no ranks' entries: no buffer at all
-  return all;
+  return allgather_values(comm, std::span<const T>(mine));
 }
 
 // Every rank's `text`, cut to kEntryBytes - 1 bytes (collective).

@@ -13,13 +13,27 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <ddl/parallel/communication/communicator.hpp>
 
 namespace ddl::parallel {
+
+// Every rank's `values` (the same count on each), concatenated in rank
+// order: the allgather of a report's row, a count, a hash (collective).
+template <class T>
+requires std::is_trivially_copyable_v<T> std::vector<T> allgather_values(const Communicator& comm,
+                                                                         std::span<const T> values) {
+  const std::vector<std::byte> bytes = comm.allgather_bytes(std::as_bytes(values));
+  std::vector<T> all(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(all.data(), bytes.data(), bytes.size());  // no ranks' entries: no buffer at all
+  return all;
+}
 
 // Where the ranks' `lines` first differ: the entry's index, the most lines
 // any rank has, and each rank's line there (cut to 1 KiB); nullopt when

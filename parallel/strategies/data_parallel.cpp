@@ -8,7 +8,6 @@
 #include <array>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <exception>
 #include <mutex>
 #include <optional>
@@ -444,9 +443,7 @@ std::string DataParallel::report(const layers::Module& model, const optim::Optim
   const std::array<double, 6> mine{static_cast<double>(held.parameters), static_cast<double>(held.gradients),
                                    static_cast<double>(held.optimizer),  activations,
                                    optim::peak_resident_bytes(),         sent};
-  const std::vector<std::byte> bytes = s.comm.allgather_bytes(std::as_bytes(std::span(mine)));
-  std::vector<double> rows(bytes.size() / sizeof(double));
-  std::memcpy(rows.data(), bytes.data(), bytes.size());
+  const std::vector<double> rows = allgather_values(s.comm, std::span<const double>(mine));
   const auto mib_or_dash = [](double bytes) {
     return bytes < 0.0 ? std::string("-") : fmt::format("{:.2f}", optim::mebibytes(bytes));
   };

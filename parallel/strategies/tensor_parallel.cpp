@@ -2,7 +2,6 @@
 #include <ddl/parallel/strategies/tensor_parallel.hpp>
 
 #include <array>
-#include <cstring>
 #include <span>
 
 #include <fmt/format.h>
@@ -142,9 +141,7 @@ std::string TensorParallel::report(const layers::Module& model, const optim::Opt
   const double sent = counted ? static_cast<double>(step_bytes_) / static_cast<double>(steps_) : -1.0;
   const std::array<double, 4> mine{parameters, static_cast<double>(optimizer.state_bytes()),
                                    optim::peak_resident_bytes(), sent};
-  const std::vector<std::byte> bytes = grid_.world.allgather_bytes(std::as_bytes(std::span(mine)));
-  std::vector<double> rows(bytes.size() / sizeof(double));
-  std::memcpy(rows.data(), bytes.data(), bytes.size());
+  const std::vector<double> rows = allgather_values(grid_.world, std::span<const double>(mine));
   text += fmt::format("tensor parallelism, per rank:\n{:<6} {:>7} {:>11} {:>10} {:>9} {:>14}\n", "rank", "tensor",
                       "params MiB", "optim MiB", "peak RSS", "sent/step MiB");
   for (std::size_t r = 0; r < rows.size() / mine.size(); ++r) {

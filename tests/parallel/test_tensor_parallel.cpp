@@ -5,6 +5,7 @@
 // in size. Split layers are checked against the whole layer in float64,
 // with float32's own error bound; training against one process.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
@@ -463,13 +464,16 @@ TEST_CASE("3-D grid: a one-process checkpoint cut for every rank and gathered ba
   }
   setup.strategy->gather_state(*setup.model, state);
   if (world.rank() != 0) return;
-  for (const auto& [joined, original] :
-       {std::pair{&state.model, &whole.model}, std::pair{&state.optimizer, &whole.optimizer}}) {
-    REQUIRE(joined->size() == original->size());
-    for (std::size_t i = 0; i < original->size(); ++i) {
-      CAPTURE((*original)[i].first);
-      CHECK((*joined)[i].first == (*original)[i].first);
-      CHECK(test::same_bits((*joined)[i].second, (*original)[i].second));
+  // (A pair, not a structured binding: CAPTURE's lambda cannot name one under clang.)
+  for (const auto& entries : {std::pair{&state.model, &whole.model}, std::pair{&state.optimizer, &whole.optimizer}}) {
+    const auto& joined = *entries.first;
+    const auto& original = *entries.second;
+    REQUIRE(joined.size() == original.size());
+    for (std::size_t i = 0; i < original.size(); ++i) {
+      const std::string name = original[i].first;
+      CAPTURE(name);
+      CHECK(joined[i].first == name);
+      CHECK(test::same_bits(joined[i].second, original[i].second));
     }
   }
 }

@@ -2,12 +2,12 @@
 #include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
 
 #include <array>
-#include <cstring>
 
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
 #include <ddl/optim/engine/memory_monitor.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/planning/placement.hpp>
 
 namespace ddl::parallel {
@@ -107,9 +107,7 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
   const auto fields = encode(own);
   std::copy(fields.begin(), fields.end(), mine.begin());
   mine[kFields] = static_cast<double>(own.statistics.peak_micro_batches);
-  const std::vector<std::byte> all = pipeline.communicator().allgather_bytes(std::as_bytes(std::span(mine)));
-  std::vector<double> values(all.size() / sizeof(double));
-  std::memcpy(values.data(), all.data(), all.size());
+  const std::vector<double> values = allgather_values(pipeline.communicator(), std::span<const double>(mine));
   std::vector<StageReport> reports;
   for (std::size_t offset = 0; offset < values.size(); offset += kFields + 1) {
     reports.push_back(decode(values.data() + offset, static_cast<int>(values[offset + kFields])));

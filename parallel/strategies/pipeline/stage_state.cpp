@@ -1,7 +1,6 @@
 // A pipeline stage's part of a checkpoint (see stage_state.hpp).
 #include <ddl/parallel/strategies/pipeline/stage_state.hpp>
 
-#include <cstring>
 #include <optional>
 #include <span>
 #include <cstdint>
@@ -14,6 +13,7 @@
 
 #include <ddl/core/check.hpp>
 #include <ddl/layers/named_tensors.hpp>
+#include <ddl/parallel/communication/agreement.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -25,10 +25,7 @@ constexpr int kStateTag = 0x3100;
 // The parameter count of every stage, in stage order.
 std::vector<std::int64_t> parameter_counts(const Communicator& comm, const layers::Module& model) {
   const auto mine = static_cast<std::int64_t>(model.parameters().size());
-  const std::vector<std::byte> all = comm.allgather_bytes(std::as_bytes(std::span(&mine, 1)));
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.size()));
-  std::memcpy(counts.data(), all.data(), all.size());
-  return counts;
+  return allgather_values(comm, std::span<const std::int64_t>(&mine, 1));
 }
 
 std::int64_t parameters_before(const std::vector<std::int64_t>& counts, int stage) {
