@@ -170,7 +170,7 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   setup.stages = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}), {}",
                              pipelines > 1 ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"), stages,
                              pipeline_schedule_name(options.schedule), options.micro_batches,
-                             options.defer_weight_gradients ? "batch" : "micro-batch", how);
+                             weight_gradients_name(weight_gradients_of(options)), how);
   if (plan) {
     setup.stages +=
         fmt::format("\neach stage split over tensor groups of {} ranks: {}", tensor_ranks, plan->describe());

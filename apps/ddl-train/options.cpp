@@ -285,7 +285,10 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->default_str(fmt::format("{} per stage", parallel::kMicroBatchesPerStage));
   add_choice(app, "--schedule", o.schedule, parallel::all_pipeline_schedules(), parallel::pipeline_schedule_name,
              "--parallel pipeline: 1f1b (one forward, one backward: stage s holds at most p-s micro-batches of "
-             "activations) or gpipe (all forwards, then all backwards: every stage holds all M)");
+             "activations), gpipe (all forwards, then all backwards: every stage holds all M) or zb-h1 (1f1b "
+             "with each micro-batch's weight gradients a step of their own, held back to fill the pipeline's "
+             "drain: a third of 1f1b's bubble at its activations, plus at most s micro-batches' weight-gradient "
+             "rows on stage s; it places the weight gradients itself, whatever --weight-gradients says)");
   add_choice(app, "--weight-gradients", o.defer_weight_gradients, std::vector<bool>{true, false}, weight_gradients_name,
              "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
              "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "

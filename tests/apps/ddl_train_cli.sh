@@ -591,6 +591,13 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
       --weight-gradients micro-batch > "$work/out" 2>&1 || fail "--weight-gradients micro-batch exited $?: $(cat "$work/out")"
     grep -q "weight gradients per micro-batch" "$work/out" || fail "no weight-gradient mode: $(cat "$work/out")"
     echo "ok: a pipeline computed its weight gradients per micro-batch"
+    mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
+      --schedule zb-h1 --micro-batches 3 > "$work/out" 2>&1 || fail "--schedule zb-h1 exited $?: $(cat "$work/out")"
+    grep -q "(zb-h1, 3 micro-batches per batch, weight gradients per micro-batch, placed by the schedule)" "$work/out" ||
+      fail "no zb-h1 header: $(cat "$work/out")"
+    grep -q "^bubble: .* textbook (p-1)/(3M+p-1) = 10.0% for p = 2, M = 3 (zb-h1)" "$work/out" ||
+      fail "no zb-h1 bubble line: $(cat "$work/out")"
+    echo "ok: a zb-h1 pipeline trained, its bubble beside the paper's formula"
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --stages 3 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--stages 3 on 2 ranks did not exit 2: $(cat "$work/err")"
     grep -q -- "--stages: 3 stages need 3 ranks, one per stage; this job has 2" "$work/err" || fail "no reason: $(cat "$work/err")"

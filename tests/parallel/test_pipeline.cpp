@@ -147,6 +147,34 @@ TEST_CASE("Pipeline: Dense weight gradients deferred to the batch's end train as
   }
 }
 
+TEST_CASE("Pipeline: zb-h1 trains bit for bit as gpipe and 1f1b with weight gradients per micro-batch") {
+  const Communicator world = Communicator::world();
+  Run single = single_run();
+  auto data = training_data();
+  single.trainer->fit(data, {.epochs = 2});
+  for (const int micro_batches : {1, 2, 3, 5, 8}) {
+    CAPTURE(micro_batches);
+    // In each backward (gpipe, 1f1b) or as the schedule places each
+    // micro-batch's own product (zb-h1): one sum, in one order.
+    std::vector<std::vector<float>> by_schedule;
+    for (const PipelineSchedule schedule :
+         {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1}) {
+      CAPTURE(parallel::pipeline_schedule_name(schedule));
+      Run run =
+          pipeline_run(world, {.micro_batches = micro_batches, .schedule = schedule, .defer_weight_gradients = false});
+      run.trainer->fit(data, {.epochs = 2});
+      CHECK(stage_difference(*run.model, *single.model) <= (micro_batches == 1 ? 1e-6 : 1e-5));
+      by_schedule.push_back(flat_parameters(*run.model));
+      // zb-h1 holds 1f1b's activations.
+      CHECK(
+          run.pipeline->statistics().peak_micro_batches ==
+          (schedule == PipelineSchedule::GPipe ? micro_batches : std::min(micro_batches, world.size() - world.rank())));
+    }
+    CHECK(by_schedule[0] == by_schedule[2]);
+    CHECK(by_schedule[1] == by_schedule[2]);
+  }
+}
+
 TEST_CASE("Pipeline: Adadelta through the pipeline equals one process") {
   const Communicator world = Communicator::world();
   const MakeOptimizer adadelta = [](std::vector<Tensor> parameters) {
@@ -363,6 +391,19 @@ TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equal
       trainer.fit(shard_data, {.epochs = 2});
       CHECK(stage_difference(*model, *single.model) <= 1e-5);
     }
+    // zb-h1 accumulates its weight gradients after the stage's last backward
+    // too: each bucket still goes out once, with every micro-batch's sum.
+    auto zero_bubble = std::make_shared<Pipeline>(
+        grid, parallel::balanced_split(std::vector<double>(small_cnn_layers().size(), 1.0), stages),
+        PipelineOptions{.micro_batches = 3, .schedule = PipelineSchedule::ZeroBubbleH1});
+    Generator generator(kSeed);
+    auto model = parallel::build_stage(small_cnn_layers(), *zero_bubble, &generator);
+    optim::Trainer trainer(model, layers::cross_entropy, sgd(model->parameters()),
+                           quiet_options({optim::Metric::accuracy}, zero_bubble));
+    models::DataLoader shard_data(random_images(),
+                                  {.batch_size = kGlobalBatch / data_parallel, .shuffle = true, .seed = 3});
+    trainer.fit(shard_data, {.epochs = 2});
+    CHECK(stage_difference(*model, *single.model) <= 1e-5);
   }
   CHECK(throws_error_mentioning([&] { parallel::ProcessGrid::split(world, world.size() + 1, 1); },
                                 {fmt::format("{} data-parallel x 1 pipeline x 1 tensor ranks need {} ranks; this "

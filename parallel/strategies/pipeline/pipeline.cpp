@@ -106,6 +106,22 @@ Shape probe_output(layers::Module& model, const Shape& input, const Device& devi
   return sample_shape(output.shape());
 }
 
+// The action before which a hybrid's buckets may go out as they fill: from
+// there on every gradient gets exactly one more accumulation. That is the
+// stage's last backward (biases, convolutions), unless several weight
+// gradients still follow it (ZB-H1 holds some back): then the last of them,
+// and the buckets whose last accumulation came earlier go out at
+// synchronize_gradients instead.
+const PipelineAction* final_accumulations(const std::vector<PipelineAction>& actions) {
+  using Kind = PipelineAction::Kind;
+  const auto last_backward =
+      std::find_if(actions.rbegin(), actions.rend(), [](const PipelineAction& a) { return a.kind == Kind::Backward; });
+  if (last_backward == actions.rend()) return nullptr;
+  const auto weights_after =
+      std::count_if(actions.rbegin(), last_backward, [](const PipelineAction& a) { return a.kind == Kind::Weight; });
+  return weights_after > 1 ? &actions.back() : &*last_backward;
+}
+
 Device stage_device(const layers::Module& model, const optim::Batch& batch) {
   const std::vector<Tensor> parameters = model.parameters();
   return parameters.empty() ? batch.inputs.device() : parameters.front().device();
@@ -135,6 +151,9 @@ struct Pipeline::State {
   std::int64_t tensor_bytes = 0;
   std::vector<StageRange> stages;
   PipelineOptions options;
+  // Where the weight gradients are computed: as the schedule places them
+  // (ZB-H1), else at the batch's end or in each backward, as asked.
+  WeightGradients weights = WeightGradients::in_backward;
   int stage = 0;
   // Learned at the first batch: the sample shapes at this stage's input
   // and output, and (on rank 0) at the last stage's output.
@@ -238,7 +257,7 @@ class Pipeline::StageRun {
     // to deferred_ as part k, so their sum is in micro-batch order whatever
     // the schedule.
     const auto backward_inputs = [&](const Tensor& root, const Tensor& gradient) {
-      if (s_.options.defer_weight_gradients) {
+      if (s_.weights != WeightGradients::in_backward) {
         deferred_.backward_inputs(root, gradient, k);
       } else {
         root.backward(gradient);
@@ -346,6 +365,11 @@ int micro_batches(const PipelineOptions& options, int stages) {
   return options.micro_batches == 0 ? kMicroBatchesPerStage * stages : options.micro_batches;
 }
 
+WeightGradients weight_gradients_of(const PipelineOptions& options) {
+  if (places_weights(options.schedule)) return WeightGradients::per_micro_batch;
+  return options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::in_backward;
+}
+
 Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options,
                    std::optional<TensorPlan> tensor)
     : state_(std::make_shared<State>(std::move(grid.world), std::move(grid.pipeline), std::move(stages), options)) {
@@ -393,6 +417,7 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
             "Pipeline: micro_batches = {} is invalid (1 to {}, or 0 for {} per stage)", options.micro_batches,
             kMaxMicroBatches, kMicroBatchesPerStage);
   s.options.micro_batches = micro_batches(options, static_cast<int>(s.stages.size()));
+  s.weights = weight_gradients_of(options);
   for (std::size_t i = 0; i < s.stages.size(); ++i) {
     const std::size_t expected_first = i == 0 ? 0 : s.stages[i - 1].last + 1;
     DDL_CHECK(s.stages[i].first == expected_first && s.stages[i].last >= s.stages[i].first,
@@ -498,19 +523,11 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   const std::int64_t tensor_start = s.tensor ? s.tensor->communicator().bytes_sent() : 0;
   StageRun run(s, model, batch, true, loss);
   const std::vector<PipelineAction> actions =
-      stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(),
-                    s.options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::in_backward);
-  // Every gradient's last accumulation of the step comes in or after the
-  // stage's last backward (its weights run after it): from there on a
-  // hybrid's buckets go out as they fill.
-  const auto last_backward = std::find_if(actions.rbegin(), actions.rend(), [](const PipelineAction& action) {
-    return action.kind == PipelineAction::Kind::Backward;
-  });
+      stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(), s.weights);
+  const PipelineAction* arm = final_accumulations(actions);
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const PipelineAction& action = actions[i];
-    if (s.gradients && share.last && last_backward != actions.rend() && &action == &*last_backward) {
-      s.gradients->expect_final_gradients();
-    }
+    if (s.gradients && share.last && &action == arm) s.gradients->expect_final_gradients();
     switch (action.kind) {
       case PipelineAction::Kind::Forward:
         run.forward(action.micro_batch);
@@ -519,9 +536,12 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
         run.backward(action.micro_batch, share.loss_scale);
         break;
       case PipelineAction::Kind::Weight: {
-        // Weights in a row: one product per weight over their micro-batches.
+        // Weights in a row at the batch's end: one product per weight over
+        // their micro-batches. Per micro-batch, each its own product: the
+        // sums in_backward makes, bit for bit, wherever the schedule puts them.
         std::vector<std::size_t> parts{static_cast<std::size_t>(action.micro_batch)};
-        while (i + 1 < actions.size() && actions[i + 1].kind == PipelineAction::Kind::Weight) {
+        while (s.weights == WeightGradients::at_batch_end && i + 1 < actions.size() &&
+               actions[i + 1].kind == PipelineAction::Kind::Weight) {
           parts.push_back(static_cast<std::size_t>(actions[++i].micro_batch));
         }
         run.weight_gradients(parts);

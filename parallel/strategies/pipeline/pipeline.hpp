@@ -98,12 +98,18 @@ struct PipelineOptions {
   // micro-batch's backward. Costs the kept rows until then: the batch's
   // rows x each Dense layer's inputs + outputs, floats, whatever the
   // schedule (under 1F1B the rest of a micro-batch's activations still go
-  // at its backward). With M = 1 the result is the same bits.
+  // at its backward). With M = 1 the result is the same bits. ZB-H1 places
+  // each micro-batch's weight gradients itself, whatever this says: one
+  // product each, the same bits as false.
   bool defer_weight_gradients = true;
 };
 
 // The micro-batches `options` cut each batch into on `stages` stages.
 int micro_batches(const PipelineOptions& options, int stages);
+// Where a stage computes its weight gradients under `options`: where the
+// schedule places them (ZB-H1), else at the batch's end or in each
+// backward by defer_weight_gradients.
+WeightGradients weight_gradients_of(const PipelineOptions& options);
 
 // Where one stage's training time went, summed over the steps so far.
 struct PipelineStatistics {

@@ -19,7 +19,7 @@ namespace {
 
 using Kind = PipelineAction::Kind;
 
-constexpr std::array kSchedules = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB};
+constexpr std::array kSchedules = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1};
 // How many kinds of action there are: tables indexed by kind have this many rows.
 constexpr std::size_t kKindCount = 3;
 
@@ -161,6 +161,22 @@ std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
   switch (schedule) {
     case PipelineSchedule::GPipe: return "gpipe";
     case PipelineSchedule::OneFOneB: return "1f1b";
+    case PipelineSchedule::ZeroBubbleH1:
+      return "zb-h1";
+  }
+  return "unknown";
+}
+
+bool places_weights(PipelineSchedule schedule) { return schedule == PipelineSchedule::ZeroBubbleH1; }
+
+std::string_view weight_gradients_name(WeightGradients weights) {
+  switch (weights) {
+    case WeightGradients::in_backward:
+      return "micro-batch";
+    case WeightGradients::at_batch_end:
+      return "batch";
+    case WeightGradients::per_micro_batch:
+      return "micro-batch, placed by the schedule";
   }
   return "unknown";
 }
@@ -174,18 +190,33 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
   check_pipeline_shape(stages, micro_batches);
   DDL_CHECK(stage >= 0 && stage < stages, "pipeline: stage {} is out of range for {} stages (0..{})", stage, stages,
             stages - 1);
+  DDL_CHECK(!places_weights(schedule) || weights == WeightGradients::per_micro_batch,
+            "pipeline: the {} schedule places each micro-batch's weight gradients itself; it takes them per "
+            "micro-batch",
+            pipeline_schedule_name(schedule));
   std::vector<PipelineAction> actions;
-  actions.reserve(2 * static_cast<std::size_t>(micro_batches));
+  actions.reserve(3 * static_cast<std::size_t>(micro_batches));
   int forwards = 0;
   int backwards = 0;
+  int weights_done = 0;
   const auto forward = [&] { actions.push_back({Kind::Forward, forwards++}); };
-  const auto backward = [&] { actions.push_back({Kind::Backward, backwards++}); };
+  // A backward, then, per micro-batch, the oldest pending weight gradients
+  // until at most `held` wait.
+  const auto backward = [&](int held) {
+    actions.push_back({Kind::Backward, backwards++});
+    if (weights != WeightGradients::per_micro_batch) return;
+    while (backwards - weights_done > held) actions.push_back({Kind::Weight, weights_done++});
+  };
+  // ZB-H1: stage s holds back s weight gradients, the idle units 1F1B's
+  // drain leaves it; the others run right after their backward.
+  const int held = schedule == PipelineSchedule::ZeroBubbleH1 ? stage : 0;
   switch (schedule) {
     case PipelineSchedule::GPipe:
       while (forwards < micro_batches) forward();
-      while (backwards < micro_batches) backward();
+      while (backwards < micro_batches) backward(held);
       break;
-    case PipelineSchedule::OneFOneB: {
+    case PipelineSchedule::OneFOneB:
+    case PipelineSchedule::ZeroBubbleH1: {
       // Micro-batch 0's gradient comes back only after it has crossed the
       // stages-stage-1 stages downstream, so the warm-up gives each of them a
       // micro-batch to work on meanwhile (fewer when there are fewer). From
@@ -195,14 +226,14 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
       while (forwards < warm_up) forward();
       while (forwards < micro_batches) {
         forward();
-        backward();
+        backward(held);
       }
-      while (backwards < micro_batches) backward();
+      while (backwards < micro_batches) backward(held);
       break;
     }
   }
-  if (weights == WeightGradients::at_batch_end) {
-    for (int m = 0; m < micro_batches; ++m) actions.push_back({Kind::Weight, m});
+  if (weights != WeightGradients::in_backward) {
+    while (weights_done < micro_batches) actions.push_back({Kind::Weight, weights_done++});
   }
   return actions;
 }
@@ -286,10 +317,17 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
     StageSimulation& result = simulation.stages[stage];
     result.idle = simulation.makespan - result.busy;
     busy += result.busy;
-    int held = 0;
-    for (const PipelineAction& action : actions_per_stage[stage]) {
+    // Without Weight actions each Backward computes its weight gradients: none wait.
+    const auto& actions = actions_per_stage[stage];
+    const bool weights_listed = std::any_of(actions.begin(), actions.end(),
+                                            [](const PipelineAction& action) { return action.kind == Kind::Weight; });
+    int held = 0, pending = 0;
+    for (const PipelineAction& action : actions) {
       held += action.kind == Kind::Forward ? 1 : action.kind == Kind::Backward ? -1 : 0;
       result.peak_activations = std::max(result.peak_activations, held);
+      if (!weights_listed) continue;
+      pending += action.kind == Kind::Backward ? 1 : action.kind == Kind::Weight ? -1 : 0;
+      result.peak_pending_weights = std::max(result.peak_pending_weights, pending);
     }
   }
   simulation.bubble_fraction = 1.0 - busy / (static_cast<double>(stages) * simulation.makespan);
@@ -299,6 +337,14 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
 double textbook_bubble_fraction(int stages, int micro_batches) {
   check_pipeline_shape(stages, micro_batches);
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+double schedule_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches) {
+  if (schedule != PipelineSchedule::ZeroBubbleH1) return textbook_bubble_fraction(stages, micro_batches);
+  check_pipeline_shape(stages, micro_batches);
+  const double work = 3.0 * micro_batches;
+  const double makespan = std::max(work + stages - 1, 2.0 * micro_batches + 2.0 * stages - 1);
+  return 1.0 - work / makespan;
 }
 
 std::string render_timeline(const PipelineSimulation& simulation) {

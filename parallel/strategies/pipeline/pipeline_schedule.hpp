@@ -16,9 +16,16 @@ namespace ddl::parallel {
 // 1F1B (PipeDream-Flush, Narayanan et al. 2021): a few forwards, then one
 // forward and one backward in turn, so a stage holds at most (stages - stage)
 // micro-batches' activations instead of all of them.
-enum class PipelineSchedule { GPipe, OneFOneB };
+// ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism"): 1F1B's
+// forwards and backwards, each backward for the inputs alone (B), and each
+// micro-batch's weight gradients (W) a separate action that stage s holds
+// back while at most s are pending: the W passes fill the time 1F1B's
+// stages wait in the drain. With equal F, B and W times a step takes
+// 3M + p - 1 units instead of 1F1B's 3M + 3(p - 1), at 1F1B's activations
+// plus at most s micro-batches' weight-gradient rows (at most p in all).
+enum class PipelineSchedule { GPipe, OneFOneB, ZeroBubbleH1 };
 
-// "gpipe" or "1f1b"; anything else is a ddl::Error listing the names.
+// "gpipe", "1f1b" or "zb-h1"; anything else is a ddl::Error listing the names.
 PipelineSchedule parse_pipeline_schedule(std::string_view name);
 std::string_view pipeline_schedule_name(PipelineSchedule schedule);
 std::vector<PipelineSchedule> all_pipeline_schedules();
@@ -43,17 +50,27 @@ struct PipelineAction {
 // "F3", "B0", "W2".
 std::string to_string(const PipelineAction& action);
 
-// Where a stage computes its weight gradients: inside each Backward, or as
+// Where a stage computes its weight gradients: inside each Backward; as
 // Weight actions of every micro-batch after the stage's last Backward (the
 // batch's end: one product per weight over the whole batch,
-// PipelineOptions::defer_weight_gradients).
-enum class WeightGradients { in_backward, at_batch_end };
+// PipelineOptions::defer_weight_gradients); or as one Weight action per
+// micro-batch where the schedule places it (GPipe and 1F1B: right after
+// its Backward), each its own product, which sums what in_backward sums in
+// the same order: the same bits.
+enum class WeightGradients { in_backward, at_batch_end, per_micro_batch };
+
+// Whether `schedule` places each micro-batch's Weight itself (ZB-H1):
+// it takes WeightGradients::per_micro_batch alone.
+bool places_weights(PipelineSchedule schedule);
+// "batch", "micro-batch", "micro-batch, placed by the schedule".
+std::string_view weight_gradients_name(WeightGradients weights);
 
 // The ordered actions of `stage` (0-based) of `stages` for `micro_batches`
 // micro-batches: each forward and each backward once, each micro-batch's
-// forward before its backward, and (at_batch_end) each Weight once, after
-// its backward. Every stages >= 1 and micro_batches >= 1 works,
-// micro_batches < stages included.
+// forward before its backward, and (at_batch_end, per_micro_batch) each
+// Weight once, after its backward. Every stages >= 1 and micro_batches >= 1
+// works, micro_batches < stages included. ddl::Error for a schedule that
+// places the weights given another WeightGradients.
 std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches,
                                           WeightGradients weights = WeightGradients::in_backward);
 // stage_actions of every stage, indexed by stage: what simulate_pipeline takes.
@@ -85,6 +102,7 @@ struct StageSimulation {
   double busy = 0.0;                          // time spent computing
   double idle = 0.0;                          // makespan - busy: waiting, and done before the others
   int peak_activations = 0;                   // most micro-batches held at once (forward done, backward not)
+  int peak_pending_weights = 0;               // most whose weight gradients waited at once (backward done, W not)
   int messages_sent = 0;                      // activations sent on plus gradients sent back
 };
 
@@ -112,6 +130,13 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
 // The bubble of GPipe with equal stages and no latency, (p - 1) / (M + p - 1)
 // for p stages and M micro-batches (Huang et al. 2019).
 double textbook_bubble_fraction(int stages, int micro_batches);
+// The share of stage time `schedule` leaves idle with equal stages, no
+// latency and equal F, B and W times: GPipe's and 1F1B's above; ZB-H1's
+// (p - 1) / (3M + p - 1) for M >= p (Qi et al. 2023: a bubble of
+// (p - 1)(T_F + T_B - T_W) per stage), and for M < p one micro-batch's
+// path through every stage and back bounds the step, 2p + 2M - 1 units:
+// 1 - 3M / max(3M + p - 1, 2M + 2p - 1).
+double schedule_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches);
 
 // An ASCII Gantt chart, one row per stage and one cell per unit of time
 // ("stage 0 |F0|F1|..|B0|"; ".." is idle), for teaching. Every action must

@@ -66,9 +66,11 @@ void check_timeline_obeys_dependencies(const PipelineSimulation& simulation, con
 
 }  // namespace
 
-TEST_CASE("pipeline_schedule: parse_pipeline_schedule takes gpipe and 1f1b, the names pipeline_schedule_name gives") {
+TEST_CASE(
+    "pipeline_schedule: parse_pipeline_schedule takes every schedule's name, as pipeline_schedule_name gives it") {
   CHECK(parse_pipeline_schedule("gpipe") == PipelineSchedule::GPipe);
   CHECK(parse_pipeline_schedule("1f1b") == PipelineSchedule::OneFOneB);
+  CHECK(parse_pipeline_schedule("zb-h1") == PipelineSchedule::ZeroBubbleH1);
   for (const PipelineSchedule schedule : kSchedules) {
     CHECK(parse_pipeline_schedule(pipeline_schedule_name(schedule)) == schedule);
   }
@@ -76,7 +78,7 @@ TEST_CASE("pipeline_schedule: parse_pipeline_schedule takes gpipe and 1f1b, the 
 
 TEST_CASE("pipeline_schedule: an unknown schedule name is an error listing the valid ones") {
   CHECK_THROWS_WITH_AS(parse_pipeline_schedule("zero-bubble"),
-                       "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b", Error);
+                       "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b, zb-h1", Error);
   CHECK_THROWS_AS(parse_pipeline_schedule("GPipe"), Error);
 }
 
@@ -385,4 +387,89 @@ TEST_CASE("pipeline_schedule: a weight before its backward, repeated, or listed 
   CHECK_THROWS_WITH_AS(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 2, 2, WeightGradients::at_batch_end),
                                          {.weight = 0.0}),
                        "pipeline: the weight time of stage 0 must be positive, got 0", Error);
+}
+
+TEST_CASE("pipeline_schedule: weight gradients per micro-batch follow each backward under gpipe and 1f1b") {
+  CHECK(stage_actions(PipelineSchedule::GPipe, 1, 3, 2, WeightGradients::per_micro_batch) ==
+        Actions{F(0), F(1), B(0), W(0), B(1), W(1)});
+  CHECK(stage_actions(PipelineSchedule::OneFOneB, 0, 2, 3, WeightGradients::per_micro_batch) ==
+        Actions{F(0), F(1), B(0), W(0), F(2), B(1), W(1), B(2), W(2)});
+  // Equal F, B and W: each W runs after its B's gradient has gone back, so
+  // the fill and drain wait for F and B alone: 3M + 2(p - 1) units, a third
+  // less bubble than 3(M + p - 1) with W inside B.
+  for (int stages = 1; stages <= 6; ++stages) {
+    for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
+      CAPTURE(stages);
+      CAPTURE(micro_batches);
+      const auto actions =
+          pipeline_actions(PipelineSchedule::OneFOneB, stages, micro_batches, WeightGradients::per_micro_batch);
+      const PipelineSimulation simulation = simulate_pipeline(actions);
+      check_timeline_obeys_dependencies(simulation, actions);
+      CHECK(simulation.makespan == 3.0 * micro_batches + 2.0 * (stages - 1));
+      for (const StageSimulation& stage : simulation.stages) CHECK(stage.peak_pending_weights == 1);
+    }
+  }
+}
+
+TEST_CASE("pipeline_schedule: zb-h1 is 1f1b with stage s holding back s weight gradients") {
+  // 4 stages, 6 micro-batches: stage 0 runs each W right after its B, the last stage keeps 3 waiting.
+  CHECK(stage_actions(PipelineSchedule::ZeroBubbleH1, 0, 4, 6, WeightGradients::per_micro_batch) ==
+        Actions{F(0), F(1), F(2), F(3), B(0), W(0), F(4), B(1), W(1), F(5), B(2), W(2), B(3), W(3), B(4), W(4), B(5),
+                W(5)});
+  CHECK(stage_actions(PipelineSchedule::ZeroBubbleH1, 3, 4, 6, WeightGradients::per_micro_batch) ==
+        Actions{F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3), W(0), F(4), B(4), W(1), F(5), B(5), W(2), W(3), W(4),
+                W(5)});
+  CHECK(places_weights(PipelineSchedule::ZeroBubbleH1));
+  CHECK_FALSE(places_weights(PipelineSchedule::OneFOneB));
+  CHECK_THROWS_WITH_AS(stage_actions(PipelineSchedule::ZeroBubbleH1, 0, 2, 2, WeightGradients::at_batch_end),
+                       "pipeline: the zb-h1 schedule places each micro-batch's weight gradients itself; it takes them "
+                       "per micro-batch",
+                       Error);
+}
+
+// Qi et al. 2023: with equal F, B and W times ZB-H1's bubble is a third of
+// 1F1B's, (p - 1) units per stage instead of 3(p - 1), at 1F1B's activations
+// and at most p micro-batches between forward and weight gradients. For
+// M < p the round trip of a micro-batch through every stage bounds the step.
+TEST_CASE("pipeline_schedule: zb-h1 reaches its paper's bubble, 1f1b's activations, no deadlock for p 2..8, M 1..3p") {
+  for (int stages = 2; stages <= 8; ++stages) {
+    for (int micro_batches = 1; micro_batches <= 3 * stages; ++micro_batches) {
+      CAPTURE(stages);
+      CAPTURE(micro_batches);
+      const auto actions =
+          pipeline_actions(PipelineSchedule::ZeroBubbleH1, stages, micro_batches, WeightGradients::per_micro_batch);
+      const PipelineSimulation simulation = simulate_pipeline(actions);
+      check_timeline_obeys_dependencies(simulation, actions);
+      const int work = 3 * micro_batches;
+      CHECK(simulation.makespan == std::max(work + stages - 1, 2 * micro_batches + 2 * stages - 1));
+      CHECK(simulation.bubble_fraction ==
+            doctest::Approx(schedule_bubble_fraction(PipelineSchedule::ZeroBubbleH1, stages, micro_batches))
+                .epsilon(1e-12));
+      if (micro_batches >= stages) {
+        CHECK(simulation.bubble_fraction ==
+              doctest::Approx(static_cast<double>(stages - 1) / (3.0 * micro_batches + stages - 1)).epsilon(1e-12));
+      }
+      const PipelineSimulation one_f_one_b = simulate_pipeline(
+          pipeline_actions(PipelineSchedule::OneFOneB, stages, micro_batches, WeightGradients::per_micro_batch));
+      // One micro-batch leaves no bubble a weight gradient could fill.
+      if (micro_batches == 1) CHECK(simulation.makespan == one_f_one_b.makespan);
+      if (micro_batches > 1) CHECK(simulation.makespan < one_f_one_b.makespan);
+      for (int stage = 0; stage < stages; ++stage) {
+        CAPTURE(stage);
+        const StageSimulation& result = simulation.stages[static_cast<std::size_t>(stage)];
+        CHECK(result.busy == work);
+        CHECK(result.peak_activations == std::min(stages - stage, micro_batches));
+        CHECK(result.peak_pending_weights <= std::min(stage + 1, micro_batches));
+        // In flight (forward done, weight gradients not): at most p, 1F1B's stage 0.
+        int in_flight = 0, peak = 0;
+        for (const PipelineAction& action : actions[static_cast<std::size_t>(stage)]) {
+          in_flight += action.kind == Kind::Forward ? 1 : action.kind == Kind::Weight ? -1 : 0;
+          peak = std::max(peak, in_flight);
+        }
+        CHECK(peak <= std::min(stages, micro_batches));
+      }
+    }
+  }
+  CHECK(schedule_bubble_fraction(PipelineSchedule::OneFOneB, 4, 4) == textbook_bubble_fraction(4, 4));
+  CHECK(schedule_bubble_fraction(PipelineSchedule::ZeroBubbleH1, 4, 8) == doctest::Approx(3.0 / 27));
 }
