@@ -9,7 +9,7 @@
 #   bench/pipeline.sh --summary <logs>/results.tsv  (the tables again, from a run's results)
 #
 #   a. samples/s against the micro-batch count M in {1,2,4,8,16}, 2 stages x
-#      1 thread: ddl 1f1b; torch Schedule1F1B (M >= 2) and ScheduleGPipe;
+#      1 thread: ddl 1f1b and zb-h1; torch Schedule1F1B (M >= 2) and ScheduleGPipe;
 #      the 1-process baselines (ddl 1 and 2 threads, torch 1 thread); ddl's
 #      measured bubble beside the textbook (p-1)/(M+p-1).
 #   b. (first round) ddl's peak activation MiB per stage, GPipe against
@@ -184,6 +184,7 @@ round_commands() {
   echo "run_torch 'torch 1 process, 1 thread' $r --stages 1"
   for m in 1 2 4 8 16; do
     echo "run_ddl 'ddl 2 stages 1f1b M=$m' $r 2 ${wide[*]} --parallel pipeline --balance parameters --schedule 1f1b --micro-batches $m"
+    echo "run_ddl 'ddl 2 stages zb-h1 M=$m' $r 2 ${wide[*]} --parallel pipeline --balance parameters --schedule zb-h1 --micro-batches $m"
     if ((m >= 2)); then
       echo "run_ddl 'ddl 1 process, M=$m accumulated' $r 0 ${wide[*]} --batch-size $((128 / m)) --accumulate $m"
       echo "run_torch 'torch 2 stages 1f1b M=$m' $r --stages 2 --schedule 1f1b --micro-batches $m"
