@@ -309,6 +309,30 @@ TEST_CASE("Pipeline: a checkpoint taken mid-epoch resumes bit for bit, metrics i
   world.barrier();
 }
 
+TEST_CASE("Pipeline: a checkpoint written under zb-h1 resumes under gpipe, bit for bit an uninterrupted 1f1b run") {
+  const Communicator world = Communicator::world();
+  std::optional<TempDir> directory;
+  const std::string path = shared_path(world, directory, "last.ckpt");
+  const auto every_3_steps = std::make_shared<optim::ModelCheckpoint>(optim::ModelCheckpointOptions{
+      .directory = std::filesystem::path(path).parent_path().string(), .save_best = false, .every_steps = 3});
+  auto data = training_data();
+  // Weight gradients per micro-batch under every schedule: one sum, in one order.
+  const auto options = [](PipelineSchedule schedule) {
+    return PipelineOptions{.micro_batches = 3, .schedule = schedule, .defer_weight_gradients = false};
+  };
+  Run straight = pipeline_run(world, options(PipelineSchedule::OneFOneB));
+  straight.trainer->fit(data, {.epochs = 2});
+  Run first = pipeline_run(world, options(PipelineSchedule::ZeroBubbleH1));
+  CHECK_THROWS_AS(first.trainer->fit(data, {.epochs = 2, .callbacks = {every_3_steps, std::make_shared<StopAt>(5)}}),
+                  StopAt::Stopped);
+  world.barrier();
+  Run resumed = pipeline_run(world, options(PipelineSchedule::GPipe));
+  resumed.trainer->load_checkpoint(path);
+  resumed.trainer->fit(data, {.epochs = 2});
+  CHECK(flat_parameters(*resumed.model) == flat_parameters(*straight.model));
+  world.barrier();
+}
+
 TEST_CASE("Pipeline: stages on GPUs train as stages on the CPU, activations and gradients staged through the host" *
           doctest::test_suite("cuda")) {
   const Communicator world = Communicator::world();
