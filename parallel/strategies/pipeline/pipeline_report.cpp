@@ -131,13 +131,11 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
         static_cast<double>(r.statistics.messages) / steps, mebibytes(static_cast<double>(r.statistics.bytes) / steps));
   }
   const auto stages = static_cast<int>(reports.size());
-  // ZB-H1's with equal F, B and W times (M >= p; below, the round trip's).
-  const bool zero_bubble = options.schedule == PipelineSchedule::ZeroBubbleH1;
   out += fmt::format(
       "bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook {} = {:.1f}% "
       "for p = {}, M = {} ({})\n",
       reports.empty() ? 0.0 : 100.0 * idle / stages,
-      zero_bubble ? (options.micro_batches >= stages ? "(p-1)/(3M+p-1)" : "1-3M/(2M+2p-1)") : "(p-1)/(M+p-1)",
+      schedule_bubble_formula(options.schedule, stages, options.micro_batches),
       100.0 * schedule_bubble_fraction(options.schedule, stages, options.micro_batches), stages, options.micro_batches,
       pipeline_schedule_name(options.schedule));
   return out;

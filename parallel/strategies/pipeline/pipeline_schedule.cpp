@@ -71,6 +71,13 @@ bool sends_message(const PipelineAction& action, int stage, int stages) {
   return false;
 }
 
+// Whether a stage's list has Weight actions: without them each Backward
+// computes its weight gradients.
+bool lists_weights(const std::vector<PipelineAction>& actions) {
+  return std::any_of(actions.begin(), actions.end(),
+                     [](const PipelineAction& action) { return action.kind == Kind::Weight; });
+}
+
 // Each stage lists every micro-batch's forward and backward exactly once,
 // the forward first (its activations are what the backward consumes), and
 // a weight for every micro-batch or for none, each after its backward (the
@@ -100,8 +107,7 @@ void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_s
                 "kept",
                 stage, to_string(action), position, to_string({Kind::Backward, action.micro_batch}));
     }
-    const bool weights_listed = std::any_of(actions.begin(), actions.end(),
-                                            [](const PipelineAction& action) { return action.kind == Kind::Weight; });
+    const bool weights_listed = lists_weights(actions);
     for (const Kind kind : {Kind::Forward, Kind::Backward, Kind::Weight}) {
       if (kind == Kind::Weight && !weights_listed) continue;
       for (int micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
@@ -317,10 +323,9 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
     StageSimulation& result = simulation.stages[stage];
     result.idle = simulation.makespan - result.busy;
     busy += result.busy;
-    // Without Weight actions each Backward computes its weight gradients: none wait.
+    // Without Weight actions none wait.
     const auto& actions = actions_per_stage[stage];
-    const bool weights_listed = std::any_of(actions.begin(), actions.end(),
-                                            [](const PipelineAction& action) { return action.kind == Kind::Weight; });
+    const bool weights_listed = lists_weights(actions);
     int held = 0, pending = 0;
     for (const PipelineAction& action : actions) {
       held += action.kind == Kind::Forward ? 1 : action.kind == Kind::Backward ? -1 : 0;
@@ -337,6 +342,11 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
 double textbook_bubble_fraction(int stages, int micro_batches) {
   check_pipeline_shape(stages, micro_batches);
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+}
+
+std::string_view schedule_bubble_formula(PipelineSchedule schedule, int stages, int micro_batches) {
+  if (schedule != PipelineSchedule::ZeroBubbleH1) return "(p-1)/(M+p-1)";
+  return micro_batches >= stages ? "(p-1)/(3M+p-1)" : "1-3M/(2M+2p-1)";
 }
 
 double schedule_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches) {

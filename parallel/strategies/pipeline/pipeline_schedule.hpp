@@ -137,6 +137,9 @@ double textbook_bubble_fraction(int stages, int micro_batches);
 // path through every stage and back bounds the step, 2p + 2M - 1 units:
 // 1 - 3M / max(3M + p - 1, 2M + 2p - 1).
 double schedule_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches);
+// That fraction's formula as the reports print it: "(p-1)/(M+p-1)",
+// "(p-1)/(3M+p-1)" or "1-3M/(2M+2p-1)".
+std::string_view schedule_bubble_formula(PipelineSchedule schedule, int stages, int micro_batches);
 
 // An ASCII Gantt chart, one row per stage and one cell per unit of time
 // ("stage 0 |F0|F1|..|B0|"; ".." is idle), for teaching. Every action must

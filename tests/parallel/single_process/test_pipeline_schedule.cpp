@@ -472,4 +472,7 @@ TEST_CASE("pipeline_schedule: zb-h1 reaches its paper's bubble, 1f1b's activatio
   }
   CHECK(schedule_bubble_fraction(PipelineSchedule::OneFOneB, 4, 4) == textbook_bubble_fraction(4, 4));
   CHECK(schedule_bubble_fraction(PipelineSchedule::ZeroBubbleH1, 4, 8) == doctest::Approx(3.0 / 27));
+  CHECK(schedule_bubble_formula(PipelineSchedule::GPipe, 4, 8) == "(p-1)/(M+p-1)");
+  CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH1, 4, 8) == "(p-1)/(3M+p-1)");
+  CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH1, 4, 3) == "1-3M/(2M+2p-1)");
 }
