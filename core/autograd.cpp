@@ -17,6 +17,8 @@ bool grad_enabled() { return grad_mode_enabled; }
 
 NoGradGuard::NoGradGuard() : previous_(grad_mode_enabled) { grad_mode_enabled = false; }
 NoGradGuard::~NoGradGuard() { grad_mode_enabled = previous_; }
+EnableGradGuard::EnableGradGuard() : previous_(grad_mode_enabled) { grad_mode_enabled = true; }
+EnableGradGuard::~EnableGradGuard() { grad_mode_enabled = previous_; }
 
 std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output, const BackwardPass& /*pass*/) {
   const std::shared_ptr<TensorImpl> leaf = leaf_.lock();
@@ -40,7 +42,7 @@ std::vector<Tensor> AccumulateGrad::backward(const Tensor& grad_output, const Ba
     backend::launch(tensor.device(), grad_output.numel(),
                     kernels::Zip2<fn::Add>{grad, grad_output.data<float>(), grad, {}});
   }
-  for (GradHook& hook : leaf->grad_hooks) hook(tensor);
+  autograd::run_grad_hooks(leaf);
   return {};
 }
 
@@ -52,6 +54,11 @@ bool needs_grad(const std::vector<const Tensor*>& inputs) {
     if (input->defined() && input->requires_grad()) return true;
   }
   return false;
+}
+
+void run_grad_hooks(const std::shared_ptr<TensorImpl>& leaf) {
+  Tensor tensor(leaf);
+  for (GradHook& hook : leaf->grad_hooks) hook(tensor);
 }
 
 std::shared_ptr<Node> edge_to(const Tensor& input) {

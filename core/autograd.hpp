@@ -68,6 +68,19 @@ class NoGradGuard {
   bool previous_;
 };
 
+// The tape on again inside a backward (which runs without it): for a
+// backward that reruns a forward to differentiate it (recompute.hpp).
+class EnableGradGuard {
+ public:
+  EnableGradGuard();
+  ~EnableGradGuard();
+  EnableGradGuard(const EnableGradGuard&) = delete;
+  EnableGradGuard& operator=(const EnableGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 namespace autograd {
 
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
@@ -103,6 +116,11 @@ bool needs_grad(const std::vector<const Tensor*>& inputs);
 // The node an input's gradient flows to: its grad_fn, its accumulator if it
 // is a leaf requiring grad, or null.
 std::shared_ptr<Node> edge_to(const Tensor& input);
+
+// A leaf's gradient hooks, run once its .grad has taken a new gradient: by
+// its accumulator, or by whoever added into .grad directly (deferred
+// weight gradients).
+void run_grad_hooks(const std::shared_ptr<TensorImpl>& leaf);
 
 // Connects `node` to its inputs and makes it the grad_fn of `output`.
 void record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs, Tensor& output);

@@ -14,6 +14,23 @@ bool same_owner(const std::weak_ptr<TensorImpl>& a, const std::shared_ptr<Tensor
   return !a.owner_before(b) && !b.owner_before(a);
 }
 
+// Adds xᵀ·gradient, the product matmul's backward computes, into the
+// weight's .grad. With a .grad already there (an earlier part's, or a
+// gradient bucket's view) the GEMM adds into it directly: M parts then
+// write the weight-sized gradient M times, where a product of their own
+// would each also be written whole and read back to be added. Else the
+// product becomes .grad through the weight's accumulator.
+void add_into_grad(const std::shared_ptr<TensorImpl>& weight, const Tensor& x, const Tensor& gradient,
+                   Node& accumulator) {
+  constexpr const char* kName = "deferred weight gradient";
+  if (weight->grad) {
+    ops_detail::gemm_accumulate(Tensor(weight->grad), x, true, gradient, false, kName);
+    run_grad_hooks(weight);
+  } else {
+    accumulator.backward(ops_detail::gemm(x, true, gradient, false, kName), {});
+  }
+}
+
 // One tensor of the rows of every part, in order.
 Tensor joined(const std::vector<Tensor>& parts) { return parts.size() == 1 ? parts.front() : concat(parts); }
 
@@ -79,11 +96,10 @@ void DeferredWeightGradients::compute(Selected selected) {
         xs.push_back(rows->x);
         gradients.push_back(rows->gradient);
       }
-      // The product matmul's backward computes, over the parts' rows.
-      const Tensor gradient =
-          ops_detail::gemm(joined(xs), true, joined(gradients), false, "deferred weight gradient");
-      // Its accumulator, unless it stopped requiring grad since.
-      if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) accumulator->backward(gradient, {});
+      // Unless it stopped requiring grad since.
+      if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) {
+        add_into_grad(weight, joined(xs), joined(gradients), *accumulator);
+      }
     }
     entry.rows.erase(entry.rows.begin(), chosen_end);
   }

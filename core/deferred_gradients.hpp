@@ -27,17 +27,21 @@
 // pass carries the object to matmul's backward: autograd.hpp's
 // BackwardPass; a plain backward() defers nothing). Everything else
 // (biases, convolutions, activations, inputs) is computed as usual. The deferred gradients are
-// added into .grad through the leaf's accumulator, so its gradient hooks run
-// then. A weight that also gets gradient by another path in the same pass
+// added into .grad, and the leaf's gradient hooks run then: by the GEMM
+// straight into .grad when the weight has one (beta = 1: no product as
+// large as the weight is written and read back, which is what keeps a
+// schedule's per-micro-batch W cheap), else as the product handed to the
+// leaf's accumulator. A weight that also gets gradient by another path in the same pass
 // (as the left operand of a product, through another op) accumulates twice,
 // once in backward_inputs and once in backward_weights, and its hooks run
 // twice.
 //
 // Rows are joined in the order of the parts given to backward_inputs (then
 // of keeping within a part), not of the passes, so the sum does not depend
-// on the schedule that ran them; with one part and a weight used once per
-// pass it is the very product the backward pass would have computed, bit
-// for bit.
+// on the schedule that ran them; with one part, a weight used once per
+// pass and no .grad yet it is the very product the backward pass would have
+// computed, bit for bit (added into an existing .grad, the GEMM's own
+// summation order decides, and may round otherwise than product-then-add).
 //
 // The rows of a part stay until backward_weights(): a stage that keeps them
 // holds the Dense layers' inputs and output gradients of every part at

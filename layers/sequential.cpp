@@ -1,7 +1,12 @@
+#include <charconv>
 #include <optional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/timeline.hpp>
+#include <ddl/layers/recompute.hpp>
 #include <ddl/layers/sequential.hpp>
 
 namespace ddl::layers {
@@ -33,16 +38,112 @@ Module& Sequential::operator[](std::size_t index) const {
 }
 
 Tensor Sequential::forward(const Tensor& input) {
+  Tensor x = input;
+  std::size_t next = 0;
+  for (const auto& [first, last] : recomputed_) {
+    x = run_layers(next, first, x);  // those before the segment (none when next == first)
+    const RecomputedSegment segment{
+        .forward = [this, first, last](const Tensor& in) { return run_layers(first, last + 1, in); },
+        .parameters = parameters_of(first, last),
+        .buffers = buffers_of(modules_of(first, last))};
+    x = layers::recompute(segment, x);
+    next = last + 1;
+  }
+  x = run_layers(next, size(), x);
+  return placement_.empty() ? x : x.to(output_device_);
+}
+
+Tensor Sequential::run_layers(std::size_t first, std::size_t end, Tensor x) {
   // Each boundary between devices is a differentiable copy: backward sends
   // the gradient back across it to the device that made the activation.
-  Tensor x = input;
-  for (std::size_t i = 0; i < size(); ++i) {
+  for (std::size_t i = first; i < end; ++i) {
     const auto& [name, module] = children()[i];
     std::optional<timeline::Span> span;
     if (timeline::per_layer()) span.emplace("compute", fmt::format("{} {}", name, module->type_name()));
     x = module->forward(placement_.empty() ? x : x.to(placement_[i]));
   }
-  return placement_.empty() ? x : x.to(output_device_);
+  return x;
+}
+
+std::vector<const Module*> Sequential::modules_of(std::size_t first, std::size_t last) const {
+  std::vector<const Module*> modules;
+  for (std::size_t i = first; i <= last; ++i) modules.push_back(children()[i].second.get());
+  return modules;
+}
+
+std::vector<Tensor> Sequential::parameters_of(std::size_t first, std::size_t last) const {
+  std::vector<Tensor> parameters;
+  for (const Module* module : modules_of(first, last)) {
+    const std::vector<Tensor> own = module->parameters();
+    parameters.insert(parameters.end(), own.begin(), own.end());
+  }
+  return parameters;
+}
+
+std::string Sequential::list_layers() const {
+  std::vector<std::string> names;
+  for (const auto& [name, child] : children()) names.push_back(fmt::format("{} ({})", name, child->type_name()));
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+namespace {
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t") - first + 1);
+}
+
+// A layer by the name it was added under, else by its index.
+std::size_t layer_of(const Sequential& model, std::string_view token, std::string_view context) {
+  const auto& children = model.children();
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    if (children[i].first == token) return i;
+  }
+  std::size_t index = 0;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), index);
+  if (token.empty() || error != std::errc() || end != token.data() + token.size()) {
+    detail::fail("{}: no layer is named '{}'; the model's {} layers are {}", context, token, children.size(),
+                 model.list_layers());
+  }
+  DDL_CHECK(index < children.size(), "{}: layer {} is out of range: the model has {} layers (0-{})", context, index,
+            children.size(), children.size() - 1);
+  return index;
+}
+
+}  // namespace
+
+Sequential::LayerRange Sequential::range_of(std::string_view text, std::string_view context) const {
+  // A whole name first: a layer's name may itself hold a '-'.
+  for (const auto& [name, child] : children()) {
+    if (name == text) {
+      const std::size_t index = layer_of(*this, text, context);
+      return {index, index};
+    }
+  }
+  const auto dash = text.find('-');
+  if (dash == std::string_view::npos) {
+    const std::size_t index = layer_of(*this, text, context);
+    return {index, index};
+  }
+  const std::size_t first = layer_of(*this, trim(text.substr(0, dash)), context);
+  const std::size_t last = layer_of(*this, trim(text.substr(dash + 1)), context);
+  DDL_CHECK(first <= last, "{}: the range runs backwards (layer {} to layer {})", context, first, last);
+  return {first, last};
+}
+
+void Sequential::recompute(std::vector<LayerRange> ranges) {
+  for (std::size_t r = 0; r < ranges.size(); ++r) {
+    const auto [first, last] = ranges[r];
+    DDL_CHECK(first <= last && last < size(),
+              "Sequential::recompute: the range {}-{} is not within the model's layers 0-{}", first, last,
+              size() == 0 ? 0 : size() - 1);
+    DDL_CHECK(
+        r == 0 || first > ranges[r - 1].second,
+        "Sequential::recompute: the range {}-{} does not come after the range {}-{} (ranges ascend and do not overlap)",
+        first, last, ranges[r - 1].first, ranges[r - 1].second);
+  }
+  recomputed_ = std::move(ranges);
 }
 
 void Sequential::place(std::vector<Device> devices, const Device& output) {

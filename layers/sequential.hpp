@@ -6,6 +6,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <ddl/core/device.hpp>
@@ -34,6 +36,22 @@ class Sequential : public Module {
   Tensor forward(const Tensor& input) override;
   std::string type_name() const override { return "Sequential"; }
 
+  // Layers first..last (inclusive) of each range run as one recomputed
+  // segment (recompute.hpp): forward keeps only the segment's input, and
+  // backward runs its layers again to differentiate them; bit for bit the
+  // same training. Ranges ascending and disjoint, within the layers;
+  // anything else is a ddl::Error naming the range. Empty: none.
+  using LayerRange = std::pair<std::size_t, std::size_t>;
+  void recompute(std::vector<LayerRange> ranges);
+  const std::vector<LayerRange>& recomputed() const { return recomputed_; }
+
+  // The layers `text` names: FIRST-LAST or one layer, each by the name it
+  // was added under or its index ("2-5"). Anything else is a ddl::Error
+  // that starts with `context` and lists the layers.
+  LayerRange range_of(std::string_view text, std::string_view context) const;
+  // "0 (Conv2d), 1 (ReLU), ...": the layers, for messages.
+  std::string list_layers() const;
+
   // Runs child i on devices[i]: moves its parameters and buffers there, and
   // from then on forward copies each child's input to its device and the
   // last child's output to `output` (the device of the loss and targets).
@@ -48,8 +66,14 @@ class Sequential : public Module {
   void to(const Device& device) override;
 
  private:
+  // Layers first..end-1 on x, each on its device when placed.
+  Tensor run_layers(std::size_t first, std::size_t end, Tensor x);
+  std::vector<const Module*> modules_of(std::size_t first, std::size_t last) const;
+  std::vector<Tensor> parameters_of(std::size_t first, std::size_t last) const;
+
   std::vector<Device> placement_;
   Device output_device_;
+  std::vector<LayerRange> recomputed_;
 };
 
 }  // namespace ddl::layers

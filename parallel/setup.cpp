@@ -167,10 +167,12 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   setup.model = build_stage(layers, *pipeline, request.weights);
   setup.model->to(setup.device);
   setup.where = setup.device.str();
-  setup.stages = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}), {}",
+  setup.stages = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}{}{}), {}",
                              pipelines > 1 ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"), stages,
                              pipeline_schedule_name(options.schedule), options.micro_batches,
-                             weight_gradients_name(weight_gradients_of(options)), how);
+                             weight_gradients_name(weight_gradients_of(options)),
+                             places_weights(options.schedule) ? ", placed by the schedule" : "",
+                             options.recompute ? ", activations recomputed" : "", how);
   if (plan) {
     setup.stages +=
         fmt::format("\neach stage split over tensor groups of {} ranks: {}", tensor_ranks, plan->describe());

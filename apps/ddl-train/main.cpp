@@ -196,6 +196,32 @@ auto usage_errors_of(const TrainOptions& o, const Ranks& job, Call call) {
   }
 }
 
+// --recompute's layer ranges on the model: "all", or "2-5,8" by index or
+// name (Sequential::range_of); a range the model lacks, or out of order, is
+// a UsageError naming it.
+void recompute_layers(layers::Sequential& model, const std::string& text) {
+  std::vector<layers::Sequential::LayerRange> ranges;
+  try {
+    if (text == "all") {
+      ranges.emplace_back(0, model.size() - 1);
+    } else {
+      for (std::size_t begin = 0; begin <= text.size();) {
+        const std::size_t comma = std::min(text.find(',', begin), text.size());
+        const std::string part = text.substr(begin, comma - begin);
+        ranges.push_back(model.range_of(part, fmt::format("--recompute {}: '{}'", text, part)));
+        begin = comma + 1;
+      }
+    }
+  } catch (const Error& error) {
+    throw UsageError(error.what());
+  }
+  try {
+    model.recompute(std::move(ranges));
+  } catch (const Error& error) {
+    throw UsageError(fmt::format("--recompute {}: {}", text, error.what()));
+  }
+}
+
 // The run's header: what trains on what, how it is spread, and on what.
 std::string header(const TrainOptions& o, const Task& task, const parallel::ParallelSetup& setup,
                    const optim::Optimizer& optimizer, double lr, std::int64_t batch) {
@@ -207,6 +233,13 @@ std::string header(const TrainOptions& o, const Task& task, const parallel::Para
                                    : fmt::format("batch {}", batch));
   const std::string spread = setup.strategy->describe(batch / setup.data_ranks);
   if (!spread.empty()) parts.push_back(spread);
+  if (!setup.model->recomputed().empty() && !parallel::is_pipelined(o.parallel)) {
+    std::vector<std::string> ranges;
+    for (const auto& [first, last] : setup.model->recomputed()) {
+      ranges.push_back(first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
+    }
+    parts.push_back(fmt::format("recomputing layers {}", fmt::join(ranges, ",")));
+  }
   parts.push_back(setup.where);
   std::string threads = fmt::format("{} thread(s)", config::num_threads());
   if (config::cpu_precision() == config::CpuPrecision::BFloat16) threads += ", bf16 mixed precision";
@@ -265,6 +298,12 @@ RunResult run(const CLI::App& app, TrainOptions& o, std::string problem, const R
   });
   const auto& strategy = setup.strategy;
   const auto& model = setup.model;
+  if (!o.recompute.empty() && !parallel::is_pipelined(o.parallel)) {
+    usage_errors_of(o, job, [&] {
+      recompute_layers(*model, o.recompute);
+      return 0;
+    });
+  }
   const bool root = strategy->is_root();
   const auto optimizer = make_optimizer(o, lr, model->parameters());  // its state on each parameter's device
 

@@ -29,6 +29,7 @@ bool is_materials(const std::string& model) { return model == "materials_mlp"; }
 // --weight-gradients names PipelineOptions::defer_weight_gradients by when
 // the gradients are computed.
 std::string_view weight_gradients_name(bool deferred) { return deferred ? "batch" : "micro-batch"; }
+std::string_view on_off(bool on) { return on ? "on" : "off"; }
 
 }  // namespace
 
@@ -293,7 +294,18 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
              "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
              "large product instead of M small ones, the B/W split of zero-bubble schedules; costs those "
-             "rows' memory), or in each micro-batch's backward (micro-batch)");
+             "rows' memory), or one product per micro-batch right after its backward (micro-batch)");
+  add_choice(app, "--pack-weights", o.pack_weights, std::vector<bool>{true, false}, on_off,
+             "--parallel pipeline: with several micro-batches, pack each weight once per batch into the layout "
+             "the CPU's matrix kernel reads, for the forward and input-gradient products of every micro-batch "
+             "(on; oneDNN's blocked layout on AVX-512 machines, nothing on AVX2 ones; costs a copy of the "
+             "stage's weights per orientation during the step), or let each product pack it anew (off)");
+  app.add_option("--recompute", o.recompute,
+                 "Activation recomputation: keep only the input of each listed range of layers (e.g. 2-5,8-10, "
+                 "inclusive, by index or name; all: the whole model) between forward and backward, and run its "
+                 "forward again in backward (the same training, bit for bit, for one more forward). With "
+                 "--parallel pipeline or hybrid only all: each stage is one range")
+      ->type_name("RANGES");
   add_choice(app, "--balance", o.balance, parallel::all_stage_balances(), parallel::stage_balance_name,
              "--parallel pipeline: split the layers into stages of equal measured forward+backward time (rank "
              "0 times each layer at the micro-batch size), of equal parameter bytes, or of equal layer counts");
@@ -384,9 +396,18 @@ void resolve_defaults(TrainOptions& o) {
   if (!parallel::is_pipelined(o.parallel)) {
     for (const auto& [set, name] :
          {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
-          std::pair{!o.split.empty(), "--split"}, std::pair{!o.defer_weight_gradients, "--weight-gradients"}}) {
+          std::pair{!o.split.empty(), "--split"}, std::pair{!o.defer_weight_gradients, "--weight-gradients"},
+          std::pair{!o.pack_weights, "--pack-weights"}}) {
       if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
+  }
+  if (parallel::is_pipelined(o.parallel) && !o.recompute.empty() && o.recompute != "all") {
+    throw UsageError("--recompute " + o.recompute + ": a pipeline recomputes whole stages; give --recompute all");
+  }
+  if (!o.recompute.empty() && o.shard == parallel::Sharding::parameters) {
+    throw UsageError(
+        "--recompute does not combine with --shard parameters (the rerun forward would need the "
+        "parameters gathered again inside backward)");
   }
   if (o.parallel == StrategyKind::hybrid) {
     if (o.dp == 0 || o.pp == 0) throw UsageError("--parallel hybrid needs --dp and --pp");
@@ -439,7 +460,9 @@ parallel::ParallelConfig parallel_config(const TrainOptions& o) {
                      .bucket_bytes = bucket_bytes,
                      .overlap = o.overlap,
                      .sharding = o.shard,
-                     .defer_weight_gradients = o.defer_weight_gradients};
+                     .defer_weight_gradients = o.defer_weight_gradients,
+                     .pack_weights = o.pack_weights,
+                     .recompute = o.recompute == "all"};
   const bool hybrid = o.parallel == parallel::StrategyKind::hybrid;
   config.layout = {
       .stages = hybrid ? o.pp : o.stages, .pipelines = hybrid ? o.dp : 1, .split = o.split, .balance = o.balance};

@@ -100,6 +100,8 @@ struct TrainOptions {
   int micro_batches = 0;            // pipeline: 0 is parallel::kMicroBatchesPerStage per stage
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::OneFOneB;
   bool defer_weight_gradients = true;  // pipeline --weight-gradients: batch (true) | micro-batch
+  bool pack_weights = true;            // pipeline --pack-weights: on (true) | off
+  std::string recompute;               // --recompute: "all" or layer ranges "2-5,8-10"; empty: none
   parallel::StageBalance balance = parallel::StageBalance::Time;
   std::string split;   // pipeline: "4,7", the first layer of every stage after the first
   std::string search;  // "lr=0.5,1;batch-size=64,128": train every configuration of the grid

@@ -1,10 +1,16 @@
 // CPU GEMM through Eigen: the row-major buffers are mapped, not copied, and
 // Eigen's blocked, multi-threaded product does the work. Under bf16 mixed
 // precision (config::cpu_precision()) oneDNN's matmul does it instead, on
-// operands rounded to bfloat16, summing in float32.
+// operands rounded to bfloat16, summing in float32; and so it does x·op(W)
+// for a weight W that a PackedWeights scope holds, reading the copy of W
+// packed for it once (packed_weights.hpp).
 #include <ddl/core/backend.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
+#include <ddl/core/packed_weights.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <Eigen/Core>
 
@@ -98,11 +104,79 @@ void gemm_bf16(const backend::GemmArgs& g) {
                    {DNNL_ARG_SCRATCHPAD, scratchpad}});
 }
 
+// One float32 matmul shape x[m, k]·W[k, n] with W in the layout oneDNN
+// picks for it, shared by every thread.
+struct PackedMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+  std::string layout;  // of W, as PackedWeights tells its copies apart
+  bool packs;          // whether that layout is a blocked one (else W is read as it is)
+};
+
+std::string layout_name(const dnnl::memory::desc& d) {
+  const dnnl_blocking_desc_t& blocking = d.data.format_desc.blocking;
+  const auto list = [](const auto* values, int count) { return std::vector(values, values + count); };
+  return fmt::format("dims {} strides {} blocks {} of dims {}", d.dims(), list(blocking.strides, d.data.ndims),
+                     list(blocking.inner_blks, blocking.inner_nblks), list(blocking.inner_idxs, blocking.inner_nblks));
+}
+
+std::shared_ptr<const PackedMatmul> packed_matmul_of(std::int64_t m, std::int64_t k, std::int64_t n) {
+  using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+  static onednn::Cache<Key, PackedMatmul> cache;
+  return cache.get({m, k, n}, [&] {
+    using dnnl::memory;
+    const auto f32 = memory::data_type::f32;
+    // 2-D: for 3-D operands (a batch of one) oneDNN 2.6 offers no packed layout.
+    const memory::desc any_weights({k, n}, f32, memory::format_tag::any);
+    const auto pd = onednn::describe("packed matmul", [&] {
+      return dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(memory::desc({m, k}, f32, memory::format_tag::ab), any_weights,
+                             memory::desc({m, n}, f32, memory::format_tag::ab)),
+          onednn::user_scratchpad(), onednn::engine());
+    });
+    const memory::desc weights = pd.weights_desc();
+    const bool blocked = weights.data.format_kind == dnnl_blocked && weights.data.format_desc.blocking.inner_nblks > 0;
+    return PackedMatmul{pd, dnnl::matmul(pd), layout_name(weights), blocked};
+  });
+}
+
+// C = A op(B) on the copy of B that the PackedWeights scope holding it
+// packed once; false (nothing done) when no scope holds B, the call is not
+// a plain product, or oneDNN reads B plain for this shape.
+bool gemm_packed(const backend::GemmArgs& g) {
+  if (g.batch != 1 || g.trans_a || g.alpha != 1.0f || g.beta != 0.0f) return false;
+  PackedWeights* const scope = PackedWeights::holding(g.b);
+  if (scope == nullptr) return false;
+  const std::shared_ptr<const PackedMatmul> held = packed_matmul_of(g.m, g.k, g.n);
+  const PackedMatmul& mm = *held;
+  if (!mm.packs) return false;
+  using dnnl::memory;
+  const memory::desc& packed_desc = mm.pd.weights_desc();
+  // By value: later scopes pack the weight's new values with it.
+  const void* packed = scope->packed(
+      g.b, g.trans_b, mm.layout, packed_desc.get_size(),
+      [held, b = g.b, k = g.k, n = g.n, transposed = g.trans_b](void* into) {
+        using dnnl::memory;
+        const memory user = onednn::wrap({k, n}, transposed ? memory::format_tag::ba : memory::format_tag::ab, b);
+        const memory copy(held->pd.weights_desc(), onednn::engine(), into);
+        onednn::execute("packing a weight", dnnl::reorder(user, copy), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, copy}});
+      });
+  const memory scratchpad(mm.pd.scratchpad_desc(), onednn::engine(),
+                          onednn::staging(onednn::Slot::Scratchpad, mm.pd.scratchpad_desc().get_size()));
+  onednn::execute("packed matmul", mm.primitive,
+                  {{DNNL_ARG_SRC, memory(mm.pd.src_desc(), onednn::engine(), const_cast<float*>(g.a))},
+                   {DNNL_ARG_WEIGHTS, memory(packed_desc, onednn::engine(), const_cast<void*>(packed))},
+                   {DNNL_ARG_DST, memory(mm.pd.dst_desc(), onednn::engine(), g.c)},
+                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  return true;
+}
+
 }  // namespace
 
 void gemm(const backend::GemmArgs& g) {
   const bool empty = g.m == 0 || g.n == 0 || g.batch == 0;  // nothing to compute
   if (!empty && g.k > 0 && config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
+  if (!empty && g.k > 0 && gemm_packed(g)) return;
   for (std::int64_t i = 0; i < g.batch; ++i) {
     // Stored shapes: A is (k x m) when transposed, B is (n x k) when transposed.
     const ConstMap a(g.a + i * g.stride_a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k);

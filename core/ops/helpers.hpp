@@ -16,6 +16,9 @@ namespace ddl::ops_detail {
 // op(a) @ op(b) on the backend's GEMM, op transposing the last two dims
 // when asked (linalg.cpp); no autograd.
 Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name);
+// c += op(a) @ op(b), straight into c (the GEMM's beta = 1: no product
+// materialised); c has the product's shape.
+void gemm_accumulate(const Tensor& c, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name);
 
 // y[i] = op(x[i]).
 template <class Op>

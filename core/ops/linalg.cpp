@@ -26,11 +26,11 @@ Shape batch_shape(const Shape& s) {
   return Shape(dims);
 }
 
-}  // namespace
-
-// op(a) @ op(b), where op transposes the last two dims when asked. Batch dims
+// The GEMM of op(a) @ op(b), where op transposes the last two dims when
+// asked, but for its output (args.c), and the result's shape. Batch dims
 // must be equal, or one side 2-D and shared by every matrix of the other.
-Tensor ops_detail::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name) {
+backend::GemmArgs gemm_args(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name,
+                            Shape& result) {
   require_float(a, name);
   require_float(b, name);
   require_same_device(a, b, name);
@@ -47,7 +47,7 @@ Tensor ops_detail::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool tra
   std::vector<std::int64_t> out_dims = batch.to_vector();
   out_dims.push_back(da.rows);
   out_dims.push_back(db.cols);
-  Tensor c = empty_float(Shape(out_dims), a.device());
+  result = Shape(out_dims);
 
   backend::GemmArgs args;
   args.trans_a = trans_a;
@@ -57,7 +57,6 @@ Tensor ops_detail::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool tra
   args.k = da.cols;
   args.a = a.data<float>();
   args.b = b.data<float>();
-  args.c = c.data<float>();
   if (b.dim() == 2 && !trans_a) {
     args.m = batch_a.numel() * da.rows;  // stacked rows of a: one large GEMM
   } else {
@@ -66,8 +65,31 @@ Tensor ops_detail::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool tra
     args.stride_b = b.dim() > 2 ? db.rows * db.cols : 0;
     args.stride_c = da.rows * db.cols;
   }
+  return args;
+}
+
+}  // namespace
+
+Tensor ops_detail::gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name) {
+  Shape shape;
+  backend::GemmArgs args = gemm_args(a, trans_a, b, trans_b, name, shape);
+  Tensor c = empty_float(shape, a.device());
+  args.c = c.data<float>();
   backend::gemm(a.device(), args);
   return c;
+}
+
+void ops_detail::gemm_accumulate(const Tensor& c, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b,
+                                 const char* name) {
+  Shape shape;
+  backend::GemmArgs args = gemm_args(a, trans_a, b, trans_b, name, shape);
+  require_float(c, name);
+  require_same_device(c, a, name);
+  DDL_CHECK(c.shape() == shape, "{}: a product of shape {} cannot be added into a tensor of shape {}", name, shape,
+            c.shape());
+  args.c = c.data<float>();
+  args.beta = 1.0f;
+  backend::gemm(a.device(), args);
 }
 
 Tensor matmul(const Tensor& a, const Tensor& b) {

@@ -3,7 +3,6 @@
 #include <ddl/parallel/planning/placement.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 
 #include <fmt/format.h>
@@ -19,50 +18,6 @@ std::string_view trim(std::string_view text) {
   const auto first = text.find_first_not_of(" \t");
   if (first == std::string_view::npos) return {};
   return text.substr(first, text.find_last_not_of(" \t") - first + 1);
-}
-
-// "0 (Conv2d), 1 (ReLU), ..." for messages that must say what the layers are.
-std::string list_layers(const layers::Sequential& model) {
-  std::vector<std::string> names;
-  for (const auto& [name, child] : model.children()) names.push_back(fmt::format("{} ({})", name, child->type_name()));
-  return fmt::format("{}", fmt::join(names, ", "));
-}
-
-// A layer by the name it was added under, else by its index.
-std::size_t resolve_layer(std::string_view token, const layers::Sequential& model, std::string_view group) {
-  const auto& children = model.children();
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    if (children[i].first == token) return i;
-  }
-  std::size_t index = 0;
-  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), index);
-  if (token.empty() || error != std::errc() || end != token.data() + token.size()) {
-    detail::fail("placement '{}': no layer is named '{}'; the model's {} layers are {}", group, token, children.size(),
-                 list_layers(model));
-  }
-  DDL_CHECK(index < children.size(), "placement '{}': layer {} is out of range: the model has {} layers (0-{})", group,
-            index, children.size(), children.size() - 1);
-  return index;
-}
-
-// FIRST-LAST, or one layer (whose name may itself hold a '-').
-std::pair<std::size_t, std::size_t> resolve_range(std::string_view range, const layers::Sequential& model,
-                                                  std::string_view group) {
-  for (const auto& [name, child] : model.children()) {
-    if (name == range) {
-      const std::size_t index = resolve_layer(range, model, group);
-      return {index, index};
-    }
-  }
-  const auto dash = range.find('-');
-  if (dash == std::string_view::npos) {
-    const std::size_t index = resolve_layer(range, model, group);
-    return {index, index};
-  }
-  const std::size_t first = resolve_layer(trim(range.substr(0, dash)), model, group);
-  const std::size_t last = resolve_layer(trim(range.substr(dash + 1)), model, group);
-  DDL_CHECK(first <= last, "placement '{}': the range runs backwards (layer {} to layer {})", group, first, last);
-  return {first, last};
 }
 
 std::string format_ranges(const std::vector<std::size_t>& indexes) {
@@ -94,7 +49,7 @@ PlacementPlan parse_placement(std::string_view text, const layers::Sequential& m
     const auto equals = group.find('=');
     DDL_CHECK(equals != std::string_view::npos && equals > 0 && equals + 1 < group.size(),
               "placement: the group '{}' of '{}' is not RANGE=DEVICE (e.g. 0-6=cpu:0)", group, text);
-    const auto [first, last] = resolve_range(trim(group.substr(0, equals)), model, group);
+    const auto [first, last] = model.range_of(trim(group.substr(0, equals)), fmt::format("placement '{}'", group));
     Device device;
     try {
       device = Device::parse(trim(group.substr(equals + 1)));

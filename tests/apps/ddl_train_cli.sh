@@ -71,6 +71,12 @@ case $case_name in
     # Refused on a CPU without AVX512-BF16, and on a GPU anywhere.
     expect_usage_error 2 "--precision bf16" --precision bf16 --device cuda
     expect_usage_error 2 "--nesterov" --nesterov
+    expect_usage_error 2 "--recompute 2-x: '2-x': no layer is named 'x'" --recompute 2-x --train-limit 64
+    expect_usage_error 2 "--recompute 5-6,0-1: Sequential::recompute: the range 0-1 does not come after the range 5-6" \
+      --recompute 5-6,0-1 --train-limit 64
+    expect_usage_error 2 "--recompute 1-3: a pipeline recomputes whole stages; give --recompute all" \
+      --parallel pipeline --recompute 1-3
+    expect_usage_error 2 "--pack-weights applies to --parallel pipeline or hybrid" --pack-weights off
     expect_usage_error 2 "--accumulate" --accumulate 0
     expect_usage_error 2 "--placement places layers inside one process" --placement 0-10=cpu:0 --parallel data
     expect_usage_error 2 "--micro-batches applies to --parallel pipeline" --micro-batches 4
@@ -598,6 +604,18 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     grep -q "^bubble: .* textbook (p-1)/(3M+p-1) = 10.0% for p = 2, M = 3 (zb-h1)" "$work/out" ||
       fail "no zb-h1 bubble line: $(cat "$work/out")"
     echo "ok: a zb-h1 pipeline trained, its bubble beside the paper's formula"
+    mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
+      --micro-batches 2 --recompute all > "$work/out" 2>&1 || fail "--recompute all exited $?: $(cat "$work/out")"
+    grep -q "(1f1b, 2 micro-batches per batch, weight gradients per batch, activations recomputed)" "$work/out" ||
+      fail "no recomputing pipeline header: $(cat "$work/out")"
+    # oneDNN packs weights where it has AVX-512 kernels for them.
+    grep -q "^weights packed once per batch (--pack-weights), MiB held during a step: stage 0 .*, stage 1 " "$work/out" ||
+      ! grep -q "avx512f" /proc/cpuinfo || fail "no packed-weights line: $(cat "$work/out")"
+    echo "ok: a pipeline recomputed its stages' activations"
+    "$train" --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 --recompute 0-3,6 \
+      > "$work/out" 2>&1 || fail "--recompute 0-3,6 exited $?: $(cat "$work/out")"
+    grep -q "recomputing layers 0-3,6" "$work/out" || fail "no recomputed layers in the header: $(cat "$work/out")"
+    echo "ok: one process recomputed two ranges of layers"
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --stages 3 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--stages 3 on 2 ranks did not exit 2: $(cat "$work/err")"
     grep -q -- "--stages: 3 stages need 3 ranks, one per stage; this job has 2" "$work/err" || fail "no reason: $(cat "$work/err")"

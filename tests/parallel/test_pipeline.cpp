@@ -40,8 +40,7 @@ struct Run {
 
 // One stage per rank of `comm`, the layers split evenly, on `device`.
 Run pipeline_run(const Communicator& comm, PipelineOptions options, const MakeOptimizer& make = sgd,
-                 const Device& device = cpu()) {
-  const layers::LayerList list = small_cnn_layers();
+                 const Device& device = cpu(), const layers::LayerList& list = small_cnn_layers()) {
   Run run;
   run.pipeline = std::make_shared<Pipeline>(
       comm, parallel::balanced_split(std::vector<double>(list.size(), 1.0), comm.size()), options);
@@ -121,7 +120,8 @@ TEST_CASE("Pipeline: Dense weight gradients deferred to the batch's end train as
   single.trainer->fit(data, {.epochs = 2});
 
   // The rows each deferred weight keeps by the last backward: the whole
-  // batch's inputs and output gradients of every Dense layer of the stage.
+  // batch's inputs and output gradients of every Dense layer of the stage;
+  // per micro-batch, those of the largest micro-batch (3 of the 12 rows).
   std::size_t dense_rows_bytes = 0;
   for (const auto& entry : pipeline_run(world, {}).model->named_parameters()) {
     const Tensor& parameter = entry.second;
@@ -130,6 +130,7 @@ TEST_CASE("Pipeline: Dense weight gradients deferred to the batch's end train as
           static_cast<std::size_t>(kGlobalBatch * (parameter.size(0) + parameter.size(1))) * sizeof(float);
     }
   }
+  const std::size_t micro_batch_rows_bytes = dense_rows_bytes / kGlobalBatch * 3;
   for (const PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
     CAPTURE(parallel::pipeline_schedule_name(schedule));
     std::vector<std::vector<float>> by_mode;
@@ -138,12 +139,46 @@ TEST_CASE("Pipeline: Dense weight gradients deferred to the batch's end train as
       Run run = pipeline_run(world, {.micro_batches = 5, .schedule = schedule, .defer_weight_gradients = deferred});
       run.trainer->fit(data, {.epochs = 2});
       CHECK(stage_difference(*run.model, *single.model) <= 1e-5);
-      CHECK(run.pipeline->statistics().peak_deferred_bytes == (deferred ? dense_rows_bytes : 0));
+      CHECK(run.pipeline->statistics().peak_deferred_bytes == (deferred ? dense_rows_bytes : micro_batch_rows_bytes));
       by_mode.push_back(flat_parameters(*run.model));
     }
     // The sums run in another order (one product over 12 rows against five
     // over 2 or 3), so they differ by rounding, but not beyond.
     CHECK(max_relative_difference(by_mode[0], by_mode[1]) <= 1e-5);
+  }
+}
+
+TEST_CASE("Pipeline: weights packed once per batch train as weights packed by every product") {
+  const Communicator world = Communicator::world();
+  Run single = single_run();
+  auto data = training_data();
+  single.trainer->fit(data, {.epochs = 2});
+
+  std::vector<std::vector<float>> by_mode;
+  std::size_t packed_bytes = 0, dense_bytes = 0;
+  for (const bool pack : {true, false}) {
+    CAPTURE(pack);
+    Run run = pipeline_run(world, {.micro_batches = 5, .pack_weights = pack});
+    run.trainer->fit(data, {.epochs = 2});
+    CHECK(stage_difference(*run.model, *single.model) <= 1e-5);
+    by_mode.push_back(flat_parameters(*run.model));
+    if (!pack) {
+      CHECK(run.pipeline->statistics().peak_packed_bytes == 0);
+      continue;
+    }
+    packed_bytes = run.pipeline->statistics().peak_packed_bytes;
+    for (const Tensor& parameter : run.model->parameters()) {
+      if (parameter.dim() == 2) dense_bytes += parameter.nbytes();
+    }
+  }
+  // Other kernels sum in other orders: rounding apart, no more.
+  CHECK(max_relative_difference(by_mode[0], by_mode[1]) <= 1e-5);
+  if (dense_bytes == 0) {
+    CHECK(packed_bytes == 0);  // a stage of convolutions alone has no weight to pack
+  } else if (packed_bytes == 0) {
+    test::skip("oneDNN reads the Dense weights plain on this CPU (no AVX-512 brgemm): nothing was packed");
+  } else {
+    CHECK(packed_bytes >= 2 * dense_bytes);  // forward and transposed, each at least the weight's bytes
   }
 }
 
@@ -154,8 +189,8 @@ TEST_CASE("Pipeline: zb-h1 trains bit for bit as gpipe and 1f1b with weight grad
   single.trainer->fit(data, {.epochs = 2});
   for (const int micro_batches : {1, 2, 3, 5, 8}) {
     CAPTURE(micro_batches);
-    // In each backward (gpipe, 1f1b) or as the schedule places each
-    // micro-batch's own product (zb-h1): one sum, in one order.
+    // Right after each backward (gpipe, 1f1b) or where the schedule places
+    // each micro-batch's own product (zb-h1): one sum, in one order.
     std::vector<std::vector<float>> by_schedule;
     for (const PipelineSchedule schedule :
          {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1}) {
@@ -172,6 +207,36 @@ TEST_CASE("Pipeline: zb-h1 trains bit for bit as gpipe and 1f1b with weight grad
     }
     CHECK(by_schedule[0] == by_schedule[2]);
     CHECK(by_schedule[1] == by_schedule[2]);
+  }
+}
+
+TEST_CASE("Pipeline: stages that recompute their activations train bit for bit as stages that keep them") {
+  const Communicator world = Communicator::world();
+  // Dropout draws masks and BatchNorm updates running statistics in every
+  // forward: the recomputing forward must draw the same and leave the same.
+  const layers::LayerList list = stateful_cnn_layers();
+  auto data = training_data();
+  for (const PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::ZeroBubbleH1}) {
+    for (const int micro_batches : {1, 3}) {
+      CAPTURE(parallel::pipeline_schedule_name(schedule));
+      CAPTURE(micro_batches);
+      std::vector<std::vector<std::vector<float>>> by_mode;
+      for (const bool recompute : {false, true}) {
+        manual_seed(kSeed);
+        Run run = pipeline_run(world,
+                               {.micro_batches = micro_batches,
+                                .schedule = schedule,
+                                .defer_weight_gradients = schedule != PipelineSchedule::ZeroBubbleH1,
+                                .recompute = recompute},
+                               sgd, cpu(), list);
+        run.trainer->fit(data, {.epochs = 2});
+        CHECK(run.model->recomputed().size() == (recompute ? 1u : 0u));
+        std::vector<std::vector<float>> state;
+        for (const auto& entry : run.model->state_dict()) state.push_back(entry.second.to_vector<float>());
+        by_mode.push_back(state);
+      }
+      CHECK(by_mode[0] == by_mode[1]);  // parameters and running statistics
+    }
   }
 }
 

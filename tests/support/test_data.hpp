@@ -13,6 +13,24 @@
 
 namespace ddl::test {
 
+// A small CNN whose forward changes state: BatchNorm's running statistics
+// and dropout's masks (12x12 images, 10 classes; nine layers: Conv 1-4 3x3,
+// BatchNorm, ReLU, MaxPool 2, Flatten, Dropout 0.3, Dense 100-16, Tanh,
+// Dense 16-10).
+inline layers::LayerList stateful_cnn_layers() {
+  layers::LayerList list;
+  list.emplace_init<layers::Conv2d>(1, 4, layers::Conv2dOptions{})
+      .emplace<layers::BatchNorm2d>(4)
+      .emplace<layers::ReLU>()
+      .emplace<layers::MaxPool2d>()
+      .emplace<layers::Flatten>()
+      .emplace<layers::Dropout>(0.3f)
+      .emplace_init<layers::Dense>(100, 16, true)
+      .emplace<layers::Tanh>()
+      .emplace_init<layers::Dense>(16, 10, true);
+  return list;
+}
+
 // Extents random shapes are drawn from: 1 (broadcast-like), primes that
 // divide nothing, so no kernel gets a size it handles by luck.
 inline const std::vector<std::int64_t> kAwkwardSizes{1, 2, 3, 5, 7, 13};

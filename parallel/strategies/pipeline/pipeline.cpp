@@ -14,6 +14,7 @@
 #include <ddl/core/check.hpp>
 #include <ddl/core/deferred_gradients.hpp>
 #include <ddl/core/ops.hpp>
+#include <ddl/core/packed_weights.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/layers/sequential.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
@@ -152,8 +153,8 @@ struct Pipeline::State {
   std::vector<StageRange> stages;
   PipelineOptions options;
   // Where the weight gradients are computed: as the schedule places them
-  // (ZB-H1), else at the batch's end or in each backward, as asked.
-  WeightGradients weights = WeightGradients::in_backward;
+  // (ZB-H1), else at the batch's end or after each backward, as asked.
+  WeightGradients weights = WeightGradients::at_batch_end;
   int stage = 0;
   // Learned at the first batch: the sample shapes at this stage's input
   // and output, and (on rank 0) at the last stage's output.
@@ -196,6 +197,7 @@ class Pipeline::StageRun {
         device_(stage_device(model, batch)),
         deferred_(model.parameters()) {
     const auto count = cuts_.size();
+    if (s_.options.pack_weights && count > 1 && device_.type() == DeviceType::CPU) packed_.emplace(model.parameters());
     inputs_.resize(count);
     outputs_.resize(count);
     losses_.resize(count);
@@ -253,15 +255,11 @@ class Pipeline::StageRun {
     span.arg("micro-batch", m);
     const auto start = Clock::now();
     const auto k = static_cast<std::size_t>(m);
-    // The backward for the inputs; with deferral the weight-gradient rows go
-    // to deferred_ as part k, so their sum is in micro-batch order whatever
-    // the schedule.
+    // The backward for the inputs: the weight-gradient rows go to deferred_
+    // as part k, for the schedule's Weight actions, so their sum is in
+    // micro-batch order whatever the schedule.
     const auto backward_inputs = [&](const Tensor& root, const Tensor& gradient) {
-      if (s_.weights != WeightGradients::in_backward) {
-        deferred_.backward_inputs(root, gradient, k);
-      } else {
-        root.backward(gradient);
-      }
+      deferred_.backward_inputs(root, gradient, k);
     };
     if (s_.last()) {
       // Each micro-batch's mean loss counts with its share of the batch, so
@@ -298,6 +296,9 @@ class Pipeline::StageRun {
   // Waits for the sends; rank 0 returns the batch's output and mean loss,
   // which the last stage sends it, and every other rank nothing.
   optim::StepOutput finish() {
+    if (packed_ && training_) {
+      s_.statistics.peak_packed_bytes = std::max(s_.statistics.peak_packed_bytes, packed_->bytes());
+    }
     {
       const timeline::Span span("communication", "wait for sends");
       for (StageMessage& message : sends_) message.wait();
@@ -325,6 +326,13 @@ class Pipeline::StageRun {
   // A received tensor on this stage's device; the wait is not compute time
   // but idle (or transfer) time, which the timeline shows as such.
   Tensor take(StageMessage& message, const char* name, int micro_batch) {
+    if (packed_ && training_ && micro_batch >= 0 && !packed_ahead_) {
+      // What the last batch packed, packed now: the wait for this message
+      // hides it, where the first products to need it would not.
+      const timeline::Span packing("compute", "pack weights");
+      packed_->pack_ahead();
+      packed_ahead_ = true;
+    }
     timeline::Span span("communication", name);
     if (micro_batch >= 0) span.arg("micro-batch", micro_batch);
     const auto start = Clock::now();
@@ -353,6 +361,8 @@ class Pipeline::StageRun {
   StageMessage output_in_, loss_in_;  // rank 0's, from the last stage over MPI
   std::vector<Tensor> inputs_, outputs_, losses_, results_;
   autograd::DeferredWeightGradients deferred_;
+  std::optional<PackedWeights> packed_;  // while the batch runs: its weights stay as they are
+  bool packed_ahead_ = false;
   double loss_sum_ = 0.0;
   double compute_seconds_ = 0.0;
   int held_ = 0;
@@ -367,7 +377,7 @@ int micro_batches(const PipelineOptions& options, int stages) {
 
 WeightGradients weight_gradients_of(const PipelineOptions& options) {
   if (places_weights(options.schedule)) return WeightGradients::per_micro_batch;
-  return options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::in_backward;
+  return options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::per_micro_batch;
 }
 
 Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOptions options,
@@ -494,6 +504,7 @@ void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {
     }
   }
   agree_all_can_proceed(state_->world, problem, "Pipeline: checking each stage's model");
+  if (state_->options.recompute) static_cast<layers::Sequential&>(model).recompute({{0, own.size() - 1}});
   // Every pipeline starts from the first one's state (and its checkpoint).
   if (state_->gradients) state_->gradients->prepare(model, optimizer);
 }
@@ -537,8 +548,9 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
         break;
       case PipelineAction::Kind::Weight: {
         // Weights in a row at the batch's end: one product per weight over
-        // their micro-batches. Per micro-batch, each its own product: the
-        // sums in_backward makes, bit for bit, wherever the schedule puts them.
+        // their micro-batches. Per micro-batch, each its own product added
+        // into .grad in micro-batch order: the same sums, bit for bit,
+        // wherever the schedule puts them.
         std::vector<std::size_t> parts{static_cast<std::size_t>(action.micro_batch)};
         while (s.weights == WeightGradients::at_batch_end && i + 1 < actions.size() &&
                actions[i + 1].kind == PipelineAction::Kind::Weight) {

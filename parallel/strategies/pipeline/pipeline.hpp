@@ -94,14 +94,29 @@ struct PipelineOptions {
   bool nccl = true;
   // Dense weights' gradients computed once per batch, from the rows of
   // every micro-batch kept until the last backward (the B/W split of
-  // zero-bubble schedules, core/deferred_gradients.hpp), instead of in each
-  // micro-batch's backward. Costs the kept rows until then: the batch's
-  // rows x each Dense layer's inputs + outputs, floats, whatever the
-  // schedule (under 1F1B the rest of a micro-batch's activations still go
-  // at its backward). With M = 1 the result is the same bits. ZB-H1 places
-  // each micro-batch's weight gradients itself, whatever this says: one
-  // product each, the same bits as false.
+  // zero-bubble schedules, core/deferred_gradients.hpp), instead of one
+  // product per micro-batch right after its backward, added into the
+  // gradient. Costs the kept rows until then: the batch's rows x each Dense
+  // layer's inputs + outputs, floats, whatever the schedule (under 1F1B the
+  // rest of a micro-batch's activations still go at its backward). With
+  // M = 1 the result is the same bits. ZB-H1 places each micro-batch's
+  // weight gradients itself, whatever this says: one product each, the
+  // same bits as false.
   bool defer_weight_gradients = true;
+  // With M > 1 on the CPU, each weight packed once per batch into the
+  // layout the GEMM kernel reads (core/packed_weights.hpp) for the forward
+  // and input-gradient products of every micro-batch, instead of by each
+  // product anew. Costs a copy of the stage's 2-D weights per orientation
+  // (forward, transposed) during the step; where oneDNN reads weights plain
+  // (AVX2 machines) nothing is copied and nothing changes. Changes the
+  // rounding of those products, alike for every schedule; with M = 1 no
+  // weight is packed.
+  bool pack_weights = true;
+  // Activation recomputation: each stage runs as one recomputed segment
+  // (layers/recompute.hpp), keeping of a micro-batch only its input between
+  // its forward and its backward, which runs the stage's forward again.
+  // The same bits; costs one more forward per micro-batch.
+  bool recompute = false;
 };
 
 // The micro-batches `options` cut each batch into on `stages` stages.
@@ -120,6 +135,7 @@ struct PipelineStatistics {
   std::int64_t bytes = 0;
   int peak_micro_batches = 0;           // most micro-batches whose activations were held at once
   std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients
+  std::size_t peak_packed_bytes = 0;    // most bytes of weights packed for a step (PipelineOptions::pack_weights)
   // The share of the stage's step time spent not computing: waiting for its
   // neighbours, and idle at the start and end of the schedule.
   double idle_fraction() const { return step_seconds > 0.0 ? 1.0 - compute_seconds / step_seconds : 0.0; }

@@ -1,6 +1,7 @@
 // Per-stage reports of a pipeline (see pipeline_report.hpp).
 #include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
 
+#include <algorithm>
 #include <array>
 
 #include <fmt/format.h>
@@ -17,7 +18,7 @@ using optim::mebibytes;
 using optim::peak_resident_bytes;
 
 // A report travels as doubles, every field in a fixed place.
-constexpr std::size_t kFields = 13;
+constexpr std::size_t kFields = 14;
 
 std::array<double, kFields> encode(const StageReport& r) {
   const PipelineStatistics& s = r.statistics;
@@ -33,7 +34,8 @@ std::array<double, kFields> encode(const StageReport& r) {
           s.compute_seconds,
           static_cast<double>(s.messages),
           static_cast<double>(s.bytes),
-          r.tensor_bytes};
+          r.tensor_bytes,
+          static_cast<double>(s.peak_packed_bytes)};
 }
 
 StageReport decode(const double* f, int peak_micro_batches) {
@@ -50,6 +52,7 @@ StageReport decode(const double* f, int peak_micro_batches) {
   r.statistics.messages = static_cast<std::int64_t>(f[10]);
   r.statistics.bytes = static_cast<std::int64_t>(f[11]);
   r.tensor_bytes = f[12];
+  r.statistics.peak_packed_bytes = static_cast<std::size_t>(f[13]);
   r.statistics.peak_micro_batches = peak_micro_batches;
   return r;
 }
@@ -138,6 +141,15 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
       schedule_bubble_formula(options.schedule, stages, options.micro_batches),
       100.0 * schedule_bubble_fraction(options.schedule, stages, options.micro_batches), stages, options.micro_batches,
       pipeline_schedule_name(options.schedule));
+  const bool packed = std::any_of(reports.begin(), reports.end(),
+                                  [](const StageReport& r) { return r.statistics.peak_packed_bytes > 0; });
+  if (packed) {
+    out += "weights packed once per batch (--pack-weights), MiB held during a step:";
+    for (const StageReport& r : reports) {
+      out += fmt::format(" stage {} {:.2f}{}", r.stage, mebibytes(static_cast<double>(r.statistics.peak_packed_bytes)),
+                         r.stage + 1 < stages ? "," : "\n");
+    }
+  }
   return out;
 }
 

@@ -178,11 +178,11 @@ bool places_weights(PipelineSchedule schedule) { return schedule == PipelineSche
 std::string_view weight_gradients_name(WeightGradients weights) {
   switch (weights) {
     case WeightGradients::in_backward:
-      return "micro-batch";
+      return "each backward";
     case WeightGradients::at_batch_end:
       return "batch";
     case WeightGradients::per_micro_batch:
-      return "micro-batch, placed by the schedule";
+      return "micro-batch";
   }
   return "unknown";
 }

@@ -50,19 +50,20 @@ struct PipelineAction {
 // "F3", "B0", "W2".
 std::string to_string(const PipelineAction& action);
 
-// Where a stage computes its weight gradients: inside each Backward; as
-// Weight actions of every micro-batch after the stage's last Backward (the
-// batch's end: one product per weight over the whole batch,
-// PipelineOptions::defer_weight_gradients); or as one Weight action per
-// micro-batch where the schedule places it (GPipe and 1F1B: right after
-// its Backward), each its own product, which sums what in_backward sums in
-// the same order: the same bits.
+// Where a stage computes its weight gradients: inside each Backward (a
+// list without Weight actions, as the textbook schedules are drawn; the
+// runtime always lists them); as Weight actions of every micro-batch after
+// the stage's last Backward (the batch's end: one product per weight over
+// the whole batch, PipelineOptions::defer_weight_gradients); or as one
+// Weight action per micro-batch where the schedule places it (GPipe and
+// 1F1B: right after its Backward), each its own product added into the
+// gradient in micro-batch order: the same bits under every schedule.
 enum class WeightGradients { in_backward, at_batch_end, per_micro_batch };
 
 // Whether `schedule` places each micro-batch's Weight itself (ZB-H1):
 // it takes WeightGradients::per_micro_batch alone.
 bool places_weights(PipelineSchedule schedule);
-// "batch", "micro-batch", "micro-batch, placed by the schedule".
+// "each backward", "batch", "micro-batch".
 std::string_view weight_gradients_name(WeightGradients weights);
 
 // The ordered actions of `stage` (0-based) of `stages` for `micro_batches`
