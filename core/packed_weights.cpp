@@ -1,6 +1,7 @@
 #include <ddl/core/packed_weights.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <utility>
 
@@ -28,6 +29,11 @@ PackedWeights::PackedWeights(const std::vector<Tensor>& weights) : enclosing_(in
 }
 
 PackedWeights::~PackedWeights() {
+  // Closed out of order, the list of open scopes would point at a dead one.
+  if (innermost != this) {
+    std::fputs("ddl: PackedWeights scopes must close in the reverse order they opened, on their own thread\n", stderr);
+    std::abort();
+  }
   innermost = enclosing_;
   last_scope_ = std::move(copies_);
 }

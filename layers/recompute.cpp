@@ -7,6 +7,33 @@
 #include <ddl/core/random.hpp>
 
 namespace ddl::layers {
+namespace {
+
+// While a segment reruns: the default generator where the first run found
+// it (the same dropout masks); afterwards, also when the rerun throws, the
+// generator where the steps since left it, and the segment's buffers as the
+// first run left them (BatchNorm's running statistics would move twice).
+class Rerun {
+ public:
+  Rerun(const std::vector<Tensor>& buffers, std::uint64_t seed, std::uint64_t offset)
+      : buffers_(buffers), seed_(default_generator().seed()), offset_(default_generator().offset()) {
+    for (const Tensor& buffer : buffers_) kept_.push_back(buffer.clone());
+    default_generator().set_state(seed, offset);
+  }
+  ~Rerun() {
+    default_generator().set_state(seed_, offset_);
+    for (std::size_t i = 0; i < kept_.size(); ++i) buffers_[i].copy_from(kept_[i]);
+  }
+  Rerun(const Rerun&) = delete;
+  Rerun& operator=(const Rerun&) = delete;
+
+ private:
+  const std::vector<Tensor>& buffers_;
+  std::uint64_t seed_, offset_;
+  std::vector<Tensor> kept_;
+};
+
+}  // namespace
 
 std::vector<Tensor> buffers_of(const std::vector<const Module*>& modules) {
   std::vector<Tensor> buffers;
@@ -17,42 +44,36 @@ std::vector<Tensor> buffers_of(const std::vector<const Module*>& modules) {
 }
 
 Tensor recompute(const RecomputedSegment& segment, const Tensor& input) {
-  const bool needs =
-      grad_enabled() && ((input.defined() && input.requires_grad()) ||
-                                   std::any_of(segment.parameters.begin(), segment.parameters.end(),
-                                               [](const Tensor& p) { return p.defined() && p.requires_grad(); }));
+  const bool needs = grad_enabled() && ((input.defined() && input.requires_grad()) ||
+                                        std::any_of(segment.parameters.begin(), segment.parameters.end(),
+                                                    [](const Tensor& p) { return p.defined() && p.requires_grad(); }));
   if (!needs) return segment.forward(input);
 
-  Generator& generator = default_generator();
-  const std::uint64_t seed = generator.seed(), offset = generator.offset();
+  const std::uint64_t seed = default_generator().seed(), offset = default_generator().offset();
   Tensor output;
   {
     const NoGradGuard no_tape;
     output = segment.forward(input);
   }
-  autograd::record("RecomputeBackward", {&input}, output,
-                   [segment, input = input.detach(), input_needs_grad = input.requires_grad(), seed, offset](
-                       const Tensor& gradient, const BackwardPass& pass) {
-                     // The rerun draws what the first run drew; then the generator goes
-                     // on from where the steps since left it.
-                     Generator& random = default_generator();
-                     const std::uint64_t now_seed = random.seed(), now_offset = random.offset();
-                     random.set_state(seed, offset);
-                     std::vector<Tensor> kept;
-                     for (const Tensor& buffer : segment.buffers) kept.push_back(buffer.clone());
-                     Tensor x = input.detach();
-                     if (input_needs_grad) x.set_requires_grad(true);
-                     Tensor y;
-                     {
-                       const EnableGradGuard tape;
-                       y = segment.forward(x);
-                     }
-                     for (std::size_t i = 0; i < kept.size(); ++i) segment.buffers[i].copy_from(kept[i]);
-                     random.set_state(now_seed, now_offset);
-                     // Within the same pass: deferred weight gradients stay deferred.
-                     if (y.requires_grad()) autograd::run_backward(y, gradient, false, pass);
-                     return std::vector{input_needs_grad ? x.grad() : Tensor()};
-                   });
+  // A segment that returns its input (dropout in evaluation, or of rate 0)
+  // must not make the input the output of its node.
+  if (output.impl() == input.impl()) output = output.detach();
+  autograd::record(
+      "RecomputeBackward", {&input}, output,
+      [forward = segment.forward, buffers = segment.buffers, input = input.detach(),
+       input_needs_grad = input.requires_grad(), seed, offset](const Tensor& gradient, const BackwardPass& pass) {
+        Tensor x = input.detach();
+        if (input_needs_grad) x.set_requires_grad(true);
+        Tensor y;
+        {
+          const Rerun rerun(buffers, seed, offset);
+          const EnableGradGuard tape;
+          y = forward(x);
+        }
+        // Within the same pass: deferred weight gradients stay deferred.
+        if (y.requires_grad()) autograd::run_backward(y, gradient, false, pass);
+        return std::vector{input_needs_grad ? x.grad() : Tensor()};
+      });
   return output;
 }
 

@@ -12,8 +12,8 @@
 // (dropout's masks are the same), and the buffers the first run updated
 // (BatchNorm's running statistics), which the rerun would update a second
 // time, are put back as the first run left them. A layer given a generator
-// of its own (Dropout(p, &generator)) would draw anew in the rerun: give it
-// none inside a recomputed segment.
+// of its own (Dropout(p, &generator)) would draw anew in the rerun:
+// Sequential::recompute refuses one.
 //
 //   const RecomputedSegment block{.forward = [&](const Tensor& x) { return layers.forward(x); },
 //                                 .parameters = layers.parameters(), .buffers = buffers_of(layers)};

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <charconv>
 #include <optional>
 
@@ -6,6 +7,7 @@
 
 #include <ddl/core/check.hpp>
 #include <ddl/core/timeline.hpp>
+#include <ddl/layers/dropout.hpp>
 #include <ddl/layers/recompute.hpp>
 #include <ddl/layers/sequential.hpp>
 
@@ -40,7 +42,9 @@ Module& Sequential::operator[](std::size_t index) const {
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   std::size_t next = 0;
-  for (const auto& [first, last] : recomputed_) {
+  for (const LayerRange& range : recomputed_) {
+    const std::size_t first = range.first,
+                      last = range.second;  // not a structured binding: clang before 16 cannot capture one
     x = run_layers(next, first, x);  // those before the segment (none when next == first)
     const RecomputedSegment segment{
         .forward = [this, first, last](const Tensor& in) { return run_layers(first, last + 1, in); },
@@ -114,6 +118,7 @@ std::size_t layer_of(const Sequential& model, std::string_view token, std::strin
 }  // namespace
 
 Sequential::LayerRange Sequential::range_of(std::string_view text, std::string_view context) const {
+  text = trim(text);
   // A whole name first: a layer's name may itself hold a '-'.
   for (const auto& [name, child] : children()) {
     if (name == text) {
@@ -132,6 +137,20 @@ Sequential::LayerRange Sequential::range_of(std::string_view text, std::string_v
   return {first, last};
 }
 
+namespace {
+
+// Whether `module` or one inside it draws from a generator of its own,
+// which a recomputing rerun cannot put back as it puts back the default one.
+bool has_own_generator(const Module& module) {
+  if (const auto* dropout = dynamic_cast<const Dropout*>(&module); dropout && dropout->generator() != nullptr) {
+    return true;
+  }
+  return std::any_of(module.children().begin(), module.children().end(),
+                     [](const auto& child) { return has_own_generator(*child.second); });
+}
+
+}  // namespace
+
 void Sequential::recompute(std::vector<LayerRange> ranges) {
   for (std::size_t r = 0; r < ranges.size(); ++r) {
     const auto [first, last] = ranges[r];
@@ -142,6 +161,13 @@ void Sequential::recompute(std::vector<LayerRange> ranges) {
         r == 0 || first > ranges[r - 1].second,
         "Sequential::recompute: the range {}-{} does not come after the range {}-{} (ranges ascend and do not overlap)",
         first, last, ranges[r - 1].first, ranges[r - 1].second);
+    for (std::size_t i = first; i <= last; ++i) {
+      DDL_CHECK(!has_own_generator(*children()[i].second),
+                "Sequential::recompute: layer {} ({}) draws from a generator of its own, which recomputing it "
+                "would draw from anew (different dropout masks); give it none (the default generator's draws are "
+                "replayed)",
+                children()[i].first, children()[i].second->type_name());
+    }
   }
   recomputed_ = std::move(ranges);
 }

@@ -29,7 +29,7 @@ void multiply_into(Map& c, const LhsExpr& lhs, const RhsExpr& rhs, float alpha, 
   if (beta == 0.0f) {
     c.noalias() = alpha * (lhs * rhs);  // C may hold garbage: never read it
   } else {
-    c *= beta;
+    if (beta != 1.0f) c *= beta;  // a full pass over C: not for an accumulation
     c.noalias() += alpha * (lhs * rhs);
   }
 }

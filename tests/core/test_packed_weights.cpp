@@ -68,7 +68,8 @@ TEST_CASE("packed weights: forward and input-gradient products within float32's 
   Generator generator(4101);
   // Awkward sizes: not multiples of any kernel block, a single row, and
   // micro-batches of differing row counts as an uneven cut makes.
-  for (const auto& [in, out] : {std::pair<std::int64_t, std::int64_t>{37, 70}, {130, 257}, {64, 5}}) {
+  for (const auto& shape : {std::pair<std::int64_t, std::int64_t>{37, 70}, {130, 257}, {64, 5}}) {
+    const std::int64_t in = shape.first, out = shape.second;  // CAPTURE's lambda takes no structured binding (clang)
     CAPTURE(in);
     CAPTURE(out);
     const Tensor weight = weight_leaf(in, out, generator);

@@ -105,7 +105,13 @@ TEST_CASE("recompute: ranges outside the model, overlapping or out of order are 
   CHECK(throws_error_mentioning([&] { model->recompute({{2, 4}, {4, 6}}); }, {"4-6", "2-4"}));
   CHECK(throws_error_mentioning([&] { model->recompute({{5, 6}, {0, 1}}); }, {"0-1", "5-6"}));
   CHECK(model->recomputed().empty());  // nothing changed
-  CHECK(model->range_of("2-4", "ctx") == layers::Sequential::LayerRange{2, 4});
+  Generator own(1);
+  layers::Sequential with_own;
+  with_own.emplace<layers::ReLU>().emplace<layers::Dropout>(0.5f, &own);
+  CHECK(throws_error_mentioning([&] { with_own.recompute({{0, 1}}); }, {"layer 1 (Dropout)", "generator of its own"}));
+  with_own.recompute({{0, 0}});  // the ReLU alone replays nothing
+  CHECK(with_own.recomputed().size() == 1);
+  CHECK(model->range_of(" 2-4 ", "ctx") == layers::Sequential::LayerRange{2, 4});
   CHECK(model->range_of("7", "ctx") == layers::Sequential::LayerRange{7, 7});
   CHECK(throws_error_mentioning([&] { (void)model->range_of("2-x", "--recompute 2-x"); },
                                 {"--recompute 2-x", "no layer is named 'x'", "5 (Dropout)"}));

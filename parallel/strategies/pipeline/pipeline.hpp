@@ -107,14 +107,17 @@ struct PipelineOptions {
   // layout the GEMM kernel reads (core/packed_weights.hpp) for the forward
   // and input-gradient products of every micro-batch, instead of by each
   // product anew. Costs a copy of the stage's 2-D weights per orientation
-  // (forward, transposed) during the step; where oneDNN reads weights plain
-  // (AVX2 machines) nothing is copied and nothing changes. Changes the
+  // (forward, transposed), kept by the thread between steps for the next
+  // one to pack into; where oneDNN reads weights plain (AVX2 machines)
+  // nothing is copied and nothing changes. Changes the
   // rounding of those products, alike for every schedule; with M = 1 no
   // weight is packed.
   bool pack_weights = true;
   // Activation recomputation: each stage runs as one recomputed segment
-  // (layers/recompute.hpp), keeping of a micro-batch only its input between
-  // its forward and its backward, which runs the stage's forward again.
+  // (layers/recompute.hpp), keeping of a micro-batch's activations only its
+  // input (and its output, which backward starts from; with deferred weight
+  // gradients the Dense layers' rows too) between its forward and its
+  // backward, which runs the stage's forward again.
   // The same bits; costs one more forward per micro-batch.
   bool recompute = false;
 };
@@ -122,8 +125,8 @@ struct PipelineOptions {
 // The micro-batches `options` cut each batch into on `stages` stages.
 int micro_batches(const PipelineOptions& options, int stages);
 // Where a stage computes its weight gradients under `options`: where the
-// schedule places them (ZB-H1), else at the batch's end or in each
-// backward by defer_weight_gradients.
+// schedule places them (ZB-H1), else at the batch's end or right after
+// each backward, by defer_weight_gradients.
 WeightGradients weight_gradients_of(const PipelineOptions& options);
 
 // Where one stage's training time went, summed over the steps so far.
