@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/timeline.hpp>
 #include <ddl/layers/dropout.hpp>
@@ -42,7 +43,10 @@ Module& Sequential::operator[](std::size_t index) const {
 Tensor Sequential::forward(const Tensor& input) {
   Tensor x = input;
   std::size_t next = 0;
-  for (const LayerRange& range : recomputed_) {
+  // Without the tape nothing is kept for backward: nothing to recompute.
+  static const std::vector<LayerRange> none;
+  const std::vector<LayerRange>& segments = grad_enabled() ? recomputed_ : none;
+  for (const LayerRange& range : segments) {
     const std::size_t first = range.first,
                       last = range.second;  // not a structured binding: clang before 16 cannot capture one
     x = run_layers(next, first, x);  // those before the segment (none when next == first)

@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 
 #include <memory>
+#include <string_view>
 #include <tuple>
 
 namespace ddl::cpu_backend {
@@ -44,6 +45,17 @@ dnnl::memory::desc operand(std::int64_t batch, std::int64_t batch_stride, std::i
   return {{shared ? 1 : batch, rows, cols},
           type,
           transposed ? dnnl::memory::dims{stride, 1, rows} : dnnl::memory::dims{stride, cols, 1}};
+}
+
+// Runs a matmul on operands already in its layouts, its scratchpad from
+// the thread's staging buffer.
+void run_matmul(std::string_view what, const dnnl::matmul::primitive_desc& pd, const dnnl::matmul& primitive,
+                const dnnl::memory& src, const dnnl::memory& weights, const dnnl::memory& dst) {
+  const dnnl::memory scratchpad(pd.scratchpad_desc(), onednn::engine(),
+                                onednn::staging(onednn::Slot::Scratchpad, pd.scratchpad_desc().get_size()));
+  onednn::execute(
+      what, primitive,
+      {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
 }
 
 // One bf16 GEMM shape's matmul, created once and shared by every thread.
@@ -95,13 +107,7 @@ void gemm_bf16(const backend::GemmArgs& g) {
                                      onednn::Slot::Input, "bf16 matmul: rounding A");
   const memory b = onednn::to_layout(memory(mm.b_user, onednn::engine(), const_cast<float*>(g.b)), mm.pd.weights_desc(),
                                      onednn::Slot::Weights, "bf16 matmul: rounding B");
-  const memory scratchpad(mm.pd.scratchpad_desc(), onednn::engine(),
-                          onednn::staging(onednn::Slot::Scratchpad, mm.pd.scratchpad_desc().get_size()));
-  onednn::execute("bf16 matmul", mm.primitive,
-                  {{DNNL_ARG_SRC, a},
-                   {DNNL_ARG_WEIGHTS, b},
-                   {DNNL_ARG_DST, memory(mm.c, onednn::engine(), g.c)},
-                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  run_matmul("bf16 matmul", mm.pd, mm.primitive, a, b, memory(mm.c, onednn::engine(), g.c));
 }
 
 // One float32 matmul shape x[m, k]·W[k, n] with W in the layout oneDNN
@@ -161,13 +167,9 @@ bool gemm_packed(const backend::GemmArgs& g) {
         const memory copy(held->pd.weights_desc(), onednn::engine(), into);
         onednn::execute("packing a weight", dnnl::reorder(user, copy), {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, copy}});
       });
-  const memory scratchpad(mm.pd.scratchpad_desc(), onednn::engine(),
-                          onednn::staging(onednn::Slot::Scratchpad, mm.pd.scratchpad_desc().get_size()));
-  onednn::execute("packed matmul", mm.primitive,
-                  {{DNNL_ARG_SRC, memory(mm.pd.src_desc(), onednn::engine(), const_cast<float*>(g.a))},
-                   {DNNL_ARG_WEIGHTS, memory(packed_desc, onednn::engine(), const_cast<void*>(packed))},
-                   {DNNL_ARG_DST, memory(mm.pd.dst_desc(), onednn::engine(), g.c)},
-                   {DNNL_ARG_SCRATCHPAD, scratchpad}});
+  run_matmul("packed matmul", mm.pd, mm.primitive, memory(mm.pd.src_desc(), onednn::engine(), const_cast<float*>(g.a)),
+             memory(packed_desc, onednn::engine(), const_cast<void*>(packed)),
+             memory(mm.pd.dst_desc(), onednn::engine(), g.c));
   return true;
 }
 
