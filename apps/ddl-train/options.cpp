@@ -286,10 +286,12 @@ void add_options(CLI::App& app, TrainOptions& o) {
       ->default_str(fmt::format("{} per stage", parallel::kMicroBatchesPerStage));
   add_choice(app, "--schedule", o.schedule, parallel::all_pipeline_schedules(), parallel::pipeline_schedule_name,
              "--parallel pipeline: 1f1b (one forward, one backward: stage s holds at most p-s micro-batches of "
-             "activations), gpipe (all forwards, then all backwards: every stage holds all M) or zb-h1 (1f1b "
+             "activations), gpipe (all forwards, then all backwards: every stage holds all M), zb-h1 (1f1b "
              "with each micro-batch's weight gradients a step of their own, held back to fill the pipeline's "
              "drain: a third of 1f1b's bubble at its activations, plus at most s micro-batches' weight-gradient "
-             "rows on stage s; it places the weight gradients itself, whatever --weight-gradients says)");
+             "rows on stage s) or zb-h2 (twice zb-h1's warm-up and held weight gradients, so that consecutive "
+             "steps interlock: no bubble for M >= 2p-1, at up to 2(p-s)-1 micro-batches' activations on stage "
+             "s). zb-h1 and zb-h2 place the weight gradients themselves, whatever --weight-gradients says");
   add_choice(app, "--weight-gradients", o.defer_weight_gradients, std::vector<bool>{true, false}, weight_gradients_name,
              "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
              "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "

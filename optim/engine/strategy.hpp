@@ -13,7 +13,7 @@
 //       begin_step(model)             the gradients start afresh
 //       forward_backward(model, loss, batch_k, share_k)   for k = 0 .. K-1
 //       synchronize_gradients(model)
-//       sum_over_ranks(whether a loss was not finite)   every rank agrees
+//       agree_on_step(whether a loss was not finite)    every rank agrees
 //       update(model, optimizer)                        unless it was
 //     sum_over_ranks(metric sums)
 //   evaluate / predict: begin_epoch, next_batch and forward per batch,
@@ -164,6 +164,14 @@ class Strategy {
   // Sums `values` element-wise over the ranks in place, so every rank
   // reports (and early-stops on) the same metrics.
   virtual void sum_over_ranks(std::vector<double>& values);
+
+  // After synchronize_gradients: `flags` (whether this rank's loss was not
+  // finite or diverged, and its rank where it was) summed over the ranks
+  // that compute a loss, the same on every rank, so that all skip or stop
+  // alike. By default sum_over_ranks. A pipeline's stages take the verdict
+  // of the rank that reports its loss instead, so that no stage waits for
+  // the ones behind it before its update and its next step.
+  virtual void agree_on_step(std::vector<double>& flags) { sum_over_ranks(flags); }
 
   // How the strategy spreads a step whose data shard (shard()) reads
   // `shard_batch` samples, for a run's header: "data-parallel over 2 ranks

@@ -57,11 +57,18 @@ struct FlaggedRanks {
   std::string describe() const { return count == 1 ? fmt::format("rank {}", rank) : fmt::format("{} ranks", count); }
 };
 
-FlaggedRanks flagged_ranks(Strategy& strategy, bool flag, bool diverged = false) {
-  std::vector<double> sums{flag ? 1.0 : 0.0, flag ? static_cast<double>(strategy.rank()) : 0.0,
-                           flag && diverged ? 1.0 : 0.0};
-  strategy.sum_over_ranks(sums);
+std::vector<double> flags_of(const Strategy& strategy, bool flag, bool diverged) {
+  return {flag ? 1.0 : 0.0, flag ? static_cast<double>(strategy.rank()) : 0.0, flag && diverged ? 1.0 : 0.0};
+}
+
+FlaggedRanks flagged_ranks(const std::vector<double>& sums) {
   return {static_cast<int>(sums[0]), static_cast<int>(sums[1]), static_cast<int>(sums[2])};
+}
+
+FlaggedRanks flagged_ranks(Strategy& strategy, bool flag) {
+  std::vector<double> sums = flags_of(strategy, flag, false);
+  strategy.sum_over_ranks(sums);
+  return flagged_ranks(sums);
 }
 
 }  // namespace
@@ -257,7 +264,9 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
   const std::optional<std::string> problem = step_loss ? loss_guard_.check(*step_loss) : std::nullopt;
   // Agreed over the ranks (one small collective per step), since a loss
   // exists only where a strategy computes one (the last pipeline stage).
-  const FlaggedRanks flagged = flagged_ranks(*strategy_, problem.has_value(), problem && std::isfinite(*step_loss));
+  std::vector<double> flags = flags_of(*strategy_, problem.has_value(), problem && std::isfinite(*step_loss));
+  strategy_->agree_on_step(flags);
+  const FlaggedRanks flagged = flagged_ranks(flags);
   if (flagged.count > 0) {
     const bool diverged = flagged.diverged == flagged.count;
     std::string what =

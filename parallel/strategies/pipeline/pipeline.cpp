@@ -238,6 +238,7 @@ class Pipeline::StageRun {
         loss_sum_ += static_cast<double>(loss.item()) * static_cast<double>(cut.size);
         losses_[static_cast<std::size_t>(m)] = loss;
       }
+      if (results_.size() == cuts_.size()) send_results();
     } else {
       send(StageLinks::Neighbour::next, output, kActivationTag + m);
     }
@@ -302,17 +303,11 @@ class Pipeline::StageRun {
     {
       const timeline::Span span("communication", "wait for sends");
       for (StageMessage& message : sends_) message.wait();
+      if (output_out_) output_out_->request.wait();
+      if (loss_out_) loss_out_->request.wait();
     }
     optim::StepOutput result;
-    if (s_.last()) {
-      const Tensor output = results_.size() == 1 ? results_.front() : concat(results_);
-      const Tensor loss = full({}, loss_sum_ / static_cast<double>(batch_.size()), {DType::Float32, device_, false});
-      if (s_.first()) return {output, loss_ ? loss : Tensor()};
-      TensorMessage output_out = s_.comm.isend(output, 0, kOutputTag);
-      if (loss_) s_.comm.isend(loss, 0, kLossTag).request.wait();
-      output_out.request.wait();
-      return result;
-    }
+    if (s_.last() && s_.first()) return {batch_output_, loss_ ? batch_loss_ : Tensor()};
     if (s_.first()) {
       result.output = take(output_in_, "receive output", -1);
       if (loss_) result.loss = take(loss_in_, "receive loss", -1);
@@ -323,6 +318,18 @@ class Pipeline::StageRun {
   double compute_seconds() const { return compute_seconds_; }
 
  private:
+  // The last stage's batch output and mean loss, as soon as its last
+  // forward has them: rank 0 reports them, and the verdict on the loss it
+  // passes to every stage (agree_on_step) then never waits for the last
+  // stage's backward passes.
+  void send_results() {
+    batch_output_ = results_.size() == 1 ? results_.front() : concat(results_);
+    batch_loss_ = full({}, loss_sum_ / static_cast<double>(batch_.size()), {DType::Float32, device_, false});
+    if (s_.first()) return;
+    output_out_ = s_.comm.isend(batch_output_, 0, kOutputTag);
+    if (loss_) loss_out_ = s_.comm.isend(batch_loss_, 0, kLossTag);
+  }
+
   // A received tensor on this stage's device; the wait is not compute time
   // but idle (or transfer) time, which the timeline shows as such.
   Tensor take(StageMessage& message, const char* name, int micro_batch) {
@@ -359,6 +366,8 @@ class Pipeline::StageRun {
   Device device_;
   std::vector<StageMessage> activations_in_, gradients_in_, sends_;
   StageMessage output_in_, loss_in_;  // rank 0's, from the last stage over MPI
+  Tensor batch_output_, batch_loss_;  // the last stage's, once its last forward is done
+  std::optional<TensorMessage> output_out_, loss_out_;
   std::vector<Tensor> inputs_, outputs_, losses_, results_;
   autograd::DeferredWeightGradients deferred_;
   std::optional<PackedWeights> packed_;  // while the batch runs: its weights stay as they are
@@ -609,6 +618,11 @@ void Pipeline::sum_over_ranks(std::vector<double>& values) {
   // count; an agreement may hold a value on the root alone, which is one.
   state_->tensor_peers->sum_doubles(values);
   state_->tensor->communicator().broadcast_bytes(std::as_writable_bytes(std::span(values)), 0);
+}
+
+void Pipeline::agree_on_step(std::vector<double>& flags) {
+  if (state_->data || state_->tensor) return sum_over_ranks(flags);
+  state_->world.broadcast_bytes(std::as_writable_bytes(std::span(flags)), 0);
 }
 
 std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers, const Pipeline& pipeline,

@@ -213,6 +213,11 @@ class Pipeline : public optim::Strategy {
   // Over the ranks of tensor rank 0, then from there to the rest of each
   // tensor group: its ranks compute the same outputs and losses.
   void sum_over_ranks(std::vector<double>& values) override;
+  // A single pipeline: rank 0's flags (it holds the loss the last stage
+  // sent after its last forward), broadcast; a stage then waits for no
+  // stage behind it, and consecutive steps overlap (ZB-H2's parallelogram).
+  // Hybrid and tensor groups: sum_over_ranks.
+  void agree_on_step(std::vector<double>& flags) override;
   // Hybrid: "2 pipelines (ring allreduce, 64 per pipeline)", and the tensor
   // groups' plan; a single pipeline without them says nothing here (its
   // stages are a table of their own).

@@ -19,7 +19,8 @@ namespace {
 
 using Kind = PipelineAction::Kind;
 
-constexpr std::array kSchedules = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1};
+constexpr std::array kSchedules = {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1,
+                                   PipelineSchedule::ZeroBubbleH2};
 // How many kinds of action there are: tables indexed by kind have this many rows.
 constexpr std::size_t kKindCount = 3;
 
@@ -169,11 +170,15 @@ std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
     case PipelineSchedule::OneFOneB: return "1f1b";
     case PipelineSchedule::ZeroBubbleH1:
       return "zb-h1";
+    case PipelineSchedule::ZeroBubbleH2:
+      return "zb-h2";
   }
   return "unknown";
 }
 
-bool places_weights(PipelineSchedule schedule) { return schedule == PipelineSchedule::ZeroBubbleH1; }
+bool places_weights(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::ZeroBubbleH1 || schedule == PipelineSchedule::ZeroBubbleH2;
+}
 
 std::string_view weight_gradients_name(WeightGradients weights) {
   switch (weights) {
@@ -214,21 +219,29 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
     while (backwards - weights_done > held) actions.push_back({Kind::Weight, weights_done++});
   };
   // ZB-H1: stage s holds back s weight gradients, the idle units 1F1B's
-  // drain leaves it; the others run right after their backward.
-  const int held = schedule == PipelineSchedule::ZeroBubbleH1 ? stage : 0;
+  // drain leaves it; ZB-H2 2s, so that stage s ends s units after stage 0;
+  // the others run each right after its backward.
+  const int held = schedule == PipelineSchedule::ZeroBubbleH1   ? stage
+                   : schedule == PipelineSchedule::ZeroBubbleH2 ? 2 * stage
+                                                                : 0;
   switch (schedule) {
     case PipelineSchedule::GPipe:
       while (forwards < micro_batches) forward();
       while (backwards < micro_batches) backward(held);
       break;
     case PipelineSchedule::OneFOneB:
-    case PipelineSchedule::ZeroBubbleH1: {
+    case PipelineSchedule::ZeroBubbleH1:
+    case PipelineSchedule::ZeroBubbleH2: {
       // Micro-batch 0's gradient comes back only after it has crossed the
       // stages-stage-1 stages downstream, so the warm-up gives each of them a
       // micro-batch to work on meanwhile (fewer when there are fewer). From
       // then on a forward is followed by the oldest backward, so the stage
-      // holds at most warm_up + 1 = stages - stage micro-batches.
-      const int warm_up = std::min(stages - stage - 1, micro_batches);
+      // holds at most warm_up + 1 = stages - stage micro-batches. ZB-H2's
+      // warm-up fills the whole round trip, one unit for each stage's forward
+      // and one for its backward, and holds twice as many.
+      const int downstream = stages - stage - 1;
+      const int warm_up =
+          std::min(schedule == PipelineSchedule::ZeroBubbleH2 ? 2 * downstream : downstream, micro_batches);
       while (forwards < warm_up) forward();
       while (forwards < micro_batches) {
         forward();
@@ -339,22 +352,58 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
   return simulation;
 }
 
+std::vector<std::vector<PipelineAction>> repeat_steps(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
+                                                      int steps) {
+  DDL_CHECK(steps >= 1, "pipeline: steps must be at least 1, got {}", steps);
+  DDL_CHECK(!actions_per_stage.empty(), "pipeline: no stages to repeat");
+  const auto micro_batches =
+      static_cast<int>(std::count_if(actions_per_stage[0].begin(), actions_per_stage[0].end(),
+                                     [](const PipelineAction& action) { return action.kind == Kind::Forward; }));
+  std::vector<std::vector<PipelineAction>> repeated(actions_per_stage.size());
+  for (std::size_t stage = 0; stage < actions_per_stage.size(); ++stage) {
+    for (int step = 0; step < steps; ++step) {
+      for (const PipelineAction& action : actions_per_stage[stage]) {
+        repeated[stage].push_back({action.kind, step * micro_batches + action.micro_batch});
+      }
+    }
+  }
+  return repeated;
+}
+
+double steady_step_time(const std::vector<std::vector<PipelineAction>>& actions_per_stage, const PipelineCosts& costs) {
+  const double two = simulate_pipeline(repeat_steps(actions_per_stage, 2), costs).makespan;
+  return simulate_pipeline(repeat_steps(actions_per_stage, 3), costs).makespan - two;
+}
+
 double textbook_bubble_fraction(int stages, int micro_batches) {
   check_pipeline_shape(stages, micro_batches);
   return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
 }
 
 std::string_view schedule_bubble_formula(PipelineSchedule schedule, int stages, int micro_batches) {
-  if (schedule != PipelineSchedule::ZeroBubbleH1) return "(p-1)/(M+p-1)";
-  return micro_batches >= stages ? "(p-1)/(3M+p-1)" : "1-3M/(2M+2p-1)";
+  switch (schedule) {
+    case PipelineSchedule::GPipe:
+    case PipelineSchedule::OneFOneB:
+      return "(p-1)/(M+p-1)";
+    case PipelineSchedule::ZeroBubbleH1:
+      return micro_batches >= stages ? "(p-1)/(3M+p-1)" : "1-3M/(2M+2p-1)";
+    case PipelineSchedule::ZeroBubbleH2:
+      return micro_batches >= 2 * stages - 1 ? "0" : "1-3M/(2M+2p-1)";
+  }
+  return "unknown";
 }
 
 double schedule_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches) {
-  if (schedule != PipelineSchedule::ZeroBubbleH1) return textbook_bubble_fraction(stages, micro_batches);
+  if (schedule == PipelineSchedule::GPipe || schedule == PipelineSchedule::OneFOneB) {
+    return textbook_bubble_fraction(stages, micro_batches);
+  }
   check_pipeline_shape(stages, micro_batches);
+  // In units of one F, B or W: the stage's work, and the round trip of one
+  // micro-batch through every stage and back, with its last W.
   const double work = 3.0 * micro_batches;
-  const double makespan = std::max(work + stages - 1, 2.0 * micro_batches + 2.0 * stages - 1);
-  return 1.0 - work / makespan;
+  const double round_trip = 2.0 * micro_batches + 2.0 * stages - 1;
+  const double fill = schedule == PipelineSchedule::ZeroBubbleH1 ? stages - 1 : 0;
+  return 1.0 - work / std::max(work + fill, round_trip);
 }
 
 std::string render_timeline(const PipelineSimulation& simulation) {

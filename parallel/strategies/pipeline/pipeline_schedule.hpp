@@ -1,4 +1,4 @@
-// The pipeline's schedules (GPipe and 1F1B over micro-batches) as pure
+// The pipeline's schedules (GPipe, 1F1B and zero-bubble ones) as pure
 // functions, and a simulator that runs every stage's action list at once on a
 // model of time. A schedule's only way to deadlock is a cyclic wait in its
 // action orders (every receive is posted early), so simulating all stages
@@ -23,9 +23,19 @@ namespace ddl::parallel {
 // stages wait in the drain. With equal F, B and W times a step takes
 // 3M + p - 1 units instead of 1F1B's 3M + 3(p - 1), at 1F1B's activations
 // plus at most s micro-batches' weight-gradient rows (at most p in all).
-enum class PipelineSchedule { GPipe, OneFOneB, ZeroBubbleH1 };
+// ZB-H2 (the same paper): twice 1F1B's warm-up, stage s starting with
+// 2(p - s) - 1 forwards, so no stage waits for its first backward, and
+// stage s holding back 2s weight gradients, so each stage ends s units
+// after stage 0 as it began s units after it: a parallelogram. One step
+// alone takes as long as ZB-H1's for M >= 2p - 2 (for fewer, up to two
+// units longer), but back-to-back
+// steps interlock, stage 0 starting the next while the last stage finishes
+// its weight gradients: 3M units a step for M >= 2p - 1, no bubble at all,
+// at up to 2p - 1 micro-batches' activations on stage 0.
+enum class PipelineSchedule { GPipe, OneFOneB, ZeroBubbleH1, ZeroBubbleH2 };
 
-// "gpipe", "1f1b" or "zb-h1"; anything else is a ddl::Error listing the names.
+// "gpipe", "1f1b", "zb-h1" or "zb-h2"; anything else is a ddl::Error listing
+// the names.
 PipelineSchedule parse_pipeline_schedule(std::string_view name);
 std::string_view pipeline_schedule_name(PipelineSchedule schedule);
 std::vector<PipelineSchedule> all_pipeline_schedules();
@@ -60,7 +70,7 @@ std::string to_string(const PipelineAction& action);
 // gradient in micro-batch order: the same bits under every schedule.
 enum class WeightGradients { in_backward, at_batch_end, per_micro_batch };
 
-// Whether `schedule` places each micro-batch's Weight itself (ZB-H1):
+// Whether `schedule` places each micro-batch's Weight itself (ZB-H1, ZB-H2):
 // it takes WeightGradients::per_micro_batch alone.
 bool places_weights(PipelineSchedule schedule);
 // "each backward", "batch", "micro-batch".
@@ -128,18 +138,33 @@ struct PipelineSimulation {
 PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
                                      const PipelineCosts& costs = {});
 
+// The lists of `steps` steps run back to back, as the runtime runs
+// consecutive batches: each stage's list `steps` times, step k's
+// micro-batches numbered from k * M, and no stage waiting for the others
+// between steps (each goes on to its next step's actions as soon as its
+// own are done). steps >= 1.
+std::vector<std::vector<PipelineAction>> repeat_steps(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
+                                                      int steps);
+// How long a step takes among back-to-back ones: the third's, from the
+// second's end to its own (simulate_pipeline of repeat_steps). For every
+// schedule here the steps repeat exactly from the second on; all but ZB-H2
+// take as long as one step alone.
+double steady_step_time(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
+                        const PipelineCosts& costs = {});
+
 // The bubble of GPipe with equal stages and no latency, (p - 1) / (M + p - 1)
 // for p stages and M micro-batches (Huang et al. 2019).
 double textbook_bubble_fraction(int stages, int micro_batches);
-// The share of stage time `schedule` leaves idle with equal stages, no
-// latency and equal F, B and W times: GPipe's and 1F1B's above; ZB-H1's
-// (p - 1) / (3M + p - 1) for M >= p (Qi et al. 2023: a bubble of
-// (p - 1)(T_F + T_B - T_W) per stage), and for M < p one micro-batch's
-// path through every stage and back bounds the step, 2p + 2M - 1 units:
-// 1 - 3M / max(3M + p - 1, 2M + 2p - 1).
+// The share of stage time `schedule` leaves idle in back-to-back steps with
+// equal stages, no latency and equal F, B and W times: GPipe's and 1F1B's
+// above; ZB-H1's (p - 1) / (3M + p - 1) for M >= p (Qi et al. 2023: a
+// bubble of (p - 1)(T_F + T_B - T_W) per stage), and for M < p one
+// micro-batch's path through every stage and back bounds the step,
+// 2p + 2M - 1 units: 1 - 3M / max(3M + p - 1, 2M + 2p - 1); ZB-H2's 0 for
+// M >= 2p - 1, else the same path bounds the step: 1 - 3M / (2M + 2p - 1).
 double schedule_bubble_fraction(PipelineSchedule schedule, int stages, int micro_batches);
 // That fraction's formula as the reports print it: "(p-1)/(M+p-1)",
-// "(p-1)/(3M+p-1)" or "1-3M/(2M+2p-1)".
+// "(p-1)/(3M+p-1)", "1-3M/(2M+2p-1)" or "0".
 std::string_view schedule_bubble_formula(PipelineSchedule schedule, int stages, int micro_batches);
 
 // An ASCII Gantt chart, one row per stage and one cell per unit of time

@@ -78,7 +78,7 @@ TEST_CASE(
 
 TEST_CASE("pipeline_schedule: an unknown schedule name is an error listing the valid ones") {
   CHECK_THROWS_WITH_AS(parse_pipeline_schedule("zero-bubble"),
-                       "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b, zb-h1", Error);
+                       "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b, zb-h1, zb-h2", Error);
   CHECK_THROWS_AS(parse_pipeline_schedule("GPipe"), Error);
 }
 
@@ -475,4 +475,73 @@ TEST_CASE("pipeline_schedule: zb-h1 reaches its paper's bubble, 1f1b's activatio
   CHECK(schedule_bubble_formula(PipelineSchedule::GPipe, 4, 8) == "(p-1)/(M+p-1)");
   CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH1, 4, 8) == "(p-1)/(3M+p-1)");
   CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH1, 4, 3) == "1-3M/(2M+2p-1)");
+}
+
+TEST_CASE("pipeline_schedule: zb-h2 warms up with 2(p-s)-1 forwards and holds back 2s weight gradients on stage s") {
+  CHECK(stage_actions(PipelineSchedule::ZeroBubbleH2, 0, 4, 8, WeightGradients::per_micro_batch) ==
+        Actions{F(0), F(1), F(2), F(3), F(4), F(5), F(6), B(0), W(0), F(7), B(1), W(1),
+                B(2), W(2), B(3), W(3), B(4), W(4), B(5), W(5), B(6), W(6), B(7), W(7)});
+  CHECK(stage_actions(PipelineSchedule::ZeroBubbleH2, 1, 4, 8, WeightGradients::per_micro_batch) ==
+        Actions{F(0), F(1), F(2), F(3), F(4), B(0), F(5), B(1), F(6), B(2), W(0), F(7),
+                B(3), W(1), B(4), W(2), B(5), W(3), B(6), W(4), B(7), W(5), W(6), W(7)});
+  CHECK(stage_actions(PipelineSchedule::ZeroBubbleH2, 3, 4, 8, WeightGradients::per_micro_batch) ==
+        Actions{F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3), F(4), B(4), F(5), B(5),
+                F(6), B(6), W(0), F(7), B(7), W(1), W(2), W(3), W(4), W(5), W(6), W(7)});
+  CHECK(places_weights(PipelineSchedule::ZeroBubbleH2));
+  CHECK(parse_pipeline_schedule("zb-h2") == PipelineSchedule::ZeroBubbleH2);
+}
+
+TEST_CASE("pipeline_schedule: repeat_steps numbers each step's micro-batches on from the last step's") {
+  const std::vector<Actions> one{{F(0), F(1), B(0), B(1)}, {F(0), B(0), F(1), B(1)}};
+  CHECK(repeat_steps(one, 2) == std::vector<Actions>{{F(0), F(1), B(0), B(1), F(2), F(3), B(2), B(3)},
+                                                     {F(0), B(0), F(1), B(1), F(2), B(2), F(3), B(3)}});
+  CHECK(repeat_steps(one, 1) == one);
+  CHECK_THROWS_WITH_AS(repeat_steps(one, 0), "pipeline: steps must be at least 1, got 0", Error);
+}
+
+// Qi et al. 2023: ZB-H2's steps form a parallelogram, stage s busy from s
+// to 3M + s, so back-to-back steps interlock without a bubble once the
+// warm-up of 2(p - s) - 1 forwards fits (M >= 2p - 1); with fewer
+// micro-batches one micro-batch's round trip bounds the step. Every other
+// schedule's steps do not interlock: back to back each takes what one
+// alone takes.
+TEST_CASE("pipeline_schedule: back to back, zb-h2 steps take max(3M, 2M+2p-1) units, no deadlock for p 2..8, M 1..3p") {
+  for (int stages = 2; stages <= 8; ++stages) {
+    for (int micro_batches = 1; micro_batches <= 3 * stages; ++micro_batches) {
+      CAPTURE(stages);
+      CAPTURE(micro_batches);
+      const auto actions =
+          pipeline_actions(PipelineSchedule::ZeroBubbleH2, stages, micro_batches, WeightGradients::per_micro_batch);
+      const PipelineSimulation alone = simulate_pipeline(actions);
+      check_timeline_obeys_dependencies(alone, actions);
+      const auto repeated = repeat_steps(actions, 3);
+      check_timeline_obeys_dependencies(simulate_pipeline(repeated), repeated);
+      const double step = steady_step_time(actions);
+      const int work = 3 * micro_batches;
+      CHECK(step == std::max(work, 2 * micro_batches + 2 * stages - 1));
+      CHECK(1.0 - work / step ==
+            doctest::Approx(schedule_bubble_fraction(PipelineSchedule::ZeroBubbleH2, stages, micro_batches))
+                .epsilon(1e-12));
+      if (micro_batches >= 2 * stages - 1)
+        CHECK(schedule_bubble_fraction(PipelineSchedule::ZeroBubbleH2, stages, micro_batches) == 0.0);
+      // One step alone: ZB-H1's from M = 2p - 2 on.
+      if (micro_batches >= 2 * stages - 2) CHECK(alone.makespan == work + stages - 1);
+      for (int stage = 0; stage < stages; ++stage) {
+        CAPTURE(stage);
+        const StageSimulation& result = alone.stages[static_cast<std::size_t>(stage)];
+        CHECK(result.busy == work);
+        CHECK(result.peak_activations == std::min(2 * (stages - stage) - 1, micro_batches));
+        CHECK(result.peak_pending_weights <= std::min(2 * stage + 1, micro_batches));
+      }
+      for (const PipelineSchedule other :
+           {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1}) {
+        CAPTURE(pipeline_schedule_name(other));
+        const auto other_actions = pipeline_actions(other, stages, micro_batches, WeightGradients::per_micro_batch);
+        CHECK(steady_step_time(other_actions) == simulate_pipeline(other_actions).makespan);
+        if (micro_batches >= 2 * stages - 1) CHECK(step < steady_step_time(other_actions));
+      }
+    }
+  }
+  CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH2, 4, 7) == "0");
+  CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH2, 4, 6) == "1-3M/(2M+2p-1)");
 }
