@@ -116,7 +116,8 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
     return split;
   }
   const int pipelines = config.kind == StrategyKind::hybrid ? layout.pipelines : 1;
-  const int micro = micro_batches(config.pipeline, stages);
+  const int micro =
+      micro_batches(config.pipeline, stages / chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks));
   const std::int64_t micro_batch = (request.batch / pipelines + micro - 1) / micro;
   std::vector<double> costs(layers.size(), 0.0);
   std::string problem;
@@ -159,18 +160,23 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
                                     : optim::Strategy{}.device(type);
   });
   std::string how;
+  // A schedule of several chunks per rank cuts the model into that many
+  // stages per rank.
+  const int chunks =
+      as_config_error("chunks", [&] { return chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks); });
   const std::vector<StageRange> split =
-      choose_stages(config, comm, stages, layers, request, setup.device, plan ? &*plan : nullptr, how);
+      choose_stages(config, comm, stages * chunks, layers, request, setup.device, plan ? &*plan : nullptr, how);
   auto pipeline = std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages, tensor_ranks), split,
                                              config.pipeline, plan);
   const PipelineOptions& options = pipeline->options();
   setup.model = build_stage(layers, *pipeline, request.weights);
   setup.model->to(setup.device);
   setup.where = setup.device.str();
-  setup.stages = fmt::format("{} of {} stages ({}, {} micro-batches per batch, weight gradients per {}{}{}), {}",
-                             pipelines > 1 ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"), stages,
-                             pipeline_schedule_name(options.schedule), options.micro_batches,
-                             weight_gradients_name(weight_gradients_of(options)),
+  setup.stages = fmt::format("{} of {} stages ({}{}, {} micro-batches per batch, weight gradients per {}{}{}), {}",
+                             pipelines > 1 ? fmt::format("{} pipelines", pipelines) : std::string("pipeline"),
+                             stages * chunks, pipeline_schedule_name(options.schedule),
+                             chunks > 1 ? fmt::format(", {} chunks per rank", chunks) : std::string(),
+                             options.micro_batches, weight_gradients_name(weight_gradients_of(options)),
                              places_weights(options.schedule) ? ", placed by the schedule" : "",
                              options.recompute ? ", activations recomputed" : "", how);
   if (plan) {

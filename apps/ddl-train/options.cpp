@@ -289,9 +289,18 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "activations), gpipe (all forwards, then all backwards: every stage holds all M), zb-h1 (1f1b "
              "with each micro-batch's weight gradients a step of their own, held back to fill the pipeline's "
              "drain: a third of 1f1b's bubble at its activations, plus at most s micro-batches' weight-gradient "
-             "rows on stage s) or zb-h2 (twice zb-h1's warm-up and held weight gradients, so that consecutive "
+             "rows on stage s), zb-h2 (twice zb-h1's warm-up and held weight gradients, so that consecutive "
              "steps interlock: no bubble for M >= 2p-1, at up to 2(p-s)-1 micro-batches' activations on stage "
-             "s). zb-h1 and zb-h2 place the weight gradients themselves, whatever --weight-gradients says");
+             "s), interleaved-1f1b (Megatron's: --chunks v chunks of the model per rank, r, r+p, ...: a bubble "
+             "of (p-1)/(vM+p-1) for M a multiple of p; messages over MPI) or zb-v (2 chunks per rank in a V, "
+             "rank r holding stages r and 2p-1-r, weight gradients as their own steps: 6M+p-1 chunk units a "
+             "step at 1f1b's peak activations). zb-h1, zb-h2 and zb-v place the weight gradients themselves, "
+             "whatever --weight-gradients says");
+  app.add_option("--chunks", o.chunks,
+                 "--parallel pipeline --schedule interleaved-1f1b: chunks of the model per rank (the model is cut "
+                 "into ranks x chunks stages; --split then gives ranks x chunks - 1 points)")
+      ->check(CLI::Range(2, 64))
+      ->default_str("2");
   add_choice(app, "--weight-gradients", o.defer_weight_gradients, std::vector<bool>{true, false}, weight_gradients_name,
              "--parallel pipeline: when a stage computes its Dense weights' gradients: once per batch, from "
              "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
@@ -399,7 +408,7 @@ void resolve_defaults(TrainOptions& o) {
     for (const auto& [set, name] :
          {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
           std::pair{!o.split.empty(), "--split"}, std::pair{!o.defer_weight_gradients, "--weight-gradients"},
-          std::pair{!o.pack_weights, "--pack-weights"}}) {
+          std::pair{!o.pack_weights, "--pack-weights"}, std::pair{o.chunks > 0, "--chunks"}}) {
       if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
   }
@@ -458,6 +467,7 @@ parallel::ParallelConfig parallel_config(const TrainOptions& o) {
   config.parameter_server = {.servers = o.servers, .asynchronous = o.asynchronous, .max_staleness = o.max_staleness};
   config.pipeline = {.micro_batches = o.micro_batches,
                      .schedule = o.schedule,
+                     .chunks = o.chunks,
                      .allreduce = o.allreduce,
                      .bucket_bytes = bucket_bytes,
                      .overlap = o.overlap,

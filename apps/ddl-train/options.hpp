@@ -99,6 +99,7 @@ struct TrainOptions {
   int tp = 0;                       // tensor: ranks per tensor group (0: every rank)
   int micro_batches = 0;            // pipeline: 0 is parallel::kMicroBatchesPerStage per stage
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::OneFOneB;
+  int chunks = 0;                      // pipeline: model chunks per rank (0: the schedule's own)
   bool defer_weight_gradients = true;  // pipeline --weight-gradients: batch (true) | micro-batch
   bool pack_weights = true;            // pipeline --pack-weights: on (true) | off
   std::string recompute;               // --recompute: "all" or layer ranges "2-5,8-10"; empty: none

@@ -33,7 +33,7 @@ case $case_name in
   help)
     "$train" --help > "$work/out" || fail "--help exited $?"
     for option in --model --data --epochs --batch-size --optimizer --lr --device --seed --checkpoint-dir --resume \
-      --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --balance --split \
+      --log-csv --log-jsonl --threads --quiet --placement --stages --micro-batches --schedule --chunks --balance --split \
       --dp --pp --accumulate --on-nonfinite --samples --image-size --precision --timeline --timeline-layers --plot \
       --search --group-size --overlap --no-overlap --divergence-factor --lr-batch --scale-lr --weight-decay --shard; do
       grep -qF -- "$option" "$work/out" || fail "--help does not document $option"
@@ -604,6 +604,22 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     grep -q "^bubble: .* textbook (p-1)/(3M+p-1) = 10.0% for p = 2, M = 3 (zb-h1)" "$work/out" ||
       fail "no zb-h1 bubble line: $(cat "$work/out")"
     echo "ok: a zb-h1 pipeline trained, its bubble beside the paper's formula"
+    mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
+      --schedule interleaved-1f1b --chunks 2 --micro-batches 4 > "$work/out" 2>&1 ||
+      fail "--schedule interleaved-1f1b exited $?: $(cat "$work/out")"
+    grep -q "pipeline of 4 stages (interleaved-1f1b, 2 chunks per rank, 4 micro-batches per batch" "$work/out" ||
+      fail "no interleaved header: $(cat "$work/out")"
+    grep -qE "^0 +[0-9]+-[0-9]+,[0-9]+-[0-9]+ " "$work/out" || fail "no report row of rank 0's two chunks: $(cat "$work/out")"
+    grep -q "^bubble: .* textbook (p-1)/(vM+p-1) = 11.1% for p = 2, M = 4 (interleaved-1f1b, v = 2 chunks per rank)" \
+      "$work/out" || fail "no interleaved bubble line: $(cat "$work/out")"
+    mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
+      --schedule zb-v --micro-batches 4 > "$work/out" 2>&1 || fail "--schedule zb-v exited $?: $(cat "$work/out")"
+    grep -q "^bubble: .* textbook (p-1)/(6M+p-1) = 4.0% for p = 2, M = 4 (zb-v, v = 2 chunks per rank)" "$work/out" ||
+      fail "no zb-v bubble line: $(cat "$work/out")"
+    mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --chunks 3 > "$work/out" 2> "$work/err"
+    [[ $? -eq 2 ]] || fail "--chunks 3 under 1f1b did not exit 2: $(cat "$work/err")"
+    grep -q "the 1f1b schedule holds 1 chunk of the model per rank, got 3" "$work/err" || fail "no reason: $(cat "$work/err")"
+    echo "ok: interleaved-1f1b and zb-v pipelines trained on 2 chunks per rank; --chunks under 1f1b exits 2"
     mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
       --micro-batches 2 --recompute all > "$work/out" 2>&1 || fail "--recompute all exited $?: $(cat "$work/out")"
     grep -q "(1f1b, 2 micro-batches per batch, weight gradients per batch, activations recomputed)" "$work/out" ||

@@ -150,46 +150,112 @@ struct Pipeline::State {
   std::optional<Communicator> tensor_peers;
   // What the tensor group's allreduces sent in training steps so far.
   std::int64_t tensor_bytes = 0;
-  std::vector<StageRange> stages;
+  std::vector<StageRange> stages;  // of the model: ranks x chunks
   PipelineOptions options;
   // Where the weight gradients are computed: as the schedule places them
-  // (ZB-H1), else at the batch's end or after each backward, as asked.
+  // (ZB-H1, ZB-H2, ZB-V), else at the batch's end or after each backward,
+  // as asked.
   WeightGradients weights = WeightGradients::at_batch_end;
   int stage = 0;
-  // Learned at the first batch: the sample shapes at this stage's input
-  // and output, and (on rank 0) at the last stage's output.
-  std::optional<Shape> input_sample, output_sample, model_output_sample;
+  int chunks = 1;  // of the model on each rank
+  ChunkLayout layout = ChunkLayout::looped;
+  // Each chunk of the stage's model as a Sequential of its own layers (the
+  // model itself when there is one), made for `chunked`.
+  const layers::Module* chunked = nullptr;
+  std::vector<std::shared_ptr<layers::Sequential>> chunk_models;
+  // Learned at the first batch: each chunk's sample shapes at its input and
+  // output, and (on rank 0) at the model's output.
+  std::vector<Shape> input_samples, output_samples;
+  std::optional<Shape> model_output_sample;
   // How activations and gradients travel, chosen at the first batch too.
   std::optional<StageLinks> links;
   PipelineStatistics statistics;
 
-  bool first() const { return stage == 0; }
-  bool last() const { return stage + 1 == static_cast<int>(stages.size()); }
+  int ranks() const { return comm.size(); }
+  int model_stages() const { return static_cast<int>(stages.size()); }
+  // The model stage `chunk` of this rank holds, and who holds a model stage.
+  int stage_of(int chunk) const { return model_stage(layout, stage, chunk, ranks()); }
+  ChunkHolder holder(int model_stage_index) const { return stage_holder(layout, model_stage_index, ranks()); }
+  // Whether this rank computes the loss (holds the model's last stage).
+  bool holds_loss() const { return holder(model_stages() - 1).rank == stage; }
+  std::vector<StageRange> ranges_of(int rank) const {
+    std::vector<StageRange> ranges;
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      ranges.push_back(stages[static_cast<std::size_t>(model_stage(layout, rank, chunk, ranks()))]);
+    }
+    return ranges;
+  }
 
-  // Passes the sample shapes down the stages once: stage s learns its input
-  // from stage s-1, runs a probe, and tells stage s+1 (and rank 0, from the
-  // last stage, the shape of the model's output).
+  // The chunks of the stage's model `model`, each a Sequential of its own
+  // layers sharing them with `model` (recomputed as one segment each when
+  // asked); `model` itself when there is one chunk.
+  const std::vector<std::shared_ptr<layers::Sequential>>& chunks_of(layers::Module& model) {
+    if (chunked == &model) return chunk_models;
+    auto& sequential = dynamic_cast<layers::Sequential&>(model);
+    chunk_models.clear();
+    if (chunks == 1) {
+      chunk_models.emplace_back(std::shared_ptr<layers::Sequential>(), &sequential);  // not owned
+    } else {
+      std::size_t child = 0;
+      for (const StageRange& range : ranges_of(stage)) {
+        auto chunk = std::make_shared<layers::Sequential>();
+        for (std::size_t i = 0; i < range.size(); ++i, ++child) {
+          const auto& [name, module] = sequential.children()[child];
+          chunk->add(name, module);
+        }
+        chunk_models.push_back(std::move(chunk));
+      }
+    }
+    if (options.recompute) {
+      for (const auto& chunk : chunk_models) chunk->recompute({{0, chunk->size() - 1}});
+    }
+    chunked = &model;
+    return chunk_models;
+  }
+
+  // Passes the sample shapes down the model's stages once: the holder of
+  // stage k learns its input from stage k - 1's (over MPI unless it holds
+  // that too), runs a probe, and tells stage k + 1's holder (and rank 0, from
+  // the last stage, the shape of the model's output). Each rank goes through
+  // its chunks in model order, so every wait is on an earlier stage.
   void learn_shapes(layers::Module& model, const optim::Batch& batch) {
-    if (output_sample) return;
+    if (!output_samples.empty()) return;
     const Device device = stage_device(model, batch);
-    input_sample = first() ? sample_shape(batch.inputs.shape()) : recv_shape(comm, stage - 1);
-    output_sample = probe_output(model, *input_sample, device);
-    if (!last()) send_shape(comm, *output_sample, stage + 1);
-    if (last() && !first()) send_shape(comm, *output_sample, 0);
-    if (first()) model_output_sample = last() ? *output_sample : recv_shape(comm, static_cast<int>(stages.size()) - 1);
-    links.emplace(comm, device, options.nccl);
+    const auto& models = chunks_of(model);
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      const int k = stage_of(chunk);
+      Shape input = sample_shape(batch.inputs.shape());
+      if (k > 0) {
+        const ChunkHolder before = holder(k - 1);
+        input = before.rank == stage ? output_samples[static_cast<std::size_t>(before.chunk)]
+                                     : recv_shape(comm, before.rank);
+      }
+      input_samples.push_back(input);
+      output_samples.push_back(probe_output(*models[static_cast<std::size_t>(chunk)], input, device));
+      if (k + 1 < model_stages() && holder(k + 1).rank != stage) {
+        send_shape(comm, output_samples.back(), holder(k + 1).rank);
+      }
+      if (k + 1 == model_stages() && stage != 0) send_shape(comm, output_samples.back(), 0);
+    }
+    if (stage == 0) {
+      model_output_sample = holds_loss() ? output_samples[static_cast<std::size_t>(holder(model_stages() - 1).chunk)]
+                                         : recv_shape(comm, holder(model_stages() - 1).rank);
+    }
+    links.emplace(comm, device, options.nccl && chunks == 1);
   }
 };
 
 // One batch through this stage: the messages of every micro-batch, posted
 // before the first action, and what a micro-batch's backward needs from its
 // forward (its input, whose gradient goes back, and its output or loss).
+// With several chunks per rank, each action is one chunk's, and what
+// passes between two chunks on this rank (ZB-V's turn) is handed over here.
 class Pipeline::StageRun {
  public:
   StageRun(Pipeline::State& state, layers::Module& model, const optim::Batch& batch, bool training,
            const optim::LossFunction& loss)
       : s_(state),
-        model_(model),
+        models_(state.chunks_of(model)),
         batch_(batch),
         training_(training),
         loss_(loss),
@@ -198,22 +264,33 @@ class Pipeline::StageRun {
         deferred_(model.parameters()) {
     const auto count = cuts_.size();
     if (s_.options.pack_weights && count > 1 && device_.type() == DeviceType::CPU) packed_.emplace(model.parameters());
-    inputs_.resize(count);
-    outputs_.resize(count);
+    const std::size_t slots = count * static_cast<std::size_t>(s_.chunks);
+    inputs_.resize(slots);
+    outputs_.resize(slots);
+    handed_activations_.resize(slots);
+    handed_gradients_.resize(slots);
+    activations_in_.resize(slots);
+    gradients_in_.resize(slots);
     losses_.resize(count);
-    for (std::size_t m = 0; m < count; ++m) {
-      const auto tag = static_cast<int>(m);
-      if (!s_.first()) {
-        activations_in_.push_back(s_.links->receive(StageLinks::Neighbour::previous,
-                                                    with_batch(cuts_[m].size, *s_.input_sample), kActivationTag + tag));
-      }
-      if (training_ && !s_.last()) {
-        gradients_in_.push_back(s_.links->receive(StageLinks::Neighbour::next,
-                                                  with_batch(cuts_[m].size, *s_.output_sample), kGradientTag + tag));
+    for (int chunk = 0; chunk < s_.chunks; ++chunk) {
+      const int k = s_.stage_of(chunk);
+      const auto c = static_cast<std::size_t>(chunk);
+      for (std::size_t m = 0; m < count; ++m) {
+        const int micro_batch = static_cast<int>(m);
+        if (k > 0 && s_.holder(k - 1).rank != s_.stage) {
+          activations_in_[slot(micro_batch, chunk)] = s_.links->receive(
+              s_.holder(k - 1).rank, StageLinks::Carries::activation, with_batch(cuts_[m].size, s_.input_samples[c]),
+              tag(kActivationTag, micro_batch, chunk));
+        }
+        if (training_ && k + 1 < s_.model_stages() && s_.holder(k + 1).rank != s_.stage) {
+          gradients_in_[slot(micro_batch, chunk)] =
+              s_.links->receive(s_.holder(k + 1).rank, StageLinks::Carries::gradient,
+                                with_batch(cuts_[m].size, s_.output_samples[c]), tag(kGradientTag, micro_batch, chunk));
+        }
       }
     }
-    if (s_.first() && !s_.last()) {
-      const int last = static_cast<int>(s_.stages.size()) - 1;
+    if (s_.stage == 0 && !s_.holds_loss()) {
+      const int last = s_.holder(s_.model_stages() - 1).rank;
       output_in_.mpi =
           s_.comm.irecv(with_batch(batch.size(), *s_.model_output_sample), DType::Float32, last, kOutputTag);
       if (loss_) loss_in_.mpi = s_.comm.irecv({}, DType::Float32, last, kLossTag);
@@ -221,17 +298,31 @@ class Pipeline::StageRun {
   }
 
   int micro_batches() const { return static_cast<int>(cuts_.size()); }
+  // Where `micro_batch` of `chunk` keeps its activations, and the weight
+  // rows its backward keeps for the W actions.
+  std::size_t slot(int micro_batch, int chunk) const {
+    return static_cast<std::size_t>(chunk) * cuts_.size() + static_cast<std::size_t>(micro_batch);
+  }
 
-  void forward(int m) {
+  void forward(int m, int chunk) {
     timeline::Span span("compute", "forward");
     span.arg("micro-batch", m);
+    if (s_.chunks > 1) span.arg("chunk", chunk);
     const auto start = Clock::now();
     const MicroBatch& cut = cuts_[static_cast<std::size_t>(m)];
-    Tensor input = s_.first() ? slice(batch_.inputs, cut.offset, cut.offset + cut.size)
-                              : take(activations_in_[static_cast<std::size_t>(m)], "receive activation", m);
-    if (training_ && !s_.first()) input.set_requires_grad(true);  // its gradient goes back to the stage before
-    Tensor output = model_.forward(input);
-    if (s_.last()) {
+    const int k = s_.stage_of(chunk);
+    const std::size_t i = slot(m, chunk);
+    Tensor input;
+    if (k == 0) {
+      input = slice(batch_.inputs, cut.offset, cut.offset + cut.size);
+    } else if (s_.holder(k - 1).rank == s_.stage) {
+      input = std::exchange(handed_activations_[i], Tensor());
+    } else {
+      input = take(activations_in_[i], "receive activation", m);
+    }
+    if (training_ && k > 0) input.set_requires_grad(true);  // its gradient goes back to the stage before
+    Tensor output = models_[static_cast<std::size_t>(chunk)]->forward(input);
+    if (k + 1 == s_.model_stages()) {
       results_.push_back(output.detach());
       if (loss_) {
         const Tensor loss = loss_(output, slice(batch_.targets, cut.offset, cut.offset + cut.size));
@@ -239,52 +330,63 @@ class Pipeline::StageRun {
         losses_[static_cast<std::size_t>(m)] = loss;
       }
       if (results_.size() == cuts_.size()) send_results();
+    } else if (const ChunkHolder next = s_.holder(k + 1); next.rank == s_.stage) {
+      handed_activations_[slot(m, next.chunk)] = output.detach();
     } else {
-      send(StageLinks::Neighbour::next, output, kActivationTag + m);
+      send(next.rank, StageLinks::Carries::activation, output, tag(kActivationTag, m, next.chunk));
     }
     if (training_) {
-      inputs_[static_cast<std::size_t>(m)] = input;
-      outputs_[static_cast<std::size_t>(m)] = output;
+      inputs_[i] = input;
+      outputs_[i] = output;
       s_.statistics.peak_micro_batches = std::max(s_.statistics.peak_micro_batches, ++held_);
     }
     compute_seconds_ += seconds_since(start);
   }
 
   // `loss_scale`: the batch's share of the optimizer step.
-  void backward(int m, double loss_scale) {
+  void backward(int m, int chunk, double loss_scale) {
     timeline::Span span("compute", "backward");
     span.arg("micro-batch", m);
+    if (s_.chunks > 1) span.arg("chunk", chunk);
     const auto start = Clock::now();
-    const auto k = static_cast<std::size_t>(m);
+    const int k = s_.stage_of(chunk);
+    const std::size_t i = slot(m, chunk);
     // The backward for the inputs: the weight-gradient rows go to deferred_
-    // as part k, for the schedule's Weight actions, so their sum is in
+    // as part i, for the schedule's Weight actions, so their sum is in
     // micro-batch order whatever the schedule.
     const auto backward_inputs = [&](const Tensor& root, const Tensor& gradient) {
-      deferred_.backward_inputs(root, gradient, k);
+      deferred_.backward_inputs(root, gradient, i);
     };
-    if (s_.last()) {
+    if (k + 1 == s_.model_stages()) {
       // Each micro-batch's mean loss counts with its share of the batch, so
       // the gradients sum to those of the batch's mean loss.
-      const double scale = loss_scale * static_cast<double>(cuts_[k].size) / static_cast<double>(batch_.size());
-      const Tensor loss = scale == 1.0 ? losses_[k] : losses_[k] * static_cast<float>(scale);
+      const auto mb = static_cast<std::size_t>(m);
+      const double scale = loss_scale * static_cast<double>(cuts_[mb].size) / static_cast<double>(batch_.size());
+      const Tensor loss = scale == 1.0 ? losses_[mb] : losses_[mb] * static_cast<float>(scale);
       backward_inputs(loss, Tensor());  // with scale 1, bit for bit what one process computes
+      losses_[mb] = Tensor();
     } else {
-      const Tensor gradient = take(gradients_in_[k], "receive gradient", m);
+      const Tensor gradient = s_.holder(k + 1).rank == s_.stage ? std::exchange(handed_gradients_[i], Tensor())
+                                                                : take(gradients_in_[i], "receive gradient", m);
       // A first stage without parameters has nothing to differentiate.
-      if (outputs_[k].requires_grad()) backward_inputs(outputs_[k], gradient);
+      if (outputs_[i].requires_grad()) backward_inputs(outputs_[i], gradient);
     }
-    if (!s_.first()) {
-      const Tensor gradient = inputs_[k].grad();
-      send(StageLinks::Neighbour::previous, gradient.defined() ? gradient : zeros_like(inputs_[k]), kGradientTag + m);
+    if (k > 0) {
+      const Tensor gradient = inputs_[i].grad().defined() ? inputs_[i].grad() : zeros_like(inputs_[i]);
+      if (const ChunkHolder before = s_.holder(k - 1); before.rank == s_.stage) {
+        handed_gradients_[slot(m, before.chunk)] = gradient;
+      } else {
+        send(before.rank, StageLinks::Carries::gradient, gradient, tag(kGradientTag, m, before.chunk));
+      }
     }
-    inputs_[k] = outputs_[k] = losses_[k] = Tensor();  // the activations go
+    inputs_[i] = outputs_[i] = Tensor();  // the activations go
     --held_;
     s_.statistics.peak_deferred_bytes = std::max(s_.statistics.peak_deferred_bytes, deferred_.bytes());
     compute_seconds_ += seconds_since(start);
   }
 
-  // The weight gradients of `parts` (micro-batches whose backward kept
-  // them): the schedule's Weight actions.
+  // The weight gradients of `parts` (slots whose backward kept them): the
+  // schedule's Weight actions.
   void weight_gradients(const std::vector<std::size_t>& parts) {
     if (deferred_.weights() == 0) return;
     timeline::Span span("compute", "weight gradients");
@@ -307,17 +409,21 @@ class Pipeline::StageRun {
       if (loss_out_) loss_out_->request.wait();
     }
     optim::StepOutput result;
-    if (s_.last() && s_.first()) return {batch_output_, loss_ ? batch_loss_ : Tensor()};
-    if (s_.first()) {
-      result.output = take(output_in_, "receive output", -1);
-      if (loss_) result.loss = take(loss_in_, "receive loss", -1);
-    }
+    if (s_.stage != 0) return result;
+    if (s_.holds_loss()) return {batch_output_, loss_ ? batch_loss_ : Tensor()};
+    result.output = take(output_in_, "receive output", -1);
+    if (loss_) result.loss = take(loss_in_, "receive loss", -1);
     return result;
   }
 
   double compute_seconds() const { return compute_seconds_; }
 
  private:
+  // A message's tag: one per chunk and micro-batch of each kind, so the
+  // messages of one step match whatever order MPI delivers them in. The
+  // receiving chunk's, so that the two ranks name it alike.
+  int tag(int kind, int micro_batch, int chunk) const { return kind + chunk * micro_batches() + micro_batch; }
+
   // The last stage's batch output and mean loss, as soon as its last
   // forward has them: rank 0 reports them, and the verdict on the loss it
   // passes to every stage (agree_on_step) then never waits for the last
@@ -325,7 +431,7 @@ class Pipeline::StageRun {
   void send_results() {
     batch_output_ = results_.size() == 1 ? results_.front() : concat(results_);
     batch_loss_ = full({}, loss_sum_ / static_cast<double>(batch_.size()), {DType::Float32, device_, false});
-    if (s_.first()) return;
+    if (s_.stage == 0) return;
     output_out_ = s_.comm.isend(batch_output_, 0, kOutputTag);
     if (loss_) loss_out_ = s_.comm.isend(batch_loss_, 0, kLossTag);
   }
@@ -348,27 +454,31 @@ class Pipeline::StageRun {
     return tensor;
   }
 
-  void send(StageLinks::Neighbour to, const Tensor& tensor, int tag) {
-    timeline::Span span("communication", to == StageLinks::Neighbour::next ? "send activation" : "send gradient");
+  void send(int peer, StageLinks::Carries what, const Tensor& tensor, int tag) {
+    timeline::Span span("communication", what == StageLinks::Carries::activation ? "send activation" : "send gradient");
     span.arg("bytes", static_cast<std::int64_t>(tensor.nbytes()));
-    sends_.push_back(s_.links->send(to, tensor, tag));
+    sends_.push_back(s_.links->send(peer, what, tensor, tag));
     if (!training_) return;  // the statistics are the training steps'
     ++s_.statistics.messages;
     s_.statistics.bytes += static_cast<std::int64_t>(tensor.nbytes());
   }
 
   Pipeline::State& s_;
-  layers::Module& model_;
+  const std::vector<std::shared_ptr<layers::Sequential>>& models_;  // one per chunk
   const optim::Batch& batch_;
   bool training_;
   const optim::LossFunction& loss_;
   std::vector<MicroBatch> cuts_;
   Device device_;
-  std::vector<StageMessage> activations_in_, gradients_in_, sends_;
+  // Per slot (chunk and micro-batch): the messages it receives, what another
+  // chunk of this rank hands it, and what its backward needs.
+  std::vector<StageMessage> activations_in_, gradients_in_;
+  std::vector<Tensor> handed_activations_, handed_gradients_, inputs_, outputs_;
+  std::vector<StageMessage> sends_;
   StageMessage output_in_, loss_in_;  // rank 0's, from the last stage over MPI
   Tensor batch_output_, batch_loss_;  // the last stage's, once its last forward is done
   std::optional<TensorMessage> output_out_, loss_out_;
-  std::vector<Tensor> inputs_, outputs_, losses_, results_;
+  std::vector<Tensor> losses_, results_;  // per micro-batch, on the last stage
   autograd::DeferredWeightGradients deferred_;
   std::optional<PackedWeights> packed_;  // while the batch runs: its weights stay as they are
   bool packed_ahead_ = false;
@@ -430,12 +540,22 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
             "Pipeline: sharding {} shards each stage's state over the pipelines that train it, and there is only one "
             "pipeline",
             sharding_name(options.sharding));
-  DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size(),
-            "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage", s.stages.size(), s.comm.size());
-  DDL_CHECK(options.micro_batches >= 0 && options.micro_batches <= kMaxMicroBatches,
+  s.chunks = chunks_per_rank(options.schedule, options.chunks);
+  s.options.chunks = s.chunks;
+  s.layout = chunk_layout(options.schedule);
+  DDL_CHECK(s.chunks == 1 || (!s.gradients && !s.tensor),
+            "Pipeline: the {} schedule's {} chunks per rank run in a single pipeline without tensor groups (not yet "
+            "in a hybrid)",
+            pipeline_schedule_name(options.schedule), s.chunks);
+  DDL_CHECK(static_cast<int>(s.stages.size()) == s.comm.size() * s.chunks,
+            "Pipeline: {} stages for {} ranks; a pipeline takes one rank per stage{}", s.stages.size(), s.comm.size(),
+            s.chunks == 1 ? std::string()
+                          : fmt::format(" and chunk, {} chunks per rank under the {} schedule: {} stages", s.chunks,
+                                        pipeline_schedule_name(options.schedule), s.comm.size() * s.chunks));
+  DDL_CHECK(options.micro_batches >= 0 && options.micro_batches * s.chunks <= kMaxMicroBatches,
             "Pipeline: micro_batches = {} is invalid (1 to {}, or 0 for {} per stage)", options.micro_batches,
-            kMaxMicroBatches, kMicroBatchesPerStage);
-  s.options.micro_batches = micro_batches(options, static_cast<int>(s.stages.size()));
+            kMaxMicroBatches / s.chunks, kMicroBatchesPerStage);
+  s.options.micro_batches = micro_batches(options, s.comm.size());
   s.weights = weight_gradients_of(options);
   for (std::size_t i = 0; i < s.stages.size(); ++i) {
     const std::size_t expected_first = i == 0 ? 0 : s.stages[i - 1].last + 1;
@@ -449,8 +569,10 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
 Pipeline::~Pipeline() = default;
 
 int Pipeline::stage() const { return state_->stage; }
-int Pipeline::stage_count() const { return static_cast<int>(state_->stages.size()); }
-const StageRange& Pipeline::layers() const { return state_->stages[static_cast<std::size_t>(state_->stage)]; }
+int Pipeline::stage_count() const { return state_->ranks(); }
+int Pipeline::chunks() const { return state_->chunks; }
+std::vector<StageRange> Pipeline::layers() const { return state_->ranges_of(state_->stage); }
+std::vector<StageRange> Pipeline::layers_of(int stage) const { return state_->ranges_of(stage); }
 const std::vector<StageRange>& Pipeline::stages() const { return state_->stages; }
 const PipelineOptions& Pipeline::options() const { return state_->options; }
 const Communicator& Pipeline::communicator() const { return state_->comm; }
@@ -493,27 +615,30 @@ Device Pipeline::device(DeviceType type) {
 void Pipeline::prepare(layers::Module& model, optim::Optimizer* optimizer) {
   // A rank given the wrong model must not leave the others waiting for its
   // messages: every rank learns here whether all have theirs.
-  const StageRange& own = layers();
+  const std::vector<StageRange> own = layers();
+  std::vector<std::string> names;
+  for (const StageRange& range : own) {
+    for (std::size_t layer = range.first; layer <= range.last; ++layer) names.push_back(std::to_string(layer));
+  }
   std::string problem;
   const auto* sequential = dynamic_cast<const layers::Sequential*>(&model);
   if (sequential == nullptr) {
     problem = fmt::format("Pipeline: stage {} was given a {}, not a Sequential", stage(), model.type_name());
   } else {
-    bool fits = sequential->size() == own.size();
-    for (std::size_t i = 0; fits && i < own.size(); ++i) {
-      fits = sequential->children()[i].first == std::to_string(own.first + i);
-    }
+    bool fits = sequential->size() == names.size();
+    for (std::size_t i = 0; fits && i < names.size(); ++i) fits = sequential->children()[i].first == names[i];
     if (!fits) {
       problem = fmt::format(
-          "Pipeline: stage {} holds layers {}-{} of the model, but its model has {} layers ({}-{} "
+          "Pipeline: stage {} holds layers {} of the model, but its model has {} layers ({}-{} "
           "by name): build each stage's model with build_stage",
-          stage(), own.first, own.last, sequential->size(),
+          stage(), format_ranges(own), sequential->size(),
           sequential->size() == 0 ? "" : sequential->children().front().first,
           sequential->size() == 0 ? "" : sequential->children().back().first);
     }
   }
   agree_all_can_proceed(state_->world, problem, "Pipeline: checking each stage's model");
-  if (state_->options.recompute) static_cast<layers::Sequential&>(model).recompute({{0, own.size() - 1}});
+  state_->chunked = nullptr;  // its chunks made anew (and set to recompute, when asked)
+  state_->chunks_of(model);
   // Every pipeline starts from the first one's state (and its checkpoint).
   if (state_->gradients) state_->gradients->prepare(model, optimizer);
 }
@@ -543,27 +668,28 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   const std::int64_t tensor_start = s.tensor ? s.tensor->communicator().bytes_sent() : 0;
   StageRun run(s, model, batch, true, loss);
   const std::vector<PipelineAction> actions =
-      stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(), s.weights);
+      stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(), s.weights, s.chunks);
   const PipelineAction* arm = final_accumulations(actions);
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const PipelineAction& action = actions[i];
     if (s.gradients && share.last && &action == arm) s.gradients->expect_final_gradients();
     switch (action.kind) {
       case PipelineAction::Kind::Forward:
-        run.forward(action.micro_batch);
+        run.forward(action.micro_batch, action.chunk);
         break;
       case PipelineAction::Kind::Backward:
-        run.backward(action.micro_batch, share.loss_scale);
+        run.backward(action.micro_batch, action.chunk, share.loss_scale);
         break;
       case PipelineAction::Kind::Weight: {
         // Weights in a row at the batch's end: one product per weight over
         // their micro-batches. Per micro-batch, each its own product added
         // into .grad in micro-batch order: the same sums, bit for bit,
         // wherever the schedule puts them.
-        std::vector<std::size_t> parts{static_cast<std::size_t>(action.micro_batch)};
+        std::vector<std::size_t> parts{run.slot(action.micro_batch, action.chunk)};
         while (s.weights == WeightGradients::at_batch_end && i + 1 < actions.size() &&
                actions[i + 1].kind == PipelineAction::Kind::Weight) {
-          parts.push_back(static_cast<std::size_t>(actions[++i].micro_batch));
+          ++i;
+          parts.push_back(run.slot(actions[i].micro_batch, actions[i].chunk));
         }
         run.weight_gradients(parts);
         break;
@@ -584,7 +710,11 @@ optim::StepOutput Pipeline::forward(layers::Module& model, const optim::Batch& b
   State& s = *state_;
   s.learn_shapes(model, batch);
   StageRun run(s, model, batch, false, loss);
-  for (int m = 0; m < run.micro_batches(); ++m) run.forward(m);
+  // Each micro-batch through the rank's chunks in model order: every wait
+  // is on an earlier stage of the same or an earlier micro-batch.
+  for (int m = 0; m < run.micro_batches(); ++m) {
+    for (int chunk = 0; chunk < s.chunks; ++chunk) run.forward(m, chunk);
+  }
   return run.finish();
 }
 
@@ -603,11 +733,11 @@ void Pipeline::gather_state(const layers::Module& model, optim::TrainingState& s
     gather_tensor_state(*state_->tensor, model, state);
     if (state_->tensor->rank() != 0) return;
   }
-  gather_stage_state(state_->comm, model, state);
+  gather_stage_state(state_->comm, model, state_->stages.back().last + 1, state);
 }
 
 void Pipeline::select_state(const layers::Module& model, optim::TrainingState& state) {
-  select_stage_state(state_->comm, layers(), model, state);
+  select_stage_state(state_->comm, model, state_->stages.back().last + 1, state);
   if (state_->tensor) select_tensor_state(*state_->tensor, model, state);
   if (state_->gradients) state_->gradients->select_state(model, state);
 }
@@ -630,11 +760,23 @@ std::shared_ptr<layers::Sequential> build_stage(const layers::LayerList& layers,
   DDL_CHECK(pipeline.stages().back().last + 1 == layers.size(),
             "build_stage: the pipeline's stages cover layers 0-{}, but the model has {} layers (0-{})",
             pipeline.stages().back().last, layers.size(), layers.size() - 1);
-  const StageRange& own = pipeline.layers();
+  const std::vector<StageRange> own = pipeline.layers();
   if (const TensorPlan* plan = pipeline.tensor_plan()) {
-    return build_tensor_parallel(layers, *plan, pipeline.tensor_group(), generator, own.first, own.last);
+    return build_tensor_parallel(layers, *plan, pipeline.tensor_group(), generator, own.front().first,
+                                 own.front().last);
   }
-  return layers.build(generator, own.first, own.last);
+  if (own.size() == 1) return layers.build(generator, own.front().first, own.front().last);
+  // Several chunks: their layers in one Sequential, each named by its index
+  // in the whole model, the layers between them built for their draws only
+  // (as LayerList::build does those before its first).
+  auto model = std::make_shared<layers::Sequential>();
+  for (std::size_t i = 0, chunk = 0; chunk < own.size(); ++i) {
+    auto layer = layers.build_layer(i, generator);
+    if (i < own[chunk].first) continue;
+    model->add(std::to_string(i), std::move(layer));
+    if (i == own[chunk].last) ++chunk;
+  }
+  return model;
 }
 
 }  // namespace ddl::parallel

@@ -42,6 +42,16 @@
 // M small ones that each rewrite the whole gradient
 // (PipelineOptions::defer_weight_gradients).
 //
+// Several chunks per rank (interleaved 1F1B, ZB-V: PipelineOptions::chunks):
+// the model is cut into ranks x chunks stages laid out as the schedule says
+// (model_stage), each rank building and holding the layers of its chunks in
+// one Sequential, named by their index in the whole model, and running each
+// chunk as a Sequential of its own layers. An activation or gradient
+// between chunks of two ranks goes over MPI (the last rank's chunk feeds the
+// first rank's next one in a loop); between chunks of one rank (ZB-V's turn
+// at the last rank) it is handed over in memory. Not yet in a hybrid or
+// with tensor groups.
+//
 // Micro-batching and layer state: BatchNorm computes its statistics per
 // micro-batch (as GPipe does), so with M > 1 it does not equal the unsplit
 // batch; dropout draws its masks per micro-batch from the generator in
@@ -79,6 +89,12 @@ struct PipelineOptions {
   // 0: kMicroBatchesPerStage per stage.
   int micro_batches = 0;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  // Chunks of the model on each rank, for the schedules that give a rank
+  // several (interleaved-1f1b: 2 or more; zb-v: 2): the model is cut into
+  // ranks x chunks stages, laid out as the schedule says
+  // (pipeline_schedule.hpp), and messages go over MPI. 0: the schedule's
+  // own count (chunks_per_rank).
+  int chunks = 0;
   // Hybrid: how a stage's gradients are averaged over the pipelines, as
   // DataParallelOptions says (algorithm, bucket size, 0: DDL_FUSION_THRESHOLD,
   // and when buckets go out: during the stage's last backward or after).
@@ -148,7 +164,9 @@ class Pipeline : public optim::Strategy {
  public:
   // `comm` holds one rank per stage, in stage order; `stages` lists the
   // layers of each (stage_split.hpp): contiguous, starting at layer 0, one
-  // per rank. Throws ddl::Error, alike on every rank, when they do not fit.
+  // per rank (ranks x chunks under a schedule of several chunks per rank:
+  // model_stage says which are whose). Throws ddl::Error, alike on every
+  // rank, when they do not fit.
   Pipeline(Communicator comm, std::vector<StageRange> stages, PipelineOptions options = {});
   // Hybrid: one stage of one of the grid's pipelines; `stages` as above,
   // one per rank of grid.pipeline. With tensor groups (grid.tensor of T > 1
@@ -162,10 +180,15 @@ class Pipeline : public optim::Strategy {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // This rank's stage, and its layers of the whole model.
+  // This rank's stage (its place in the pipeline), the pipeline's ranks,
+  // the chunks of the model each holds, and the layers of the whole model
+  // a rank holds, one range per chunk (in chunk order: increasing layers).
   int stage() const;
   int stage_count() const;
-  const StageRange& layers() const;
+  int chunks() const;
+  std::vector<StageRange> layers() const;
+  std::vector<StageRange> layers_of(int stage) const;
+  // Every stage of the model (stage_count() x chunks() of them), in order.
   const std::vector<StageRange>& stages() const;
   // As given, with the micro-batch count resolved (micro_batches()).
   const PipelineOptions& options() const;
@@ -196,7 +219,8 @@ class Pipeline : public optim::Strategy {
   Device device(DeviceType type) override;
   // Checks that `model` is this stage's part (built by build_stage); with
   // several pipelines, the first one's state is broadcast to the others and
-  // the stage's gradient buckets are made.
+  // the stage's gradient buckets are made. With several chunks per rank,
+  // `model` holds them all, each run as a Sequential of its own layers.
   void prepare(layers::Module& model, optim::Optimizer* optimizer) override;
   // Hybrid: the stage's gradients start as zeroed views into its buckets.
   void begin_step(layers::Module& model) override;

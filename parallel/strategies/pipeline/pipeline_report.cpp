@@ -17,14 +17,13 @@ namespace {
 using optim::mebibytes;
 using optim::peak_resident_bytes;
 
-// A report travels as doubles, every field in a fixed place.
-constexpr std::size_t kFields = 14;
+// A report travels as doubles, every field in a fixed place; its layers
+// every rank knows already.
+constexpr std::size_t kFields = 12;
 
 std::array<double, kFields> encode(const StageReport& r) {
   const PipelineStatistics& s = r.statistics;
   return {static_cast<double>(r.stage),
-          static_cast<double>(r.layers.first),
-          static_cast<double>(r.layers.last),
           r.parameter_bytes,
           r.optimizer_bytes,
           r.peak_activation_bytes,
@@ -38,21 +37,21 @@ std::array<double, kFields> encode(const StageReport& r) {
           static_cast<double>(s.peak_packed_bytes)};
 }
 
-StageReport decode(const double* f, int peak_micro_batches) {
+StageReport decode(const double* f, int peak_micro_batches, const Pipeline& pipeline) {
   StageReport r;
   r.stage = static_cast<int>(f[0]);
-  r.layers = {static_cast<std::size_t>(f[1]), static_cast<std::size_t>(f[2])};
-  r.parameter_bytes = f[3];
-  r.optimizer_bytes = f[4];
-  r.peak_activation_bytes = f[5];
-  r.peak_resident_bytes = f[6];
-  r.statistics.steps = static_cast<std::int64_t>(f[7]);
-  r.statistics.step_seconds = f[8];
-  r.statistics.compute_seconds = f[9];
-  r.statistics.messages = static_cast<std::int64_t>(f[10]);
-  r.statistics.bytes = static_cast<std::int64_t>(f[11]);
-  r.tensor_bytes = f[12];
-  r.statistics.peak_packed_bytes = static_cast<std::size_t>(f[13]);
+  r.layers = pipeline.layers_of(r.stage);
+  r.parameter_bytes = f[1];
+  r.optimizer_bytes = f[2];
+  r.peak_activation_bytes = f[3];
+  r.peak_resident_bytes = f[4];
+  r.statistics.steps = static_cast<std::int64_t>(f[5]);
+  r.statistics.step_seconds = f[6];
+  r.statistics.compute_seconds = f[7];
+  r.statistics.messages = static_cast<std::int64_t>(f[8]);
+  r.statistics.bytes = static_cast<std::int64_t>(f[9]);
+  r.tensor_bytes = f[10];
+  r.statistics.peak_packed_bytes = static_cast<std::size_t>(f[11]);
   r.statistics.peak_micro_batches = peak_micro_batches;
   return r;
 }
@@ -113,7 +112,7 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
   const std::vector<double> values = allgather_values(pipeline.communicator(), std::span<const double>(mine));
   std::vector<StageReport> reports;
   for (std::size_t offset = 0; offset < values.size(); offset += kFields + 1) {
-    reports.push_back(decode(values.data() + offset, static_cast<int>(values[offset + kFields])));
+    reports.push_back(decode(values.data() + offset, static_cast<int>(values[offset + kFields]), pipeline));
   }
   return reports;
 }
@@ -127,20 +126,21 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
     idle += r.statistics.idle_fraction();
     // Per training step, as data and tensor parallelism report theirs.
     const auto steps = static_cast<double>(std::max<std::int64_t>(1, r.statistics.steps));
-    out += fmt::format(
-        "{:<6} {:<8} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n", r.stage,
-        fmt::format("{}-{}", r.layers.first, r.layers.last), mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
-        mebibytes(r.peak_activation_bytes), mebibytes(r.peak_resident_bytes), 100.0 * r.statistics.idle_fraction(),
-        static_cast<double>(r.statistics.messages) / steps, mebibytes(static_cast<double>(r.statistics.bytes) / steps));
+    out += fmt::format("{:<6} {:<8} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n", r.stage,
+                       format_ranges(r.layers), mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
+                       mebibytes(r.peak_activation_bytes), mebibytes(r.peak_resident_bytes),
+                       100.0 * r.statistics.idle_fraction(), static_cast<double>(r.statistics.messages) / steps,
+                       mebibytes(static_cast<double>(r.statistics.bytes) / steps));
   }
   const auto stages = static_cast<int>(reports.size());
   out += fmt::format(
       "bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook {} = {:.1f}% "
-      "for p = {}, M = {} ({})\n",
+      "for p = {}, M = {} ({}{})\n",
       reports.empty() ? 0.0 : 100.0 * idle / stages,
-      schedule_bubble_formula(options.schedule, stages, options.micro_batches),
-      100.0 * schedule_bubble_fraction(options.schedule, stages, options.micro_batches), stages, options.micro_batches,
-      pipeline_schedule_name(options.schedule));
+      schedule_bubble_formula(options.schedule, stages, options.micro_batches, options.chunks),
+      100.0 * schedule_bubble_fraction(options.schedule, stages, options.micro_batches, options.chunks), stages,
+      options.micro_batches, pipeline_schedule_name(options.schedule),
+      options.chunks > 1 ? fmt::format(", v = {} chunks per rank", options.chunks) : std::string());
   const bool packed = std::any_of(reports.begin(), reports.end(),
                                   [](const StageReport& r) { return r.statistics.peak_packed_bytes > 0; });
   if (packed) {

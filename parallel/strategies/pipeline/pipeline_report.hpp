@@ -16,7 +16,7 @@ namespace ddl::parallel {
 
 struct StageReport {
   int stage = 0;
-  StageRange layers;
+  std::vector<StageRange> layers;  // one range per chunk
   double parameter_bytes = 0.0;
   double optimizer_bytes = 0.0;        // the optimizer's buffers (not its step counter)
   double peak_activation_bytes = 0.0;  // from the StepMemoryMonitor, 0 without one

@@ -73,30 +73,36 @@ StageLinks::StageLinks(const Communicator& pipeline, const Device& device, bool 
   }
 }
 
-StageMessage StageLinks::receive(Neighbour from, const Shape& shape, int tag) const {
+StageMessage StageLinks::receive(int peer, Carries what, const Shape& shape, int tag) const {
   StageMessage message;
-  const int peer = pipeline_.rank() + (from == Neighbour::previous ? -1 : 1);
   if (!nccl_) {
     message.mpi = pipeline_.irecv(shape, DType::Float32, peer, tag);
     return message;
   }
   // Activations come from the stage before, gradients from the one after.
-  const NcclCommunicator& link = from == Neighbour::previous ? *nccl_->activations_in : *nccl_->gradients_in;
+  const bool activation = what == Carries::activation;
+  DDL_CHECK(peer == pipeline_.rank() + (activation ? -1 : 1),
+            "StageLinks: stage {} receives {} over NCCL from stage {}, not its neighbour", pipeline_.rank(),
+            activation ? "an activation" : "a gradient", peer);
+  const NcclCommunicator& link = activation ? *nccl_->activations_in : *nccl_->gradients_in;
   message.on_device = Tensor::empty(shape, {DType::Float32, device_, false});
-  message.nccl = link.recv_async(message.on_device, from == Neighbour::previous ? 0 : 1);
+  message.nccl = link.recv_async(message.on_device, activation ? 0 : 1);
   return message;
 }
 
-StageMessage StageLinks::send(Neighbour to, const Tensor& tensor, int tag) const {
+StageMessage StageLinks::send(int peer, Carries what, const Tensor& tensor, int tag) const {
   StageMessage message;
-  const int peer = pipeline_.rank() + (to == Neighbour::previous ? -1 : 1);
   if (!nccl_) {
     message.mpi = pipeline_.isend(tensor, peer, tag);
     return message;
   }
-  const NcclCommunicator& link = to == Neighbour::next ? *nccl_->activations_out : *nccl_->gradients_out;
+  const bool activation = what == Carries::activation;
+  DDL_CHECK(peer == pipeline_.rank() + (activation ? 1 : -1),
+            "StageLinks: stage {} sends {} over NCCL to stage {}, not its neighbour", pipeline_.rank(),
+            activation ? "an activation" : "a gradient", peer);
+  const NcclCommunicator& link = activation ? *nccl_->activations_out : *nccl_->gradients_out;
   message.on_device = tensor.detach();
-  message.nccl = link.send_async(message.on_device, to == Neighbour::previous ? 0 : 1);
+  message.nccl = link.send_async(message.on_device, activation ? 1 : 0);
   return message;
 }
 

@@ -30,17 +30,22 @@ struct StageMessage {
 
 class StageLinks {
  public:
-  enum class Neighbour { previous, next };
+  // What a message carries: an activation, from a stage to the next, or a
+  // gradient, back to the stage before.
+  enum class Carries { activation, gradient };
 
   // Collective over `pipeline` (one rank per stage, in order): every stage
   // passes its device. NCCL is used when `nccl` is asked for, ddl has it,
-  // and every stage is on a GPU no neighbour shares.
+  // and every stage is on a GPU no neighbour shares; then each message goes
+  // between neighbouring ranks (an activation to rank + 1, a gradient to
+  // rank - 1). Over MPI any rank of `pipeline` may be the peer (the
+  // wrap-around of an interleaved schedule's chunks).
   StageLinks(const Communicator& pipeline, const Device& device, bool nccl);
 
   bool over_nccl() const { return nccl_.has_value(); }
-  // A receive from a neighbour of a float32 tensor of `shape`, posted now.
-  StageMessage receive(Neighbour from, const Shape& shape, int tag) const;
-  StageMessage send(Neighbour to, const Tensor& tensor, int tag) const;
+  // A receive of a float32 tensor of `shape` from rank `peer`, posted now.
+  StageMessage receive(int peer, Carries what, const Shape& shape, int tag) const;
+  StageMessage send(int peer, Carries what, const Tensor& tensor, int tag) const;
 
  private:
   struct Nccl {

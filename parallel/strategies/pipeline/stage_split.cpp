@@ -375,4 +375,13 @@ std::string format_stages(const std::vector<StageRange>& stages, const std::vect
   return out;
 }
 
+std::string format_ranges(const std::vector<StageRange>& ranges) {
+  std::string text;
+  for (const StageRange& range : ranges) {
+    if (!text.empty()) text += ',';
+    text += range.first == range.last ? fmt::format("{}", range.first) : fmt::format("{}-{}", range.first, range.last);
+  }
+  return text;
+}
+
 }  // namespace ddl::parallel

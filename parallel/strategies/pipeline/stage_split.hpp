@@ -91,6 +91,9 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
 std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance balance, const Shape& sample_shape,
                                 std::int64_t batch, const Device& device = cpu());
 
+// "0-3,8-11": the ranges as a rank's chunks list them ("5" for one layer).
+std::string format_ranges(const std::vector<StageRange>& ranges);
+
 // A table for ddl-train to print: each stage, its layers "a-b", its cost in
 // the balance's unit (layers, MiB, ms) and its share of the total. The
 // stages must cover the layers of layer_costs in order.

@@ -1,10 +1,11 @@
 // A pipeline stage's part of a checkpoint (see stage_state.hpp).
 #include <ddl/parallel/strategies/pipeline/stage_state.hpp>
 
-#include <optional>
-#include <span>
+#include <algorithm>
 #include <cstdint>
-#include <numeric>
+#include <map>
+#include <set>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,19 +23,44 @@ using Entries = std::vector<std::pair<std::string, Tensor>>;
 
 constexpr int kStateTag = 0x3100;
 
-// The parameter count of every stage, in stage order.
-std::vector<std::int64_t> parameter_counts(const Communicator& comm, const layers::Module& model) {
-  const auto mine = static_cast<std::int64_t>(model.parameters().size());
-  return allgather_values(comm, std::span<const std::int64_t>(&mine, 1));
+// The index in the whole model of each of this rank's parameters: the
+// parameters of every layer before its layer (each layer's count summed
+// over the ranks, which hold it or nothing), then its place in the layer.
+std::vector<std::int64_t> whole_model_indexes(const Communicator& comm, const layers::Module& model,
+                                              std::size_t layer_count) {
+  std::vector<double> counts(layer_count, 0.0);
+  std::vector<std::size_t> layer_of;
+  for (const auto& [name, parameter] : model.named_parameters()) {
+    const auto layer = layers::leading_index(name);
+    DDL_CHECK(layer && *layer >= 0 && static_cast<std::size_t>(*layer) < layer_count,
+              "pipeline checkpoint: parameter '{}' is not named by a layer of the {} in the model", name, layer_count);
+    layer_of.push_back(static_cast<std::size_t>(*layer));
+    ++counts[layer_of.back()];
+  }
+  comm.sum_doubles(counts);
+  std::vector<std::int64_t> before(layer_count + 1, 0);
+  for (std::size_t layer = 0; layer < layer_count; ++layer) {
+    before[layer + 1] = before[layer] + static_cast<std::int64_t>(counts[layer]);
+  }
+  std::vector<std::int64_t> indexes;
+  for (std::size_t k = 0; k < layer_of.size(); ++k) {
+    const bool same_layer = k > 0 && layer_of[k] == layer_of[k - 1];
+    indexes.push_back(same_layer ? indexes.back() + 1 : before[layer_of[k]]);
+  }
+  return indexes;
 }
 
-std::int64_t parameters_before(const std::vector<std::int64_t>& counts, int stage) {
-  return std::accumulate(counts.begin(), counts.begin() + stage, std::int64_t{0});
+// "<k>.<buffer>" with k replaced by `index`.
+std::string renamed(const std::string& name, std::int64_t index) {
+  return std::to_string(index) + name.substr(name.find('.'));
 }
 
-// "<k>.<buffer>" with k moved by `shift`.
-std::string shifted(const std::string& name, std::int64_t shift) {
-  return std::to_string(*layers::leading_index(name) + shift) + name.substr(name.find('.'));
+// Entries in order of their leading index (a layer's or a parameter's),
+// keeping the order of those with the same or none (the optimizer's "step").
+void sort_by_index(Entries& entries) {
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return layers::leading_index(a.first).value_or(-1) < layers::leading_index(b.first).value_or(-1);
+  });
 }
 
 DType parse_dtype(const std::string& name) {
@@ -84,23 +110,22 @@ std::vector<Entries> recv_groups(const Communicator& comm, int peer) {
 
 }  // namespace
 
-void gather_stage_state(const Communicator& comm, const layers::Module& model, optim::TrainingState& state) {
-  const std::vector<std::int64_t> counts = parameter_counts(comm, model);
-  const int stage = comm.rank();
-  const auto parameters = static_cast<std::ptrdiff_t>(counts[static_cast<std::size_t>(stage)]);
+void gather_stage_state(const Communicator& comm, const layers::Module& model, std::size_t layer_count,
+                        optim::TrainingState& state) {
+  const std::vector<std::int64_t> indexes = whole_model_indexes(comm, model, layer_count);
+  const auto parameters = static_cast<std::ptrdiff_t>(indexes.size());
   // state_dict() lists the parameters, then the buffers.
   Entries own_parameters(state.model.begin(), state.model.begin() + parameters);
   Entries own_buffers(state.model.begin() + parameters, state.model.end());
   Entries own_optimizer;
-  const std::int64_t offset = parameters_before(counts, stage);
   for (const auto& [name, tensor] : state.optimizer) {
     if (name == "step") {
-      if (stage == 0) own_optimizer.emplace_back(name, tensor);  // every stage steps alike: one counter
+      if (comm.rank() == 0) own_optimizer.emplace_back(name, tensor);  // every stage steps alike: one counter
       continue;
     }
-    own_optimizer.emplace_back(shifted(name, offset), tensor);
+    own_optimizer.emplace_back(renamed(name, indexes[static_cast<std::size_t>(*layers::leading_index(name))]), tensor);
   }
-  if (stage != 0) {
+  if (comm.rank() != 0) {
     send_groups(comm, {own_parameters, own_buffers, own_optimizer}, 0);
     return;
   }
@@ -115,21 +140,24 @@ void gather_stage_state(const Communicator& comm, const layers::Module& model, o
     all_buffers.insert(all_buffers.end(), groups[1].begin(), groups[1].end());
     state.optimizer.insert(state.optimizer.end(), groups[2].begin(), groups[2].end());
   }
+  // The ranks' runs of layers interleave when they hold several (chunks).
+  sort_by_index(state.model);
+  sort_by_index(all_buffers);
+  sort_by_index(state.optimizer);
   state.model.insert(state.model.end(), all_buffers.begin(), all_buffers.end());
 }
 
-void select_stage_state(const Communicator& comm, const StageRange& layers, const layers::Module& model,
+void select_stage_state(const Communicator& comm, const layers::Module& model, std::size_t layer_count,
                         optim::TrainingState& state) {
-  const std::vector<std::int64_t> counts = parameter_counts(comm, model);
-  const int stage = comm.rank();
-  const std::int64_t offset = parameters_before(counts, stage);
-  const std::int64_t own = counts[static_cast<std::size_t>(stage)];
+  const std::vector<std::int64_t> indexes = whole_model_indexes(comm, model, layer_count);
+  std::set<std::int64_t> own_layers;
+  for (const auto& [name, tensor] : model.state_dict()) own_layers.insert(*layers::leading_index(name));
+  std::map<std::int64_t, std::int64_t> local_index;  // of the whole model's parameter index
+  for (std::size_t k = 0; k < indexes.size(); ++k) local_index[indexes[k]] = static_cast<std::int64_t>(k);
   Entries model_entries;
   for (auto& [name, tensor] : state.model) {
     const auto layer = layers::leading_index(name);
-    if (layer && *layer >= static_cast<std::int64_t>(layers.first) && *layer <= static_cast<std::int64_t>(layers.last)) {
-      model_entries.emplace_back(name, tensor);
-    }
+    if (layer && own_layers.contains(*layer)) model_entries.emplace_back(name, tensor);
   }
   Entries optimizer_entries;
   for (auto& [name, tensor] : state.optimizer) {
@@ -138,8 +166,9 @@ void select_stage_state(const Communicator& comm, const StageRange& layers, cons
       continue;
     }
     const auto parameter = layers::leading_index(name);
-    if (parameter && *parameter >= offset && *parameter < offset + own) {
-      optimizer_entries.emplace_back(shifted(name, -offset), tensor);
+    if (!parameter) continue;
+    if (const auto local = local_index.find(*parameter); local != local_index.end()) {
+      optimizer_entries.emplace_back(renamed(name, local->second), tensor);
     }
   }
   state.model = std::move(model_entries);

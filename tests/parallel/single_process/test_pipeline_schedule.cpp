@@ -64,6 +64,48 @@ void check_timeline_obeys_dependencies(const PipelineSimulation& simulation, con
   }
 }
 
+// check_timeline_obeys_dependencies for chunks: F of model stage k after
+// F of stage k - 1, B after B of stage k + 1 and its own F, W after its B;
+// and each chunk's backwards and weight gradients in micro-batch order (so
+// a weight's gradient sums its micro-batches in one order under every
+// schedule).
+void check_chunked_timeline(const PipelineSimulation& simulation, const std::vector<Actions>& actions,
+                            ChunkLayout layout) {
+  const int ranks = static_cast<int>(simulation.stages.size());
+  const int stages = ranks * simulation.chunks;
+  const auto ends = end_times(simulation);
+  const auto end_of = [&](int stage, Kind kind, int m) {
+    const ChunkHolder holder = stage_holder(layout, stage, ranks);
+    return ends.at({holder.rank, to_string({kind, m, holder.chunk})});
+  };
+  for (int rank = 0; rank < ranks; ++rank) {
+    const auto& timeline = simulation.stages[static_cast<std::size_t>(rank)].timeline;
+    REQUIRE(timeline.size() == actions[static_cast<std::size_t>(rank)].size());
+    double free_at = 0.0;
+    std::map<std::pair<Kind, int>, int> last_micro_batch;  // per kind and chunk
+    for (std::size_t position = 0; position < timeline.size(); ++position) {
+      const TimedPipelineAction& timed = timeline[position];
+      const PipelineAction& action = timed.action;
+      CHECK(action == actions[static_cast<std::size_t>(rank)][position]);
+      CHECK(timed.start >= free_at);
+      free_at = timed.end;
+      const int stage = model_stage(layout, rank, action.chunk, ranks);
+      if (action.kind == Kind::Forward && stage > 0)
+        CHECK(timed.start >= end_of(stage - 1, Kind::Forward, action.micro_batch));
+      if (action.kind == Kind::Backward) {
+        CHECK(timed.start >= end_of(stage, Kind::Forward, action.micro_batch));
+        if (stage < stages - 1) CHECK(timed.start >= end_of(stage + 1, Kind::Backward, action.micro_batch));
+      }
+      if (action.kind == Kind::Weight) CHECK(timed.start >= end_of(stage, Kind::Backward, action.micro_batch));
+      auto [previous, fresh] = last_micro_batch.try_emplace({action.kind, action.chunk}, action.micro_batch);
+      if (!fresh) {
+        CHECK(action.micro_batch == previous->second + 1);
+        previous->second = action.micro_batch;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -77,8 +119,9 @@ TEST_CASE(
 }
 
 TEST_CASE("pipeline_schedule: an unknown schedule name is an error listing the valid ones") {
-  CHECK_THROWS_WITH_AS(parse_pipeline_schedule("zero-bubble"),
-                       "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b, zb-h1, zb-h2", Error);
+  CHECK_THROWS_WITH_AS(
+      parse_pipeline_schedule("zero-bubble"),
+      "unknown pipeline schedule 'zero-bubble'; known: gpipe, 1f1b, zb-h1, zb-h2, interleaved-1f1b, zb-v", Error);
   CHECK_THROWS_AS(parse_pipeline_schedule("GPipe"), Error);
 }
 
@@ -544,4 +587,175 @@ TEST_CASE("pipeline_schedule: back to back, zb-h2 steps take max(3M, 2M+2p-1) un
   }
   CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH2, 4, 7) == "0");
   CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleH2, 4, 6) == "1-3M/(2M+2p-1)");
+}
+
+TEST_CASE("pipeline_schedule: chunks lie looped or in a V over the ranks, and each schedule holds its own count") {
+  // 3 ranks x 2 chunks: looped 0 1 2 | 3 4 5, V 0 1 2 | 5 4 3.
+  CHECK(model_stage(ChunkLayout::looped, 0, 1, 3) == 3);
+  CHECK(model_stage(ChunkLayout::looped, 2, 1, 3) == 5);
+  CHECK(model_stage(ChunkLayout::v_shape, 0, 1, 3) == 5);
+  CHECK(model_stage(ChunkLayout::v_shape, 2, 1, 3) == 3);
+  CHECK(model_stage(ChunkLayout::v_shape, 2, 2, 3) == 8);
+  for (const ChunkLayout layout : {ChunkLayout::looped, ChunkLayout::v_shape}) {
+    for (int stage = 0; stage < 9; ++stage) {
+      const ChunkHolder holder = stage_holder(layout, stage, 3);
+      CHECK(model_stage(layout, holder.rank, holder.chunk, 3) == stage);
+    }
+  }
+  CHECK(chunk_layout(PipelineSchedule::ZeroBubbleV) == ChunkLayout::v_shape);
+  CHECK(chunk_layout(PipelineSchedule::Interleaved1F1B) == ChunkLayout::looped);
+  CHECK(chunks_per_rank(PipelineSchedule::Interleaved1F1B) == 2);
+  CHECK(chunks_per_rank(PipelineSchedule::Interleaved1F1B, 3) == 3);
+  CHECK(chunks_per_rank(PipelineSchedule::ZeroBubbleV) == 2);
+  CHECK(chunks_per_rank(PipelineSchedule::OneFOneB) == 1);
+  CHECK_THROWS_WITH_AS(chunks_per_rank(PipelineSchedule::Interleaved1F1B, 1),
+                       "pipeline: the interleaved-1f1b schedule needs at least 2 chunks of the model per rank, got 1 "
+                       "(that is 1f1b)",
+                       Error);
+  CHECK_THROWS_WITH_AS(chunks_per_rank(PipelineSchedule::ZeroBubbleV, 3),
+                       "pipeline: the zb-v schedule holds 2 chunks of the model per rank, got 3", Error);
+  CHECK_THROWS_WITH_AS(chunks_per_rank(PipelineSchedule::GPipe, 2),
+                       "pipeline: the gpipe schedule holds 1 chunk of the model per rank, got 2 (interleaved-1f1b and "
+                       "zb-v hold several)",
+                       Error);
+  CHECK(to_string(PipelineAction{Kind::Forward, 3, 1}) == "F3.1");
+  CHECK(parse_pipeline_schedule("interleaved-1f1b") == PipelineSchedule::Interleaved1F1B);
+  CHECK(parse_pipeline_schedule("zb-v") == PipelineSchedule::ZeroBubbleV);
+}
+
+TEST_CASE("pipeline_schedule: interleaved 1f1b goes round the ranks in rounds of p micro-batches, chunk by chunk") {
+  // 2 ranks x 2 chunks, 4 micro-batches: rank 0 warms up with
+  // 2(p - r - 1) + (v - 1)p = 4 forwards, rank 1 with 2.
+  CHECK(stage_actions(PipelineSchedule::Interleaved1F1B, 0, 2, 4) == Actions{F(0),
+                                                                             F(1),
+                                                                             {Kind::Forward, 0, 1},
+                                                                             {Kind::Forward, 1, 1},
+                                                                             F(2),
+                                                                             {Kind::Backward, 0, 1},
+                                                                             F(3),
+                                                                             {Kind::Backward, 1, 1},
+                                                                             {Kind::Forward, 2, 1},
+                                                                             B(0),
+                                                                             {Kind::Forward, 3, 1},
+                                                                             B(1),
+                                                                             {Kind::Backward, 2, 1},
+                                                                             {Kind::Backward, 3, 1},
+                                                                             B(2),
+                                                                             B(3)});
+  CHECK(stage_actions(PipelineSchedule::Interleaved1F1B, 1, 2, 4) == Actions{F(0),
+                                                                             F(1),
+                                                                             {Kind::Forward, 0, 1},
+                                                                             {Kind::Backward, 0, 1},
+                                                                             {Kind::Forward, 1, 1},
+                                                                             {Kind::Backward, 1, 1},
+                                                                             F(2),
+                                                                             B(0),
+                                                                             F(3),
+                                                                             B(1),
+                                                                             {Kind::Forward, 2, 1},
+                                                                             {Kind::Backward, 2, 1},
+                                                                             {Kind::Forward, 3, 1},
+                                                                             {Kind::Backward, 3, 1},
+                                                                             B(2),
+                                                                             B(3)});
+  // Weight gradients per micro-batch follow each backward; at the batch's end, all of them.
+  const Actions with_weights =
+      stage_actions(PipelineSchedule::Interleaved1F1B, 1, 2, 4, WeightGradients::per_micro_batch);
+  CHECK(Actions(with_weights.begin() + 3, with_weights.begin() + 5) ==
+        Actions{{Kind::Backward, 0, 1}, {Kind::Weight, 0, 1}});
+}
+
+// Narayanan et al. 2021: v chunks per rank shrink the fill and drain v
+// times, a bubble of (p - 1)/(vM + p - 1) of the step when M is a multiple
+// of p, at 2(p - r - 1) + (v - 1)p + 1 chunks' activations on rank r. Any
+// other M runs too, with no deadlock (torch's and Megatron's interleaved
+// schedules refuse it).
+TEST_CASE("pipeline_schedule: interleaved 1f1b reaches (p-1)/(vM+p-1), no deadlock for p 2..6, v 2..4, M 1..3p") {
+  for (int ranks = 2; ranks <= 6; ++ranks) {
+    for (int chunks = 2; chunks <= 4; ++chunks) {
+      for (int micro_batches = 1; micro_batches <= 3 * ranks; ++micro_batches) {
+        CAPTURE(ranks);
+        CAPTURE(chunks);
+        CAPTURE(micro_batches);
+        for (const WeightGradients weights : {WeightGradients::in_backward, WeightGradients::per_micro_batch}) {
+          const auto actions =
+              pipeline_actions(PipelineSchedule::Interleaved1F1B, ranks, micro_batches, weights, chunks);
+          const PipelineSimulation simulation = simulate_pipeline(actions);
+          CHECK(simulation.chunks == chunks);
+          check_chunked_timeline(simulation, actions, ChunkLayout::looped);
+          if (weights == WeightGradients::per_micro_batch) continue;
+          CHECK(
+              simulation.bubble_fraction ==
+              doctest::Approx(schedule_bubble_fraction(PipelineSchedule::Interleaved1F1B, ranks, micro_batches, chunks))
+                  .epsilon(1e-12));
+          if (micro_batches % ranks != 0) continue;
+          CHECK(simulation.bubble_fraction ==
+                doctest::Approx((ranks - 1.0) / (chunks * micro_batches + ranks - 1.0)).epsilon(1e-12));
+          // The same model on one chunk per rank: 1F1B's bubble is v times larger.
+          CHECK(simulation.bubble_fraction < textbook_bubble_fraction(ranks, micro_batches));
+          for (int rank = 0; rank < ranks; ++rank) {
+            CAPTURE(rank);
+            CHECK(simulation.stages[static_cast<std::size_t>(rank)].peak_activations ==
+                  std::min(chunks * micro_batches, 2 * (ranks - rank - 1) + (chunks - 1) * ranks + 1));
+          }
+        }
+      }
+    }
+  }
+  CHECK(schedule_bubble_formula(PipelineSchedule::Interleaved1F1B, 4, 8) == "(p-1)/(vM+p-1)");
+  CHECK(schedule_bubble_formula(PipelineSchedule::Interleaved1F1B, 4, 6) == "simulated");
+}
+
+// ZB-V: 2p model stages in a V, each rank's work 6M chunk units; after the
+// last rank's p - 1 units of waiting for the first forward, none idles for
+// M >= p + 2: half ZB-H1's bubble on the same model (each chunk action is
+// half a stage's), at 1F1B's peak of p micro-batches (2p chunks) on every
+// rank. Rank p - 1 turns the V without a message.
+TEST_CASE("pipeline_schedule: zb-v takes 6M+p-1 chunk units, at most 2p chunks' activations, for p 2..8, M 1..3p") {
+  for (int ranks = 2; ranks <= 8; ++ranks) {
+    for (int micro_batches = 1; micro_batches <= 3 * ranks; ++micro_batches) {
+      CAPTURE(ranks);
+      CAPTURE(micro_batches);
+      const auto actions =
+          pipeline_actions(PipelineSchedule::ZeroBubbleV, ranks, micro_batches, WeightGradients::per_micro_batch);
+      for (int rank = 0; rank < ranks; ++rank) {
+        CHECK(stage_actions(PipelineSchedule::ZeroBubbleV, rank, ranks, micro_batches,
+                            WeightGradients::per_micro_batch) == actions[static_cast<std::size_t>(rank)]);
+      }
+      const PipelineSimulation simulation = simulate_pipeline(actions, {}, ChunkLayout::v_shape);
+      check_chunked_timeline(simulation, actions, ChunkLayout::v_shape);
+      const int work = 6 * micro_batches;
+      if (micro_batches >= ranks + 2) CHECK(simulation.makespan == work + ranks - 1);
+      CHECK(simulation.bubble_fraction ==
+            doctest::Approx(schedule_bubble_fraction(PipelineSchedule::ZeroBubbleV, ranks, micro_batches))
+                .epsilon(1e-12));
+      // ZB-H1 on the same model, p stages of two chunks each: twice the units.
+      const double zb_h1 = simulate_pipeline(pipeline_actions(PipelineSchedule::ZeroBubbleH1, ranks, micro_batches,
+                                                              WeightGradients::per_micro_batch))
+                               .makespan;
+      CHECK(simulation.makespan < 2 * zb_h1);
+      for (int rank = 0; rank < ranks; ++rank) {
+        CAPTURE(rank);
+        const StageSimulation& result = simulation.stages[static_cast<std::size_t>(rank)];
+        CHECK(result.busy == work);
+        CHECK(result.peak_activations <= 2 * ranks);
+        const bool end = rank == 0 || rank == ranks - 1;
+        CHECK(result.messages_sent == (end ? 2 : 4) * micro_batches);
+      }
+    }
+  }
+  CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleV, 4, 6) == "(p-1)/(6M+p-1)");
+  CHECK(schedule_bubble_formula(PipelineSchedule::ZeroBubbleV, 4, 5) == "simulated");
+  CHECK_THROWS_WITH_AS(stage_actions(PipelineSchedule::ZeroBubbleV, 0, 2, 2, WeightGradients::at_batch_end),
+                       "pipeline: the zb-v schedule places each micro-batch's weight gradients itself; it takes them "
+                       "per micro-batch",
+                       Error);
+}
+
+TEST_CASE("pipeline_schedule: a rank that lists one of its chunks' actions too few is refused naming it") {
+  auto actions = pipeline_actions(PipelineSchedule::Interleaved1F1B, 2, 2);
+  auto& rank_1 = actions[1];
+  rank_1.erase(std::find(rank_1.begin(), rank_1.end(), PipelineAction{Kind::Backward, 1, 1}));
+  CHECK_THROWS_WITH_AS(simulate_pipeline(actions),
+                       "pipeline: stage 1 never runs B1.1 (there are 2 micro-batches and 2 chunks per rank)", Error);
 }
