@@ -3,7 +3,8 @@
 # global batch 128 with SGD, 2 stages x 1 thread (balanced by parameters),
 # for M micro-batches in `micro` (default 2 4 8), under gpipe and 1f1b
 # (weight gradients once per batch, the default), 1f1b with them per
-# micro-batch, zb-h1, zb-h2, 1f1b with each product packing its weight anew
+# micro-batch, zb-h1, zb-h2, interleaved-1f1b (2 chunks per rank), zb-v,
+# 1f1b with each product packing its weight anew
 # (--pack-weights off) and 1f1b recomputing each stage's activations
 # (--recompute all), beside one process with 1 and with `ranks`
 # threads, in `rounds` interleaved rounds so every configuration sees the
@@ -25,7 +26,7 @@ model=(--model wide_mlp --optimizer sgd --lr 0.01 --batch-size 128 --epochs 1 --
   --no-validation)
 common=("${model[@]}" --threads 1 --parallel pipeline --balance parameters)
 configs=(one-1 "one-$ranks")
-for m in "${micro[@]}"; do configs+=("gpipe-$m" "1f1b-$m" "1f1b+w-$m" "zb-h1-$m" "zb-h2-$m" "1f1b.unpacked-$m" "1f1b.recompute-$m"); done
+for m in "${micro[@]}"; do configs+=("gpipe-$m" "1f1b-$m" "1f1b+w-$m" "zb-h1-$m" "zb-h2-$m" "interleaved-1f1b-$m" "zb-v-$m" "1f1b.unpacked-$m" "1f1b.recompute-$m"); done
 
 run() {  # run <config> <round>
   local config=$1 out="$work/$1.$2" schedule=${1%-*} m=${1##*-} weights=batch pack=on extra=()

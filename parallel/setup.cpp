@@ -3,6 +3,7 @@
 #include <ddl/parallel/setup.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -99,10 +100,14 @@ ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList&
 // must not leave the others waiting for them.
 // With tensor groups (`plan`), stages begin only where the plan's
 // activation is whole.
+// Under a schedule of several chunks per rank, `stages` counts them all
+// (ranks x chunks), and the balance evens out each rank's total.
 std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int stages,
                                       const layers::LayerList& layers, const RunRequest& request, const Device& device,
                                       const TensorPlan* plan, std::string& how) {
   const StageLayout& layout = config.layout;
+  const int chunks = chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks);
+  const int ranks = stages / chunks;
   if (!layout.split.empty()) {
     how = "split before layers " + layout.split;
     const auto split = as_config_error("split", [&] { return parse_split(layout.split, layers.size(), stages); });
@@ -116,8 +121,7 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
     return split;
   }
   const int pipelines = config.kind == StrategyKind::hybrid ? layout.pipelines : 1;
-  const int micro =
-      micro_batches(config.pipeline, stages / chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks));
+  const int micro = micro_batches(config.pipeline, ranks);
   const std::int64_t micro_batch = (request.batch / pipelines + micro - 1) / micro;
   std::vector<double> costs(layers.size(), 0.0);
   std::string problem;
@@ -139,9 +143,27 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
   comm.broadcast_bytes(std::as_writable_bytes(std::span(costs)), 0);
   std::vector<bool> may_begin(layers.size(), true);
   for (std::size_t i = 0; plan != nullptr && i < layers.size(); ++i) may_begin[i] = plan->pair_across(i).empty();
-  const auto split = as_config_error("stages", [&] { return balanced_split(costs, stages, may_begin); });
+  const ChunkLayout chunk_order = chunk_layout(config.pipeline.schedule);
+  const auto split =
+      as_config_error("stages", [&] { return balanced_chunk_split(costs, ranks, chunks, chunk_order, may_begin); });
   how = fmt::format("balanced by {}\n{}", stage_balance_name(layout.balance),
                     format_stages(split, costs, layout.balance));
+  if (chunks > 1) {
+    // What each rank holds of the total, its chunks' shares together.
+    const double total = std::accumulate(costs.begin(), costs.end(), 0.0);
+    std::vector<double> shares(static_cast<std::size_t>(ranks), 0.0);
+    for (std::size_t k = 0; k < split.size(); ++k) {
+      const double stage = std::accumulate(costs.begin() + static_cast<std::ptrdiff_t>(split[k].first),
+                                           costs.begin() + static_cast<std::ptrdiff_t>(split[k].last + 1), 0.0);
+      shares[static_cast<std::size_t>(stage_holder(chunk_order, static_cast<int>(k), ranks).rank)] +=
+          total > 0.0 ? stage / total : 0.0;
+    }
+    how += "per rank:";
+    for (int rank = 0; rank < ranks; ++rank) {
+      how += fmt::format(" {} {:.1f}%{}", rank, 100.0 * shares[static_cast<std::size_t>(rank)],
+                         rank + 1 < ranks ? "," : "\n");
+    }
+  }
   return split;
 }
 

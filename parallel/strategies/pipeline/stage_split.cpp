@@ -345,6 +345,47 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
   return result;
 }
 
+std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_costs, int ranks, int chunks,
+                                             ChunkLayout layout, const std::vector<bool>& may_begin) {
+  std::vector<StageRange> split = balanced_split(layer_costs, ranks * chunks, may_begin);
+  if (chunks == 1) return split;
+  const PrefixSums sums(layer_costs);
+  // A split's largest rank total, then the sum of the totals' squares.
+  const auto score = [&](const std::vector<StageRange>& stages) {
+    std::vector<double> totals(static_cast<std::size_t>(ranks), 0.0);
+    for (std::size_t k = 0; k < stages.size(); ++k) {
+      totals[static_cast<std::size_t>(stage_holder(layout, static_cast<int>(k), ranks).rank)] +=
+          sums.range(stages[k].first, stages[k].last + 1);
+    }
+    double largest = 0.0, squares = 0.0;
+    for (const double total : totals) {
+      largest = std::max(largest, total);
+      squares += total * total;
+    }
+    return std::pair{largest, squares};
+  };
+  // Each move keeps every stage non-empty and every cut where a stage may
+  // begin, and lowers the score, so the search ends.
+  for (bool moved = true; moved;) {
+    moved = false;
+    const auto current = score(split);
+    for (std::size_t b = 1; b < split.size() && !moved; ++b) {
+      for (const std::size_t begin : {split[b].first - 1, split[b].first + 1}) {
+        if (begin <= split[b - 1].first || begin > split[b].last || !may_begin[begin]) continue;
+        std::vector<StageRange> candidate = split;
+        candidate[b - 1].last = begin - 1;
+        candidate[b].first = begin;
+        if (score(candidate) < current) {
+          split = std::move(candidate);
+          moved = true;
+          break;
+        }
+      }
+    }
+  }
+  return split;
+}
+
 std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance balance, const Shape& sample_shape,
                                 std::int64_t batch, const Device& device) {
   switch (balance) {

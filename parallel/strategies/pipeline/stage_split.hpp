@@ -18,6 +18,7 @@
 #include <ddl/core/device.hpp>
 #include <ddl/core/shape.hpp>
 #include <ddl/layers/layer_list.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 
 namespace ddl::parallel {
 
@@ -72,6 +73,16 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
 // fewer places to cut than stages - 1.
 std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, int stages,
                                        const std::vector<bool>& may_begin);
+
+// As balanced_split, for a schedule of `chunks` chunks per rank laid out by
+// `layout` (ranks x chunks stages, pipeline_schedule.hpp), where what must
+// be even is each rank's total, its chunks' costs together: from
+// balanced_split's stages, one boundary moves by one layer at a time while
+// that lowers the largest rank total (or, at an equal one, the sum of the
+// totals' squares), until no move does (a local search: it may stop short
+// of the best split). One chunk per rank: balanced_split's stages.
+std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_costs, int ranks, int chunks,
+                                             ChunkLayout layout, const std::vector<bool>& may_begin);
 
 // One cost per layer of `layers` for balanced_split:
 //   Layers:     1 each;
