@@ -5,14 +5,17 @@
 # shrink the bubble; GPipe keeps every micro-batch's activations until the
 # backward passes start, 1F1B at most p - s of them on stage s. Trains
 # mnist_cnn as a 2-stage pipeline on 2 ranks (cut after the convolutions)
-# for M = 1 .. 16 under both schedules (docs/lessons/08-pipeline-bubble.md).
+# for M = 1 .. 16 under both schedules, then asks ddl-model's simulator for
+# every schedule's bubble on 4 stages and 8 micro-batches, zero-bubble and
+# interleaved ones included, and draws their timelines
+# (docs/lessons/08-pipeline-bubble.md).
 #
 #   lessons/08-pipeline-bubble.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=08-pipeline-bubble
 # shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
-require "$build/apps/ddl-train" mpiexec gnuplot
+require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot
 
 if ((quick)); then
   run=(--epochs 1 --train-limit "$(scaled 512)" --test-limit 128)  # --scale: training images
@@ -55,6 +58,34 @@ claim "at M = 4, 1F1B's stage 0 keeps fewer micro-batches' activations than GPip
 claim "more micro-batches shrink the bubble: the measured idle share at M = 4 is below M = 1's" \
   "(gpipe_4 + onef_4) / 2 < (gpipe_1 + onef_1) / 2 - 3" gpipe_1="$(row gpipe 1 2)" onef_1="$(row 1f1b 1 2)" \
   gpipe_4="$(row gpipe 4 2)" onef_4="$(row 1f1b 4 2)"
+
+# The schedules on a model of time: F = B = W = 1 per stage (or chunk), 4
+# stages, 8 micro-batches, steps back to back. Each row of ddl-model's table
+# is "schedule M bubble%, peak": the bubble of stage 0 and the micro-batches
+# (chunks, for the chunked schedules) it holds at most.
+"$build/apps/ddl-model" --no-measure --stages 4 --micro-batches 8 --draw 4,8 > "$out/schedules.txt"
+schedule_cell() {  # schedule_cell <schedule> <field: 3 bubble, 4 peak>
+  awk -v s="$1" -v f="$2" '$1 == s && $2 == 8 { v = $f; gsub(/[%,]/, "", v); print v; exit }' "$out/schedules.txt"
+}
+for schedule in gpipe 1f1b zb-h1 zb-h2 interleaved-1f1b zb-v; do
+  echo "simulated $schedule 8 $(schedule_cell "$schedule" 3) $(schedule_cell "$schedule" 4)" >> "$out/table.txt"
+done
+# Qi et al.: ZB-H1 cuts 1F1B's idle time (W inside B) to a third at 1F1B's
+# memory (the same work, so idle / busy, f / (1 - f) of the shares, is a
+# third); ZB-H2's steps interlock, no bubble at twice the warm-up; the
+# chunked schedules shrink the fill and drain with the chunks' size.
+claim "zb-h1's simulated idle time is a third of 1f1b's, at 1f1b's 4 micro-batches on stage 0" \
+  "onef / (100 - onef) > 2.9 * zb_h1 / (100 - zb_h1) && onef / (100 - onef) < 3.1 * zb_h1 / (100 - zb_h1) &&
+   zb_h1_peak == onef_peak" \
+  onef="$(schedule_cell 1f1b 3)" zb_h1="$(schedule_cell zb-h1 3)" onef_peak="$(schedule_cell 1f1b 4)" \
+  zb_h1_peak="$(schedule_cell zb-h1 4)"
+claim "zb-h2 leaves no bubble between back-to-back steps, holding 2p - 1 = 7 micro-batches on stage 0" \
+  "zb_h2 == 0 && zb_h2_peak == 7" zb_h2="$(schedule_cell zb-h2 3)" zb_h2_peak="$(schedule_cell zb-h2 4)"
+claim "interleaved-1f1b's 2 chunks per rank halve 1f1b's bubble, (p-1)/(vM+p-1)" \
+  "interleaved < onef * 0.6" interleaved="$(schedule_cell interleaved-1f1b 3)" onef="$(schedule_cell 1f1b 3)"
+claim "zb-v's bubble is below zb-h1's, at 2p = 8 chunks (p micro-batches) at most on stage 0" \
+  "zb_v < zb_h1 && zb_v_peak <= 8" zb_v="$(schedule_cell zb-v 3)" zb_h1="$(schedule_cell zb-h1 3)" \
+  zb_v_peak="$(schedule_cell zb-v 4)"
 
 gnuplot <<GNUPLOT
 $(figure_preamble 1400 500)

@@ -7,7 +7,8 @@
 // 4096 ranks, where the algorithms cross over, the data-parallel efficiency
 // of a model of given gradient size and step time, unsharded and under each
 // ZeRO stage (with the training state each rank keeps), the pipeline
-// bubble, and for a stack of Megatron pairs the fastest data x tensor x
+// bubble of every schedule (simulated; --draw P,M draws their timelines),
+// and for a stack of Megatron pairs the fastest data x tensor x
 // pipeline grid at each rank count that fits a memory budget.
 //
 //   mpiexec -n 2 ddl-model --latency 2us --bandwidth 100Gb/s --ranks-per-node 8 --gradient-mb 4.8 --step-ms 45
@@ -26,6 +27,7 @@
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/planning/cost_model.hpp>
 #include <ddl/parallel/planning/grid_cost.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 #include <ddl/parallel/strategies/sharding.hpp>
 
 #include "measure.hpp"
@@ -53,6 +55,8 @@ struct Options {
   int servers = 1;
   std::vector<int> stages{2, 4, 8};
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32};
+  int chunks = 2;           // interleaved-1f1b's chunks per rank in the schedules' table
+  std::vector<int> draw;    // "p,M": each schedule's simulated timeline at p stages and M micro-batches
   // The 3-D grid's model: a stack of Megatron pairs (parameters from --gradient-mb).
   int pairs = 0;
   double width = 0.0;
@@ -304,6 +308,60 @@ void print_pipeline(const Options& o) {
   }
 }
 
+// One step of `schedule` on p stages and M micro-batches as the simulator
+// runs it on unit times: F = B = W = 1 (per chunk, where a rank holds
+// several); a schedule that does not place the weight gradients computes
+// them inside B (B = 2), as the textbooks draw it.
+struct SimulatedSchedule {
+  std::vector<std::vector<parallel::PipelineAction>> actions;
+  parallel::PipelineCosts costs;
+  parallel::ChunkLayout layout;
+};
+
+SimulatedSchedule simulated(parallel::PipelineSchedule schedule, int stages, int micro_batches, int chunks) {
+  const bool places = parallel::places_weights(schedule);
+  const auto weights = places ? parallel::WeightGradients::per_micro_batch : parallel::WeightGradients::in_backward;
+  const int own_chunks = schedule == parallel::PipelineSchedule::Interleaved1F1B ? chunks : 0;
+  return {parallel::pipeline_actions(schedule, stages, micro_batches, weights, own_chunks),
+          {.forward = 1.0, .backward = places ? 1.0 : 2.0}, parallel::chunk_layout(schedule)};
+}
+
+// Every schedule's bubble in back-to-back steps and stage 0's peak of held
+// activations, simulated, and (--draw) each one's timeline.
+void print_schedules(const Options& o) {
+  std::cout << fmt::format(
+      "\npipeline schedules simulated on unit times (F = B = W = 1 per stage or chunk, W inside B where a schedule "
+      "does not place it), back-to-back steps: the bubble, and stage 0's peak of micro-batches held (chunks of "
+      "them for interleaved-1f1b with {} chunks per rank and zb-v):\n",
+      o.chunks);
+  std::cout << fmt::format("  {:<17} {:>4}", "schedule", "M");
+  for (const int p : o.stages) std::cout << fmt::format(" {:>16}", fmt::format("p={}", p));
+  std::cout << '\n';
+  for (const parallel::PipelineSchedule schedule : parallel::all_pipeline_schedules()) {
+    for (const int m : o.micro_batches) {
+      std::cout << fmt::format("  {:<17} {:>4}", parallel::pipeline_schedule_name(schedule), m);
+      for (const int p : o.stages) {
+        const SimulatedSchedule run = simulated(schedule, p, m, o.chunks);
+        const parallel::PipelineSimulation one = parallel::simulate_pipeline(run.actions, run.costs, run.layout);
+        const double step = parallel::steady_step_time(run.actions, run.costs, run.layout);
+        std::cout << fmt::format(" {:>9.1f}%, {:>4}", 100.0 * (1.0 - one.stages[0].busy / step),
+                                 one.stages[0].peak_activations);
+      }
+      std::cout << '\n';
+    }
+  }
+  if (o.draw.empty()) return;
+  const int p = o.draw[0], m = o.draw[1];
+  for (const parallel::PipelineSchedule schedule : parallel::all_pipeline_schedules()) {
+    const SimulatedSchedule run = simulated(schedule, p, m, o.chunks);
+    const parallel::PipelineSimulation one = parallel::simulate_pipeline(run.actions, run.costs, run.layout);
+    std::cout << fmt::format("\n{} on {} stages, {} micro-batches (one step; {}; Fm.c: chunk c's):\n{}",
+                             parallel::pipeline_schedule_name(schedule), p, m,
+                             parallel::places_weights(schedule) ? "F = B = W = 1" : "F = 1, B = 2 with W",
+                             parallel::render_timeline(one));
+  }
+}
+
 // The fastest data x tensor x pipeline grid at each rank count that fits
 // the memory, its step by kind, and data parallelism alone beside it.
 void print_grid(const cost::Machine& machine, const Options& o) {
@@ -407,6 +465,7 @@ int run(const Options& o) {
     print_data_parallel(machine, o);
     print_sharded(machine, o);
     print_pipeline(o);
+    print_schedules(o);
     print_grid(machine, o);
   }
   return 0;
@@ -454,6 +513,14 @@ int main(int argc, char** argv) {
   app.add_option("--stages", o.stages, "Pipeline stage counts")->delimiter(',')->check(CLI::PositiveNumber);
   app.add_option("--micro-batches", o.micro_batches, "Pipeline micro-batch counts")
       ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--chunks", o.chunks, "Pipeline schedules: interleaved-1f1b's chunks per rank")
+      ->check(CLI::Range(2, 64))
+      ->capture_default_str();
+  app.add_option("--draw", o.draw, "Pipeline schedules: draw each one's simulated timeline at P stages and M "
+                                   "micro-batches (\"P,M\")")
+      ->delimiter(',')
+      ->expected(2)
       ->check(CLI::PositiveNumber);
   app.add_option("--pairs", o.pairs,
                  "3-D grid: the model's Megatron pairs (two Dense layers each, split by tensor parallelism)")
