@@ -39,38 +39,14 @@ std::map<std::pair<int, std::string>, double> end_times(const PipelineSimulation
 }
 
 // The simulated times obey the rules the simulator promises: a stage runs
-// one action at a time, in its list's order; F(s, m) starts after F(s-1, m)
-// ends, B(s, m) after B(s+1, m) and after F(s, m).
-void check_timeline_obeys_dependencies(const PipelineSimulation& simulation, const std::vector<Actions>& actions) {
-  const int stages = static_cast<int>(simulation.stages.size());
-  const auto ends = end_times(simulation);
-  for (int stage = 0; stage < stages; ++stage) {
-    const auto& timeline = simulation.stages[static_cast<std::size_t>(stage)].timeline;
-    REQUIRE(timeline.size() == actions[static_cast<std::size_t>(stage)].size());
-    double free_at = 0.0;
-    for (std::size_t position = 0; position < timeline.size(); ++position) {
-      const TimedPipelineAction& timed = timeline[position];
-      CHECK(timed.action == actions[static_cast<std::size_t>(stage)][position]);
-      CHECK(timed.start >= free_at);
-      free_at = timed.end;
-      const int m = timed.action.micro_batch;
-      if (timed.action.kind == Kind::Forward && stage > 0) CHECK(timed.start >= ends.at({stage - 1, to_string(F(m))}));
-      if (timed.action.kind == Kind::Backward) {
-        CHECK(timed.start >= ends.at({stage, to_string(F(m))}));
-        if (stage < stages - 1) CHECK(timed.start >= ends.at({stage + 1, to_string(B(m))}));
-      }
-      if (timed.action.kind == Kind::Weight) CHECK(timed.start >= ends.at({stage, to_string(B(m))}));
-    }
-  }
-}
-
-// check_timeline_obeys_dependencies for chunks: F of model stage k after
-// F of stage k - 1, B after B of stage k + 1 and its own F, W after its B;
-// and each chunk's backwards and weight gradients in micro-batch order (so
-// a weight's gradient sums its micro-batches in one order under every
+// one action at a time, in its list's order; F of model stage k starts
+// after F of stage k - 1 ends, B after B of stage k + 1 and its own F, W
+// after its B (with one chunk per rank a model stage is a stage). And each
+// chunk's forwards, backwards and weight gradients go in micro-batch order
+// (so a weight's gradient sums its micro-batches in one order under every
 // schedule).
-void check_chunked_timeline(const PipelineSimulation& simulation, const std::vector<Actions>& actions,
-                            ChunkLayout layout) {
+void check_timeline_obeys_dependencies(const PipelineSimulation& simulation, const std::vector<Actions>& actions,
+                                       ChunkLayout layout = ChunkLayout::looped) {
   const int ranks = static_cast<int>(simulation.stages.size());
   const int stages = ranks * simulation.chunks;
   const auto ends = end_times(simulation);
@@ -682,7 +658,7 @@ TEST_CASE("pipeline_schedule: interleaved 1f1b reaches (p-1)/(vM+p-1), no deadlo
               pipeline_actions(PipelineSchedule::Interleaved1F1B, ranks, micro_batches, weights, chunks);
           const PipelineSimulation simulation = simulate_pipeline(actions);
           CHECK(simulation.chunks == chunks);
-          check_chunked_timeline(simulation, actions, ChunkLayout::looped);
+          check_timeline_obeys_dependencies(simulation, actions, ChunkLayout::looped);
           if (weights == WeightGradients::per_micro_batch) continue;
           CHECK(
               simulation.bubble_fraction ==
@@ -723,7 +699,7 @@ TEST_CASE("pipeline_schedule: zb-v takes 6M+p-1 chunk units, at most 2p chunks' 
                             WeightGradients::per_micro_batch) == actions[static_cast<std::size_t>(rank)]);
       }
       const PipelineSimulation simulation = simulate_pipeline(actions, {}, ChunkLayout::v_shape);
-      check_chunked_timeline(simulation, actions, ChunkLayout::v_shape);
+      check_timeline_obeys_dependencies(simulation, actions, ChunkLayout::v_shape);
       const int work = 6 * micro_batches;
       if (micro_batches >= ranks + 2) CHECK(simulation.makespan == work + ranks - 1);
       CHECK(simulation.bubble_fraction ==
