@@ -87,12 +87,20 @@ const void* PackedWeights::packed(const float* data, bool transposed, const std:
   return copies_.back().memory.get();
 }
 
-void PackedWeights::pack_ahead() {
-  for (auto copy = last_scope_.begin(); copy != last_scope_.end();) {
-    // The same weight, or at least one of its shape (a weight freed and
-    // another made at its address): the packing reads only its own extent.
-    const Tensor* weight = weight_at(copy->weight);
-    if (weight != nullptr && weight->shape() == copy->shape) {
+// The same weight, or at least one of its shape (a weight freed and another
+// made at its address): the packing reads only its own extent.
+bool PackedWeights::holds(const Copy& copy) const {
+  const Tensor* weight = weight_at(copy.weight);
+  return weight != nullptr && weight->shape() == copy.shape;
+}
+
+bool PackedWeights::ahead() const {
+  return std::any_of(last_scope_.begin(), last_scope_.end(), [this](const Copy& copy) { return holds(copy); });
+}
+
+void PackedWeights::pack_ahead(const std::function<bool()>& done) {
+  for (auto copy = last_scope_.begin(); copy != last_scope_.end() && !(done && done());) {
+    if (holds(*copy)) {
       copy->pack(copy->memory.get());
       copies_.push_back(std::move(*copy));
       copy = last_scope_.erase(copy);

@@ -68,12 +68,17 @@ class PackedWeights {
   // data is `data`, or nullptr. For the CPU backend's GEMM.
   static PackedWeights* holding(const float* data);
 
-  // Packs now every copy the scope closed last on this thread made of a
-  // weight this one holds, into the memory that scope left: the copies a
+  // Packs now the copies the scope closed last on this thread made of
+  // weights this one holds, into the memory that scope left: the copies a
   // product would otherwise make when it first needs them. For a thread
-  // about to wait (a pipeline stage waiting for its first message), so
-  // that the packing fills the wait instead of delaying a product.
-  void pack_ahead();
+  // about to wait (a pipeline stage waiting for a message), so that the
+  // packing fills the wait instead of delaying a product. `done`, when
+  // given, is asked before each copy whether the wait is over: then the
+  // rest stay for a later pack_ahead or for the products that first need
+  // them, so packing never makes a wait longer than one copy.
+  void pack_ahead(const std::function<bool()>& done = {});
+  // Whether pack_ahead has copies left to pack.
+  bool ahead() const;
 
   // The copy of the weight at `data`, transposed or not, in the layout
   // named `layout`, of `bytes` bytes: made by `pack` (which writes it into
@@ -95,6 +100,8 @@ class PackedWeights {
     std::function<void(void*)> pack;
   };
   const Tensor* weight_at(const float* data) const;
+  // Whether `copy`, of the scope closed last, is of a weight this one holds.
+  bool holds(const Copy& copy) const;
 
   static thread_local std::vector<Copy> last_scope_;
   std::vector<Tensor> weights_;

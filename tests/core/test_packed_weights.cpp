@@ -156,6 +156,32 @@ TEST_CASE("packed weights: the next scope packs ahead what the last one packed, 
   CHECK(next.copies() == 2);
 }
 
+TEST_CASE("packed weights: packing ahead stops when the wait is over, and the products pack the rest") {
+  Generator generator(4106);
+  const Tensor weight = weight_leaf(72, 130, generator);
+  std::size_t first_bytes = 0;
+  {
+    const PackedWeights packed({weight});
+    forward_and_backward(6, weight, generator);
+    first_bytes = packed.bytes();
+  }
+  if (first_bytes == 0) {
+    return test::skip("oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack");
+  }
+  PackedWeights next({weight});
+  REQUIRE(next.ahead());
+  int asked = 0;
+  next.pack_ahead([&] { return ++asked > 1; });  // the wait ends after one copy
+  CHECK(next.copies() == 1);
+  CHECK(next.ahead());
+  next.pack_ahead([] { return true; });  // over before it began: nothing packed
+  CHECK(next.copies() == 1);
+  forward_and_backward(6, weight, generator);  // the other orientation, packed by its product
+  CHECK(next.copies() == 2);
+  CHECK(next.bytes() == first_bytes);
+  CHECK_FALSE(next.ahead());
+}
+
 TEST_CASE("packed weights: a scope packs ahead only weights it holds, of the shape they were packed at") {
   Generator generator(4105);
   const Tensor weight = weight_leaf(40, 90, generator);

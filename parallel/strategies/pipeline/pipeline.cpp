@@ -439,12 +439,13 @@ class Pipeline::StageRun {
   // A received tensor on this stage's device; the wait is not compute time
   // but idle (or transfer) time, which the timeline shows as such.
   Tensor take(StageMessage& message, const char* name, int micro_batch) {
-    if (packed_ && training_ && micro_batch >= 0 && !packed_ahead_) {
-      // What the last batch packed, packed now: the wait for this message
-      // hides it, where the first products to need it would not.
+    if (packed_ && training_ && micro_batch >= 0 && packed_->ahead() && !message.arrived()) {
+      // What the last batch packed, packed while this message is on its
+      // way: the wait hides it, where the first products to need it would
+      // not. What the wait leaves is packed at the next one, or by those
+      // products.
       const timeline::Span packing("compute", "pack weights");
-      packed_->pack_ahead();
-      packed_ahead_ = true;
+      packed_->pack_ahead([&] { return message.arrived(); });
     }
     timeline::Span span("communication", name);
     if (micro_batch >= 0) span.arg("micro-batch", micro_batch);
@@ -481,7 +482,6 @@ class Pipeline::StageRun {
   std::vector<Tensor> losses_, results_;  // per micro-batch, on the last stage
   autograd::DeferredWeightGradients deferred_;
   std::optional<PackedWeights> packed_;  // while the batch runs: its weights stay as they are
-  bool packed_ahead_ = false;
   double loss_sum_ = 0.0;
   double compute_seconds_ = 0.0;
   int held_ = 0;

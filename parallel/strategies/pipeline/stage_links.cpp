@@ -36,6 +36,8 @@ Tensor StageMessage::take(const Device& device) {
   return mpi.host.to(device);
 }
 
+bool StageMessage::arrived() { return !on_device.defined() && mpi.request.test(); }
+
 void StageMessage::wait() {
   nccl.wait();
   mpi.request.wait();

@@ -26,6 +26,9 @@ struct StageMessage {
   // Waits for a receive and returns the tensor on `device`.
   Tensor take(const Device& device);
   void wait();
+  // Whether a receive over MPI has completed (without waiting); a message
+  // over NCCL says no until taken.
+  bool arrived();
 };
 
 class StageLinks {
