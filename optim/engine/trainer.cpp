@@ -263,7 +263,8 @@ bool Trainer::train_step(const std::vector<Batch>& batches, MetricAccumulator& m
   strategy_->synchronize_gradients(*model_);
   const std::optional<std::string> problem = step_loss ? loss_guard_.check(*step_loss) : std::nullopt;
   // Agreed over the ranks (one small collective per step), since a loss
-  // exists only where a strategy computes one (the last pipeline stage).
+  // exists only where a strategy computes one (a pipeline's rank 0 and the
+  // rank of its last stage).
   std::vector<double> flags = flags_of(*strategy_, problem.has_value(), problem && std::isfinite(*step_loss));
   strategy_->agree_on_step(flags);
   const FlaggedRanks flagged = flagged_ranks(flags);

@@ -454,6 +454,30 @@ TEST_CASE("Pipeline: a checkpoint written under zb-h2 resumes under gpipe, bit f
   world.barrier();
 }
 
+TEST_CASE("Pipeline: several chunks per rank evaluate in evaluation mode before any training, as one stage would") {
+  const Communicator world = Communicator::world();
+  // Dropout would draw masks and BatchNorm update its statistics if a
+  // chunk's probe of the shapes left the layers training.
+  const layers::LayerList list = stateful_cnn_layers();
+  auto data = training_data();
+  manual_seed(kSeed);
+  Run alone = pipeline_run(world.split(world.rank(), 0), {.micro_batches = 3}, sgd, cpu(), list);
+  manual_seed(kSeed);
+  Run chunked =
+      pipeline_run(world, {.micro_batches = 3, .schedule = PipelineSchedule::Interleaved1F1B}, sgd, cpu(), list);
+  const auto buffers_before = chunked.model->state_dict();
+  const optim::Logs expected = alone.trainer->evaluate(data);
+  const optim::Logs got = chunked.trainer->evaluate(data);
+  CHECK(got.at("loss") == expected.at("loss"));
+  CHECK(got.at("accuracy") == expected.at("accuracy"));
+  const auto buffers_after = chunked.model->state_dict();
+  REQUIRE(buffers_after.size() == buffers_before.size());
+  for (std::size_t i = 0; i < buffers_after.size(); ++i) {
+    CHECK_MESSAGE(buffers_after[i].second.to_vector<float>() == buffers_before[i].second.to_vector<float>(),
+                  buffers_after[i].first);
+  }
+}
+
 TEST_CASE("Pipeline: a checkpoint written by zb-v's chunks resumes on one stage per rank, bit for bit") {
   const Communicator world = Communicator::world();
   std::optional<TempDir> directory;

@@ -28,8 +28,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Tags: one per micro-batch for activations and for gradients, so the
-// messages of one step match whatever order MPI delivers them in.
+// Tags: one per chunk and micro-batch for activations and for gradients
+// (kind + chunk * M + m, M * chunks <= kMaxMicroBatches), so the messages of
+// one step match whatever order MPI delivers them in. A stage may start its
+// next step while the stages after it finish this one (the steps overlap),
+// so the same tag can be in flight for two steps: MPI matches the messages
+// of one source and tag in the order they were sent, and each step posts
+// all its receives before its first action, so each goes to its own step.
 constexpr int kMaxMicroBatches = 4096;
 constexpr int kActivationTag = 0x1000;
 constexpr int kGradientTag = 0x2000;
@@ -219,28 +224,32 @@ struct Pipeline::State {
   // the last stage, the shape of the model's output). Each rank goes through
   // its chunks in model order, so every wait is on an earlier stage.
   void learn_shapes(layers::Module& model, const optim::Batch& batch) {
-    if (!output_samples.empty()) return;
+    if (links) return;
     const Device device = stage_device(model, batch);
-    const auto& models = chunks_of(model);
+    const auto models = chunks_of(model);
+    // A chunk's own Sequential keeps a training flag of its own, which the
+    // probe would leave on the shared layers: the stage's model says.
+    const bool training = model.is_training();
+    std::vector<Shape> inputs, outputs;
     for (int chunk = 0; chunk < chunks; ++chunk) {
       const int k = stage_of(chunk);
       Shape input = sample_shape(batch.inputs.shape());
       if (k > 0) {
         const ChunkHolder before = holder(k - 1);
-        input = before.rank == stage ? output_samples[static_cast<std::size_t>(before.chunk)]
-                                     : recv_shape(comm, before.rank);
+        input = before.rank == stage ? outputs[static_cast<std::size_t>(before.chunk)] : recv_shape(comm, before.rank);
       }
-      input_samples.push_back(input);
-      output_samples.push_back(probe_output(*models[static_cast<std::size_t>(chunk)], input, device));
-      if (k + 1 < model_stages() && holder(k + 1).rank != stage) {
-        send_shape(comm, output_samples.back(), holder(k + 1).rank);
-      }
-      if (k + 1 == model_stages() && stage != 0) send_shape(comm, output_samples.back(), 0);
+      inputs.push_back(input);
+      outputs.push_back(probe_output(*models[static_cast<std::size_t>(chunk)], input, device));
+      model.train(training);
+      if (k + 1 < model_stages() && holder(k + 1).rank != stage) send_shape(comm, outputs.back(), holder(k + 1).rank);
+      if (k + 1 == model_stages() && stage != 0) send_shape(comm, outputs.back(), 0);
     }
     if (stage == 0) {
-      model_output_sample = holds_loss() ? output_samples[static_cast<std::size_t>(holder(model_stages() - 1).chunk)]
+      model_output_sample = holds_loss() ? outputs[static_cast<std::size_t>(holder(model_stages() - 1).chunk)]
                                          : recv_shape(comm, holder(model_stages() - 1).rank);
     }
+    input_samples = std::move(inputs);
+    output_samples = std::move(outputs);
     links.emplace(comm, device, options.nccl && chunks == 1);
   }
 };
@@ -465,7 +474,7 @@ class Pipeline::StageRun {
   }
 
   Pipeline::State& s_;
-  const std::vector<std::shared_ptr<layers::Sequential>>& models_;  // one per chunk
+  const std::vector<std::shared_ptr<layers::Sequential>> models_;  // one per chunk
   const optim::Batch& batch_;
   bool training_;
   const optim::LossFunction& loss_;
@@ -552,10 +561,10 @@ Pipeline::Pipeline(ProcessGrid grid, std::vector<StageRange> stages, PipelineOpt
             s.chunks == 1 ? std::string()
                           : fmt::format(" and chunk, {} chunks per rank under the {} schedule: {} stages", s.chunks,
                                         pipeline_schedule_name(options.schedule), s.comm.size() * s.chunks));
-  DDL_CHECK(options.micro_batches >= 0 && options.micro_batches * s.chunks <= kMaxMicroBatches,
+  s.options.micro_batches = micro_batches(options, s.comm.size());
+  DDL_CHECK(options.micro_batches >= 0 && s.options.micro_batches * s.chunks <= kMaxMicroBatches,
             "Pipeline: micro_batches = {} is invalid (1 to {}, or 0 for {} per stage)", options.micro_batches,
             kMaxMicroBatches / s.chunks, kMicroBatchesPerStage);
-  s.options.micro_batches = micro_batches(options, s.comm.size());
   s.weights = weight_gradients_of(options);
   for (std::size_t i = 0; i < s.stages.size(); ++i) {
     const std::size_t expected_first = i == 0 ? 0 : s.stages[i - 1].last + 1;
@@ -710,10 +719,11 @@ optim::StepOutput Pipeline::forward(layers::Module& model, const optim::Batch& b
   State& s = *state_;
   s.learn_shapes(model, batch);
   StageRun run(s, model, batch, false, loss);
-  // Each micro-batch through the rank's chunks in model order: every wait
-  // is on an earlier stage of the same or an earlier micro-batch.
-  for (int m = 0; m < run.micro_batches(); ++m) {
-    for (int chunk = 0; chunk < s.chunks; ++chunk) run.forward(m, chunk);
+  // Chunk by chunk, each over every micro-batch: a rank's chunks are in
+  // model order, so every wait is on an earlier stage, and the ranks work
+  // on a chunk's micro-batches while the next chunk's inputs travel.
+  for (int chunk = 0; chunk < s.chunks; ++chunk) {
+    for (int m = 0; m < run.micro_batches(); ++m) run.forward(m, chunk);
   }
   return run.finish();
 }

@@ -55,7 +55,8 @@
 // Micro-batching and layer state: BatchNorm computes its statistics per
 // micro-batch (as GPipe does), so with M > 1 it does not equal the unsplit
 // batch; dropout draws its masks per micro-batch from the generator in
-// schedule order, reproducible for a seed, stage count and M.
+// schedule order, reproducible for a seed, stage count, chunks per rank
+// and M.
 #pragma once
 
 #include <cstddef>
@@ -86,7 +87,7 @@ inline constexpr int kMicroBatchesPerStage = 2;
 
 struct PipelineOptions {
   // Micro-batches per batch; a batch of fewer samples gets one per sample.
-  // 0: kMicroBatchesPerStage per stage.
+  // 0: kMicroBatchesPerStage per stage (per rank, with several chunks each).
   int micro_batches = 0;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   // Chunks of the model on each rank, for the schedules that give a rank
@@ -115,9 +116,9 @@ struct PipelineOptions {
   // gradient. Costs the kept rows until then: the batch's rows x each Dense
   // layer's inputs + outputs, floats, whatever the schedule (under 1F1B the
   // rest of a micro-batch's activations still go at its backward). With
-  // M = 1 the result is the same bits. ZB-H1 places each micro-batch's
-  // weight gradients itself, whatever this says: one product each, the
-  // same bits as false.
+  // M = 1 the result is the same bits. ZB-H1, ZB-H2 and ZB-V place each
+  // micro-batch's weight gradients themselves, whatever this says: one
+  // product each, the same bits as false.
   bool defer_weight_gradients = true;
   // With M > 1 on the CPU, each weight packed once per batch into the
   // layout the GEMM kernel reads (core/packed_weights.hpp) for the forward
@@ -141,7 +142,8 @@ struct PipelineOptions {
 // The micro-batches `options` cut each batch into on `stages` stages.
 int micro_batches(const PipelineOptions& options, int stages);
 // Where a stage computes its weight gradients under `options`: where the
-// schedule places them (ZB-H1), else at the batch's end or right after
+// schedule places them (ZB-H1, ZB-H2, ZB-V), else at the batch's end or
+// right after
 // each backward, by defer_weight_gradients.
 WeightGradients weight_gradients_of(const PipelineOptions& options);
 
@@ -152,7 +154,7 @@ struct PipelineStatistics {
   double compute_seconds = 0.0;  // in forwards and backwards
   std::int64_t messages = 0;     // activations and gradients sent in training steps (not evaluation's)
   std::int64_t bytes = 0;
-  int peak_micro_batches = 0;           // most micro-batches whose activations were held at once
+  int peak_micro_batches = 0;           // most micro-batches (of chunks: chunk-micro-batches) held at once
   std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients
   std::size_t peak_packed_bytes = 0;    // most bytes of weights packed for a step (PipelineOptions::pack_weights)
   // The share of the stage's step time spent not computing: waiting for its

@@ -118,16 +118,19 @@ std::vector<StageReport> gather_stage_reports(const Pipeline& pipeline, const la
 }
 
 std::string format_stage_reports(const std::vector<StageReport>& reports, const PipelineOptions& options) {
-  std::string out =
-      fmt::format("{:<6} {:<8} {:>11} {:>10} {:>11} {:>9} {:>6} {:>13} {:>14}\n", "stage", "layers", "params MiB",
-                  "optim MiB", "activ. MiB", "peak RSS", "idle", "messages/step", "sent/step MiB");
+  // As wide as the longest list of a rank's layers ("0-3,8-11" with chunks).
+  std::size_t width = 8;
+  for (const StageReport& r : reports) width = std::max(width, format_ranges(r.layers).size());
+  std::string out = fmt::format("{:<6} {:<{}} {:>11} {:>10} {:>11} {:>9} {:>6} {:>13} {:>14}\n", "stage", "layers",
+                                width, "params MiB", "optim MiB", "activ. MiB", "peak RSS", "idle", "messages/step",
+                                "sent/step MiB");
   double idle = 0.0;
   for (const StageReport& r : reports) {
     idle += r.statistics.idle_fraction();
     // Per training step, as data and tensor parallelism report theirs.
     const auto steps = static_cast<double>(std::max<std::int64_t>(1, r.statistics.steps));
-    out += fmt::format("{:<6} {:<8} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n", r.stage,
-                       format_ranges(r.layers), mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
+    out += fmt::format("{:<6} {:<{}} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n", r.stage,
+                       format_ranges(r.layers), width, mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
                        mebibytes(r.peak_activation_bytes), mebibytes(r.peak_resident_bytes),
                        100.0 * r.statistics.idle_fraction(), static_cast<double>(r.statistics.messages) / steps,
                        mebibytes(static_cast<double>(r.statistics.bytes) / steps));

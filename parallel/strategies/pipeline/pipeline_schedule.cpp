@@ -118,6 +118,7 @@ void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_s
     return static_cast<std::size_t>(action.chunk) * static_cast<std::size_t>(micro_batches) +
            static_cast<std::size_t>(action.micro_batch);
   };
+  const std::string_view per_chunk = chunks > 1 ? " per chunk" : "";
   for (std::size_t stage = 0; stage < actions_per_stage.size(); ++stage) {
     const std::vector<PipelineAction>& actions = actions_per_stage[stage];
     // position_of[kind][slot]: where the stage lists that action; -1 where it does not.
@@ -125,15 +126,11 @@ void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_s
     position_of.fill(std::vector<int>(static_cast<std::size_t>(micro_batches) * static_cast<std::size_t>(chunks), -1));
     for (std::size_t position = 0; position < actions.size(); ++position) {
       const PipelineAction& action = actions[position];
-      DDL_CHECK(
-          action.micro_batch >= 0 &&
-                  action.micro_batch<
-                      micro_batches,
-                      "pipeline: stage {} lists {} at position {}, but the micro-batches are 0..{} (stage 0 runs {} "
-                      "forwards{})",
-                      stage, to_string(action), position, micro_batches - 1, micro_batches, chunks> 1
-              ? " per chunk"
-              : "");
+      const bool in_range = action.micro_batch >= 0 && action.micro_batch < micro_batches;
+      DDL_CHECK(in_range,
+                "pipeline: stage {} lists {} at position {}, but the micro-batches are 0..{} (stage 0 runs {} "
+                "forwards{})",
+                stage, to_string(action), position, micro_batches - 1, micro_batches, per_chunk);
       DDL_CHECK(action.chunk >= 0, "pipeline: stage {} lists {} at position {}, of chunk {}", stage, to_string(action),
                 position, action.chunk);
       int& listed_at = position_of[kind_index(action.kind)][slot(action)];

@@ -350,19 +350,22 @@ std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_co
   std::vector<StageRange> split = balanced_split(layer_costs, ranks * chunks, may_begin);
   if (chunks == 1) return split;
   const PrefixSums sums(layer_costs);
-  // A split's largest rank total, then the sum of the totals' squares.
+  // A split's largest rank total, then its largest stage (which sets the
+  // pace of the chunks' handoffs), then the sum of the totals' squares.
   const auto score = [&](const std::vector<StageRange>& stages) {
     std::vector<double> totals(static_cast<std::size_t>(ranks), 0.0);
+    double largest_stage = 0.0;
     for (std::size_t k = 0; k < stages.size(); ++k) {
-      totals[static_cast<std::size_t>(stage_holder(layout, static_cast<int>(k), ranks).rank)] +=
-          sums.range(stages[k].first, stages[k].last + 1);
+      const double cost = sums.range(stages[k].first, stages[k].last + 1);
+      totals[static_cast<std::size_t>(stage_holder(layout, static_cast<int>(k), ranks).rank)] += cost;
+      largest_stage = std::max(largest_stage, cost);
     }
     double largest = 0.0, squares = 0.0;
     for (const double total : totals) {
       largest = std::max(largest, total);
       squares += total * total;
     }
-    return std::pair{largest, squares};
+    return std::tuple{largest, largest_stage, squares};
   };
   // Each move keeps every stage non-empty and every cut where a stage may
   // begin, and lowers the score, so the search ends.

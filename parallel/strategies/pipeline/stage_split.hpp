@@ -78,8 +78,8 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
 // `layout` (ranks x chunks stages, pipeline_schedule.hpp), where what must
 // be even is each rank's total, its chunks' costs together: from
 // balanced_split's stages, one boundary moves by one layer at a time while
-// that lowers the largest rank total (or, at an equal one, the sum of the
-// totals' squares), until no move does (a local search: it may stop short
+// that lowers the largest rank total (or, at an equal one, the largest
+// stage, then the sum of the totals' squares), until no move does (a local search: it may stop short
 // of the best split). One chunk per rank: balanced_split's stages.
 std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_costs, int ranks, int chunks,
                                              ChunkLayout layout, const std::vector<bool>& may_begin);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <ddl/core/check.hpp>
@@ -30,13 +31,19 @@ std::vector<std::int64_t> whole_model_indexes(const Communicator& comm, const la
                                               std::size_t layer_count) {
   std::vector<double> counts(layer_count, 0.0);
   std::vector<std::size_t> layer_of;
+  std::string problem;  // agreed before the sum, which every rank must join
   for (const auto& [name, parameter] : model.named_parameters()) {
     const auto layer = layers::leading_index(name);
-    DDL_CHECK(layer && *layer >= 0 && static_cast<std::size_t>(*layer) < layer_count,
-              "pipeline checkpoint: parameter '{}' is not named by a layer of the {} in the model", name, layer_count);
+    if (!layer || *layer < 0 || static_cast<std::size_t>(*layer) >= layer_count) {
+      problem = fmt::format("pipeline checkpoint: rank {}'s parameter '{}' is not named by a layer of the {} in the "
+                            "model",
+                            comm.rank(), name, layer_count);
+      break;
+    }
     layer_of.push_back(static_cast<std::size_t>(*layer));
     ++counts[layer_of.back()];
   }
+  agree_all_can_proceed(comm, problem, "pipeline checkpoint: numbering the parameters");
   comm.sum_doubles(counts);
   std::vector<std::int64_t> before(layer_count + 1, 0);
   for (std::size_t layer = 0; layer < layer_count; ++layer) {
@@ -151,7 +158,9 @@ void select_stage_state(const Communicator& comm, const layers::Module& model, s
                         optim::TrainingState& state) {
   const std::vector<std::int64_t> indexes = whole_model_indexes(comm, model, layer_count);
   std::set<std::int64_t> own_layers;
-  for (const auto& [name, tensor] : model.state_dict()) own_layers.insert(*layers::leading_index(name));
+  for (const auto& [name, tensor] : model.state_dict()) {
+    if (const auto layer = layers::leading_index(name)) own_layers.insert(*layer);
+  }
   std::map<std::int64_t, std::int64_t> local_index;  // of the whole model's parameter index
   for (std::size_t k = 0; k < indexes.size(); ++k) local_index[indexes[k]] = static_cast<std::int64_t>(k);
   Entries model_entries;
