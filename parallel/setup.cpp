@@ -100,14 +100,13 @@ ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList&
 // must not leave the others waiting for them.
 // With tensor groups (`plan`), stages begin only where the plan's
 // activation is whole.
-// Under a schedule of several chunks per rank, `stages` counts them all
-// (ranks x chunks), and the balance evens out each rank's total.
-std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int stages,
+// Under a schedule of several chunks per rank, there are ranks x chunks
+// stages, and the balance evens out each rank's total.
+std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int ranks, int chunks,
                                       const layers::LayerList& layers, const RunRequest& request, const Device& device,
                                       const TensorPlan* plan, std::string& how) {
   const StageLayout& layout = config.layout;
-  const int chunks = chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks);
-  const int ranks = stages / chunks;
+  const int stages = ranks * chunks;
   if (!layout.split.empty()) {
     how = "split before layers " + layout.split;
     const auto split = as_config_error("split", [&] { return parse_split(layout.split, layers.size(), stages); });
@@ -151,17 +150,11 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
   if (chunks > 1) {
     // What each rank holds of the total, its chunks' shares together.
     const double total = std::accumulate(costs.begin(), costs.end(), 0.0);
-    std::vector<double> shares(static_cast<std::size_t>(ranks), 0.0);
-    for (std::size_t k = 0; k < split.size(); ++k) {
-      const double stage = std::accumulate(costs.begin() + static_cast<std::ptrdiff_t>(split[k].first),
-                                           costs.begin() + static_cast<std::ptrdiff_t>(split[k].last + 1), 0.0);
-      shares[static_cast<std::size_t>(stage_holder(chunk_order, static_cast<int>(k), ranks).rank)] +=
-          total > 0.0 ? stage / total : 0.0;
-    }
+    const std::vector<double> totals = rank_totals(costs, split, ranks, chunk_order);
     how += "per rank:";
     for (int rank = 0; rank < ranks; ++rank) {
-      how += fmt::format(" {} {:.1f}%{}", rank, 100.0 * shares[static_cast<std::size_t>(rank)],
-                         rank + 1 < ranks ? "," : "\n");
+      const double share = total > 0.0 ? totals[static_cast<std::size_t>(rank)] / total : 0.0;
+      how += fmt::format(" {} {:.1f}%{}", rank, 100.0 * share, rank + 1 < ranks ? "," : "\n");
     }
   }
   return split;
@@ -187,7 +180,7 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   const int chunks =
       as_config_error("chunks", [&] { return chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks); });
   const std::vector<StageRange> split =
-      choose_stages(config, comm, stages * chunks, layers, request, setup.device, plan ? &*plan : nullptr, how);
+      choose_stages(config, comm, stages, chunks, layers, request, setup.device, plan ? &*plan : nullptr, how);
   auto pipeline = std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages, tensor_ranks), split,
                                              config.pipeline, plan);
   const PipelineOptions& options = pipeline->options();

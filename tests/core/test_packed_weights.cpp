@@ -62,6 +62,17 @@ void forward_and_backward(std::int64_t rows, const Tensor& weight, Generator& ge
   check_product(x.grad(), gradient, weight.detach(), true);
 }
 
+// The bytes a scope over `weight` packs for one micro-batch of `rows` (0
+// where oneDNN reads the weight plain); the scope closes, leaving its copies
+// to the next one on this thread.
+std::size_t bytes_packed_by_a_step(const Tensor& weight, Generator& generator, std::int64_t rows) {
+  const PackedWeights packed({weight});
+  forward_and_backward(rows, weight, generator);
+  return packed.bytes();
+}
+
+constexpr const char* kNothingToPack = "oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack";
+
 }  // namespace
 
 TEST_CASE("packed weights: forward and input-gradient products within float32's bound of float64, any rows") {
@@ -91,7 +102,7 @@ TEST_CASE("packed weights: each weight packed once per orientation, for every mi
   const PackedWeights packed({weight, other});
   forward_and_backward(8, weight, generator);
   if (packed.copies() == 0) {
-    return test::skip("oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack");
+    return test::skip(kNothingToPack);
   }
   CHECK(packed.copies() == 2);  // x·W and g·Wᵀ
   const std::size_t one_weight = packed.bytes();
@@ -133,15 +144,8 @@ TEST_CASE("packed weights: products of other operands, and after the scope close
 TEST_CASE("packed weights: the next scope packs ahead what the last one packed, from the weight's new values") {
   Generator generator(4104);
   const Tensor weight = weight_leaf(72, 130, generator);
-  std::size_t first_bytes = 0;
-  {
-    const PackedWeights packed({weight});
-    forward_and_backward(6, weight, generator);
-    first_bytes = packed.bytes();
-  }
-  if (first_bytes == 0) {
-    return test::skip("oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack");
-  }
+  const std::size_t first_bytes = bytes_packed_by_a_step(weight, generator, 6);
+  if (first_bytes == 0) return test::skip(kNothingToPack);
   // An optimizer step between the scopes: the weight changes in place.
   {
     const NoGradGuard no_grad;
@@ -159,15 +163,8 @@ TEST_CASE("packed weights: the next scope packs ahead what the last one packed, 
 TEST_CASE("packed weights: packing ahead stops when the wait is over, and the products pack the rest") {
   Generator generator(4106);
   const Tensor weight = weight_leaf(72, 130, generator);
-  std::size_t first_bytes = 0;
-  {
-    const PackedWeights packed({weight});
-    forward_and_backward(6, weight, generator);
-    first_bytes = packed.bytes();
-  }
-  if (first_bytes == 0) {
-    return test::skip("oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack");
-  }
+  const std::size_t first_bytes = bytes_packed_by_a_step(weight, generator, 6);
+  if (first_bytes == 0) return test::skip(kNothingToPack);
   PackedWeights next({weight});
   REQUIRE(next.ahead());
   int asked = 0;
@@ -185,13 +182,7 @@ TEST_CASE("packed weights: packing ahead stops when the wait is over, and the pr
 TEST_CASE("packed weights: a scope packs ahead only weights it holds, of the shape they were packed at") {
   Generator generator(4105);
   const Tensor weight = weight_leaf(40, 90, generator);
-  {
-    const PackedWeights packed({weight});
-    forward_and_backward(5, weight, generator);
-    if (packed.copies() == 0) {
-      return test::skip("oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack");
-    }
-  }
+  if (bytes_packed_by_a_step(weight, generator, 5) == 0) return test::skip(kNothingToPack);
   // Another weight alone: the last scope's copies are not its own.
   const Tensor other = weight_leaf(40, 90, generator);
   {

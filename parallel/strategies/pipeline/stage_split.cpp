@@ -353,15 +353,12 @@ std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_co
   // A split's largest rank total, then its largest stage (which sets the
   // pace of the chunks' handoffs), then the sum of the totals' squares.
   const auto score = [&](const std::vector<StageRange>& stages) {
-    std::vector<double> totals(static_cast<std::size_t>(ranks), 0.0);
     double largest_stage = 0.0;
-    for (std::size_t k = 0; k < stages.size(); ++k) {
-      const double cost = sums.range(stages[k].first, stages[k].last + 1);
-      totals[static_cast<std::size_t>(stage_holder(layout, static_cast<int>(k), ranks).rank)] += cost;
-      largest_stage = std::max(largest_stage, cost);
+    for (const StageRange& stage : stages) {
+      largest_stage = std::max(largest_stage, sums.range(stage.first, stage.last + 1));
     }
     double largest = 0.0, squares = 0.0;
-    for (const double total : totals) {
+    for (const double total : rank_totals(layer_costs, stages, ranks, layout)) {
       largest = std::max(largest, total);
       squares += total * total;
     }
@@ -387,6 +384,17 @@ std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_co
     }
   }
   return split;
+}
+
+std::vector<double> rank_totals(const std::vector<double>& layer_costs, const std::vector<StageRange>& stages,
+                                int ranks, ChunkLayout layout) {
+  const PrefixSums sums(layer_costs);
+  std::vector<double> totals(static_cast<std::size_t>(ranks), 0.0);
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    totals[static_cast<std::size_t>(stage_holder(layout, static_cast<int>(k), ranks).rank)] +=
+        sums.range(stages[k].first, stages[k].last + 1);
+  }
+  return totals;
 }
 
 std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance balance, const Shape& sample_shape,

@@ -83,6 +83,9 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
 // of the best split). One chunk per rank: balanced_split's stages.
 std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_costs, int ranks, int chunks,
                                              ChunkLayout layout, const std::vector<bool>& may_begin);
+// Each rank's total cost under that layout: its chunks' stages together.
+std::vector<double> rank_totals(const std::vector<double>& layer_costs, const std::vector<StageRange>& stages,
+                                int ranks, ChunkLayout layout);
 
 // One cost per layer of `layers` for balanced_split:
 //   Layers:     1 each;
