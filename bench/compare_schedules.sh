@@ -51,7 +51,7 @@ for config in "${configs[@]}"; do
   fi
   bubble=$(for f in "$work/$config".*; do sed -n 's/^bubble: \([0-9.]*\)% .*/\1/p' "$f"; done | median)
   formula=$(sed -n 's/^bubble: .* = \([0-9.]*\)% for .*/\1/p' "$work/$config.$rounds")
-  activations=$(awk '/^pipeline stages/ { t = 1 } t && $2 ~ /-/ && NF == 9 { printf "%s%s", sep, $5; sep = " / " }' \
+  activations=$(awk '/^pipeline stages/ { t = 1 } t && $1 ~ /^[0-9]+$/ && NF == 11 { printf "%s%s", sep, $5; sep = " / " }' \
     "$work/$config.$rounds")
   printf "%-16s %10s %18s %18s %22s\n" "$config" "$(median_rate "$config")" "$bubble" "$formula" "$activations"
 done

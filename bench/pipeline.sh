@@ -139,7 +139,7 @@ run_ddl() {
   rate=$(sed -n 's/.* \([0-9]*\) samples\/s.*/\1/p' "$log" | tail -n 1)
   bubble=$(sed -n 's/^bubble: \([0-9.]*\)% .* = \([0-9.]*\)% for.*/\1\t\2/p' "$log")
   [[ -n $bubble ]] || bubble=$'-\t-'
-  stages=$(awk 'NF == 9 && $6 ~ /M$/ {printf "%s%.1f/%d", sep, $5, $6; sep = " "}' "$log")
+  stages=$(awk 'NF == 11 && $8 ~ /M$/ {printf "%s%.1f/%d", sep, $5, $8; sep = " "}' "$log")
   rss=$(sed -n 's/^maxrss_kib \([0-9]*\)/\1/p' "$log")
   [[ -z $rss ]] || stages="-/$((rss / 1024))"
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rate" "$bubble" "${stages:--}" >> "$results"

@@ -47,7 +47,7 @@ data_sent=$(awk '/^training state per rank/ { t = 1 }
 data_mib=${data_sent%% *}
 # The pipeline: what each stage sent per training step (the last column of
 # its report).
-pipeline_mib=$(awk '/^[01] +[0-9]+-[0-9]+ / && NF == 9 { printf "%s%.1f", sep, $9; sep = " " }' "$out/pipeline.txt")
+pipeline_mib=$(awk '/^[01] +[0-9]+-[0-9]+ / && NF == 11 { printf "%s%.1f", sep, $11; sep = " " }' "$out/pipeline.txt")
 # setup, samples/s, peak MiB of each rank (largest first), MiB sent per step by each rank
 {
   echo "1-process $(rate "$out/one.txt") $(peaks "$out/one.rss") 0 0 0"
@@ -63,8 +63,8 @@ pipeline_mib=$(awk '/^[01] +[0-9]+-[0-9]+ / && NF == 9 { printf "%s%.1f", sep, $
 # The claims, on quantities that do not depend on time: the parameters each
 # stage holds and what the pipeline's links counted (messages, bytes).
 # stage, last layer, params MiB, messages and MiB sent per step, from the pipeline's report
-read -r -a stage0 <<< "$(awk '/^0 +[0-9]+-[0-9]+ / && NF == 9 { split($2, l, "-"); print 0, l[2], $3, $8, $9 }' "$out/pipeline.txt")"
-read -r -a stage1 <<< "$(awk '/^1 +[0-9]+-[0-9]+ / && NF == 9 { split($2, l, "-"); print 1, l[2], $3, $8, $9 }' "$out/pipeline.txt")"
+read -r -a stage0 <<< "$(awk '/^0 +[0-9]+-[0-9]+ / && NF == 11 { split($2, l, "-"); print 0, l[2], $3, $10, $11 }' "$out/pipeline.txt")"
+read -r -a stage1 <<< "$(awk '/^1 +[0-9]+-[0-9]+ / && NF == 11 { split($2, l, "-"); print 1, l[2], $3, $10, $11 }' "$out/pipeline.txt")"
 micro=$(sed -n 's/.*(1f1b, \([0-9]*\) micro-batches per batch.*/\1/p' "$out/pipeline.txt")
 # Floats per sample at the cut: the output shape of stage 0's last layer, from the summary.
 floats=$(awk -v layer="${stage0[1]:-}" '$1 == layer && match($0, /\(None(, [0-9]+)+\)/) {

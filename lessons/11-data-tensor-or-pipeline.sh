@@ -51,7 +51,7 @@ sent() {
        /^pipeline stages/ { t = "pipeline" }
        t == "data" && $1 == "0" && NF == 7 { print $7; exit }
        t == "tensor" && $1 == "0" && NF == 6 { print $6; exit }
-       t == "pipeline" && $1 == "0" && $2 ~ /-/ && NF == 9 { print $9; exit }' "$1"
+       t == "pipeline" && $1 == "0" && $2 ~ /-/ && NF == 11 { print $11; exit }' "$1"
 }
 
 : > "$out/mnist.dat"

@@ -587,6 +587,14 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     grep -q "^1 *5-10 *4.51 " "$work/out" || fail "no report row for stage 1 with its 4.51 MiB: $(cat "$work/out")"
     grep -q "^bubble: .* textbook (p-1)/(M+p-1) = 25.0% for p = 2, M = 3 (gpipe)" "$work/out" ||
       fail "no bubble line: $(cat "$work/out")"
+    # Each stage row's "held (sched.)": the micro-batches (of chunks) the
+    # stage held at once, counted, beside what its schedule's lists hold.
+    held_as_scheduled() {
+      awk '/^pipeline stages/ { t = 1 } t && $1 ~ /^[0-9]+$/ && NF == 11 { rows++; if ($7 != "(" $6 ")") bad = 1 }
+        END { exit !(rows == 2 && !bad) }' "$work/out" || fail "held (sched.) differ under $1: $(cat "$work/out")"
+    }
+    held_as_scheduled gpipe
+    grep -qE "^1 +5-10 +.* 3 \(3\) " "$work/out" || fail "gpipe's stage 1 did not hold all 3: $(cat "$work/out")"
     echo "ok: a 2-stage pipeline trained, rank 0 reported the stages"
     # Its checkpoint is a single-process one: one process resumes it.
     "$train" "${args[@]}" --epochs 2 --checkpoint-dir "$work/pp" --resume > "$work/out" 2>&1 ||
@@ -603,6 +611,8 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
       fail "no zb-h1 header: $(cat "$work/out")"
     grep -q "^bubble: .* textbook (p-1)/(3M+p-1) = 10.0% for p = 2, M = 3 (zb-h1)" "$work/out" ||
       fail "no zb-h1 bubble line: $(cat "$work/out")"
+    held_as_scheduled zb-h1
+    grep -qE "^0 +.* 2 \(2\) " "$work/out" || fail "zb-h1's stage 0 did not hold p - s = 2: $(cat "$work/out")"
     echo "ok: a zb-h1 pipeline trained, its bubble beside the paper's formula"
     mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
       --schedule interleaved-1f1b --chunks 2 --micro-batches 4 > "$work/out" 2>&1 ||
@@ -612,10 +622,12 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     grep -qE "^0 +[0-9]+-[0-9]+,[0-9]+-[0-9]+ " "$work/out" || fail "no report row of rank 0's two chunks: $(cat "$work/out")"
     grep -q "^bubble: .* textbook (p-1)/(vM+p-1) = 11.1% for p = 2, M = 4 (interleaved-1f1b, v = 2 chunks per rank)" \
       "$work/out" || fail "no interleaved bubble line: $(cat "$work/out")"
+    held_as_scheduled interleaved-1f1b
     mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \
       --schedule zb-v --micro-batches 4 > "$work/out" 2>&1 || fail "--schedule zb-v exited $?: $(cat "$work/out")"
     grep -q "^bubble: .* textbook (p-1)/(6M+p-1) = 4.0% for p = 2, M = 4 (zb-v, v = 2 chunks per rank)" "$work/out" ||
       fail "no zb-v bubble line: $(cat "$work/out")"
+    held_as_scheduled zb-v
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --epochs 1 --chunks 3 > "$work/out" 2> "$work/err"
     [[ $? -eq 2 ]] || fail "--chunks 3 under 1f1b did not exit 2: $(cat "$work/err")"
     grep -q "the 1f1b schedule holds 1 chunk of the model per rank, got 3" "$work/err" || fail "no reason: $(cat "$work/err")"

@@ -568,6 +568,13 @@ TEST_CASE("Pipeline: every stage's report reaches every rank: its memory, messag
   const std::string table = parallel::format_stage_reports(reports, run.pipeline->options());
   CHECK(table.find(fmt::format("textbook (p-1)/(M+p-1) = {:.1f}%",
                                100.0 * (world.size() - 1) / (3 + world.size() - 1))) != std::string::npos);
+  // Each stage's row: the micro-batches it held, beside its schedule's 3.
+  for (int s = 0; s < world.size(); ++s) {
+    CAPTURE(s);
+    const std::size_t row = table.find(fmt::format("\n{} ", s));
+    REQUIRE(row != std::string::npos);
+    CHECK(table.substr(row, table.find('\n', row + 1) - row).find(" 3 (3) ") != std::string::npos);
+  }
 }
 
 TEST_CASE("Pipeline: hybrid, dp pipelines of pp stages at batch B/dp each, equals one process at batch B") {

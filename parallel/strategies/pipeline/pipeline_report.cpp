@@ -10,6 +10,7 @@
 #include <ddl/optim/engine/memory_monitor.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/planning/placement.hpp>
+#include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 
 namespace ddl::parallel {
 namespace {
@@ -54,6 +55,17 @@ StageReport decode(const double* f, int peak_micro_batches, const Pipeline& pipe
   r.statistics.peak_packed_bytes = static_cast<std::size_t>(f[11]);
   r.statistics.peak_micro_batches = peak_micro_batches;
   return r;
+}
+
+// The most micro-batches (chunk-micro-batches) each rank's list holds at
+// once, from the simulator: what the held column measures, beside it.
+std::vector<int> schedule_peaks(const PipelineOptions& options, int ranks) {
+  const PipelineSimulation run = simulate_pipeline(
+      pipeline_actions(options.schedule, ranks, options.micro_batches, weight_gradients_of(options), options.chunks),
+      {}, chunk_layout(options.schedule));
+  std::vector<int> peaks;
+  for (const StageSimulation& stage : run.stages) peaks.push_back(stage.peak_activations);
+  return peaks;
 }
 
 }  // namespace
@@ -121,21 +133,25 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
   // As wide as the longest list of a rank's layers ("0-3,8-11" with chunks).
   std::size_t width = 8;
   for (const StageReport& r : reports) width = std::max(width, format_ranges(r.layers).size());
-  std::string out = fmt::format("{:<6} {:<{}} {:>11} {:>10} {:>11} {:>9} {:>6} {:>13} {:>14}\n", "stage", "layers",
-                                width, "params MiB", "optim MiB", "activ. MiB", "peak RSS", "idle", "messages/step",
-                                "sent/step MiB");
+  std::string out = fmt::format("{:<6} {:<{}} {:>11} {:>10} {:>11} {:>13} {:>9} {:>6} {:>13} {:>14}\n", "stage",
+                                "layers", width, "params MiB", "optim MiB", "activ. MiB", "held (sched.)", "peak RSS",
+                                "idle", "messages/step", "sent/step MiB");
+  const auto stages = static_cast<int>(reports.size());
+  const std::vector<int> peaks = stages > 0 ? schedule_peaks(options, stages) : std::vector<int>();
   double idle = 0.0;
   for (const StageReport& r : reports) {
     idle += r.statistics.idle_fraction();
     // Per training step, as data and tensor parallelism report theirs.
     const auto steps = static_cast<double>(std::max<std::int64_t>(1, r.statistics.steps));
-    out += fmt::format("{:<6} {:<{}} {:>11.2f} {:>10.2f} {:>11.2f} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n", r.stage,
-                       format_ranges(r.layers), width, mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
-                       mebibytes(r.peak_activation_bytes), mebibytes(r.peak_resident_bytes),
-                       100.0 * r.statistics.idle_fraction(), static_cast<double>(r.statistics.messages) / steps,
-                       mebibytes(static_cast<double>(r.statistics.bytes) / steps));
+    const std::string held =
+        fmt::format("{} ({})", r.statistics.peak_micro_batches, peaks[static_cast<std::size_t>(r.stage)]);
+    out +=
+        fmt::format("{:<6} {:<{}} {:>11.2f} {:>10.2f} {:>11.2f} {:>13} {:>8.0f}M {:>5.1f}% {:>13g} {:>14.2f}\n",
+                    r.stage, format_ranges(r.layers), width, mebibytes(r.parameter_bytes), mebibytes(r.optimizer_bytes),
+                    mebibytes(r.peak_activation_bytes), held, mebibytes(r.peak_resident_bytes),
+                    100.0 * r.statistics.idle_fraction(), static_cast<double>(r.statistics.messages) / steps,
+                    mebibytes(static_cast<double>(r.statistics.bytes) / steps));
   }
-  const auto stages = static_cast<int>(reports.size());
   out += fmt::format(
       "bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook {} = {:.1f}% "
       "for p = {}, M = {} ({}{})\n",
