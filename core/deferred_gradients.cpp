@@ -34,11 +34,17 @@ void add_into_grad(const std::shared_ptr<TensorImpl>& weight, const Tensor& x, c
 // One tensor of the rows of every part, in order.
 Tensor joined(const std::vector<Tensor>& parts) { return parts.size() == 1 ? parts.front() : concat(parts); }
 
+// A gradient computed for `leaf`, handed to its accumulator (added into
+// .grad, hooks run); nothing if it no longer requires grad.
+void accumulate(const std::shared_ptr<TensorImpl>& leaf, const Tensor& gradient) {
+  if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(leaf))) accumulator->backward(gradient, {});
+}
+
 }  // namespace
 
 DeferredWeightGradients::DeferredWeightGradients(const std::vector<Tensor>& weights) {
   for (const Tensor& weight : weights) {
-    if (weight.defined() && weight.dim() == 2) entries_.push_back({weight.impl(), {}});
+    if (weight.defined() && weight.dim() >= 2) entries_.push_back({.weight = weight.impl()});
   }
 }
 
@@ -48,11 +54,14 @@ void DeferredWeightGradients::backward_inputs(const Tensor& root, const Tensor& 
 }
 
 bool DeferredWeightGradients::keep(const std::shared_ptr<TensorImpl>& weight, std::size_t part, const Tensor& x,
-                                   const Tensor& gradient) {
+                                   const Tensor& gradient, Product product,
+                                   std::vector<std::weak_ptr<TensorImpl>> companions) {
   const auto entry =
       std::find_if(entries_.begin(), entries_.end(), [&](const Entry& e) { return same_owner(e.weight, weight); });
   if (entry == entries_.end()) return false;
   entry->rows.push_back({part, x, gradient});
+  entry->product = std::move(product);  // every pass's alike: the op's, for any rows
+  entry->companions = std::move(companions);
   return true;
 }
 
@@ -96,8 +105,15 @@ void DeferredWeightGradients::compute(Selected selected) {
         xs.push_back(rows->x);
         gradients.push_back(rows->gradient);
       }
-      // Unless it stopped requiring grad since.
-      if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) {
+      if (entry.product) {
+        const std::vector<Tensor> computed = entry.product(joined(xs), joined(gradients));
+        accumulate(weight, computed.front());
+        for (std::size_t c = 0; c < entry.companions.size(); ++c) {
+          if (const std::shared_ptr<TensorImpl> companion = entry.companions[c].lock()) {
+            accumulate(companion, computed[c + 1]);
+          }
+        }
+      } else if (const std::shared_ptr<Node> accumulator = edge_to(Tensor(weight))) {  // unless it stopped requiring grad
         add_into_grad(weight, joined(xs), joined(gradients), *accumulator);
       }
     }

@@ -23,10 +23,13 @@
 // What is deferred: the gradient of the second operand of `matmul` when it
 // is a 2-D leaf that requires grad and is one of the weights the object was
 // made for (a Dense weight; never, say, a pipeline stage's input, whose
-// gradient is read right after backward), in a pass of backward_inputs (the
-// pass carries the object to matmul's backward: autograd.hpp's
-// BackwardPass; a plain backward() defers nothing). Everything else
-// (biases, convolutions, activations, inputs) is computed as usual. The deferred gradients are
+// gradient is read right after backward), and a convolution's weight
+// gradient when its weight is such a leaf (with its bias's, which the same
+// backward-weights pass gives: layers/conv2d.cpp keeps its input and
+// output gradient as the rows, joined along the batch), in a pass of
+// backward_inputs (the pass carries the object to the op's backward:
+// autograd.hpp's BackwardPass; a plain backward() defers nothing).
+// Everything else (Dense biases, activations, inputs) is computed as usual. The deferred gradients are
 // added into .grad, and the leaf's gradient hooks run then: by the GEMM
 // straight into .grad when the weight has one (beta = 1: no product as
 // large as the weight is written and read back, which is what keeps a
@@ -50,6 +53,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -60,7 +64,8 @@ namespace ddl::autograd {
 class DeferredWeightGradients {
  public:
   // `weights`: the tensors whose gradients may be deferred (a model's
-  // parameters; those that are not 2-D never are).
+  // parameters; 1-D ones, biases and norms' scales, never are on their
+  // own).
   explicit DeferredWeightGradients(const std::vector<Tensor>& weights);
   DeferredWeightGradients(const DeferredWeightGradients&) = delete;
   DeferredWeightGradients& operator=(const DeferredWeightGradients&) = delete;
@@ -88,11 +93,20 @@ class DeferredWeightGradients {
   std::size_t weights() const;
   std::size_t bytes() const;
 
-  // Called by matmul's backward within a pass of backward_inputs: keeps
-  // the rows `x` [rows, in] and `gradient` [rows, out] of `weight`'s
-  // gradient xᵀ gradient as part `part` if the object was made for
-  // `weight`, and says whether it did.
-  bool keep(const std::shared_ptr<TensorImpl>& weight, std::size_t part, const Tensor& x, const Tensor& gradient);
+  // How an op other than matmul computes a kept weight's gradient from the
+  // rows of its parts joined along dim 0: the gradients of the weight and
+  // of each of its companions, in that order (a convolution's
+  // backward-weights pass, which gives its bias's gradient too).
+  using Product = std::function<std::vector<Tensor>(const Tensor& x, const Tensor& gradient)>;
+
+  // Called by an op's backward within a pass of backward_inputs: keeps the
+  // rows `x` and `gradient` of `weight`'s gradient as part `part` if the
+  // object was made for `weight`, and says whether it did. matmul's rows
+  // are x [rows, in] and gradient [rows, out], the gradient xᵀ gradient;
+  // another op gives its `product` and the `companions` whose gradients
+  // that product gives too (each a leaf, or expired: skipped).
+  bool keep(const std::shared_ptr<TensorImpl>& weight, std::size_t part, const Tensor& x, const Tensor& gradient,
+            Product product = {}, std::vector<std::weak_ptr<TensorImpl>> companions = {});
 
  private:
   struct Rows {
@@ -101,7 +115,9 @@ class DeferredWeightGradients {
   };
   struct Entry {
     std::weak_ptr<TensorImpl> weight;
-    std::vector<Rows> rows;
+    std::vector<Rows> rows{};
+    Product product{};  // empty: matmul's
+    std::vector<std::weak_ptr<TensorImpl>> companions{};
   };
 
   template <class Selected>

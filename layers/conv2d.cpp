@@ -1,15 +1,21 @@
 // The conv2d op and the Conv2d layer: shape checks, the dispatch of each
 // pass to the CPU (conv2d_cpu.cpp) or cuDNN (conv2d_cuda.cpp) kernels, and
 // the autograd node. Backward calls the backward-data, backward-filter and
-// backward-bias kernels directly, and only those whose gradient is needed.
+// backward-bias kernels directly, and only those whose gradient is needed;
+// in a pass that defers weight gradients (core/deferred_gradients.hpp), the
+// input's now and the weight's and bias's later, once for several passes.
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/deferred_gradients.hpp>
 #include <ddl/core/dispatch.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
 #include <ddl/layers/init.hpp>
+
+#include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -66,6 +72,33 @@ Conv2dGeometry geometry_of(const Tensor& input, const Tensor& weight, const Tens
   return g;
 }
 
+// The gradients of conv2d's input, weight and bias (undefined where not
+// needed) from the output's gradient `grad` (contiguous, on `device`,
+// shaped like the output): the backward-data, backward-filter and
+// backward-bias kernels, only those needed.
+std::vector<Tensor> conv2d_gradients(const Conv2dGeometry& g, const Device& device, const Tensor& input,
+                                     const Tensor& weight, const Tensor& grad, bool need_input, bool need_weight,
+                                     bool need_bias) {
+  const Shape input_shape{g.batch, g.channels, g.height, g.width};
+  const Shape weight_shape{g.filters, g.channels, g.kernel_h, g.kernel_w};
+  if (g.batch == 0) {  // an empty batch: no kernel to run, and empty sums
+    const TensorOptions on_device{DType::Float32, device, false};
+    return std::vector{need_input ? zeros(input_shape, on_device) : Tensor(),
+                       need_weight ? zeros(weight_shape, on_device) : Tensor(),
+                       need_bias ? zeros({g.filters}, on_device) : Tensor()};
+  }
+  Tensor grad_input = need_input ? empty_float(input_shape, device) : Tensor();
+  Tensor grad_weight = need_weight ? empty_float(weight_shape, device) : Tensor();
+  Tensor grad_bias = need_bias ? empty_float({g.filters}, device) : Tensor();
+  const auto pointer = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+  const Conv2dBackward operands{pointer(input),      pointer(weight),      grad.data<float>(),
+                                pointer(grad_input), pointer(grad_weight), pointer(grad_bias)};
+  backend::dispatch(
+      "conv2d backward", device, [&] { cpu_backend::conv2d_backward(g, operands); },
+      [&](auto stream) { cuda_backend::conv2d_backward(stream, g, operands); });
+  return std::vector{grad_input, grad_weight, grad_bias};
+}
+
 }  // namespace
 
 std::int64_t conv2d_output_extent(std::int64_t in, std::int64_t kernel, const Conv2dOptions& options) {
@@ -92,32 +125,36 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   if (autograd::needs_grad({&input, &weight, &bias})) {
     const bool need_input = input.requires_grad(), need_weight = weight.requires_grad();
     const bool need_bias = bias.defined() && bias.requires_grad();
+    // Only a leaf weight's gradient (and a leaf bias's, from the same pass)
+    // may wait for a pass that defers it (core/deferred_gradients.hpp).
+    const bool deferrable = need_weight && !weight.impl()->grad_fn && (!need_bias || !bias.impl()->grad_fn);
     // The input is kept only for the weight's and the bias's gradients (the
     // CPU computes both in one pass), the weight only for the input's.
     autograd::record(
         "Conv2dBackward", {&input, &weight, &bias}, output,
-        [g, device, input = need_weight || need_bias ? input.detach() : Tensor(), weight = need_input ? weight.detach() : Tensor(),
-         need_input, need_weight, need_bias](const Tensor& grad) {
-          // The incoming gradient is contiguous and on `device` (every op makes
-          // a new tensor), shaped like the output.
-          const Shape input_shape{g.batch, g.channels, g.height, g.width};
-          const Shape weight_shape{g.filters, g.channels, g.kernel_h, g.kernel_w};
-          if (g.batch == 0) {  // an empty batch: no kernel to run, and empty sums
-            const TensorOptions on_device{DType::Float32, device, false};
-            return std::vector{need_input ? zeros(input_shape, on_device) : Tensor(),
-                               need_weight ? zeros(weight_shape, on_device) : Tensor(),
-                               need_bias ? zeros({g.filters}, on_device) : Tensor()};
+        [g, device, input = need_weight || need_bias ? input.detach() : Tensor(),
+         weight = need_input ? weight.detach() : Tensor(), need_input, need_weight, need_bias,
+         leaf = deferrable ? std::weak_ptr(weight.impl()) : std::weak_ptr<TensorImpl>(),
+         bias_leaf = deferrable && need_bias ? std::weak_ptr(bias.impl()) : std::weak_ptr<TensorImpl>()](
+            const Tensor& grad, const BackwardPass& pass) {
+          // The weight's and the bias's gradients later, for the rows of
+          // several passes at once: the input and the output's gradient
+          // joined along the batch.
+          const std::shared_ptr<TensorImpl> kept = leaf.lock();
+          const auto weight_side = [g, device, need_bias](const Tensor& x, const Tensor& dy) {
+            Conv2dGeometry whole = g;
+            whole.batch = x.size(0);
+            const std::vector<Tensor> gradients =
+                conv2d_gradients(whole, device, x, Tensor(), dy, false, true, need_bias);
+            return need_bias ? std::vector{gradients[1], gradients[2]} : std::vector{gradients[1]};
+          };
+          std::vector<std::weak_ptr<TensorImpl>> companions;
+          if (need_bias) companions.push_back(bias_leaf);
+          if (kept && pass.deferred != nullptr &&
+              pass.deferred->keep(kept, pass.part, input, grad, weight_side, std::move(companions))) {
+            return conv2d_gradients(g, device, input, weight, grad, need_input, false, false);
           }
-          Tensor grad_input = need_input ? empty_float(input_shape, device) : Tensor();
-          Tensor grad_weight = need_weight ? empty_float(weight_shape, device) : Tensor();
-          Tensor grad_bias = need_bias ? empty_float({g.filters}, device) : Tensor();
-          const auto pointer = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
-          const Conv2dBackward operands{pointer(input),      pointer(weight),      grad.data<float>(),
-                                        pointer(grad_input), pointer(grad_weight), pointer(grad_bias)};
-          backend::dispatch(
-              "conv2d backward", device, [&] { cpu_backend::conv2d_backward(g, operands); },
-              [&](auto stream) { cuda_backend::conv2d_backward(stream, g, operands); });
-          return std::vector{grad_input, grad_weight, grad_bias};
+          return conv2d_gradients(g, device, input, weight, grad, need_input, need_weight, need_bias);
         });
   }
   return output;

@@ -344,3 +344,75 @@ TEST_CASE("deferred weight gradients: parts of no rows add nothing, a weight of 
     CHECK(weight.grad().shape() == Shape{0, 3});
   }
 }
+
+TEST_CASE("deferred weight gradients: a convolution's weight and bias, the whole batch's backward-weights bit for bit") {
+  Generator generator(907);
+  // Awkward sizes: odd channels and extents, stride 2 with padding, parts
+  // of 3, 1 and 2 images.
+  const layers::Conv2dOptions options{.kernel_size = 3, .stride = 2, .padding = 1};
+  const std::vector<std::int64_t> part_images{3, 1, 2};
+  std::vector<Tensor> xs, gradients;
+  for (const std::int64_t images : part_images) {
+    xs.push_back(uniform_tensor({images, 3, 9, 7}, generator));
+    gradients.push_back(uniform_tensor({images, 5, 5, 4}, generator));
+  }
+  const auto leaf = [](Tensor t) {
+    t.set_requires_grad(true);
+    return t;
+  };
+  const Tensor weight = leaf(uniform_tensor({5, 3, 3, 3}, generator));
+  const Tensor bias = leaf(uniform_tensor({5}, generator));
+  int weight_hooks = 0, bias_hooks = 0;
+  weight.register_grad_hook([&](const Tensor&) { ++weight_hooks; });
+  bias.register_grad_hook([&](const Tensor&) { ++bias_hooks; });
+
+  // The reference: one backward over the whole batch, as one process runs it.
+  const Tensor whole_weight = leaf(weight.detach().clone()), whole_bias = leaf(bias.detach().clone());
+  const Tensor whole_input = leaf(concat(xs));
+  layers::conv2d(whole_input, whole_weight, whole_bias, options).backward(concat(gradients));
+
+  DeferredWeightGradients deferred({weight, bias});
+  std::vector<Tensor> inputs;
+  for (std::size_t p = 0; p < part_images.size(); ++p) {
+    inputs.push_back(leaf(xs[p].clone()));
+    deferred.backward_inputs(layers::conv2d(inputs.back(), weight, bias, options), gradients[p], p);
+    CHECK(inputs.back().grad().defined());  // the input's gradient flows at once
+  }
+  CHECK_FALSE(weight.grad().defined());
+  CHECK_FALSE(bias.grad().defined());
+  CHECK(deferred.weights() == 1);
+  CHECK(deferred.bytes() == (concat(xs).nbytes() + concat(gradients).nbytes()));
+
+  deferred.backward_weights();
+  CHECK(deferred.weights() == 0);
+  CHECK(weight_hooks == 1);
+  CHECK(bias_hooks == 1);
+  CHECK(weight.grad().to_vector<float>() == whole_weight.grad().to_vector<float>());
+  CHECK(bias.grad().to_vector<float>() == whole_bias.grad().to_vector<float>());
+  CHECK(concat({inputs[0].grad(), inputs[1].grad(), inputs[2].grad()}).to_vector<float>() ==
+        whole_input.grad().to_vector<float>());
+}
+
+TEST_CASE("deferred weight gradients: a convolution's W per part adds what each part's own backward adds, bit for bit") {
+  Generator generator(908);
+  const layers::Conv2dOptions options{.kernel_size = 2, .bias = false};
+  std::vector<Tensor> xs, gradients;
+  for (const std::int64_t images : {2, 3}) {
+    xs.push_back(uniform_tensor({images, 2, 5, 6}, generator));
+    gradients.push_back(uniform_tensor({images, 4, 4, 5}, generator));
+  }
+  Tensor weight = uniform_tensor({4, 2, 2, 2}, generator);
+  weight.set_requires_grad(true);
+  Tensor plain = weight.detach().clone();
+  plain.set_requires_grad(true);
+  DeferredWeightGradients deferred({weight});
+  for (std::size_t p = 0; p < xs.size(); ++p) {
+    layers::conv2d(xs[p], plain, Tensor(), options).backward(gradients[p]);
+    deferred.backward_inputs(layers::conv2d(xs[p], weight, Tensor(), options), gradients[p], p);
+  }
+  // The schedule's W of each part in turn, as zero-bubble schedules run them.
+  deferred.backward_weights({0});
+  CHECK(deferred.weights() == 1);
+  deferred.backward_weights({1});
+  CHECK(weight.grad().to_vector<float>() == plain.grad().to_vector<float>());
+}

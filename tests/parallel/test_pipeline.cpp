@@ -122,17 +122,19 @@ TEST_CASE("Pipeline: Dense weight gradients deferred to the batch's end train as
   single.trainer->fit(data, {.epochs = 2});
 
   // The rows each deferred weight keeps by the last backward: the whole
-  // batch's inputs and output gradients of every Dense layer of the stage;
-  // per micro-batch, those of the largest micro-batch (3 of the 12 rows).
-  std::size_t dense_rows_bytes = 0;
+  // batch's inputs and output gradients of every Dense layer of the stage.
+  // Per micro-batch, those of the largest micro-batch (3 of the 12 rows),
+  // and of the convolution too (its 1x12x12 input and 4x10x10 output
+  // images), whose W then also waits for its own action.
+  std::size_t dense_rows_bytes = 0, micro_batch_rows_bytes = 0;
   for (const auto& entry : pipeline_run(world, {}).model->named_parameters()) {
     const Tensor& parameter = entry.second;
-    if (parameter.dim() == 2) {
-      dense_rows_bytes +=
-          static_cast<std::size_t>(kGlobalBatch * (parameter.size(0) + parameter.size(1))) * sizeof(float);
-    }
+    if (parameter.dim() < 2) continue;
+    const bool dense = parameter.dim() == 2;
+    const std::int64_t per_sample = dense ? parameter.size(0) + parameter.size(1) : 144 + 400;
+    if (dense) dense_rows_bytes += static_cast<std::size_t>(kGlobalBatch * per_sample) * sizeof(float);
+    micro_batch_rows_bytes += static_cast<std::size_t>(3 * per_sample) * sizeof(float);
   }
-  const std::size_t micro_batch_rows_bytes = dense_rows_bytes / kGlobalBatch * 3;
   for (const PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
     CAPTURE(parallel::pipeline_schedule_name(schedule));
     std::vector<std::vector<float>> by_mode;

@@ -136,6 +136,21 @@ Device stage_device(const layers::Module& model, const optim::Batch& batch) {
   return parameters.empty() ? batch.inputs.device() : parameters.front().device();
 }
 
+// The weights whose gradients wait for the Weight actions: every Dense
+// weight, and where each micro-batch's W is its own (its rows kept only
+// until that W), the convolutions' too. Kept to the batch's end, a
+// convolution's rows would be its input and output images of every
+// micro-batch: the activations 1F1B frees after each backward.
+std::vector<Tensor> deferred_weights(const layers::Module& model, WeightGradients weights) {
+  std::vector<Tensor> chosen;
+  for (const Tensor& parameter : model.parameters()) {
+    if (parameter.dim() == 2 || (parameter.dim() > 2 && weights == WeightGradients::per_micro_batch)) {
+      chosen.push_back(parameter);
+    }
+  }
+  return chosen;
+}
+
 }  // namespace
 
 struct Pipeline::State {
@@ -273,7 +288,7 @@ class Pipeline::StageRun {
         loss_(loss),
         cuts_(cut_batch(batch.size(), state.options.micro_batches)),
         device_(stage_device(model, batch)),
-        deferred_(model.parameters()) {
+        deferred_(deferred_weights(model, state.weights)) {
     const auto count = cuts_.size();
     if (s_.options.pack_weights && count > 1 && device_.type() == DeviceType::CPU) packed_.emplace(model.parameters());
     const std::size_t slots = count * static_cast<std::size_t>(s_.chunks);
