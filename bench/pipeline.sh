@@ -8,10 +8,14 @@
 #   bench/pipeline.sh [build-dir] [rounds]        e.g. bench/pipeline.sh build-cpu 3
 #   bench/pipeline.sh --summary <logs>/results.tsv  (the tables again, from a run's results)
 #
-#   a. samples/s against the micro-batch count M in {1,2,4,8,16}, 2 stages x
-#      1 thread: ddl 1f1b and zb-h1; torch Schedule1F1B (M >= 2) and ScheduleGPipe;
-#      the 1-process baselines (ddl 1 and 2 threads, torch 1 thread); ddl's
-#      measured bubble beside the textbook (p-1)/(M+p-1).
+#   a. samples/s against the micro-batch count M in {1,2,4,8,16}
+#      ($PIPELINE_M), 2 ranks x 1 thread: ddl 1f1b, zb-h1, zb-h2,
+#      interleaved-1f1b and zb-v; torch ScheduleGPipe, Schedule1F1B,
+#      ScheduleInterleaved1F1B, ScheduleZBVZeroBubble and ScheduleDualPipeV
+#      on ddl's cuts (each refusal reported); the 1-process baselines (ddl 1
+#      and 2 threads, torch 1 thread); ddl's measured bubble beside its
+#      schedule's formula; then each framework's best pipeline, their
+#      ratio and ddl's against its 2-thread process.
 #   b. (first round) ddl's peak activation MiB per stage, GPipe against
 #      1F1B, M = 8, 2 stages and 4 stages (4 ranks on 2 cores: memory only).
 #   c. (first round) peak RSS per rank: ddl 1, 2 and 4 stages (balanced by
@@ -24,6 +28,7 @@
 #   d. mnist_cnn, 2 stages x 1 thread, --balance time / parameters / layers
 #      (M = 4), against one process, every round.
 #
+# PIPELINE_EXTRAS=0 runs (a) alone.
 # ddl-train's samples/s counts every step of its epoch, the first included;
 # torch_pipeline.py prints both its rate after warm-up and over every step.
 # Needs bench/.venv-peers (bench/install-peers.sh). Raw outputs go to
@@ -52,7 +57,10 @@ def runs(values):
     return "/".join(values)
 
 def rate(name, column=0):
-    return med(f[column] for f in rows[name])
+    return med(f[column] for f in rows[name]) if name in rows else None
+
+def ratio(a, b):
+    return None if a is None or b is None else a / b
 
 base_ddl = rate("ddl 1 process, 1 thread")
 base_torch = rate("torch 1 process, 1 thread")
@@ -72,8 +80,20 @@ for name, f in rows.items():
     allsteps = f"{fmt(rate(name, 1), 1)} ({runs(x[1] for x in f)})" if torch else ""
     bubble = f"{fmt(rate(name, 1), 1)}% ({runs(x[1] for x in f)})" if not torch and f[0][1] != "-" else ""
     textbook = f"{f[0][2]}%" if bubble else ""
-    print(f"| {name} | {fmt(r, 1 if torch else 0)} | {runs(x[0] for x in f)} | {fmt(r / base_ddl, 2)} | "
-          f"{fmt(r / own, 2)} | {allsteps} | {bubble} | {textbook} |")
+    print(f"| {name} | {fmt(r, 1 if torch else 0)} | {runs(x[0] for x in f)} | {fmt(ratio(r, base_ddl), 2)} | "
+          f"{fmt(ratio(r, own), 2)} | {allsteps} | {bubble} | {textbook} |")
+
+# The two goals: ddl's best pipeline against torch's best, and
+# against ddl's own process on both cores.
+def best(prefix):
+    named = [(rate(n), n) for n in rows if n.startswith(prefix) and "(memory)" not in n and rate(n) is not None]
+    return max(named) if named else (None, "-")
+ddl_best, ddl_name = best("ddl 2 stages")
+torch_best, torch_name = best("torch 2 stages")
+two = rate("ddl 1 process, 2 threads")
+print(f"\nbest pipelines: ddl {fmt(ddl_best)} ({ddl_name}), torch {fmt(torch_best, 1)} ({torch_name}): "
+      f"{fmt(ratio(ddl_best, torch_best), 2)}x; ddl's best / ddl 1 process 2 threads ({fmt(two)}): "
+      f"{fmt(ratio(ddl_best, two), 2)}x")
 
 print("\n(b, c) memory, first round. ddl: per stage peak activation MiB / peak RSS MiB (ddl-train's report; one "
       "process: /usr/bin/time). torch: per rank peak RSS MiB / RSS after `import torch`")
@@ -91,7 +111,7 @@ for name, f in rows.items():
     if name.startswith("mnist_cnn"):
         r = rate(name)
         bubble = f"{fmt(rate(name, 1), 1)}%" if f[0][1] != "-" else ""
-        print(f"| {name} | {fmt(r)} | {runs(x[0] for x in f)} | {fmt(r / cnn_base, 2)} | {bubble} | {f[0][3]} |")
+        print(f"| {name} | {fmt(r)} | {runs(x[0] for x in f)} | {fmt(ratio(r, cnn_base), 2)} | {bubble} | {f[0][3]} |")
 PY
 }
 
@@ -105,6 +125,8 @@ train=$build/apps/ddl-train
 [[ -x $train ]] || { echo "no $train: build ddl-train first" >&2; exit 1; }
 [[ -x $python ]] || { echo "no $python: run bench/install-peers.sh first" >&2; exit 1; }
 samples=${PIPELINE_SAMPLES:-1280}  # 10 steps of 128 (a smaller value makes a quick smoke test)
+counts=${PIPELINE_M:-1 2 4 8 16}   # the micro-batch counts of (a)
+extras=${PIPELINE_EXTRAS:-1}       # 0: (a) alone, without (b) to (e)
 steps=$((samples / 128))
 limit=(--train-limit "$samples" --test-limit 128 --no-validation --epochs 1)
 wide=(--model wide_mlp --optimizer sgd --lr 0.01 --threads 1 "${limit[@]}")
@@ -182,16 +204,24 @@ round_commands() {
   echo "run_ddl 'ddl 1 process, 1 thread' $r 0 ${wide[*]}"
   echo "run_ddl 'ddl 1 process, 2 threads' $r 0 ${wide2[*]}"
   echo "run_torch 'torch 1 process, 1 thread' $r --stages 1"
-  for m in 1 2 4 8 16; do
-    echo "run_ddl 'ddl 2 stages 1f1b M=$m' $r 2 ${wide[*]} --parallel pipeline --balance parameters --schedule 1f1b --micro-batches $m"
-    echo "run_ddl 'ddl 2 stages zb-h1 M=$m' $r 2 ${wide[*]} --parallel pipeline --balance parameters --schedule zb-h1 --micro-batches $m"
-    if ((m >= 2)); then
+  for m in $counts; do
+    for schedule in 1f1b zb-h1 zb-h2 interleaved-1f1b zb-v; do
+      echo "run_ddl 'ddl 2 stages $schedule M=$m' $r 2 ${wide[*]} --parallel pipeline --balance parameters --schedule $schedule --micro-batches $m"
+    done
+    if ((extras && m >= 2)); then
       echo "run_ddl 'ddl 1 process, M=$m accumulated' $r 0 ${wide[*]} --batch-size $((128 / m)) --accumulate $m"
-      echo "run_torch 'torch 2 stages 1f1b M=$m' $r --stages 2 --schedule 1f1b --micro-batches $m"
+      echo "run_torch 'torch 1 process, M=$m accumulated' $r --stages 1 --micro-batches $m"
     fi
+    # The same cuts as ddl's (--balance parameters): 8 for one stage per
+    # rank; for two, rank totals of 51.5% / 48.5% (interleaved) and 51.6% /
+    # 48.4% (the V).
     echo "run_torch 'torch 2 stages gpipe M=$m' $r --stages 2 --schedule gpipe --micro-batches $m"
-    if ((m >= 2)); then echo "run_torch 'torch 1 process, M=$m accumulated' $r --stages 1 --micro-batches $m"; fi
+    echo "run_torch 'torch 2 stages 1f1b M=$m' $r --stages 2 --schedule 1f1b --micro-batches $m"
+    echo "run_torch 'torch 2 stages interleaved-1f1b M=$m' $r --stages 2 --schedule interleaved-1f1b --split 4,8,12 --micro-batches $m"
+    echo "run_torch 'torch 2 stages zb-v M=$m' $r --stages 2 --schedule zb-v --split 4,8,11 --micro-batches $m"
+    echo "run_torch 'torch 2 stages dualpipev M=$m' $r --stages 2 --schedule dualpipev --split 4,8,11 --micro-batches $m"
   done
+  ((extras)) || return 0
   local cnn="--model mnist_cnn --optimizer sgd --lr 0.01 --threads 1 --train-limit $((samples * 5)) --test-limit 128 --no-validation --epochs 1"
   echo "run_ddl 'mnist_cnn 1 process, 1 thread' $r 0 $cnn"
   for balance in time parameters layers; do
@@ -206,7 +236,7 @@ for ((r = 1; r <= rounds; r++)); do
   else
     for command in "${commands[@]}"; do eval "$command"; done
   fi
-  if ((r == 1)); then  # (b) and (c): memory, measured once
+  if ((r == 1 && extras)); then  # (b) and (c): memory, measured once
     for schedule in gpipe 1f1b; do
       run_ddl "ddl 2 stages $schedule M=8 (memory)" 1 2 "${wide[@]}" --parallel pipeline --balance parameters \
         --schedule $schedule --micro-batches 8

@@ -12,7 +12,11 @@ labels with cross-entropy (batch mean) and SGD, as ddl-train --optimizer sgd.
                arithmetic without its bubble or messages);
   --stages P   P processes (torch.multiprocessing spawn, gloo on 127.0.0.1),
                each holding only its stage's layers, PipelineStage +
-               ScheduleGPipe or Schedule1F1B with --micro-batches M.
+               ScheduleGPipe or Schedule1F1B with --micro-batches M; or
+               two stages each (2P in all) under ScheduleInterleaved1F1B
+               (rank r holds stages r and r + P), ScheduleZBVZeroBubble or
+               ScheduleDualPipeV (stages r and 2P - 1 - r: a V), as ddl's
+               interleaved-1f1b and zb-v place their chunks.
 
 Each process runs --threads intra-op threads and 1 inter-op thread, under
 a larger glibc malloc threshold (faster for PyTorch; the script re-executes
@@ -55,6 +59,30 @@ def wide_mlp_layers(first, last):
     makers.append(lambda: nn.Linear(width, 10))
     assert len(makers) == 16
     return nn.Sequential(*(make() for make in makers[first:last]))
+
+
+# --schedule: PyTorch's class, and where each rank's model stages lie
+# (None: one stage per rank).
+SCHEDULES = {
+    "gpipe": ("ScheduleGPipe", None),
+    "1f1b": ("Schedule1F1B", None),
+    "interleaved-1f1b": ("ScheduleInterleaved1F1B", "looped"),
+    "zb-v": ("ScheduleZBVZeroBubble", "v"),
+    "dualpipev": ("ScheduleDualPipeV", "v"),
+}
+
+
+def model_stages(args):
+    """How many model stages the schedule cuts the layers into."""
+    return args.stages * (1 if SCHEDULES[args.schedule][1] is None else 2)
+
+
+def stages_of_rank(rank, args):
+    """The model stages rank `rank` holds, in the order the schedule takes them."""
+    layout, p = SCHEDULES[args.schedule][1], args.stages
+    if layout is None:
+        return [rank]
+    return [rank, rank + p] if layout == "looped" else [rank, 2 * p - 1 - rank]
 
 
 def stage_bounds(split, stages):
@@ -137,18 +165,21 @@ def stage_worker(rank, args, port):
     set_threads(args.threads)
     rss_import = peak_rss_mib()
     dist.init_process_group("gloo", rank=rank, world_size=args.stages)
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+    import torch.distributed.pipelining as pipelining
 
-    first, last = stage_bounds(args.split, args.stages)[rank]
+    total = model_stages(args)
+    mine = stages_of_rank(rank, args)
+    bounds = stage_bounds(args.split, total)
     torch.manual_seed(1 + rank)
-    module = wide_mlp_layers(first, last)
-    stage = PipelineStage(module, rank, args.stages, torch.device("cpu"))
+    modules = [wide_mlp_layers(*bounds[k]) for k in mine]
+    stages = [pipelining.PipelineStage(m, k, total, torch.device("cpu")) for m, k in zip(modules, mine)]
     loss_fn = nn.CrossEntropyLoss()
-    kind = Schedule1F1B if args.schedule == "1f1b" else ScheduleGPipe
+    kind = getattr(pipelining, SCHEDULES[args.schedule][0])
     refused = None
     try:
-        schedule = kind(stage, n_microbatches=args.micro_batches, loss_fn=loss_fn)
-    except Exception as error:  # PyTorch's 1F1B refuses M < stages
+        schedule = kind(stages if len(stages) > 1 else stages[0], n_microbatches=args.micro_batches,
+                        loss_fn=loss_fn)
+    except Exception as error:  # PyTorch's 1F1B refuses M < stages, interleaving M not a multiple of them
         refused = f"{type(error).__name__}: {error}"
     if refused is not None:
         if rank == 0:
@@ -156,24 +187,23 @@ def stage_worker(rank, args, port):
                   f"REFUSED {refused}")
         dist.destroy_process_group()
         return
+    module = nn.ModuleList(modules)
     optimizer = make_optimizer(args, module.parameters())
     x, y = batch(args)
-    last_stage = rank == args.stages - 1
+    first_stage, last_stage = 0 in mine, total - 1 in mine
+    inputs = (x,) if first_stage else ()
+    targets = dict(target=y, losses=[]) if last_stage else {}
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        if rank == 0:
-            schedule.step(x)
-        elif last_stage:
-            schedule.step(target=y, losses=[])
-        else:
-            schedule.step()
+        schedule.step(*inputs, **targets)
         optimizer.step()
 
     start, timed, end = timed_steps(step, args.warmup, args.steps, dist.barrier)
-    mine = dict(rank=rank, layers=f"{first}-{last - 1}", rss_import=rss_import, rss_peak=peak_rss_mib())
+    layers = ",".join(f"{bounds[k][0]}-{bounds[k][1] - 1}" for k in mine)
+    own = dict(rank=rank, layers=layers, rss_import=rss_import, rss_peak=peak_rss_mib())
     everyone = [None] * args.stages
-    dist.all_gather_object(everyone, mine)
+    dist.all_gather_object(everyone, own)
     if rank == 0:
         report(args, everyone, timed_s=end - timed, all_s=end - start)
     dist.destroy_process_group()
@@ -231,10 +261,11 @@ def main():
     parser.add_argument("--stages", type=int, default=2)
     parser.add_argument("--micro-batches", type=int, default=0,
                         help="default: 1 for one process, 2 x stages for a pipeline (as ddl-train)")
-    parser.add_argument("--schedule", choices=["1f1b", "gpipe"], default="1f1b")
+    parser.add_argument("--schedule", choices=list(SCHEDULES), default="1f1b")
     parser.add_argument("--split", default="",
-                        help="the first layer of each stage after the first, in ddl's numbering (ddl-train "
-                             "--split); default: ddl's --balance parameters cut (8 for 2 stages, 4,8,12 for 4)")
+                        help="the first layer of each model stage after the first, in ddl's numbering "
+                             "(ddl-train --split); default: ddl's --balance parameters cut (8 for 2 stages, "
+                             "4,8,12 for 4; the two-stage-per-rank schedules cut 2 x --stages)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--warmup", type=int, default=2)
@@ -245,13 +276,13 @@ def main():
     if args.micro_batches <= 0:
         args.micro_batches = 1 if args.stages == 1 else 2 * args.stages
     defaults = {2: "8", 4: "4,8,12"}
-    args.split = [int(s) for s in (args.split or defaults.get(args.stages, "")).split(",") if s]
+    args.split = [int(s) for s in (args.split or defaults.get(model_stages(args), "")).split(",") if s]
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[name] = str(args.threads)
     if args.stages == 1:
         single_process(args)
     else:
-        stage_bounds(args.split, args.stages)
+        stage_bounds(args.split, model_stages(args))
         mp.spawn(stage_worker, args=(args, free_port()), nprocs=args.stages, join=True)
 
 

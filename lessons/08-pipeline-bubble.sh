@@ -7,15 +7,17 @@
 # mnist_cnn as a 2-stage pipeline on 2 ranks (cut after the convolutions)
 # for M = 1 .. 16 under both schedules, then asks ddl-model's simulator for
 # every schedule's bubble on 4 stages and 8 micro-batches, zero-bubble and
-# interleaved ones included, and draws their timelines
-# (docs/lessons/08-pipeline-bubble.md).
+# interleaved ones included, and draws their timelines; last, runs each
+# schedule that fills the bubble on wide_mlp (2 ranks, M = 4) with
+# --timeline and draws its measured step beside the simulated one
+# (schedules.png; docs/lessons/08-pipeline-bubble.md).
 #
 #   lessons/08-pipeline-bubble.sh [--quick] [--scale K] [--build DIR] [--out DIR]
 lesson=08-pipeline-bubble
 # shellcheck source=common.sh source-path=SCRIPTDIR
 source "$(dirname "$0")/common.sh"
 parse_lesson_options "$@"
-require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot
+require "$build/apps/ddl-train" "$build/apps/ddl-model" mpiexec gnuplot python3
 
 if ((quick)); then
   run=(--epochs 1 --train-limit "$(scaled 512)" --test-limit 128)  # --scale: training images
@@ -24,8 +26,10 @@ else
   run=(--epochs 1 --train-limit "$(scaled 8192)" --test-limit 500)
   counts=(1 2 4 8 16)
 fi
-echo "# schedule, micro-batches, measured bubble %, textbook bubble %, peak activation MiB of stage 0 and 1, samples/s" \
-  > "$out/table.txt"
+{
+  echo "# schedule, micro-batches, measured bubble %, textbook bubble %, peak activation MiB of stage 0 and 1, samples/s"
+  echo "# (then: simulated, schedule, M, bubble %, stage 0's peak; held, schedule, rank, micro-batches held counted, simulated)"
+} > "$out/table.txt"
 for schedule in gpipe 1f1b; do
   : > "$out/$schedule.dat"
   for m in "${counts[@]}"; do
@@ -86,6 +90,52 @@ claim "interleaved-1f1b's 2 chunks per rank halve 1f1b's bubble, (p-1)/(vM+p-1)"
 claim "zb-v's bubble is below zb-h1's, at 2p = 8 chunks (p micro-batches) at most on stage 0" \
   "zb_v < zb_h1 && zb_v_peak <= 8" zb_v="$(schedule_cell zb-v 3)" zb_h1="$(schedule_cell zb-h1 3)" \
   zb_v_peak="$(schedule_cell zb-v 4)"
+
+# The schedules on a real machine: wide_mlp (four 4096-wide Dense layers a
+# rank, balanced by parameters), 2 ranks x 1 thread, M = 4, each run's
+# third step (the first ones set up) from its --timeline, beside ddl-model's
+# simulated step on unit times.
+"$build/apps/ddl-model" --no-measure --stages 2 --micro-batches 4 --draw 2,4 --draw-traces "$out/simulated" \
+  > "$out/schedules-2x4.txt"
+wide=(--model wide_mlp --optimizer sgd --lr 0.01 --threads 1 --no-validation --epochs 1 --test-limit 128
+  --train-limit $((quick ? 384 : 640)) --parallel pipeline --balance parameters --micro-batches 4)
+panels=()
+for schedule in 1f1b zb-h1 zb-h2 interleaved-1f1b zb-v; do
+  echo "$lesson: wide_mlp, $schedule, 4 micro-batches, with --timeline"
+  mpiexec -n 2 "$build/apps/ddl-train" "${wide[@]}" --schedule "$schedule" --timeline "$out/$schedule.json" \
+    > "$out/wide-$schedule.txt" 2>&1 || { cat "$out/wide-$schedule.txt" >&2; exit 1; }
+  panels+=("$schedule, simulated (F = B = W = 1)=$out/simulated/$schedule.json"
+    "$schedule, measured: wide_mlp, step 3=$out/$schedule.json@2")
+  # The report's "held (sched.)": each rank's most micro-batches (chunks of
+  # them) held at once, counted, against the simulator's for the lists.
+  awk -v s="$schedule" '/^pipeline stages/ { t = 1 }
+    t && $1 ~ /^[0-9]+$/ && NF == 11 { h = $7; gsub(/[()]/, "", h); print "held", s, $1, $6, h }' \
+    "$out/wide-$schedule.txt" >> "$out/table.txt"
+done
+python3 bench/plot_pipeline.py "$out/schedules.png" "${panels[@]}" --columns 2 --width 1600 --orders \
+  --title "Each schedule's step on 2 ranks, M = 4: simulated on unit times (left), measured on wide_mlp (right)" \
+  > "$out/orders.txt"
+[[ $(head -c 8 "$out/schedules.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
+  { echo "$lesson: $out/schedules.png is not a PNG" >&2; exit 1; }
+claim "every rank held at most the micro-batches (chunks) its schedule's lists hold, counted as it ran" \
+  "rows == 10 && differ == 0" rows="$(grep -c '^held ' "$out/table.txt")" \
+  differ="$(awk '$1 == "held" && $4 != $5' "$out/table.txt" | wc -l)"
+# The order each rank ran its actions in, measured, against the simulated
+# lists: F and B always; W too where the schedule places it (1f1b and
+# interleaved-1f1b compute the weight gradients once per batch, at the end).
+mismatches=$(awk -F '\t' '$1 == "ORDER" {
+    split($2, words, ","); schedule = words[1]; kind = $2 ~ /simulated/ ? "simulated" : "measured"
+    n = split($4, actions, " "); order = ""
+    for (i = 1; i <= n; ++i) if (!(schedule ~ /^(1f1b|interleaved-1f1b)$/ && actions[i] ~ /^W/)) order = order " " actions[i]
+    orders[schedule, kind, $3] = order; ranks[schedule, $3] = 1 }
+  END { bad = 0; count = 0
+    for (key in ranks) { split(key, k, SUBSEP); ++count
+      if (orders[k[1], "simulated", k[2]] != orders[k[1], "measured", k[2]]) {
+        ++bad; print "differ: " k[1] " rank " k[2] ":" orders[k[1], "simulated", k[2]] " against" \
+          orders[k[1], "measured", k[2]] > "/dev/stderr" } }
+    print count == 10 ? bad : bad + 100 }' "$out/orders.txt")
+claim "each rank ran its schedule's forwards, backwards and placed weight gradients in the simulated order" \
+  "mismatches == 0" mismatches="$mismatches"
 
 gnuplot <<GNUPLOT
 $(figure_preamble 1400 500)

@@ -14,6 +14,7 @@
 //   mpiexec -n 2 ddl-model --latency 2us --bandwidth 100Gb/s --ranks-per-node 8 --gradient-mb 4.8 --step-ms 45
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -24,6 +25,7 @@
 
 #include <ddl/core/atomic_file.hpp>
 #include <ddl/core/error.hpp>
+#include <ddl/core/timeline.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/planning/cost_model.hpp>
 #include <ddl/parallel/planning/grid_cost.hpp>
@@ -57,6 +59,7 @@ struct Options {
   std::vector<int> micro_batches{1, 2, 4, 8, 16, 32};
   int chunks = 2;           // interleaved-1f1b's chunks per rank in the schedules' table
   std::vector<int> draw;    // "p,M": each schedule's simulated timeline at p stages and M micro-batches
+  std::string draw_traces;  // a folder: the drawn timelines as trace files too
   // The 3-D grid's model: a stack of Megatron pairs (parameters from --gradient-mb).
   int pairs = 0;
   double width = 0.0;
@@ -326,6 +329,34 @@ SimulatedSchedule simulated(parallel::PipelineSchedule schedule, int stages, int
           {.forward = 1.0, .backward = places ? 1.0 : 2.0}, parallel::chunk_layout(schedule)};
 }
 
+// A simulated step as a trace, one process per rank, 1 unit = 1 ms: its
+// actions named and annotated as the pipeline's own spans are (forward,
+// backward, weight gradients; micro-batch, chunk), so a measured
+// ddl-train --timeline and the schedule draw alike (bench/plot_pipeline.py).
+void write_simulated_trace(const std::string& path, const parallel::PipelineSimulation& simulation) {
+  using Kind = parallel::PipelineAction::Kind;
+  constexpr double kNanosecondsPerUnit = 1e6;
+  std::vector<timeline::ProcessTrace> ranks;
+  for (std::size_t r = 0; r < simulation.stages.size(); ++r) {
+    timeline::ProcessTrace rank{.process = static_cast<int>(r),
+                                .label = fmt::format("stage {} (simulated)", r),
+                                .recording = {.threads = {"training"}, .events = {}}};
+    for (const parallel::TimedPipelineAction& timed : simulation.stages[r].timeline) {
+      const Kind kind = timed.action.kind;
+      timeline::Event event{
+          .name = kind == Kind::Forward ? "forward" : kind == Kind::Backward ? "backward" : "weight gradients",
+          .category = "compute",
+          .begin_ns = std::llround(timed.start * kNanosecondsPerUnit),
+          .end_ns = std::llround(timed.end * kNanosecondsPerUnit),
+          .args = {{"micro-batch", std::int64_t{timed.action.micro_batch}}}};
+      if (simulation.chunks > 1) event.args.push_back({"chunk", std::int64_t{timed.action.chunk}});
+      rank.recording.events.push_back(std::move(event));
+    }
+    ranks.push_back(std::move(rank));
+  }
+  timeline::write_chrome_trace(path, ranks, {{"simulated", std::string("1 unit = 1 ms")}});
+}
+
 // Every schedule's bubble in back-to-back steps and stage 0's peak of held
 // activations, simulated, and (--draw) each one's timeline.
 void print_schedules(const Options& o) {
@@ -359,7 +390,13 @@ void print_schedules(const Options& o) {
                              parallel::pipeline_schedule_name(schedule), p, m,
                              parallel::places_weights(schedule) ? "F = B = W = 1" : "F = 1, B = 2 with W",
                              parallel::render_timeline(one));
+    if (!o.draw_traces.empty()) {
+      std::filesystem::create_directories(o.draw_traces);
+      write_simulated_trace(
+          fmt::format("{}/{}.json", o.draw_traces, parallel::pipeline_schedule_name(schedule)), one);
+    }
   }
+  if (!o.draw_traces.empty()) std::cout << fmt::format("\nthe timelines as trace files: {}/<schedule>.json\n", o.draw_traces);
 }
 
 // The fastest data x tensor x pipeline grid at each rank count that fits
@@ -522,6 +559,10 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->expected(2)
       ->check(CLI::PositiveNumber);
+  app.add_option("--draw-traces", o.draw_traces,
+                 "Pipeline schedules, with --draw: also write each drawn timeline to DIR/<schedule>.json, a trace "
+                 "file as ddl-train --timeline writes (1 unit = 1 ms), for bench/plot_pipeline.py or a trace viewer")
+      ->needs("--draw");
   app.add_option("--pairs", o.pairs,
                  "3-D grid: the model's Megatron pairs (two Dense layers each, split by tensor parallelism)")
       ->check(CLI::PositiveNumber);
@@ -541,7 +582,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--csv", o.csv, "Also write the extrapolated times to this CSV file (ranks,bytes,algorithm,seconds)");
   app.add_flag("!--no-measure", o.measure, "Do not measure: the model with the given or default links only");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int printed = app.exit(error);  // the message, or --help's text
+    return error.get_exit_code() == 0 ? printed : 2;  // a usage error, as a bad unit is
+  }
   try {
     return ddl::apps::run(o);
   } catch (const std::exception& error) {

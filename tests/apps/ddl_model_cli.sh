@@ -52,6 +52,24 @@ row=$(awk '/^3-D grid/ { table = 1; next } table && $1 == "64" { print; exit }' 
 grep -qF "(the 3-D grid: give --gradient-mb, --pairs" "$work/out" || fail "no hint for the grid table"
 echo "ok: ddl-model picks a 3-D grid that fits the memory, and says what it needs"
 
+# The schedules' timelines as trace files: zb-h1 on 2 stages and 3
+# micro-batches runs F, B and W of each micro-batch once per stage, 18
+# spans in all, one unit (1 ms, 1000 us) each.
+"$model" --no-measure --ranks 8 --draw 2,3 --draw-traces "$work/traces" > "$work/out" 2>&1 ||
+  fail "ddl-model --draw-traces exited $?: $(cat "$work/out")"
+grep -qF "the timelines as trace files: $work/traces/<schedule>.json" "$work/out" || fail "no trace line: $(cat "$work/out")"
+python3 - "$work/traces/zb-h1.json" <<'PY' || fail "zb-h1's simulated trace"
+import collections, json, sys
+spans = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+count = collections.Counter((e["pid"], e["name"], e["args"]["micro-batch"]) for e in spans)
+assert len(spans) == 18 and set(count.values()) == {1}, count
+assert {name for _, name, _ in count} == {"forward", "backward", "weight gradients"}, count
+assert all(abs(e["dur"] - 1000.0) < 1e-6 for e in spans), [e["dur"] for e in spans]
+PY
+"$model" --no-measure --draw-traces "$work/traces" > "$work/out" 2> "$work/err"
+[[ $? -eq 2 ]] && grep -q "draw" "$work/err" || fail "--draw-traces without --draw: $(cat "$work/err")"
+echo "ok: ddl-model writes each schedule's simulated step as a trace file"
+
 "$model" --no-measure --latency 2weeks > "$work/out" 2> "$work/err"
 [[ $? -eq 2 ]] && grep -q "unknown unit 'weeks'" "$work/err" || fail "a bad unit: $(cat "$work/err")"
 "$model" --no-measure --bandwidth 10Gb > "$work/out" 2> "$work/err"

@@ -413,11 +413,16 @@ class Pipeline::StageRun {
   }
 
   // The weight gradients of `parts` (slots whose backward kept them): the
-  // schedule's Weight actions.
-  void weight_gradients(const std::vector<std::size_t>& parts) {
+  // schedule's Weight actions, `first` the first of them.
+  void weight_gradients(const std::vector<std::size_t>& parts, const PipelineAction& first) {
     if (deferred_.weights() == 0) return;
     timeline::Span span("compute", "weight gradients");
-    span.arg("micro-batches", static_cast<std::int64_t>(parts.size()));
+    if (parts.size() == 1) {  // named as forward's and backward's spans are
+      span.arg("micro-batch", first.micro_batch);
+      if (s_.chunks > 1) span.arg("chunk", first.chunk);
+    } else {
+      span.arg("micro-batches", static_cast<std::int64_t>(parts.size()));
+    }
     const auto start = Clock::now();
     deferred_.backward_weights(parts);
     compute_seconds_ += seconds_since(start);
@@ -718,7 +723,7 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
           ++i;
           parts.push_back(run.slot(actions[i].micro_batch, actions[i].chunk));
         }
-        run.weight_gradients(parts);
+        run.weight_gradients(parts, action);
         break;
       }
     }
