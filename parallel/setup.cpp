@@ -10,12 +10,17 @@
 
 #include <ddl/parallel/choice_by_name.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
+#include <ddl/parallel/communication/link_measure.hpp>
 #include <ddl/parallel/planning/placement.hpp>
 #include <ddl/parallel/strategies/layer_placement.hpp>
 #include <ddl/parallel/strategies/tensor_parallel.hpp>
 
 namespace ddl::parallel {
 namespace {
+
+// Seconds of ping-pongs per message size when the set-up measures the link
+// between ranks for --balance time: 8 sizes, a few milliseconds each.
+constexpr double kLinkBudgetSeconds = 0.003;
 
 // A library error raised by a configuration that does not fit, as the
 // caller's mistake in `setting`.
@@ -122,10 +127,12 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
   const int pipelines = config.kind == StrategyKind::hybrid ? layout.pipelines : 1;
   const int micro = micro_batches(config.pipeline, ranks);
   const std::int64_t micro_batch = (request.batch / pipelines + micro - 1) / micro;
+  const bool timed = layout.balance == StageBalance::Time;
   std::vector<double> costs(layers.size(), 0.0);
+  std::vector<LayerTime> times(layers.size());
   std::string problem;
-  if (layout.balance != StageBalance::Time || comm.rank() == 0) {
-    if (layout.balance == StageBalance::Time && request.progress != nullptr) {
+  if (!timed || comm.rank() == 0) {
+    if (timed && request.progress != nullptr) {
       *request.progress << fmt::format(
                                "Timing each of the {} layers' forward and backward at micro-batch {} on {} "
                                "(balancing the stages by time)...\n",
@@ -133,18 +140,42 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
                         << std::flush;
     }
     try {
-      costs = layer_costs(layers, layout.balance, request.sample_shape, micro_batch, device);
+      if (timed) {
+        times = layer_times(layers, request.sample_shape, micro_batch, device);
+        std::transform(times.begin(), times.end(), costs.begin(), [](const LayerTime& t) { return t.total(); });
+      } else {
+        costs = layer_costs(layers, layout.balance, request.sample_shape, micro_batch, device);
+      }
     } catch (const Error& error) {
       problem = error.what();
     }
   }
   as_config_error("balance", [&] { agree_all_can_proceed(comm, problem, "measuring each layer's time"); });
   comm.broadcast_bytes(std::as_writable_bytes(std::span(costs)), 0);
+  comm.broadcast_bytes(std::as_writable_bytes(std::span(times)), 0);
   std::vector<bool> may_begin(layers.size(), true);
   for (std::size_t i = 0; plan != nullptr && i < layers.size(); ++i) may_begin[i] = plan->pair_across(i).empty();
   const ChunkLayout chunk_order = chunk_layout(config.pipeline.schedule);
-  const auto split =
+  const auto balanced =
       as_config_error("stages", [&] { return balanced_chunk_split(costs, ranks, chunks, chunk_order, may_begin); });
+  if (timed && chunks == 1 && comm.size() > 1) {
+    // The schedule's own step, its messages priced by the link between
+    // ranks 0 and 1 (stage neighbours on one node, as a pipeline is laid out).
+    const cost::Link link = measure_link(comm, 1, kLinkBudgetSeconds).link;
+    const WeightGradients weights = weight_gradients_of(config.pipeline);
+    const PipelineSchedule schedule = config.pipeline.schedule;
+    const auto split = as_config_error(
+        "stages", [&] { return schedule_balanced_split(times, ranks, schedule, micro, weights, link, may_begin); });
+    how = fmt::format(
+        "balanced by time, for the {} schedule's step at M = {}: simulated {:.1f} ms ({:.1f} ms split by forward "
+        "+ backward alone), each message {:.1f} us + {:.2f} GB/s (ranks 0 and 1, measured)\n{}",
+        pipeline_schedule_name(schedule), micro,
+        1e3 * simulated_step_seconds(times, split, schedule, micro, weights, link),
+        1e3 * simulated_step_seconds(times, balanced, schedule, micro, weights, link), 1e6 * link.alpha,
+        link.beta > 0.0 ? 1e-9 / link.beta : 0.0, format_timed_stages(split, times));
+    return split;
+  }
+  const auto& split = balanced;
   how = fmt::format("balanced by {}\n{}", stage_balance_name(layout.balance),
                     format_stages(split, costs, layout.balance));
   if (chunks > 1) {

@@ -5,35 +5,18 @@
 #include "measure.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <functional>
 
 #include <ddl/parallel/collectives/collectives.hpp>
 #include <ddl/parallel/collectives/local_reduce.hpp>
+#include <ddl/parallel/communication/link_measure.hpp>
 
 namespace ddl::apps {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_of(const std::function<void()>& operation) {
-  const auto start = Clock::now();
-  operation();
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-// Rank 0's choice of how many times to repeat, given one run's seconds.
-int agreed_repetitions(const parallel::Communicator& comm, double once, double budget) {
-  std::vector<double> count{std::clamp(std::floor(budget / std::max(once, 1e-9)), 5.0, 2000.0)};
-  comm.broadcast_bytes(std::as_writable_bytes(std::span(count)), 0);
-  return static_cast<int>(count[0]);
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
+using parallel::agreed_repetitions;
+using parallel::median;
+using parallel::seconds_of;
 
 // The median over `repetitions` of `operation`'s time, the slowest rank's
 // each time (a collective ends when its last rank does).
@@ -52,50 +35,17 @@ double median_slowest(const parallel::Communicator& comm, const std::function<vo
   return median(times);
 }
 
-// One-way time of `bytes` between rank 0 and `peer` (half a ping-pong).
-FittedLink fit_pair(const parallel::Communicator& comm, int peer, double budget) {
-  FittedLink fitted;
-  std::vector<std::byte> buffer(std::size_t{16} << 20);
-  for (std::size_t bytes = 8; bytes <= buffer.size(); bytes *= 4) {
-    const std::span<std::byte> message(buffer.data(), bytes);
-    const auto ping_pong = [&] {
-      if (comm.rank() == 0) {
-        comm.send(message, peer, 7401);
-        comm.recv(message, peer, 7401);
-      } else if (comm.rank() == peer) {
-        comm.recv(message, 0, 7401);
-        comm.send(message, 0, 7401);
-      }
-    };
-    const int repetitions = agreed_repetitions(comm, seconds_of(ping_pong), budget);
-    std::vector<double> times;
-    for (int i = 0; i < repetitions; ++i) times.push_back(seconds_of(ping_pong) / 2.0);
-    std::vector<double> one_way{median(times)};
-    comm.broadcast_bytes(std::as_writable_bytes(std::span(one_way)), 0);
-    fitted.bytes.push_back(static_cast<double>(bytes));
-    fitted.seconds.push_back(one_way[0]);
-  }
-  fitted.link = parallel::cost::fit_link(fitted.bytes, fitted.seconds);
-  std::vector<double> errors;
-  for (std::size_t i = 0; i < fitted.bytes.size(); ++i) {
-    errors.push_back(std::abs(fitted.link.seconds(fitted.bytes[i]) / fitted.seconds[i] - 1.0));
-  }
-  fitted.max_error = *std::max_element(errors.begin(), errors.end());
-  fitted.median_error = median(errors);
-  return fitted;
-}
-
 }  // namespace
 
 Measured measure_machine(const parallel::Communicator& comm, double budget) {
   Measured measured;
-  measured.intra_node = fit_pair(comm, 1, budget);
+  measured.intra_node = parallel::measure_link(comm, 1, budget);
   // The ranks of node 0 are the first local_size ones when the launcher
   // fills nodes in order, as mpiexec and srun do by default.
   std::vector<double> node_size{static_cast<double>(comm.local_size())};
   comm.broadcast_bytes(std::as_writable_bytes(std::span(node_size)), 0);
   const int per_node = static_cast<int>(node_size[0]);
-  if (per_node < comm.size()) measured.network = fit_pair(comm, per_node, budget);
+  if (per_node < comm.size()) measured.network = parallel::measure_link(comm, per_node, budget);
 
   parallel::cost::Machine& machine = measured.machine;
   machine.intra_node = measured.intra_node.link;

@@ -10,15 +10,12 @@
 
 #include <ddl/parallel/collectives/allreduce_algorithm.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
+#include <ddl/parallel/communication/link_measure.hpp>
 #include <ddl/parallel/planning/cost_model.hpp>
 
 namespace ddl::apps {
 
-struct FittedLink {
-  parallel::cost::Link link;
-  std::vector<double> bytes, seconds;          // the one-way times it was fitted to
-  double median_error = 0.0, max_error = 0.0;  // |fit / measured - 1| over them
-};
+using parallel::FittedLink;
 
 struct Measured {
   FittedLink intra_node;              // rank 0 <-> rank 1 (on one node)

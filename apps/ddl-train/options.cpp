@@ -318,8 +318,10 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "--parallel pipeline or hybrid only all: each stage is one range")
       ->type_name("RANGES");
   add_choice(app, "--balance", o.balance, parallel::all_stage_balances(), parallel::stage_balance_name,
-             "--parallel pipeline: split the layers into stages of equal measured forward+backward time (rank "
-             "0 times each layer at the micro-batch size), of equal parameter bytes, or of equal layer counts");
+             "--parallel pipeline: split the layers into stages by measured time (rank 0 times each layer's "
+             "forward, input gradient and weight gradient at the micro-batch size; the cut whose simulated step "
+             "under --schedule, messages included, is shortest), of equal parameter bytes, or of equal layer "
+             "counts");
   app.add_option("--split", o.split,
                  "--parallel pipeline: the stages' first layers instead of --balance, e.g. 4,7 for 3 stages of "
                  "layers 0-3, 4-6 and 7-")

@@ -612,6 +612,11 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     grep -q "^bubble: .* textbook (p-1)/(3M+p-1) = 10.0% for p = 2, M = 3 (zb-h1)" "$work/out" ||
       fail "no zb-h1 bubble line: $(cat "$work/out")"
     held_as_scheduled zb-h1
+    # Balanced by time (the default): by the zb-h1 step the simulator
+    # gives for each cut, each layer's F, B, W and message measured.
+    grep -qE "balanced by time, for the zb-h1 schedule's step at M = 3: simulated [0-9.]+ ms \([0-9.]+ ms split by forward \+ backward alone\), each message [0-9.]+ us \+ [0-9.]+ GB/s" \
+      "$work/out" || fail "no schedule-balanced header: $(cat "$work/out")"
+    grep -qE "^stage +layers +fwd ms +B ms +W ms +sends KiB +share" "$work/out" || fail "no F/B/W table: $(cat "$work/out")"
     grep -qE "^0 +.* 2 \(2\) " "$work/out" || fail "zb-h1's stage 0 did not hold p - s = 2: $(cat "$work/out")"
     echo "ok: a zb-h1 pipeline trained, its bubble beside the paper's formula"
     mpiexec -n 2 "$train" --parallel pipeline --train-limit 128 --test-limit 64 --threads 1 --batch-size 64 --epochs 1 \

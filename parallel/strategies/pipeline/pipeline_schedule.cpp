@@ -163,13 +163,16 @@ void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_s
 }
 
 // One time per stage: the given ones, or `uniform` on every stage.
+// `may_be_zero`: a weight-gradient action of a stage without weights to
+// differentiate takes no time; a forward or backward always does.
 std::vector<double> times_per_stage(const std::vector<double>& given, double uniform, std::size_t stages,
-                                    std::string_view what) {
+                                    std::string_view what, bool may_be_zero = false) {
   std::vector<double> times = given.empty() ? std::vector<double>(stages, uniform) : given;
   DDL_CHECK(times.size() == stages, "pipeline: {} times for {} stages, expected one per stage", times.size(), stages);
   for (std::size_t stage = 0; stage < stages; ++stage) {
-    DDL_CHECK(std::isfinite(times[stage]) && times[stage] > 0.0,
-              "pipeline: the {} time of stage {} must be positive, got {}", what, stage, times[stage]);
+    DDL_CHECK(std::isfinite(times[stage]) && (times[stage] > 0.0 || (may_be_zero && times[stage] == 0.0)),
+              "pipeline: the {} time of stage {} must be {}, got {}", what, stage,
+              may_be_zero ? "at least 0" : "positive", times[stage]);
   }
   return times;
 }
@@ -514,9 +517,25 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
   duration[kind_index(Kind::Forward)] = times_per_stage(costs.forward_per_stage, costs.forward, stage_count, "forward");
   duration[kind_index(Kind::Backward)] =
       times_per_stage(costs.backward_per_stage, costs.backward, stage_count, "backward");
-  duration[kind_index(Kind::Weight)] = times_per_stage(costs.weight_per_stage, costs.weight, stage_count, "weight");
+  duration[kind_index(Kind::Weight)] =
+      times_per_stage(costs.weight_per_stage, costs.weight, stage_count, "weight", true);
   DDL_CHECK(std::isfinite(costs.latency) && costs.latency >= 0.0, "pipeline: latency must be at least 0, got {}",
             costs.latency);
+  DDL_CHECK(costs.latency_per_boundary.empty() || (chunks == 1 && costs.latency_per_boundary.size() == stage_count - 1),
+            "pipeline: {} latencies per boundary for {} stages of {} chunk(s) each; give one per boundary between "
+            "stages (stages - 1), and only with one chunk per rank",
+            costs.latency_per_boundary.size(), stages, chunks);
+  for (std::size_t b = 0; b < costs.latency_per_boundary.size(); ++b) {
+    const double latency = costs.latency_per_boundary[b];
+    DDL_CHECK(std::isfinite(latency) && latency >= 0.0,
+              "pipeline: the latency between stages {} and {} must be at least 0, got {}", b, b + 1, latency);
+  }
+  // What a message between two ranks takes: the boundary's own, or the one latency.
+  const auto latency_between = [&](int a, int b) {
+    if (a == b) return 0.0;
+    return costs.latency_per_boundary.empty() ? costs.latency
+                                              : costs.latency_per_boundary[static_cast<std::size_t>(std::min(a, b))];
+  };
 
   PipelineSimulation simulation;
   simulation.micro_batches = micro_batches;
@@ -550,7 +569,7 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
         if (const std::optional<Sender> sender = sender_of(action, stage, placement)) {
           const std::optional<double> sent = end_of(sender->stage, sender->action);
           if (!sent) break;
-          start = std::max(start, *sent + (sender->stage == stage ? 0.0 : costs.latency));
+          start = std::max(start, *sent + latency_between(sender->stage, stage));
         }
         const double time = duration[kind_index(action.kind)][static_cast<std::size_t>(stage)];
         result.timeline.push_back({action, start, start + time});

@@ -150,7 +150,10 @@ struct PipelineCosts {
   double latency = 0.0;   // from the end of the sending action to the earliest start of the receiving one
   std::vector<double> forward_per_stage{};   // empty, or one positive time per stage
   std::vector<double> backward_per_stage{};  // empty, or one positive time per stage
-  std::vector<double> weight_per_stage{};    // empty, or one positive time per stage
+  std::vector<double> weight_per_stage{};    // empty, or one time >= 0 per stage (0: no weights)
+  // Empty, or (one chunk per rank) the latency of each boundary, between
+  // stages b and b + 1, both ways: a message's time grows with its size.
+  std::vector<double> latency_per_boundary{};
 };
 
 struct TimedPipelineAction {

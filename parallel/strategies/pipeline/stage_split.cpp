@@ -8,10 +8,12 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include <fmt/ranges.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/deferred_gradients.hpp>
 #include <ddl/parallel/choice_by_name.hpp>
 #include <ddl/core/cuda/runtime.hpp>
 #include <ddl/core/ops.hpp>
@@ -143,70 +145,88 @@ void wait_for(const Device& device) {
   if (device.is_cuda()) cuda_backend::synchronize(device.index());
 }
 
-double forward_backward_seconds(layers::Module& layer, const Tensor& input, const Tensor& output_gradient,
-                                const Device& device) {
+// A layer's forward, its backward for the input (B) and for its weights
+// (W, the gradients a pipeline defers: core/deferred_gradients.hpp), each
+// timed on its own.
+std::array<double, 3> forward_backward_seconds(layers::Module& layer, const Tensor& input,
+                                               const Tensor& output_gradient, const Device& device) {
   layer.zero_grad();  // as a training step starts, so backward writes rather than accumulates
   input.zero_grad();
+  autograd::DeferredWeightGradients deferred(layer.parameters());
   const auto start = std::chrono::steady_clock::now();
-  layer(input).backward(output_gradient);
+  const Tensor output = layer(input);
   wait_for(device);
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto forward = std::chrono::steady_clock::now();
+  deferred.backward_inputs(output, output_gradient, 0);
+  wait_for(device);
+  const auto backward = std::chrono::steady_clock::now();
+  const bool has_weights = deferred.weights() > 0;
+  deferred.backward_weights();
+  wait_for(device);
+  const auto seconds = [](auto from, auto to) { return std::chrono::duration<double>(to - from).count(); };
+  return {seconds(start, forward), seconds(forward, backward),
+          has_weights ? seconds(backward, std::chrono::steady_clock::now()) : 0.0};
 }
 
-struct LayerTiming {
-  double seconds = 0.0;
-  Shape output_shape;
-};
-
-// The median of kTimedRuns forward + backward runs, after an untimed one
+// The medians of kTimedRuns runs (each part's own), after an untimed one
 // that pays the first call's costs (the allocator's pool, cuDNN's algorithm
 // search) and tells the output's shape.
-LayerTiming time_layer(layers::Module& layer, const Tensor& input, const Device& device) {
+LayerTime time_layer(layers::Module& layer, const Tensor& input, const Device& device, Shape& output_shape) {
   Tensor output_gradient;
   {
     const Tensor output = layer(input);
     output_gradient = ones_like(output);
-    output.backward(output_gradient);
-    wait_for(device);
   }
-  std::vector<double> seconds;
+  forward_backward_seconds(layer, input, output_gradient, device);
+  std::array<std::vector<double>, 3> seconds;
   for (int run = 0; run < kTimedRuns; ++run) {
-    seconds.push_back(forward_backward_seconds(layer, input, output_gradient, device));
+    const std::array<double, 3> parts = forward_backward_seconds(layer, input, output_gradient, device);
+    for (std::size_t part = 0; part < parts.size(); ++part) seconds[part].push_back(parts[part]);
   }
-  const auto median = seconds.begin() + kTimedRuns / 2;
-  std::nth_element(seconds.begin(), median, seconds.end());
-  return {*median, output_gradient.shape()};
+  const auto median = [](std::vector<double>& values) {
+    const auto middle = values.begin() + kTimedRuns / 2;
+    std::nth_element(values.begin(), middle, values.end());
+    return *middle;
+  };
+  output_shape = output_gradient.shape();
+  return {.forward = median(seconds[0]),
+          .backward = median(seconds[1]),
+          .weight = median(seconds[2]),
+          .output_bytes = static_cast<std::int64_t>(output_gradient.nbytes())};
 }
 
-std::vector<double> measured_seconds(const layers::LayerList& layers, const Shape& sample_shape, std::int64_t batch,
-                                     const Device& device) {
+}  // namespace
+
+std::vector<LayerTime> layer_times(const layers::LayerList& layers, const Shape& sample_shape, std::int64_t batch,
+                                   const Device& device) {
   DDL_CHECK(batch >= 1, "layer_costs: the batch must be at least 1, got {}", batch);
   check_device_exists(device);
   const DefaultGeneratorRestorer restorer;
   Generator scratch(0);
   Shape input_shape = with_batch(batch, sample_shape);
-  std::vector<double> seconds;
+  std::vector<LayerTime> times;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     // Only this layer and its input live here, freed before the next is built.
     const std::shared_ptr<layers::Module> layer = layers.build_layer(i, &scratch);
     layer->to(device);
     const Tensor input =
         uniform(input_shape, -1.0f, 1.0f, TensorOptions{}.with_device(device).with_requires_grad(), &scratch);
-    LayerTiming timing;
+    Shape output_shape;
     try {
-      timing = time_layer(*layer, input, device);
+      times.push_back(time_layer(*layer, input, device, output_shape));
     } catch (const Error& error) {
       detail::fail("layer_costs: layer {} ({}) on an input of {}: {}", i, layer->describe(), input_shape,
                    error.what());
     }
-    DDL_CHECK(timing.output_shape.rank() >= 1 && timing.output_shape[0] == batch,
+    DDL_CHECK(output_shape.rank() >= 1 && output_shape[0] == batch,
               "layer_costs: layer {} ({}) turned an input of {} into {}; the batch must stay the first dimension", i,
-              layer->describe(), input_shape, timing.output_shape);
-    seconds.push_back(timing.seconds);
-    input_shape = timing.output_shape;
+              layer->describe(), input_shape, output_shape);
+    input_shape = output_shape;
   }
-  return seconds;
+  return times;
 }
+
+namespace {
 
 // How format_stages shows a cost: its column's header and the factor from
 // the cost's own unit (layers, bytes, seconds).
@@ -345,6 +365,37 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
   return result;
 }
 
+namespace {
+
+// From `split`, moves one boundary by one layer at a time, each time the
+// move that lowers `score` (any ordered value) the most, until none lowers
+// it: a local search (steepest descent), which may stop short of the best
+// split. Each move keeps every stage non-empty and every cut where a stage
+// may begin, and lowers the score, so the search ends.
+template <class Score>
+std::vector<StageRange> improved_split(std::vector<StageRange> split, const std::vector<bool>& may_begin,
+                                       Score score) {
+  for (auto current = score(split);;) {
+    std::optional<std::vector<StageRange>> best;
+    for (std::size_t b = 1; b < split.size(); ++b) {
+      for (const std::size_t begin : {split[b].first - 1, split[b].first + 1}) {
+        if (begin <= split[b - 1].first || begin > split[b].last || !may_begin[begin]) continue;
+        std::vector<StageRange> candidate = split;
+        candidate[b - 1].last = begin - 1;
+        candidate[b].first = begin;
+        if (const auto value = score(candidate); value < current) {
+          current = value;
+          best = std::move(candidate);
+        }
+      }
+    }
+    if (!best) return split;
+    split = std::move(*best);
+  }
+}
+
+}  // namespace
+
 std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_costs, int ranks, int chunks,
                                              ChunkLayout layout, const std::vector<bool>& may_begin) {
   std::vector<StageRange> split = balanced_split(layer_costs, ranks * chunks, may_begin);
@@ -364,26 +415,48 @@ std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_co
     }
     return std::tuple{largest, largest_stage, squares};
   };
-  // Each move keeps every stage non-empty and every cut where a stage may
-  // begin, and lowers the score, so the search ends.
-  for (bool moved = true; moved;) {
-    moved = false;
-    const auto current = score(split);
-    for (std::size_t b = 1; b < split.size() && !moved; ++b) {
-      for (const std::size_t begin : {split[b].first - 1, split[b].first + 1}) {
-        if (begin <= split[b - 1].first || begin > split[b].last || !may_begin[begin]) continue;
-        std::vector<StageRange> candidate = split;
-        candidate[b - 1].last = begin - 1;
-        candidate[b].first = begin;
-        if (score(candidate) < current) {
-          split = std::move(candidate);
-          moved = true;
-          break;
-        }
-      }
+  return improved_split(std::move(split), may_begin, score);
+}
+
+double simulated_step_seconds(const std::vector<LayerTime>& times, const std::vector<StageRange>& stages,
+                              PipelineSchedule schedule, int micro_batches, WeightGradients weights,
+                              const cost::Link& link) {
+  check_stages_cover(stages, times.size());
+  PipelineCosts costs;
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    double forward = 0.0, backward = 0.0, weight = 0.0;
+    for (std::size_t l = stages[k].first; l <= stages[k].last; ++l) {
+      forward += times[l].forward;
+      backward += times[l].backward;
+      weight += times[l].weight;
+    }
+    // A forward or backward of no measurable time still takes some: the
+    // simulator wants them positive.
+    constexpr double kLeast = 1e-9;
+    costs.forward_per_stage.push_back(std::max(forward, kLeast));
+    costs.backward_per_stage.push_back(std::max(backward, kLeast));
+    costs.weight_per_stage.push_back(weight);
+    if (k + 1 < stages.size()) {
+      costs.latency_per_boundary.push_back(link.seconds(static_cast<double>(times[stages[k].last].output_bytes)));
     }
   }
-  return split;
+  const auto stage_count = static_cast<int>(stages.size());
+  return steady_step_time(pipeline_actions(schedule, stage_count, micro_batches, weights), costs);
+}
+
+std::vector<StageRange> schedule_balanced_split(const std::vector<LayerTime>& times, int stages,
+                                                PipelineSchedule schedule, int micro_batches,
+                                                WeightGradients weights, const cost::Link& link,
+                                                const std::vector<bool>& may_begin) {
+  DDL_CHECK(chunks_per_rank(schedule, 0) == 1,
+            "schedule_balanced_split: the {} schedule holds several chunks per rank; balance them with "
+            "balanced_chunk_split",
+            pipeline_schedule_name(schedule));
+  std::vector<double> totals;
+  for (const LayerTime& time : times) totals.push_back(time.total());
+  return improved_split(balanced_split(totals, stages, may_begin), may_begin, [&](const std::vector<StageRange>& s) {
+    return simulated_step_seconds(times, s, schedule, micro_batches, weights, link);
+  });
 }
 
 std::vector<double> rank_totals(const std::vector<double>& layer_costs, const std::vector<StageRange>& stages,
@@ -405,7 +478,11 @@ std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance ba
       const std::vector<std::size_t> bytes = layers.parameter_bytes();
       return {bytes.begin(), bytes.end()};
     }
-    case StageBalance::Time: return measured_seconds(layers, sample_shape, batch, device);
+    case StageBalance::Time: {
+      std::vector<double> seconds;
+      for (const LayerTime& time : layer_times(layers, sample_shape, batch, device)) seconds.push_back(time.total());
+      return seconds;
+    }
   }
   detail::fail("layer_costs: unknown stage balance {}", static_cast<int>(balance));
 }
@@ -434,6 +511,30 @@ std::string format_ranges(const std::vector<StageRange>& ranges) {
     text += range.first == range.last ? fmt::format("{}", range.first) : fmt::format("{}-{}", range.first, range.last);
   }
   return text;
+}
+
+std::string format_timed_stages(const std::vector<StageRange>& stages, const std::vector<LayerTime>& times) {
+  check_stages_cover(stages, times.size());
+  double total = 0.0;
+  for (const LayerTime& time : times) total += time.total();
+  std::string out = fmt::format("{:<6} {:<10} {:>9} {:>9} {:>9} {:>10} {:>7}\n", "stage", "layers", "fwd ms", "B ms",
+                                "W ms", "sends KiB", "share");
+  for (std::size_t s = 0; s < stages.size(); ++s) {
+    LayerTime sum;
+    for (std::size_t l = stages[s].first; l <= stages[s].last; ++l) {
+      sum.forward += times[l].forward;
+      sum.backward += times[l].backward;
+      sum.weight += times[l].weight;
+    }
+    const std::string sends =
+        s + 1 < stages.size() ? fmt::format("{:.1f}", static_cast<double>(times[stages[s].last].output_bytes) / 1024.0)
+                              : "-";
+    const std::string share = total > 0.0 ? fmt::format("{:.1f}%", 100.0 * sum.total() / total) : "-";
+    out += fmt::format("{:<6} {:<10} {:>9.3f} {:>9.3f} {:>9.3f} {:>10} {:>7}\n", s,
+                       fmt::format("{}-{}", stages[s].first, stages[s].last), 1e3 * sum.forward, 1e3 * sum.backward,
+                       1e3 * sum.weight, sends, share);
+  }
+  return out;
 }
 
 }  // namespace ddl::parallel

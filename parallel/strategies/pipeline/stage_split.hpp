@@ -18,6 +18,7 @@
 #include <ddl/core/device.hpp>
 #include <ddl/core/shape.hpp>
 #include <ddl/layers/layer_list.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 
 namespace ddl::parallel {
@@ -77,10 +78,11 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
 // As balanced_split, for a schedule of `chunks` chunks per rank laid out by
 // `layout` (ranks x chunks stages, pipeline_schedule.hpp), where what must
 // be even is each rank's total, its chunks' costs together: from
-// balanced_split's stages, one boundary moves by one layer at a time while
-// that lowers the largest rank total (or, at an equal one, the largest
-// stage, then the sum of the totals' squares), until no move does (a local search: it may stop short
-// of the best split). One chunk per rank: balanced_split's stages.
+// balanced_split's stages, one boundary moves by one layer at a time, the
+// move that lowers the largest rank total the most (or, at an equal one,
+// the largest stage, then the sum of the totals' squares), until no move
+// does (a local search: it may stop short of the best split). One chunk
+// per rank: balanced_split's stages.
 std::vector<StageRange> balanced_chunk_split(const std::vector<double>& layer_costs, int ranks, int chunks,
                                              ChunkLayout layout, const std::vector<bool>& may_begin);
 // Each rank's total cost under that layout: its chunks' stages together.
@@ -105,6 +107,47 @@ std::vector<double> rank_totals(const std::vector<double>& layer_costs, const st
 std::vector<double> layer_costs(const layers::LayerList& layers, StageBalance balance, const Shape& sample_shape,
                                 std::int64_t batch, const Device& device = cpu());
 
+// One layer's measured seconds in a pipeline schedule's terms, and what a
+// stage that ends with it sends on.
+struct LayerTime {
+  double forward = 0.0;
+  double backward = 0.0;          // for the input (B)
+  double weight = 0.0;            // for its Dense and convolution weights (W; 0 without any)
+  std::int64_t output_bytes = 0;  // its output at the measured batch
+  double total() const { return forward + backward + weight; }
+};
+
+// Each layer of `layers` timed as layer_costs' Time does (the medians of
+// runs alone on `device` at [batch, sample]), its backward in its two
+// halves: B, the input's gradient, and W, the weights' gradients a pipeline
+// defers (core/deferred_gradients.hpp). Layer_costs' Time is their total.
+std::vector<LayerTime> layer_times(const layers::LayerList& layers, const Shape& sample_shape, std::int64_t batch,
+                                   const Device& device = cpu());
+
+// The time of one step of `schedule` in back-to-back steps
+// (steady_step_time) on `stages`, one per rank, at `micro_batches`
+// micro-batches of the size the times were measured at: each stage's F, B
+// and W the sums of its layers', each boundary's messages (activations on,
+// gradients back) the link's time for the output of the layer before it.
+double simulated_step_seconds(const std::vector<LayerTime>& times, const std::vector<StageRange>& stages,
+                              PipelineSchedule schedule, int micro_batches, WeightGradients weights,
+                              const cost::Link& link);
+
+// Stages for `schedule`, one per rank, balanced by its simulated step:
+// from balanced_split of the layers' total times, a boundary moves one
+// layer at a time, the move that shortens simulated_step_seconds the most,
+// until none does (a local search). What the total alone misses: a schedule that places the W's
+// (zb-h1, zb-h2) fills its bubbles with them, so B and F set its pace more
+// than W; a cut where the activation is small (after pooling) sends less.
+// Under weight gradients at the batch's end a convolution's W runs inside
+// its B; the simulation places it with the Dense layers' W (the same
+// total). ddl::Error for a schedule of several chunks per rank
+// (balanced_chunk_split).
+std::vector<StageRange> schedule_balanced_split(const std::vector<LayerTime>& times, int stages,
+                                                PipelineSchedule schedule, int micro_batches,
+                                                WeightGradients weights, const cost::Link& link,
+                                                const std::vector<bool>& may_begin);
+
 // "0-3,8-11": the ranges as a rank's chunks list them ("5" for one layer).
 std::string format_ranges(const std::vector<StageRange>& ranges);
 
@@ -113,5 +156,10 @@ std::string format_ranges(const std::vector<StageRange>& ranges);
 // stages must cover the layers of layer_costs in order.
 std::string format_stages(const std::vector<StageRange>& stages, const std::vector<double>& layer_costs,
                           StageBalance balance);
+
+// The table for a split balanced by the schedule's step: each stage, its
+// layers, its forward, B and W milliseconds per micro-batch, the KiB its
+// last layer sends on, and its share of the total time.
+std::string format_timed_stages(const std::vector<StageRange>& stages, const std::vector<LayerTime>& times);
 
 }  // namespace ddl::parallel

@@ -404,8 +404,34 @@ TEST_CASE("pipeline_schedule: a weight before its backward, repeated, or listed 
   CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), F(1), B(0), B(1), W(1)}}),
                        "pipeline: stage 0 never runs W0 (there are 2 micro-batches)", Error);
   CHECK_THROWS_WITH_AS(simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 2, 2, WeightGradients::at_batch_end),
-                                         {.weight = 0.0}),
-                       "pipeline: the weight time of stage 0 must be positive, got 0", Error);
+                                         {.weight = -1.0}),
+                       "pipeline: the weight time of stage 0 must be at least 0, got -1", Error);
+}
+
+TEST_CASE("pipeline_schedule: a boundary's own latency delays the messages across it, both ways") {
+  // 3 stages, 1 micro-batch, F = B = 1: F0 on stage 1 starts after stage
+  // 0's F0 ends (1) and boundary 0's latency (0.5), stage 2's after 1's F0
+  // (2.5) and boundary 1's (2); backward comes back over the same two.
+  const auto actions = pipeline_actions(PipelineSchedule::OneFOneB, 3, 1);
+  const PipelineSimulation run =
+      simulate_pipeline(actions, {.backward = 1.0, .latency = 7.0, .latency_per_boundary = {0.5, 2.0}});
+  const auto ends = end_times(run);
+  CHECK(ends.at({1, "F0"}) == 2.5);
+  CHECK(ends.at({2, "F0"}) == 5.5);
+  CHECK(ends.at({2, "B0"}) == 6.5);
+  CHECK(ends.at({1, "B0"}) == 9.5);
+  CHECK(ends.at({0, "B0"}) == 11.0);
+  CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.latency_per_boundary = {1.0}}),
+                       "pipeline: 1 latencies per boundary for 3 stages of 1 chunk(s) each; give one per boundary "
+                       "between stages (stages - 1), and only with one chunk per rank",
+                       Error);
+  CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.latency_per_boundary = {1.0, -2.0}}),
+                       "pipeline: the latency between stages 1 and 2 must be at least 0, got -2", Error);
+  // A stage without weights: its W actions take no time.
+  const PipelineSimulation free_weights = simulate_pipeline(
+      pipeline_actions(PipelineSchedule::ZeroBubbleH1, 2, 2, WeightGradients::per_micro_batch),
+      {.weight_per_stage = {0.0, 1.0}});
+  CHECK(free_weights.stages[0].busy == 4.0);
 }
 
 TEST_CASE("pipeline_schedule: weight gradients per micro-batch follow each backward under gpipe and 1f1b") {

@@ -372,6 +372,102 @@ TEST_CASE("stage_split: measuring times names the layer that refuses its input")
                                 {"batch must be at least 1", "got 0"}));
 }
 
+TEST_CASE("stage_split: measured times split each backward into B and W, and carry each layer's output size") {
+  const std::vector<parallel::LayerTime> times = parallel::layer_times(small_mlp(), {20}, 4);
+  REQUIRE(times.size() == 3);
+  for (const parallel::LayerTime& time : times) {
+    CHECK(time.forward > 0.0);
+    CHECK(time.backward > 0.0);
+    CHECK(time.total() == time.forward + time.backward + time.weight);
+  }
+  CHECK(times[0].weight > 0.0);   // Dense 20->30: W is its weight's product
+  CHECK(times[1].weight == 0.0);  // ReLU: no weights, no W
+  CHECK(times[2].weight > 0.0);
+  // Outputs of 4 x 30, 4 x 30 and 4 x 5 floats.
+  CHECK(times[0].output_bytes == 480);
+  CHECK(times[1].output_bytes == 480);
+  CHECK(times[2].output_bytes == 80);
+  // A convolution's weight gradient is a W too.
+  const std::vector<parallel::LayerTime> cnn = parallel::layer_times(models::model_layers("mnist_cnn"), kMnistSample, 2);
+  CHECK(cnn[0].weight > 0.0);
+  CHECK(cnn[1].weight == 0.0);
+}
+
+namespace {
+
+// Four layers of equal times; the outputs of layers 0 and 1 are large,
+// layer 2's tiny.
+std::vector<parallel::LayerTime> four_layers() {
+  std::vector<parallel::LayerTime> times(4, {.forward = 1.0, .backward = 1.0, .weight = 1.0, .output_bytes = 1'000'000});
+  times[2].output_bytes = 1;
+  return times;
+}
+
+}  // namespace
+
+TEST_CASE("stage_split: the simulated step sums each stage's layers and prices each boundary's message") {
+  using parallel::PipelineSchedule;
+  const std::vector<parallel::LayerTime> times = four_layers();
+  const std::vector<StageRange> even{{0, 1}, {2, 3}};
+  // Without a link cost: 2 stages of F = B = W = 2, 1F1B with W at the
+  // batch's end, 4 micro-batches: the simulator's own step for those costs.
+  const double free = parallel::simulated_step_seconds(times, even, PipelineSchedule::OneFOneB, 4,
+                                                       parallel::WeightGradients::at_batch_end, {});
+  const double expected = parallel::steady_step_time(
+      parallel::pipeline_actions(PipelineSchedule::OneFOneB, 2, 4, parallel::WeightGradients::at_batch_end),
+      {.forward_per_stage = {2.0, 2.0}, .backward_per_stage = {2.0, 2.0}, .weight_per_stage = {2.0, 2.0}});
+  CHECK(free == expected);
+  // A message across the cut after layer 1 (1 MB at 1 us per kB, plus 0.5):
+  // the same lists with that latency.
+  const parallel::cost::Link link{.alpha = 0.5, .beta = 1e-6};
+  const double priced = parallel::simulated_step_seconds(times, even, PipelineSchedule::OneFOneB, 4,
+                                                         parallel::WeightGradients::at_batch_end, link);
+  CHECK(priced == parallel::steady_step_time(
+                      parallel::pipeline_actions(PipelineSchedule::OneFOneB, 2, 4,
+                                                 parallel::WeightGradients::at_batch_end),
+                      {.forward_per_stage = {2.0, 2.0},
+                       .backward_per_stage = {2.0, 2.0},
+                       .weight_per_stage = {2.0, 2.0},
+                       .latency_per_boundary = {1.5}}));
+  CHECK(priced > free);
+}
+
+TEST_CASE("stage_split: balancing by the schedule's step moves a cut off a large message, never to a slower step") {
+  using parallel::PipelineSchedule;
+  const std::vector<parallel::LayerTime> times = four_layers();
+  const std::vector<bool> anywhere(4, true);
+  for (const PipelineSchedule schedule :
+       {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB, PipelineSchedule::ZeroBubbleH1,
+        PipelineSchedule::ZeroBubbleH2}) {
+    CAPTURE(parallel::pipeline_schedule_name(schedule));
+    const auto weights = parallel::places_weights(schedule) ? parallel::WeightGradients::per_micro_batch
+                                                            : parallel::WeightGradients::at_batch_end;
+    // Free messages: the even split of equal layers is already the best.
+    CHECK(parallel::schedule_balanced_split(times, 2, schedule, 4, weights, {}, anywhere) ==
+          std::vector<StageRange>{{0, 1}, {2, 3}});
+    // 10 s for the message after layer 1, nothing after layer 2: the cut
+    // moves past layer 2, though the stages become 3 : 1.
+    const parallel::cost::Link slow{.beta = 1e-5};
+    const std::vector<StageRange> moved = parallel::schedule_balanced_split(times, 2, schedule, 4, weights, slow, anywhere);
+    CHECK(moved == std::vector<StageRange>{{0, 2}, {3, 3}});
+    CHECK(parallel::simulated_step_seconds(times, moved, schedule, 4, weights, slow) <
+          parallel::simulated_step_seconds(times, {{0, 1}, {2, 3}}, schedule, 4, weights, slow));
+    // Where no stage may begin at layer 3, none does, and the step is no
+    // slower than the even split's (1f1b and zb-h2 then prefer 1 : 3, the
+    // same slow message but the lighter stage first).
+    const std::vector<StageRange> kept =
+        parallel::schedule_balanced_split(times, 2, schedule, 4, weights, slow, {true, true, true, false});
+    CHECK(kept[1].first != 3);
+    CHECK(parallel::simulated_step_seconds(times, kept, schedule, 4, weights, slow) <=
+          parallel::simulated_step_seconds(times, {{0, 1}, {2, 3}}, schedule, 4, weights, slow));
+  }
+  CHECK_THROWS_WITH_AS(parallel::schedule_balanced_split(times, 2, PipelineSchedule::ZeroBubbleV, 4,
+                                                         parallel::WeightGradients::per_micro_batch, {}, anywhere),
+                       "schedule_balanced_split: the zb-v schedule holds several chunks per rank; balance them with "
+                       "balanced_chunk_split",
+                       Error);
+}
+
 TEST_CASE("stage_split: the table refuses stages that do not cover the layers") {
   const std::vector<double> costs(4, 1.0);
   CHECK(throws_error_mentioning([&] { parallel::format_stages({{0, 1}, {3, 3}}, costs, StageBalance::Layers); },
