@@ -21,11 +21,10 @@ which a script compares between the two. Needs python3 and gnuplot.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
-from plot_timeline import load
+from plot_timeline import load, run_gnuplot
 
 ACTIONS = {"forward": ("F", "#6baed6"), "backward": ("B", "#08519c"), "weight gradients": ("W", "#2ca02c")}
 # Drawn too, but not an action of the schedule: weights packed while a
@@ -137,12 +136,7 @@ set output "{options.png}"
 set grid xtics
 set multiplot layout {rows},{columns} title "{options.title}"
 """ + "".join(panel(directory, i, *p) for i, p in enumerate(panels)) + "unset multiplot\n"
-        try:
-            subprocess.run(["gnuplot"], input=script, text=True, check=True)
-        except FileNotFoundError:
-            sys.exit("plot_pipeline: gnuplot is not installed (apt-get install gnuplot-nox)")
-        except subprocess.CalledProcessError as error:
-            sys.exit(f"plot_pipeline: gnuplot failed ({error.returncode})")
+        run_gnuplot(script, "plot_pipeline")
     print(f"plot_pipeline: {options.png}: {len(panels)} panels")
 
 

@@ -48,6 +48,16 @@ def load(path):
     return trace["traceEvents"]
 
 
+def run_gnuplot(script, who):
+    """Runs a gnuplot script; exits naming `who` if gnuplot is missing or fails."""
+    try:
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+    except FileNotFoundError:
+        sys.exit(f"{who}: gnuplot is not installed (apt-get install gnuplot-nox)")
+    except subprocess.CalledProcessError as error:
+        sys.exit(f"{who}: gnuplot failed ({error.returncode})")
+
+
 def rows_of(events):
     """The (pid, tid) rows in rank order, and their labels."""
     process = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e["name"] == "process_name"}
@@ -149,12 +159,7 @@ plot "{bar_file}" using 1:2:3:4:5 with boxxyerror fs solid 1.0 noborder lc rgb v
      "{mark_file}" using 1:2 with points pt 11 ps 1.2 lc rgb "#000000" title "bucket ready", \\
      {legend}
 """
-        try:
-            subprocess.run(["gnuplot"], input=script, text=True, check=True)
-        except FileNotFoundError:
-            sys.exit("plot_timeline: gnuplot is not installed (apt-get install gnuplot-nox)")
-        except subprocess.CalledProcessError as error:
-            sys.exit(f"plot_timeline: gnuplot failed ({error.returncode})")
+        run_gnuplot(script, "plot_timeline")
     print(f"plot_timeline: {options.png}: {len(rows)} rows, {(end - start) / 1000.0:.1f} ms")
 
 
