@@ -102,7 +102,10 @@ ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList&
 
 // The stages from the split points, or balanced by the layers' costs. Times
 // differ from rank to rank: rank 0's decide for all, and a failure there
-// must not leave the others waiting for them.
+// must not leave the others waiting for them. By time, one stage per rank,
+// the cut is the one whose step under the schedule simulates shortest
+// (schedule_balanced_split), its messages priced by the link measured
+// between ranks 0 and 1.
 // With tensor groups (`plan`), stages begin only where the plan's
 // activation is whole.
 // Under a schedule of several chunks per rank, there are ranks x chunks
