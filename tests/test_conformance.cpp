@@ -489,7 +489,8 @@ void check_entry_point_coverage() {
 }
 
 // Deferred weight gradients (core/deferred_gradients.hpp) join the parts'
-// rows on the device and make one GEMM there, as on cpu:0.
+// rows on the device and make one GEMM (or a convolution's one
+// backward-weights pass) there, as on cpu:0.
 void check_deferred_weight_gradients() {
   const std::vector<Device> devices = devices_under_test();
   REQUIRE_MESSAGE(!devices.empty(), "no ", std::string(kKind),
@@ -513,13 +514,44 @@ void check_deferred_weight_gradients() {
     deferred.backward_weights();
     return leaf.grad();
   };
+  // A convolution's weight and bias, from parts of 2, 1 and 3 images joined
+  // on the device for one backward-weights pass (cuDNN's on a GPU).
+  const std::vector<std::int64_t> part_images{2, 1, 3};
+  std::vector<Tensor> images, image_gradients;
+  for (std::size_t p = 0; p < part_images.size(); ++p) {
+    images.push_back(make_input({part_images[p], 3, 9, 7}, Values::kAny, 900 + p));
+    image_gradients.push_back(make_input({part_images[p], 5, 5, 4}, Values::kAny, 950 + p));
+  }
+  const Tensor filters = make_input({5, 3, 3, 3}, Values::kAny, 990), bias = make_input({5}, Values::kAny, 991);
+  const auto deferred_conv_gradients = [&](const Device& device) {
+    const Tensor w = filters.to(device).detach().clone().set_requires_grad();
+    const Tensor b = bias.to(device).detach().clone().set_requires_grad();
+    autograd::DeferredWeightGradients deferred({w, b});
+    for (std::size_t p = 0; p < part_images.size(); ++p) {
+      deferred.backward_inputs(layers::conv2d(images[p].to(device), w, b, {.stride = 2, .padding = 1}),
+                               image_gradients[p].to(device), p);
+    }
+    CHECK(deferred.weights() == 1);
+    CHECK_FALSE(w.grad().defined());
+    CHECK_FALSE(b.grad().defined());
+    deferred.backward_weights();
+    return std::vector{w.grad(), b.grad()};
+  };
   const Tensor expected = deferred_gradient(cpu(0));
+  const std::vector<Tensor> expected_conv = deferred_conv_gradients(cpu(0));
   for (const Device& device : devices) {
     INFO("on ", device.str());
     const Tensor actual = deferred_gradient(device);
     REQUIRE(actual.defined());
     CHECK(actual.device() == device);
     CHECK_MESSAGE(compare(actual, expected, tolerance_for(device)), "deferred weight gradient");
+    const std::vector<Tensor> conv = deferred_conv_gradients(device);
+    for (std::size_t i = 0; i < conv.size(); ++i) {
+      REQUIRE(conv[i].defined());
+      CHECK(conv[i].device() == device);
+      const char* what = i == 0 ? "deferred convolution weight gradient" : "deferred convolution bias gradient";
+      CHECK_MESSAGE(compare(conv[i], expected_conv[i], tolerance_for(device)), what);
+    }
   }
 }
 
