@@ -140,19 +140,19 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
           // The weight's and the bias's gradients later, for the rows of
           // several passes at once: the input and the output's gradient
           // joined along the batch.
-          const std::shared_ptr<TensorImpl> kept = leaf.lock();
-          const auto weight_side = [g, device, need_bias](const Tensor& x, const Tensor& dy) {
-            Conv2dGeometry whole = g;
-            whole.batch = x.size(0);
-            const std::vector<Tensor> gradients =
-                conv2d_gradients(whole, device, x, Tensor(), dy, false, true, need_bias);
-            return need_bias ? std::vector{gradients[1], gradients[2]} : std::vector{gradients[1]};
-          };
-          std::vector<std::weak_ptr<TensorImpl>> companions;
-          if (need_bias) companions.push_back(bias_leaf);
-          if (kept && pass.deferred != nullptr &&
-              pass.deferred->keep(kept, pass.part, input, grad, weight_side, std::move(companions))) {
-            return conv2d_gradients(g, device, input, weight, grad, need_input, false, false);
+          if (const std::shared_ptr<TensorImpl> kept = leaf.lock(); kept && pass.deferred != nullptr) {
+            const auto weight_side = [g, device, need_bias](const Tensor& x, const Tensor& dy) {
+              Conv2dGeometry whole = g;
+              whole.batch = x.size(0);
+              const std::vector<Tensor> gradients =
+                  conv2d_gradients(whole, device, x, Tensor(), dy, false, true, need_bias);
+              return need_bias ? std::vector{gradients[1], gradients[2]} : std::vector{gradients[1]};
+            };
+            std::vector<std::weak_ptr<TensorImpl>> companions;
+            if (need_bias) companions.push_back(bias_leaf);
+            if (pass.deferred->keep(kept, pass.part, input, grad, weight_side, std::move(companions))) {
+              return conv2d_gradients(g, device, input, weight, grad, need_input, false, false);
+            }
           }
           return conv2d_gradients(g, device, input, weight, grad, need_input, need_weight, need_bias);
         });

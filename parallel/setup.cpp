@@ -155,7 +155,7 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
   }
   as_config_error("balance", [&] { agree_all_can_proceed(comm, problem, "measuring each layer's time"); });
   comm.broadcast_bytes(std::as_writable_bytes(std::span(costs)), 0);
-  comm.broadcast_bytes(std::as_writable_bytes(std::span(times)), 0);
+  if (timed) comm.broadcast_bytes(std::as_writable_bytes(std::span(times)), 0);
   std::vector<bool> may_begin(layers.size(), true);
   for (std::size_t i = 0; plan != nullptr && i < layers.size(); ++i) may_begin[i] = plan->pair_across(i).empty();
   const ChunkLayout chunk_order = chunk_layout(config.pipeline.schedule);

@@ -367,6 +367,17 @@ std::vector<StageRange> balanced_split(const std::vector<double>& layer_costs, i
 
 namespace {
 
+// A stage's F, B and W: the sums of its layers'.
+LayerTime stage_time(const std::vector<LayerTime>& times, const StageRange& stage) {
+  LayerTime sum;
+  for (std::size_t l = stage.first; l <= stage.last; ++l) {
+    sum.forward += times[l].forward;
+    sum.backward += times[l].backward;
+    sum.weight += times[l].weight;
+  }
+  return sum;
+}
+
 // From `split`, moves one boundary by one layer at a time, each time the
 // move that lowers `score` (any ordered value) the most, until none lowers
 // it: a local search (steepest descent), which may stop short of the best
@@ -424,18 +435,13 @@ double simulated_step_seconds(const std::vector<LayerTime>& times, const std::ve
   check_stages_cover(stages, times.size());
   PipelineCosts costs;
   for (std::size_t k = 0; k < stages.size(); ++k) {
-    double forward = 0.0, backward = 0.0, weight = 0.0;
-    for (std::size_t l = stages[k].first; l <= stages[k].last; ++l) {
-      forward += times[l].forward;
-      backward += times[l].backward;
-      weight += times[l].weight;
-    }
+    const LayerTime stage = stage_time(times, stages[k]);
     // A forward or backward of no measurable time still takes some: the
     // simulator wants them positive.
     constexpr double kLeast = 1e-9;
-    costs.forward_per_stage.push_back(std::max(forward, kLeast));
-    costs.backward_per_stage.push_back(std::max(backward, kLeast));
-    costs.weight_per_stage.push_back(weight);
+    costs.forward_per_stage.push_back(std::max(stage.forward, kLeast));
+    costs.backward_per_stage.push_back(std::max(stage.backward, kLeast));
+    costs.weight_per_stage.push_back(stage.weight);
     if (k + 1 < stages.size()) {
       costs.latency_per_boundary.push_back(link.seconds(static_cast<double>(times[stages[k].last].output_bytes)));
     }
@@ -520,12 +526,7 @@ std::string format_timed_stages(const std::vector<StageRange>& stages, const std
   std::string out = fmt::format("{:<6} {:<10} {:>9} {:>9} {:>9} {:>10} {:>7}\n", "stage", "layers", "fwd ms", "B ms",
                                 "W ms", "sends KiB", "share");
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    LayerTime sum;
-    for (std::size_t l = stages[s].first; l <= stages[s].last; ++l) {
-      sum.forward += times[l].forward;
-      sum.backward += times[l].backward;
-      sum.weight += times[l].weight;
-    }
+    const LayerTime sum = stage_time(times, stages[s]);
     const std::string sends =
         s + 1 < stages.size() ? fmt::format("{:.1f}", static_cast<double>(times[stages[s].last].output_bytes) / 1024.0)
                               : "-";
