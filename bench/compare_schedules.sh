@@ -9,7 +9,7 @@
 # (--recompute all), beside one process with 1 and with `ranks`
 # threads, in `rounds` interleaved rounds so every configuration sees the
 # same machine load. Per configuration: the median samples/s, the measured
-# bubble (the stages' mean idle share of a step) beside the schedule's
+# bubble (the stages' mean idle share of a step after the first) beside the schedule's
 # formula, and each stage's peak activation MiB.
 #
 #   bench/compare_schedules.sh [build-dir] [rounds] [train-limit] [ranks] [micro...]

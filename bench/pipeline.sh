@@ -66,7 +66,7 @@ base_ddl = rate("ddl 1 process, 1 thread")
 base_torch = rate("torch 1 process, 1 thread")
 print("(a) wide_mlp, batch 128, SGD, samples/s: median (every round); torch: after warm-up and over all steps")
 print("| run | samples/s | rounds | / ddl 1 process 1 thread | / same framework 1 process | torch, all steps | "
-      "ddl bubble measured (rounds) | textbook |")
+      "ddl bubble measured after the first step: stages' mean (rounds) / busiest stage (rounds) | textbook |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for name, f in rows.items():
     if "(memory)" in name or name.startswith("mnist_cnn"):
@@ -78,8 +78,9 @@ for name, f in rows.items():
     torch = name.startswith("torch")
     own = base_torch if torch else base_ddl
     allsteps = f"{fmt(rate(name, 1), 1)} ({runs(x[1] for x in f)})" if torch else ""
-    bubble = f"{fmt(rate(name, 1), 1)}% ({runs(x[1] for x in f)})" if not torch and f[0][1] != "-" else ""
-    textbook = f"{f[0][2]}%" if bubble else ""
+    bubble = (f"{fmt(rate(name, 1), 1)}% ({runs(x[1] for x in f)}) / {fmt(rate(name, 2), 1)}% "
+              f"({runs(x[2] for x in f)})" if not torch and f[0][1] != "-" else "")
+    textbook = f"{f[0][3]}%" if bubble else ""
     print(f"| {name} | {fmt(r, 1 if torch else 0)} | {runs(x[0] for x in f)} | {fmt(ratio(r, base_ddl), 2)} | "
           f"{fmt(ratio(r, own), 2)} | {allsteps} | {bubble} | {textbook} |")
 
@@ -111,7 +112,7 @@ for name, f in rows.items():
     if name.startswith("mnist_cnn"):
         r = rate(name)
         bubble = f"{fmt(rate(name, 1), 1)}%" if f[0][1] != "-" else ""
-        print(f"| {name} | {fmt(r)} | {runs(x[0] for x in f)} | {fmt(ratio(r, cnn_base), 2)} | {bubble} | {f[0][3]} |")
+        print(f"| {name} | {fmt(r)} | {runs(x[0] for x in f)} | {fmt(ratio(r, cnn_base), 2)} | {bubble} | {f[0][4]} |")
 PY
 }
 
@@ -141,7 +142,8 @@ start_all=$SECONDS
 bounded() { timeout --kill-after=10 400 "$@"; }
 
 # run_ddl <name> <round> <ranks> <ddl-train args...>: appends name, round,
-# samples/s, measured bubble %, textbook %, and per stage "activMiB/RSSMiB".
+# samples/s, measured bubble % (the stages' mean, and the busiest stage's),
+# textbook %, and per stage "activMiB/RSSMiB".
 run_ddl() {
   local name=$1 round=$2 ranks=$3
   shift 3
@@ -159,13 +161,13 @@ run_ddl() {
   fi
   local rate bubble stages rss
   rate=$(sed -n 's/.* \([0-9]*\) samples\/s.*/\1/p' "$log" | tail -n 1)
-  bubble=$(sed -n 's/^bubble: \([0-9.]*\)% .* = \([0-9.]*\)% for.*/\1\t\2/p' "$log")
-  [[ -n $bubble ]] || bubble=$'-\t-'
+  bubble=$(sed -n 's/^bubble: \([0-9.]*\)% .*; \([0-9.]*\)% on the busiest.* = \([0-9.]*\)% for.*/\1\t\2\t\3/p' "$log")
+  [[ -n $bubble ]] || bubble=$'-\t-\t-'
   stages=$(awk 'NF == 11 && $8 ~ /M$/ {printf "%s%.1f/%d", sep, $5, $8; sep = " "}' "$log")
   rss=$(sed -n 's/^maxrss_kib \([0-9]*\)/\1/p' "$log")
   [[ -z $rss ]] || stages="-/$((rss / 1024))"
   printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$round" "$rate" "$bubble" "${stages:--}" >> "$results"
-  printf '%-44s round %s: %s samples/s  bubble %s  stages %s\n' "$name" "$round" "$rate" "${bubble/$'\t'/ vs }" \
+  printf '%-44s round %s: %s samples/s  bubble %s  stages %s\n' "$name" "$round" "$rate" "${bubble//$'\t'/ \/ }" \
     "${stages:--}" >&2
 }
 

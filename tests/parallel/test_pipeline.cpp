@@ -564,6 +564,10 @@ TEST_CASE("Pipeline: every stage's report reaches every rank: its memory, messag
     CHECK(r.statistics.messages == 4 * 3 * directions);
     CHECK(r.statistics.compute_seconds > 0.0);
     CHECK(r.statistics.compute_seconds <= r.statistics.step_seconds);
+    // The first step's times, part of the totals, kept apart for the bubble.
+    CHECK(r.statistics.first_compute_seconds > 0.0);
+    CHECK(r.statistics.first_compute_seconds <= r.statistics.first_step_seconds);
+    CHECK(r.statistics.first_step_seconds < r.statistics.step_seconds);
     CHECK(r.peak_resident_bytes > 0.0);
   }
   CHECK(reports[0].peak_activation_bytes > 0.0);

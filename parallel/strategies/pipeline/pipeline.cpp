@@ -526,6 +526,16 @@ int micro_batches(const PipelineOptions& options, int stages) {
   return options.micro_batches == 0 ? kMicroBatchesPerStage * stages : options.micro_batches;
 }
 
+double PipelineStatistics::idle_fraction() const {
+  const double step = steps > 1 ? step_seconds - first_step_seconds : step_seconds;
+  const double compute = steps > 1 ? compute_seconds - first_compute_seconds : compute_seconds;
+  return step > 0.0 ? 1.0 - compute / step : 0.0;
+}
+
+double PipelineStatistics::first_idle_fraction() const {
+  return first_step_seconds > 0.0 ? 1.0 - first_compute_seconds / first_step_seconds : 0.0;
+}
+
 WeightGradients weight_gradients_of(const PipelineOptions& options) {
   if (places_weights(options.schedule)) return WeightGradients::per_micro_batch;
   return options.defer_weight_gradients ? WeightGradients::at_batch_end : WeightGradients::per_micro_batch;
@@ -732,9 +742,15 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   if (s.tensor) s.tensor_bytes += s.tensor->communicator().bytes_sent() - tensor_start;
 
   generator.set_state(generator.seed(), base + static_cast<std::uint64_t>(stage_count()) * kGeneratorBlock);
-  ++s.statistics.steps;
-  s.statistics.step_seconds += seconds_since(start);
-  s.statistics.compute_seconds += run.compute_seconds();
+  PipelineStatistics& statistics = s.statistics;
+  const double seconds = seconds_since(start);
+  if (statistics.steps == 0) {
+    statistics.first_step_seconds = seconds;
+    statistics.first_compute_seconds = run.compute_seconds();
+  }
+  ++statistics.steps;
+  statistics.step_seconds += seconds;
+  statistics.compute_seconds += run.compute_seconds();
   return result;
 }
 

@@ -157,9 +157,17 @@ struct PipelineStatistics {
   int peak_micro_batches = 0;           // most micro-batches (of chunks: chunk-micro-batches) held at once
   std::size_t peak_deferred_bytes = 0;  // most bytes of rows kept for the deferred weight gradients
   std::size_t peak_packed_bytes = 0;    // most bytes of weights packed for a step (PipelineOptions::pack_weights)
+  // The first step's share of the two times above, apart: it also
+  // allocates, page-faults and packs into fresh memory, so its idle time
+  // says more about start-up than about the schedule.
+  double first_step_seconds = 0.0;
+  double first_compute_seconds = 0.0;
   // The share of the stage's step time spent not computing: waiting for its
-  // neighbours, and idle at the start and end of the schedule.
-  double idle_fraction() const { return step_seconds > 0.0 ? 1.0 - compute_seconds / step_seconds : 0.0; }
+  // neighbours, and idle at the start and end of the schedule. Over the
+  // steps after the first where there are any (the steady state a
+  // schedule's bubble formula describes), else over the first.
+  double idle_fraction() const;
+  double first_idle_fraction() const;
 };
 
 class Pipeline : public optim::Strategy {

@@ -20,7 +20,7 @@ using optim::peak_resident_bytes;
 
 // A report travels as doubles, every field in a fixed place; its layers
 // every rank knows already.
-constexpr std::size_t kFields = 12;
+constexpr std::size_t kFields = 14;
 
 std::array<double, kFields> encode(const StageReport& r) {
   const PipelineStatistics& s = r.statistics;
@@ -35,7 +35,9 @@ std::array<double, kFields> encode(const StageReport& r) {
           static_cast<double>(s.messages),
           static_cast<double>(s.bytes),
           r.tensor_bytes,
-          static_cast<double>(s.peak_packed_bytes)};
+          static_cast<double>(s.peak_packed_bytes),
+          s.first_step_seconds,
+          s.first_compute_seconds};
 }
 
 StageReport decode(const double* f, int peak_micro_batches, const Pipeline& pipeline) {
@@ -53,6 +55,8 @@ StageReport decode(const double* f, int peak_micro_batches, const Pipeline& pipe
   r.statistics.bytes = static_cast<std::int64_t>(f[9]);
   r.tensor_bytes = f[10];
   r.statistics.peak_packed_bytes = static_cast<std::size_t>(f[11]);
+  r.statistics.first_step_seconds = f[12];
+  r.statistics.first_compute_seconds = f[13];
   r.statistics.peak_micro_batches = peak_micro_batches;
   return r;
 }
@@ -138,9 +142,18 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
                                 "idle", "messages/step", "sent/step MiB");
   const auto stages = static_cast<int>(reports.size());
   const std::vector<int> peaks = stages > 0 ? schedule_peaks(options, stages) : std::vector<int>();
+  // The stages' mean idle share beside the busiest stage's: the step waits
+  // for the busiest, so its idle time is the bubble that costs time; the
+  // others' idle beyond it is the stages' imbalance (what --balance moves).
   double idle = 0.0;
+  double first_idle = 0.0;
+  double busiest_idle = 1.0;
+  std::int64_t most_steps = 0;
   for (const StageReport& r : reports) {
     idle += r.statistics.idle_fraction();
+    first_idle += r.statistics.first_idle_fraction();
+    busiest_idle = std::min(busiest_idle, r.statistics.idle_fraction());
+    most_steps = std::max(most_steps, r.statistics.steps);
     // Per training step, as data and tensor parallelism report theirs.
     const auto steps = static_cast<double>(std::max<std::int64_t>(1, r.statistics.steps));
     const std::string held =
@@ -152,10 +165,12 @@ std::string format_stage_reports(const std::vector<StageReport>& reports, const 
                     100.0 * r.statistics.idle_fraction(), static_cast<double>(r.statistics.messages) / steps,
                     mebibytes(static_cast<double>(r.statistics.bytes) / steps));
   }
+  const auto mean = [&](double sum) { return reports.empty() ? 0.0 : 100.0 * sum / stages; };
   out += fmt::format(
-      "bubble: {:.1f}% of stage time idle, measured (the stages' mean); textbook {} = {:.1f}% "
-      "for p = {}, M = {} ({}{})\n",
-      reports.empty() ? 0.0 : 100.0 * idle / stages,
+      "bubble: {:.1f}% of stage time idle{}, measured (the stages' mean; {:.1f}% on the busiest stage{}); "
+      "textbook {} = {:.1f}% for p = {}, M = {} ({}{})\n",
+      mean(idle), most_steps > 1 ? " after the first step" : "", reports.empty() ? 0.0 : 100.0 * busiest_idle,
+      most_steps > 1 ? fmt::format("; {:.1f}% in the first step", mean(first_idle)) : std::string(),
       schedule_bubble_formula(options.schedule, stages, options.micro_batches, options.chunks),
       100.0 * schedule_bubble_fraction(options.schedule, stages, options.micro_batches, options.chunks), stages,
       options.micro_batches, pipeline_schedule_name(options.schedule),
