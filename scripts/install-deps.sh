@@ -17,6 +17,7 @@ packages=(
   dataset-fashion-mnist
   gnuplot-nox python3  # figures: bench/plot_timeline.py, the lessons' plots
   time                 # /usr/bin/time: the lessons' peak memory per rank
+  iproute2 util-linux procps  # scripts/cluster/simulate.sh: ip, tc, nsenter, unshare; pgrep in its test
   # scripts/fuzz.sh: clang; its runtimes (libFuzzer, ASan, UBSan: clang_rt.*
   # in libclang-rt-14-dev, only recommended by clang); clang's OpenMP
   clang libclang-rt-14-dev libomp-14-dev

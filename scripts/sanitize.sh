@@ -57,7 +57,10 @@ jobs=${DDL_SANITIZE_JOBS:-$(nproc)}
 # take minutes here. ddl_train_cli_options (22 short trainings, 180 s here)
 # checks that each option changes what is trained, which the main suite
 # shows; every optimizer and schedule it runs, the unit tests run here.
-long_tests='^(Training: |ddl_train_cli_segmentation$|ddl_train_cli_options$|install\.find_package_consumer$|wide_mlp has )'
+# multi_node_training (22 short trainings on one host and on the simulated
+# cluster) runs code the MPI tests run here; what differs across nodes is
+# MPI's transport, not ddl's.
+long_tests='^(Training: |ddl_train_cli_segmentation$|ddl_train_cli_options$|install\.find_package_consumer$|wide_mlp has |multi_node_training$)'
 # The main job's accuracy (main_job_accuracy, 15 minutes in the main build)
 # would take hours here and runs nothing the trainings above do not: it is
 # reported as skipped, with --all too.

@@ -46,10 +46,12 @@ using detail::SharedWindow;
 
 SharedWindow& shared_window(CommunicatorState& comm) {
   if (comm.shared_window) return *comm.shared_window;
+  // Every rank sees the same answer (no node holds them all), so all
+  // join the gather that names the nodes.
   DDL_CHECK(comm.local_size == comm.size,
-            "shm allreduce: needs every rank on one node, but rank {} shares its node with {} of the {} ranks; "
+            "shm allreduce: needs every rank on one node, but the {} ranks are on several ({}); "
             "use ring (or rhd) across nodes",
-            comm.rank, comm.local_size, comm.size);
+            comm.size, detail::describe_nodes(comm));
   auto window = std::make_unique<SharedWindow>();
   window->segment = std::max<std::int64_t>(config::shm_segment_bytes() / static_cast<std::int64_t>(sizeof(float)), 1);
   const auto bytes = static_cast<MPI_Aint>(2 * window->segment * static_cast<std::int64_t>(sizeof(float)));

@@ -155,6 +155,29 @@ void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const Ope
                status == MPI_STATUS_IGNORE ? MPI_STATUSES_IGNORE : status);
 }
 
+std::string describe_nodes(const CommunicatorState& comm) {
+  constexpr int kHostBytes = 256;
+  std::vector<char> mine(kHostBytes, '\0');
+  ::gethostname(mine.data(), kHostBytes - 1);
+  std::vector<char> all(static_cast<std::size_t>(kHostBytes) * static_cast<std::size_t>(comm.size));
+  MPI_Request request = MPI_REQUEST_NULL;
+  DDL_MPI_CHECK(MPI_Iallgather(mine.data(), kHostBytes, MPI_CHAR, all.data(), kHostBytes, MPI_CHAR, comm.comm, &request));
+  wait_bounded(request, comm, {"MPI_Allgather", kHostBytes, "bytes"}, -1);
+  const auto host = [&](int r) { return std::string(all.data() + static_cast<std::size_t>(r) * kHostBytes); };
+  // Runs of consecutive ranks on one host (a launcher fills nodes in order,
+  // but a rank file may not: a host may then appear more than once).
+  std::string out;
+  for (int first = 0; first < comm.size;) {
+    int last = first;
+    while (last + 1 < comm.size && host(last + 1) == host(first)) ++last;
+    out += fmt::format("{}{} on {}", out.empty() ? "" : ", ",
+                       first == last ? fmt::format("rank {}", first) : fmt::format("ranks {}-{}", first, last),
+                       host(first));
+    first = last + 1;
+  }
+  return out;
+}
+
 struct RequestState {
   MPI_Request request = MPI_REQUEST_NULL;
   std::shared_ptr<CommunicatorState> comm;
@@ -333,6 +356,8 @@ std::string Communicator::describe() const {
   ::gethostname(host, sizeof(host) - 1);
   return fmt::format("rank {} of {} on {}", state_->rank, state_->size, host);
 }
+
+std::string Communicator::describe_nodes() const { return detail::describe_nodes(*state_); }
 
 void Communicator::barrier() const {
   MPI_Request request = MPI_REQUEST_NULL;

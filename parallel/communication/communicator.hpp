@@ -74,6 +74,9 @@ class Communicator {
   int local_size() const;
   // "rank 1 of 4 on node-a"
   std::string describe() const;
+  // Which ranks run on which node (hostname), in rank order: "ranks 0-1 on
+  // node-a, ranks 2-3 on node-b". Collective.
+  std::string describe_nodes() const;
 
   void barrier() const;
   // Ranks with the same color form a new communicator, ordered by key then

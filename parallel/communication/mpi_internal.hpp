@@ -62,6 +62,11 @@ void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const Ope
 void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm, const Operation& what, int peer,
                   MPI_Status* statuses = MPI_STATUSES_IGNORE);
 
+// Which ranks run on which node, in rank order: "ranks 0-1 on node-a,
+// ranks 2-3 on node-b" (hostnames; a rank alone: "rank 4 on node-c").
+// Collective over `comm`: for messages that must name the nodes.
+std::string describe_nodes(const CommunicatorState& comm);
+
 }  // namespace ddl::parallel::detail
 
 #define DDL_MPI_CHECK(call)                                                              \

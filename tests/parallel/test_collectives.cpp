@@ -55,11 +55,27 @@ bool same_on_every_rank(const Communicator& comm, const std::vector<float>& valu
   return true;
 }
 
+// The algorithms that run on `comm`'s ranks: shm needs them all on one
+// node (across the simulated cluster's nodes it is refused; a case below).
+std::vector<AllreduceAlgorithm> algorithms_for(const Communicator& comm) {
+  std::vector<AllreduceAlgorithm> algorithms = all_allreduce_algorithms();
+  if (comm.local_size() < comm.size()) std::erase(algorithms, AllreduceAlgorithm::shm);
+  return algorithms;
+}
+
 }  // namespace
+
+TEST_CASE("Collectives: shm across nodes is refused on every rank, naming each node's ranks") {
+  const Communicator world = Communicator::world();
+  if (world.local_size() == world.size()) return test::skip("every rank is on one node (scripts/cluster/simulate.sh)");
+  std::vector<float> data(5, 1.0f);
+  CHECK(test::throws_error_mentioning([&] { allreduce(world, data, AllreduceAlgorithm::shm); },
+                                      {"shm allreduce", world.describe_nodes(), "use ring (or rhd) across nodes"}));
+}
 
 TEST_CASE("Collectives: every allreduce algorithm sums awkward sizes like MPI_Allreduce, the same on every rank") {
   const Communicator world = Communicator::world();
-  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+  for (const AllreduceAlgorithm algorithm : algorithms_for(world)) {
     for (const std::int64_t n : awkward_sizes(world.size())) {
       CAPTURE(algorithm_name(algorithm));
       CAPTURE(n);
@@ -78,7 +94,7 @@ TEST_CASE("Collectives: every allreduce algorithm sums awkward sizes like MPI_Al
 TEST_CASE("Collectives: every algorithm's average is its sum times 1/p, bit for bit, the same on every rank") {
   const Communicator world = Communicator::world();
   const float inverse = 1.0f / static_cast<float>(world.size());
-  for (const AllreduceAlgorithm algorithm : all_allreduce_algorithms()) {
+  for (const AllreduceAlgorithm algorithm : algorithms_for(world)) {
     for (const std::int64_t n : awkward_sizes(world.size())) {
       CAPTURE(algorithm_name(algorithm));
       CAPTURE(n);
@@ -126,6 +142,7 @@ TEST_CASE("Collectives: the ring's average with float16 on the wire is within fl
 
 TEST_CASE("Collectives: shm keeps one window per communicator, so split groups reduce independently") {
   const Communicator world = Communicator::world();
+  if (world.local_size() < world.size()) return test::skip("the ranks are on several nodes: no shm window spans them");
   const Communicator half = world.split(world.rank() % 2, world.rank());
   for (const std::int64_t n : {std::int64_t{5}, std::int64_t{1000003}, std::int64_t{7}}) {
     CAPTURE(n);

@@ -3,7 +3,9 @@
 // the sums and gathers used for metrics and negotiation.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <numeric>
@@ -36,14 +38,39 @@ std::vector<int> gather_ints(const Communicator& comm, int value) {
 
 }  // namespace
 
-TEST_CASE("Communicator: ranks are 0..size-1 and, on one machine, node-local ranks equal them") {
+// Every rank's hostname, in rank order.
+std::vector<std::string> gather_hostnames(const Communicator& comm) {
+  constexpr std::size_t kBytes = 256;
+  std::array<char, kBytes> mine{};
+  ::gethostname(mine.data(), kBytes - 1);
+  const std::vector<std::byte> all = comm.allgather_bytes(std::as_bytes(std::span<const char>(mine)));
+  std::vector<std::string> hosts;
+  for (int r = 0; r < comm.size(); ++r) {
+    hosts.emplace_back(reinterpret_cast<const char*>(all.data()) + static_cast<std::size_t>(r) * kBytes);
+  }
+  return hosts;
+}
+
+// On one machine every rank is node-local; on several (scripts/cluster/
+// simulate.sh gives each simulated node its own hostname) the node-local
+// ranks are the ranks on this host, numbered in rank order.
+TEST_CASE("Communicator: ranks are 0..size-1, node-local ranks are the ranks on this host, in rank order") {
   const Communicator world = Communicator::world();
   REQUIRE(world.size() >= 2);
   std::vector<int> expected(static_cast<std::size_t>(world.size()));
   std::iota(expected.begin(), expected.end(), 0);
   CHECK(gather_ints(world, world.rank()) == expected);
-  CHECK(world.local_rank() == world.rank());
-  CHECK(world.local_size() == world.size());
+  const std::vector<std::string> hosts = gather_hostnames(world);
+  const std::string& here = hosts[static_cast<std::size_t>(world.rank())];
+  CHECK(world.local_rank() == std::count(hosts.begin(), hosts.begin() + world.rank(), here));
+  CHECK(world.local_size() == std::count(hosts.begin(), hosts.end(), here));
+  // describe_nodes names every host; on one machine, one run of every rank
+  // (the simulated cluster's test checks the names of several nodes).
+  const std::string nodes = world.describe_nodes();
+  for (const std::string& host : hosts) CHECK(nodes.find(" on " + host) != std::string::npos);
+  if (std::count(hosts.begin(), hosts.end(), here) == world.size()) {
+    CHECK(nodes == fmt::format("ranks 0-{} on {}", world.size() - 1, here));
+  }
 }
 
 TEST_CASE("Communicator: split by parity groups even and odd ranks, ordered by key") {
