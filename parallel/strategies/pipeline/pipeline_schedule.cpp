@@ -243,7 +243,11 @@ std::vector<PipelineAction> interleaved_actions(int rank, int ranks, int micro_b
 
 // ZB-V's lists for every rank (see pipeline_schedule.hpp): the ranks run on
 // unit times, each taking at every unit the first of its ready backward,
-// forward (under the activation limit) and pending weight gradients. Each
+// forward (under the activation limit) and pending weight gradients. A
+// chunk-micro-batch counts against the limit from its F until its W, not
+// its B: its W reads the activations the F kept (a Dense layer's input),
+// so a limit counted to B let the W's wait for the batch's end and their
+// rows grow with M (on wide_mlp at M = 16, 1.7x the activations). Each
 // chunk's forwards and backwards go in micro-batch order (so each weight's
 // gradient sums its micro-batches in order, as under every schedule); of
 // two ready, the older micro-batch's, chunk 1's on a tie (it is nearer the
@@ -251,7 +255,7 @@ std::vector<PipelineAction> interleaved_actions(int rank, int ranks, int micro_b
 std::vector<std::vector<PipelineAction>> zero_bubble_v_actions(int ranks, int micro_batches) {
   const Placement placement{ranks, 2, ChunkLayout::v_shape};
   const int stages = placement.stages();
-  const int limit = 2 * ranks;
+  const int limit = 2 * ranks;  // chunk-micro-batches: 1F1B's stage 0 holds p micro-batches of two chunks
   // When each model stage's forward and backward of each micro-batch ended.
   const auto never = std::numeric_limits<int>::max();
   std::vector<std::vector<int>> forward_end(static_cast<std::size_t>(stages),
@@ -291,7 +295,8 @@ std::vector<std::vector<PipelineAction>> zero_bubble_v_actions(int ranks, int mi
         return b->micro_batch < a->micro_batch ? b : a;  // a is chunk 1's: it wins a tie
       };
       std::optional<PipelineAction> next = older(ready(Kind::Backward, 1), ready(Kind::Backward, 0));
-      if (!next && r.held < limit) next = older(ready(Kind::Forward, 1), ready(Kind::Forward, 0));
+      if (!next && r.held + static_cast<int>(r.pending_weights.size()) < limit)
+        next = older(ready(Kind::Forward, 1), ready(Kind::Forward, 0));
       if (!next && !r.pending_weights.empty()) {
         next = r.pending_weights.front();
         r.pending_weights.pop_front();
@@ -641,7 +646,9 @@ bool has_formula(PipelineSchedule schedule, int stages, int micro_batches) {
     case PipelineSchedule::Interleaved1F1B:
       return micro_batches % stages == 0;
     case PipelineSchedule::ZeroBubbleV:
-      return micro_batches >= stages + 2;
+      // Beyond 4 ranks its lists (ddl's greedy rule) take one or two
+      // units more than the paper's 6M + p - 1: simulated.
+      return micro_batches >= stages + 2 && stages <= 4;
     case PipelineSchedule::GPipe:
     case PipelineSchedule::OneFOneB:
     case PipelineSchedule::ZeroBubbleH1:

@@ -52,9 +52,11 @@ namespace ddl::parallel {
 // come from running the ranks on unit times: whenever free, a rank takes
 // the first of: the oldest micro-batch's ready backward, the oldest
 // micro-batch's ready forward while it holds fewer than 2p chunks'
-// activations (p micro-batches' worth: 1F1B's stage 0, on every rank),
-// its oldest pending weight gradients. 6M + p - 1 chunk units a step for
-// M >= p + 2: ZB-H1's bubble halved at 1F1B's peak activations.
+// activations (p micro-batches' worth: 1F1B's stage 0, on every rank;
+// held from F until W, which reads them), its oldest pending weight
+// gradients. 6M + p - 1 chunk units a step for M >= p + 2 on up to 4
+// ranks (one or two more beyond): ZB-H1's bubble halved at 1F1B's peak
+// activations.
 enum class PipelineSchedule { GPipe, OneFOneB, ZeroBubbleH1, ZeroBubbleH2, Interleaved1F1B, ZeroBubbleV };
 
 // "gpipe", "1f1b", "zb-h1", "zb-h2", "interleaved-1f1b" or "zb-v"; anything
