@@ -46,8 +46,6 @@ using detail::SharedWindow;
 
 SharedWindow& shared_window(CommunicatorState& comm) {
   if (comm.shared_window) return *comm.shared_window;
-  // Every rank sees the same answer (no node holds them all), so all
-  // join the gather that names the nodes.
   DDL_CHECK(comm.local_size == comm.size,
             "shm allreduce: needs every rank on one node, but the {} ranks are on several ({}); "
             "use ring (or rhd) across nodes",

@@ -47,6 +47,13 @@ CommunicatorState::~CommunicatorState() {
   // MPI_Abort makes the launcher kill every process at once, and it may
   // stop forwarding output before it has read this message: give it time.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // MPI_Abort asks the launcher to end the job and waits for its answer; a
+  // rank whose node has lost the launcher (its link down) waited forever.
+  // Its own end is what this rank owes the job: it leaves on its own soon.
+  std::thread([code] {
+    std::this_thread::sleep_for(std::chrono::seconds(5));
+    std::_Exit(code);
+  }).detach();
   MPI_Abort(comm, code);
   std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
@@ -109,7 +116,10 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
                   MPI_Status* statuses) {
   const double timeout = config::stall_timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
-  const auto whom = [peer] { return peer >= 0 ? fmt::format("rank {}", peer) : std::string("the other ranks"); };
+  const auto whom = [&] {
+    return peer >= 0 ? fmt::format("rank {} on {}", peer, comm.hosts[static_cast<std::size_t>(peer)])
+                     : std::string("the other ranks");
+  };
   bool busy = true;
   for (std::int64_t polls = 0;; ++polls) {
     int done = 0;
@@ -156,14 +166,7 @@ void wait_bounded(MPI_Request& request, const CommunicatorState& comm, const Ope
 }
 
 std::string describe_nodes(const CommunicatorState& comm) {
-  constexpr int kHostBytes = 256;
-  std::vector<char> mine(kHostBytes, '\0');
-  ::gethostname(mine.data(), kHostBytes - 1);
-  std::vector<char> all(static_cast<std::size_t>(kHostBytes) * static_cast<std::size_t>(comm.size));
-  MPI_Request request = MPI_REQUEST_NULL;
-  DDL_MPI_CHECK(MPI_Iallgather(mine.data(), kHostBytes, MPI_CHAR, all.data(), kHostBytes, MPI_CHAR, comm.comm, &request));
-  wait_bounded(request, comm, {"MPI_Allgather", kHostBytes, "bytes"}, -1);
-  const auto host = [&](int r) { return std::string(all.data() + static_cast<std::size_t>(r) * kHostBytes); };
+  const auto host = [&](int r) { return comm.hosts[static_cast<std::size_t>(r)]; };
   // Runs of consecutive ranks on one host (a launcher fills nodes in order,
   // but a rank file may not: a host may then appear more than once).
   std::string out;
@@ -265,6 +268,12 @@ std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
   DDL_MPI_CHECK(MPI_Comm_rank(node, &state->local_rank));
   DDL_MPI_CHECK(MPI_Comm_size(node, &state->local_size));
   DDL_MPI_CHECK(MPI_Comm_free(&node));
+  constexpr int kHostBytes = 256;
+  std::vector<char> mine(kHostBytes, '\0');
+  ::gethostname(mine.data(), kHostBytes - 1);
+  std::vector<char> all(static_cast<std::size_t>(kHostBytes) * static_cast<std::size_t>(state->size));
+  DDL_MPI_CHECK(MPI_Allgather(mine.data(), kHostBytes, MPI_CHAR, all.data(), kHostBytes, MPI_CHAR, comm));
+  for (int r = 0; r < state->size; ++r) state->hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * kHostBytes);
   return state;
 }
 
@@ -358,6 +367,11 @@ std::string Communicator::describe() const {
 }
 
 std::string Communicator::describe_nodes() const { return detail::describe_nodes(*state_); }
+
+const std::string& Communicator::host(int rank) const {
+  check_peer(*state_, rank, "Communicator::host");
+  return state_->hosts[static_cast<std::size_t>(rank)];
+}
 
 void Communicator::barrier() const {
   MPI_Request request = MPI_REQUEST_NULL;

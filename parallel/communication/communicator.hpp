@@ -75,8 +75,11 @@ class Communicator {
   // "rank 1 of 4 on node-a"
   std::string describe() const;
   // Which ranks run on which node (hostname), in rank order: "ranks 0-1 on
-  // node-a, ranks 2-3 on node-b". Collective.
+  // node-a, ranks 2-3 on node-b".
   std::string describe_nodes() const;
+  // The hostname of `rank` (of this communicator), as it was when the
+  // communicator was made.
+  const std::string& host(int rank) const;
 
   void barrier() const;
   // Ranks with the same color form a new communicator, ordered by key then

@@ -32,6 +32,9 @@ struct CommunicatorState {
   MPI_Comm comm = MPI_COMM_NULL;
   bool owned = false;  // freed with the state (split communicators)
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
+  // Each rank's hostname, gathered when the communicator is made: a stalled
+  // wait names the host of the rank it waited for, which may be gone.
+  std::vector<std::string> hosts;
   std::unique_ptr<SharedWindow> shared_window;
   // Bytes handed to MPI's point-to-point sends (Communicator::bytes_sent).
   std::atomic<std::int64_t> bytes_sent{0};
@@ -64,7 +67,6 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
 
 // Which ranks run on which node, in rank order: "ranks 0-1 on node-a,
 // ranks 2-3 on node-b" (hostnames; a rank alone: "rank 4 on node-c").
-// Collective over `comm`: for messages that must name the nodes.
 std::string describe_nodes(const CommunicatorState& comm);
 
 }  // namespace ddl::parallel::detail

@@ -37,6 +37,7 @@ int Communicator::local_rank() const { unavailable("Communicator::local_rank"); 
 int Communicator::local_size() const { unavailable("Communicator::local_size"); }
 std::string Communicator::describe() const { unavailable("Communicator::describe"); }
 std::string Communicator::describe_nodes() const { unavailable("Communicator::describe_nodes"); }
+const std::string& Communicator::host(int) const { unavailable("Communicator::host"); }
 void Communicator::barrier() const { unavailable("Communicator::barrier"); }
 Communicator Communicator::split(int, int) const { unavailable("Communicator::split"); }
 void Communicator::send(std::span<const std::byte>, int, int) const { unavailable("Communicator::send"); }

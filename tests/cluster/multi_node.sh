@@ -22,12 +22,13 @@ export DDL_STALL_TIMEOUT=${DDL_STALL_TIMEOUT:-60}
 fail() { echo "FAIL: $*"; exit 1; }
 
 # on_cluster <nodes> <ranks per node> <command...>: the command under the
-# simulated cluster; a skip (77) ends the case as skipped.
+# simulated cluster, ranks of two nodes sharing memory unless BETWEEN says
+# tcp; a skip (77) ends the case as skipped.
 on_cluster() {
   local nodes=$1 per_node=$2
   shift 2
   local status=0
-  "$simulate" --nodes "$nodes" --ranks-per-node "$per_node" --between-nodes shm -- "$@" || status=$?
+  "$simulate" --nodes "$nodes" --ranks-per-node "$per_node" --between-nodes "${BETWEEN:-shm}" -- "$@" || status=$?
   [[ $status == 77 ]] && exit 77
   return "$status"
 }
@@ -92,6 +93,46 @@ case $case_name in
     grep -q "shm allreduce: needs every rank on one node, but the 4 ranks are on several (ranks 0-1 on node0, ranks 2-3 on node1); use ring (or rhd) across nodes" \
       "$work/out" || fail "no message naming the nodes: $(tail -20 "$work/out")"
     echo "ok: --allreduce shm across 2 nodes stops, naming the nodes: $(grep -o "the 4 ranks are on several ([^)]*)" "$work/out" | head -1)"
+    ;;
+  link-down)
+    # A node cut off mid-training (its link down, as a failed switch port;
+    # TCP between the nodes, so the cut reaches MPI's traffic): the job
+    # ends within the stall timeout, the rank left naming the rank it lost
+    # and that rank's host, no rank left running on the cut node, and the
+    # last checkpoint whole (the job resumes from it on one host).
+    export DDL_STALL_TIMEOUT=10
+    job=(--parallel data --train-limit 2048 --test-limit 128 --threads 1 --no-validation --checkpoint-dir "$work/ck")
+    {
+      echo '#!/usr/bin/env bash'
+      printf '$DDL_CLUSTER_MPIEXEC -n 2 %q' "$train"
+      printf ' %q' "${job[@]}" --epochs 100
+      printf ' > %q 2>&1 &\n' "$work/out"
+      echo 'job=$!'
+      printf 'for _ in $(seq 600); do [[ -f %q ]] && break; sleep 0.1; done\n' "$work/ck/last.ckpt"
+      echo 'sleep 1'
+      echo 'ip link set "${DDL_CLUSTER_LINKS##* }" down'
+      echo 'start=$SECONDS status=0'
+      echo 'wait $job || status=$?'
+      printf 'echo "$status $((SECONDS - start))" > %q\n' "$work/result"
+      echo 'node1=$(awk '\''$1 == "node1" {print $4}'\'' "$DDL_CLUSTER_DIR/nodes")'
+      echo 'for _ in $(seq 100); do [[ -z $(ip netns pids "$node1") ]] && break; sleep 0.1; done'
+      printf 'ip netns pids "$node1" > %q\n' "$work/left"
+    } > "$work/cut.sh"
+    chmod +x "$work/cut.sh"
+    BETWEEN=tcp on_cluster 2 1 "$work/cut.sh" || fail "the cluster run failed: $(tail "$work/out")"
+    read -r status seconds < "$work/result"
+    [[ $status != 0 ]] || fail "the job went on after its node was cut off: $(tail "$work/out")"
+    ((seconds <= DDL_STALL_TIMEOUT + 10)) || fail "the job took $seconds s to end (DDL_STALL_TIMEOUT=$DDL_STALL_TIMEOUT)"
+    grep -qE "stalled: .*(with rank 1 on node1 has not completed|rank\(s\) 1 on node1 have not reached)" "$work/out" ||
+      fail "no message naming rank 1 and node1: $(grep -v '^Epoch' "$work/out" | tail)"
+    [[ ! -s $work/left ]] || fail "processes left on node1 after the job ended: $(cat "$work/left")"
+    [[ $(ls "$work/ck") == "$(printf 'best.ckpt\nlast.ckpt')" ]] || fail "checkpoint folder: $(ls "$work/ck")"
+    mpiexec -n 2 "$train" "${job[@]}" --epochs 1 --resume > "$work/resumed" 2>&1 ||
+      fail "the last checkpoint does not resume: $(tail "$work/resumed")"
+    grep -q "^Resumed from $work/ck/last.ckpt after epoch" "$work/resumed" ||
+      fail "no resume: $(grep -v '^Epoch' "$work/resumed" | tail)"
+    echo "ok: node1 cut off: the job ended after $seconds s (DDL_STALL_TIMEOUT=10), naming rank 1 on node1;" \
+      "$(grep -o "after epoch [0-9]* (step [0-9]*)" "$work/resumed") resumes"
     ;;
   cleanup)
     # An interrupted run (TERM, as a timeout sends) tears its cluster down,

@@ -62,6 +62,8 @@ TEST_CASE("Communicator: ranks are 0..size-1, node-local ranks are the ranks on 
   CHECK(gather_ints(world, world.rank()) == expected);
   const std::vector<std::string> hosts = gather_hostnames(world);
   const std::string& here = hosts[static_cast<std::size_t>(world.rank())];
+  for (int r = 0; r < world.size(); ++r) CHECK(world.host(r) == hosts[static_cast<std::size_t>(r)]);
+  CHECK(test::throws_error_mentioning([&] { world.host(world.size()); }, {"Communicator::host", "outside"}));
   CHECK(world.local_rank() == std::count(hosts.begin(), hosts.begin() + world.rank(), here));
   CHECK(world.local_size() == std::count(hosts.begin(), hosts.end(), here));
   // describe_nodes names every host; on one machine, one run of every rank
@@ -107,8 +109,10 @@ TEST_CASE("Communicator: a message longer than the receive buffer is an error na
     world.send(ones({5}), 1, 9);
   } else {
     const Tensor small = zeros({4});
-    CHECK(test::throws_error_mentioning([&] { world.recv(small, 0, 9); },
-                                        {"rank 1: receive of 16 bytes (tag 9) with rank 0 failed", "truncated"}));
+    // The peer named with its host: where it runs is what a user looks at next.
+    CHECK(test::throws_error_mentioning(
+        [&] { world.recv(small, 0, 9); },
+        {fmt::format("rank 1: receive of 16 bytes (tag 9) with rank 0 on {} failed", world.host(0)), "truncated"}));
   }
 }
 
@@ -136,7 +140,8 @@ TEST_CASE("Communicator: sendrecv passes 1 MiB around the ring at once, a shorte
     world.sendrecv(four, other, incoming, other, 12);
     CHECK(test::throws_error_mentioning(
         [&] { world.sendrecv(four, other, incoming, other, 13); },
-        {"rank 1: sendrecv of 4 bytes received (tag 13) with rank 0 failed", "truncated"}));
+        {fmt::format("rank 1: sendrecv of 4 bytes received (tag 13) with rank 0 on {} failed", world.host(0)),
+         "truncated"}));
   }
 }
 
