@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -42,18 +43,23 @@ CommunicatorState::~CommunicatorState() {
 }
 
 [[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code) {
+  // MPI_Abort asks the launcher to end the job and waits for its answer; a
+  // rank whose node has lost the launcher (its link down) waited in it
+  // forever, and its output may block as well (nobody reads it). Its own
+  // end is what this rank owes the job: it leaves on its own soon, whatever
+  // blocks below. (Without a thread, MPI_Abort alone.)
+  try {
+    std::thread([code] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5500));
+      std::_Exit(code);
+    }).detach();
+  } catch (const std::system_error&) {
+  }
   std::fprintf(stderr, "ddl: rank %d: %s\n", rank, message.c_str());
   std::fflush(stderr);
   // MPI_Abort makes the launcher kill every process at once, and it may
   // stop forwarding output before it has read this message: give it time.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  // MPI_Abort asks the launcher to end the job and waits for its answer; a
-  // rank whose node has lost the launcher (its link down) waited forever.
-  // Its own end is what this rank owes the job: it leaves on its own soon.
-  std::thread([code] {
-    std::this_thread::sleep_for(std::chrono::seconds(5));
-    std::_Exit(code);
-  }).detach();
   MPI_Abort(comm, code);
   std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
@@ -272,7 +278,9 @@ std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
   std::vector<char> mine(kHostBytes, '\0');
   ::gethostname(mine.data(), kHostBytes - 1);
   std::vector<char> all(static_cast<std::size_t>(kHostBytes) * static_cast<std::size_t>(state->size));
-  DDL_MPI_CHECK(MPI_Allgather(mine.data(), kHostBytes, MPI_CHAR, all.data(), kHostBytes, MPI_CHAR, comm));
+  MPI_Request request = MPI_REQUEST_NULL;
+  DDL_MPI_CHECK(MPI_Iallgather(mine.data(), kHostBytes, MPI_CHAR, all.data(), kHostBytes, MPI_CHAR, comm, &request));
+  wait_bounded(request, *state, {"the hostnames' MPI_Allgather", kHostBytes, "bytes"}, -1);
   for (int r = 0; r < state->size; ++r) state->hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * kHostBytes);
   return state;
 }

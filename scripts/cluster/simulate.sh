@@ -43,30 +43,39 @@ usage() {
   exit 2
 }
 
-# teardown <folder>: every process still in the cluster's nodes killed, the
-# namespaces, links, bridge and hostnames' mounts removed, then the folder.
+# teardown <folder>: the command's process group and every process still
+# in the cluster's nodes killed, the namespaces, links, bridge and mounts
+# removed, then the folder. Signals wait until it is done.
 teardown() {
+  trap '' INT TERM HUP
+  set +e  # each step on its own: what is already gone must not stop the rest
   local dir=$1 name address link netns
-  [[ -f $dir/nodes ]] || { rm -rf "$dir"; return 0; }
-  while read -r name address link netns; do
-    if [[ -e /run/netns/$netns ]]; then
-      ip netns pids "$netns" 2> /dev/null | xargs -r kill -KILL 2> /dev/null || true
-      ip netns del "$netns" 2> /dev/null || true
-    fi
-    ip link del "$link" 2> /dev/null || true  # gone with the namespace, unless never moved there
-    umount "$dir/$name.uts" "$dir/$name.mnt" 2> /dev/null || true
-  done < "$dir/nodes"
-  [[ -f $dir/bridge ]] && ip link del "$(cat "$dir/bridge")" 2> /dev/null || true
+  [[ -f $dir/command ]] && kill -KILL -- "-$(cat "$dir/command")" 2> /dev/null
+  if [[ -f $dir/nodes ]]; then
+    while read -r name address link netns; do
+      if [[ -e /run/netns/$netns ]]; then
+        ip netns pids "$netns" 2> /dev/null | xargs -r kill -KILL 2> /dev/null
+        ip netns del "$netns" 2> /dev/null
+      fi
+      ip link del "$link" 2> /dev/null  # gone with the namespace, unless never moved there
+      umount "$dir/$name.uts" 2> /dev/null
+      umount "$dir/$name.mnt" 2> /dev/null
+    done < "$dir/nodes"
+  fi
+  [[ -f $dir/bridge ]] && ip link del "$(cat "$dir/bridge")" 2> /dev/null
   rm -rf "$dir"
+  return 0
 }
 
-# Runs whose shell is gone (killed outright) leave their folder behind.
+# Runs killed outright leave their folder behind. A run holds a lock on its
+# folder while it lives (a pid alone could be reused): a folder whose lock
+# can be taken is stale.
 clean_stale() {
   local dir
   for dir in "$state_root"/*/; do
     [[ -d $dir ]] || continue
     dir=${dir%/}
-    kill -0 "${dir##*/}" 2> /dev/null || teardown "$dir"
+    if flock -n "$dir/lock" true 2> /dev/null; then teardown "$dir"; fi
   done
 }
 
@@ -86,7 +95,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $# -gt 0 ]] || usage
 [[ $between == tcp || $between == shm ]] || { echo "simulate.sh: --between-nodes is tcp or shm, not '$between'" >&2; exit 2; }
-[[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 200 ]] || { echo "simulate.sh: --nodes must be 1..200, not '$nodes'" >&2; exit 2; }
+# 99 at most: a link's name, "ddlv" + pid (7 digits at most) + "n" + node + "p", fits Linux's 15 characters.
+[[ $nodes =~ ^[0-9]+$ && $nodes -ge 1 && $nodes -le 99 ]] || { echo "simulate.sh: --nodes must be 1..99, not '$nodes'" >&2; exit 2; }
 IFS=, read -r -a slots <<< "$per_node"
 [[ ${#slots[@]} == 1 || ${#slots[@]} == "$nodes" ]] ||
   { echo "simulate.sh: --ranks-per-node lists ${#slots[@]} counts for $nodes nodes" >&2; exit 2; }
@@ -102,20 +112,35 @@ skip() {
 command -v ip > /dev/null || skip "no 'ip' command (Debian package iproute2)"
 command -v nsenter > /dev/null || skip "no 'nsenter' (Debian package util-linux)"
 [[ -z $rate ]] || command -v tc > /dev/null || skip "--rate needs 'tc' (Debian package iproute2)"
+command -v flock > /dev/null || skip "no 'flock' (Debian package util-linux)"
 
+# The nodes' hostnames and mount namespaces are kept by bind mounts on files
+# here, which needs a mount that does not propagate (/run often does, under
+# systemd): the folder is bound onto itself, private, as ip netns does.
 mkdir -p "$state_root"
+if ! mountpoint -q "$state_root"; then
+  mount --bind "$state_root" "$state_root" && mount --make-private "$state_root" ||
+    skip "cannot make $state_root a private mount"
+fi
 clean_stale
 id=$$
 dir=$state_root/$id
 mkdir "$dir"
 trap 'teardown "$dir"' EXIT
+exec {lock}> "$dir/lock"
+flock -n "$lock"
 
-# A /24 of 10.0.0.0/8 no interface uses yet, picked from the run's pid so
-# that runs side by side differ.
+# A /24 of 10.0.0.0/8 that no address or route here covers (a VPN's or a
+# container network's), picked from the run's pid so that runs side by side
+# differ; chosen and taken under a lock, so two runs cannot take one.
+exec {choosing}> "$state_root/subnet.lock"
+flock "$choosing"
 net=
 for ((try = 0; try < 256; ++try)); do
   candidate="10.$((200 + (id + try) % 50)).$(((id / 50 + try) % 256))"
-  if ! ip -4 -o addr show | grep -q " $candidate\."; then
+  routes=$( (ip -4 route show table all to match "$candidate.0/24"; ip -4 route show table all root "$candidate.0/24") |
+    grep -v '^default' || true)
+  if [[ -z $routes ]] && ! ip -4 -o addr show | grep -qF " $candidate."; then
     net=$candidate
     break
   fi
@@ -131,6 +156,7 @@ ip link add "$bridge" type bridge 2> "$dir/error" ||
 echo "$bridge" > "$dir/bridge"
 ip addr add "$net.254/24" dev "$bridge"
 ip link set "$bridge" up
+exec {choosing}>&-  # the subnet is taken: another run may choose now
 : > "$dir/hosts"
 : > "$dir/nodes"
 links=()
@@ -148,8 +174,7 @@ for ((n = 0; n < nodes; ++n)); do
   ip -n "$netns" link set "${link}p" name eth0
   ip -n "$netns" addr add "$address/24" dev eth0
   ip -n "$netns" link set eth0 up
-  ip -n "$netns" link set lo up
-  ip -n "$netns" route add default via "$net.254"
+  ip -n "$netns" link set lo up  # no default route: the nodes reach only each other and the host's bridge
   if [[ -n $rate ]]; then
     # Both directions of the node's link: into the node (the host side's
     # egress) and out of it (eth0's egress). The bucket holds a few
@@ -201,14 +226,23 @@ chmod +x "$dir/launch" "$dir/mpiexec"
 
 echo "simulated cluster: $nodes node(s) x $per_node rank(s), $net.1-$((nodes)) on bridge $bridge${rate:+, links limited to $rate}, $between between nodes" >&2
 export DDL_CLUSTER_DIR=$dir DDL_CLUSTER_MPIEXEC=$dir/mpiexec DDL_CLUSTER_LINKS="${links[*]}"
-# In the background, so that a signal reaches the traps at once (bash runs
-# a trap only after the foreground command ends): the command is told to
-# stop, then the EXIT trap removes the cluster with whatever still runs in it.
-"$@" <&0 &
-child=$!
+# The command in a process group of its own, in the background, so that a
+# signal reaches the traps at once (bash runs a trap only after the
+# foreground command ends): the group gets a TERM (a background job ignores
+# INT), 5 s, and the EXIT trap removes the cluster with whatever still
+# runs, the group's processes included (a run killed outright: the next
+# run or --clean).
+stop() {
+  kill -TERM -- "-$child" 2> /dev/null
+  for _ in $(seq 50); do kill -0 -- "-$child" 2> /dev/null || break; sleep 0.1; done
+}
+child=
 for signal in INT:130 TERM:143 HUP:129; do
-  trap "kill -${signal%:*} $child 2> /dev/null; exit ${signal#*:}" "${signal%:*}"
+  trap "[[ -z \$child ]] || stop; exit ${signal#*:}" "${signal%:*}"
 done
+setsid "$@" <&0 {lock}>&- &
+child=$!
+echo "$child" > "$dir/command"
 status=0
 wait "$child" || status=$?
 exit "$status"

@@ -33,11 +33,20 @@ on_cluster() {
   return "$status"
 }
 
+# mpi_on_cluster <nodes> <ranks per node> <mpiexec arguments...>: the
+# cluster's mpiexec with these arguments (passed as they are: no quoting).
+mpi_on_cluster() {
+  local nodes=$1 per_node=$2
+  shift 2
+  on_cluster "$nodes" "$per_node" bash -c 'exec "$DDL_CLUSTER_MPIEXEC" "$@"' mpiexec "$@"
+}
+
 # What the cluster's runs must leave: no namespace, link, bridge or state.
 nothing_left() {
   local left
   left=$( (ip netns list 2> /dev/null | grep "^ddl-"; ip -br link 2> /dev/null | grep -E "^ddl[bv][0-9]"
-    ls /run/ddl-cluster 2> /dev/null) | tr '\n' ' ')
+    ls /run/ddl-cluster 2> /dev/null | grep -v '^subnet.lock$'
+    pgrep -af "launcher-exec /run/ddl-cluster|^sleep 317$") | tr '\n' ' ')
   [[ -z $left ]] || fail "left behind $1: $left"
 }
 
@@ -47,8 +56,8 @@ case $case_name in
     # of 1, and of 3 and 1 (ranks numbered node by node).
     for layout in "2 2 4" "2 1 2" "2 3,1 4"; do
       read -r nodes per_node ranks <<< "$layout"
-      on_cluster "$nodes" "$per_node" bash -c "\$DDL_CLUSTER_MPIEXEC -n $ranks '$build/tests/ddl_mpi_tests' \
-          '--test-case=Communicator*,Collectives*' --test-suite-exclude=cuda" > "$work/out" 2>&1 ||
+      mpi_on_cluster "$nodes" "$per_node" -n "$ranks" "$build/tests/ddl_mpi_tests" \
+        '--test-case=Communicator*,Collectives*' --test-suite-exclude=cuda > "$work/out" 2>&1 ||
         fail "$nodes nodes x $per_node ranks: $(tail -30 "$work/out")"
       grep -q "SKIPPED: the ranks are on several nodes" "$work/out" || fail "shm ran across nodes: $(tail "$work/out")"
       echo "ok: $ranks ranks on $nodes nodes ($per_node per node): every collective as on one host"
@@ -69,8 +78,8 @@ case $case_name in
       read -r -a config <<< "${configs[$i]}"
       mpiexec -n 4 "$train" --parallel "${config[@]}" "${common[@]}" --checkpoint-dir "$work/host$i" \
         > "$work/host$i.out" 2>&1 || fail "one host, --parallel ${configs[$i]}: $(tail "$work/host$i.out")"
-      on_cluster 2 2 bash -c "\$DDL_CLUSTER_MPIEXEC -n 4 '$train' --parallel ${configs[$i]} ${common[*]} \
-          --checkpoint-dir '$work/nodes$i'" > "$work/nodes$i.out" 2>&1 ||
+      mpi_on_cluster 2 2 -n 4 "$train" --parallel "${config[@]}" "${common[@]}" --checkpoint-dir "$work/nodes$i" \
+        > "$work/nodes$i.out" 2>&1 ||
         fail "2 nodes, --parallel ${configs[$i]}: $(tail "$work/nodes$i.out")"
       cmp -s "$work/host$i/last.ckpt" "$work/nodes$i/last.ckpt" ||
         fail "--parallel ${configs[$i]}: 2 nodes saved another checkpoint than one host"
@@ -87,8 +96,8 @@ case $case_name in
     # A shared-memory allreduce cannot span nodes: every rank stops, the
     # message naming each node's ranks.
     status=0
-    on_cluster 2 2 bash -c "\$DDL_CLUSTER_MPIEXEC -n 4 '$train' --parallel data --allreduce shm --train-limit 256 \
-        --test-limit 128 --epochs 1 --threads 1" > "$work/out" 2>&1 || status=$?
+    mpi_on_cluster 2 2 -n 4 "$train" --parallel data --allreduce shm --train-limit 256 --test-limit 128 --epochs 1 \
+      --threads 1 > "$work/out" 2>&1 || status=$?
     [[ $status != 0 ]] || fail "--allreduce shm across nodes trained: $(tail "$work/out")"
     grep -q "shm allreduce: needs every rank on one node, but the 4 ranks are on several (ranks 0-1 on node0, ranks 2-3 on node1); use ring (or rhd) across nodes" \
       "$work/out" || fail "no message naming the nodes: $(tail -20 "$work/out")"
@@ -109,10 +118,14 @@ case $case_name in
       printf ' > %q 2>&1 &\n' "$work/out"
       echo 'job=$!'
       printf 'for _ in $(seq 600); do [[ -f %q ]] && break; sleep 0.1; done\n' "$work/ck/last.ckpt"
+      printf '[[ -f %q ]] || { echo "no checkpoint after 60 s"; kill $job; exit 1; }\n' "$work/ck/last.ckpt"
       echo 'sleep 1'
       echo 'ip link set "${DDL_CLUSTER_LINKS##* }" down'
       echo 'start=$SECONDS status=0'
+      echo '(sleep 60; kill -KILL $job) 2> /dev/null &'  # a job that never notices is ended, and fails below
+      echo 'watchdog=$!'
       echo 'wait $job || status=$?'
+      echo 'kill $watchdog 2> /dev/null'
       printf 'echo "$status $((SECONDS - start))" > %q\n' "$work/result"
       echo 'node1=$(awk '\''$1 == "node1" {print $4}'\'' "$DDL_CLUSTER_DIR/nodes")'
       echo 'for _ in $(seq 100); do [[ -z $(ip netns pids "$node1") ]] && break; sleep 0.1; done'
@@ -138,6 +151,7 @@ case $case_name in
     # An interrupted run (TERM, as a timeout sends) tears its cluster down,
     # its ranks included; one killed outright is cleaned by --clean.
     [[ $(id -u) == 0 ]] || { echo "SKIPPED: the simulated cluster needs root"; exit 77; }
+    "$simulate" --clean  # what an earlier case left, were it killed by ctest's timeout
     nothing_left "before the test"
     "$simulate" --nodes 2 --ranks-per-node 1 -- bash -c '$DDL_CLUSTER_MPIEXEC -n 2 sleep 317' > "$work/out" 2>&1 &
     runner=$!
@@ -153,9 +167,11 @@ case $case_name in
     runner=$!
     for _ in $(seq 100); do [[ -n $(pgrep -f "^sleep 317$") ]] && break; sleep 0.1; done
     [[ -n $(pgrep -f "^sleep 317$") ]] || fail "the ranks never started: $(cat "$work/out")"
-    kill -KILL -- "-$runner"  # the script, mpiexec and the launchers; the ranks stay in their namespaces
+    kill -KILL -- "-$runner"  # the script; its command (mpiexec) runs in a session of its own, the ranks in their nodes
     wait "$runner" 2> /dev/null
+    sleep 0.5
     [[ -n $(ip netns list | grep "^ddl-") ]] || fail "SIGKILL left nothing to clean: the test proves nothing"
+    [[ -n $(pgrep -f "^sleep 317$") ]] || fail "the ranks ended with the script: the test would not show --clean ends them"
     "$simulate" --clean
     for _ in $(seq 50); do [[ -z $(pgrep -f "^sleep 317$") ]] && break; sleep 0.1; done
     [[ -z $(pgrep -f "^sleep 317$") ]] || fail "ranks left running after --clean: $(pgrep -af "^sleep 317$")"
