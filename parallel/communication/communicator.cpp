@@ -369,9 +369,7 @@ int Communicator::local_rank() const { return state_->local_rank; }
 int Communicator::local_size() const { return state_->local_size; }
 
 std::string Communicator::describe() const {
-  char host[256] = {};
-  ::gethostname(host, sizeof(host) - 1);
-  return fmt::format("rank {} of {} on {}", state_->rank, state_->size, host);
+  return fmt::format("rank {} of {} on {}", state_->rank, state_->size, host(state_->rank));
 }
 
 std::string Communicator::describe_nodes() const { return detail::describe_nodes(*state_); }

@@ -50,6 +50,20 @@ nothing_left() {
   [[ -z $left ]] || fail "left behind $1: $left"
 }
 
+# A job whose ranks sleep (`sleep 317`, a name nothing else runs), and
+# whether they run.
+sleeping_ranks() { pgrep -f "^sleep 317$"; }
+start_sleeping_job() {  # start_sleeping_job [setsid]: in the background, $runner its pid, once its ranks run
+  "$@" "$simulate" --nodes 2 --ranks-per-node 1 -- bash -c '$DDL_CLUSTER_MPIEXEC -n 2 sleep 317' > "$work/out" 2>&1 &
+  runner=$!
+  for _ in $(seq 100); do [[ -n $(sleeping_ranks) ]] && break; sleep 0.1; done
+  [[ -n $(sleeping_ranks) ]] || fail "the ranks never started: $(cat "$work/out")"
+}
+ranks_gone() {  # ranks_gone <after what>: within 5 s
+  for _ in $(seq 50); do [[ -z $(sleeping_ranks) ]] && return; sleep 0.1; done
+  fail "ranks left running after $1: $(pgrep -af "^sleep 317$")"
+}
+
 case $case_name in
   collectives)
     # Every collective and the node-local ranks, across nodes of 2 ranks,
@@ -153,28 +167,20 @@ case $case_name in
     [[ $(id -u) == 0 ]] || { echo "SKIPPED: the simulated cluster needs root"; exit 77; }
     "$simulate" --clean  # what an earlier case left, were it killed by ctest's timeout
     nothing_left "before the test"
-    "$simulate" --nodes 2 --ranks-per-node 1 -- bash -c '$DDL_CLUSTER_MPIEXEC -n 2 sleep 317' > "$work/out" 2>&1 &
-    runner=$!
-    for _ in $(seq 100); do [[ -n $(pgrep -f "^sleep 317$") ]] && break; sleep 0.1; done
-    [[ -n $(pgrep -f "^sleep 317$") ]] || fail "the ranks never started: $(cat "$work/out")"
+    start_sleeping_job
     kill -TERM "$runner"
     wait "$runner"
-    for _ in $(seq 50); do [[ -z $(pgrep -f "^sleep 317$") ]] && break; sleep 0.1; done
-    [[ -z $(pgrep -f "^sleep 317$") ]] || fail "ranks left running after TERM: $(pgrep -af "^sleep 317$")"
+    ranks_gone TERM
     nothing_left "after TERM"
     echo "ok: a run ended by TERM leaves no namespace, link or rank behind"
-    setsid "$simulate" --nodes 2 --ranks-per-node 1 -- bash -c '$DDL_CLUSTER_MPIEXEC -n 2 sleep 317' > "$work/out" 2>&1 &
-    runner=$!
-    for _ in $(seq 100); do [[ -n $(pgrep -f "^sleep 317$") ]] && break; sleep 0.1; done
-    [[ -n $(pgrep -f "^sleep 317$") ]] || fail "the ranks never started: $(cat "$work/out")"
+    start_sleeping_job setsid
     kill -KILL -- "-$runner"  # the script; its command (mpiexec) runs in a session of its own, the ranks in their nodes
     wait "$runner" 2> /dev/null
     sleep 0.5
     [[ -n $(ip netns list | grep "^ddl-") ]] || fail "SIGKILL left nothing to clean: the test proves nothing"
-    [[ -n $(pgrep -f "^sleep 317$") ]] || fail "the ranks ended with the script: the test would not show --clean ends them"
+    [[ -n $(sleeping_ranks) ]] || fail "the ranks ended with the script: the test would not show --clean ends them"
     "$simulate" --clean
-    for _ in $(seq 50); do [[ -z $(pgrep -f "^sleep 317$") ]] && break; sleep 0.1; done
-    [[ -z $(pgrep -f "^sleep 317$") ]] || fail "ranks left running after --clean: $(pgrep -af "^sleep 317$")"
+    ranks_gone --clean
     nothing_left "after SIGKILL and --clean"
     echo "ok: a run killed outright is cleaned by simulate.sh --clean, its ranks included"
     ;;
