@@ -1,5 +1,5 @@
 // An nccl-tests-style table for every allreduce algorithm (ring, rhd, tree,
-// naive, shm, builtin = MPI_Allreduce) and a textbook ring, side by side in
+// naive, shm, hierarchical, builtin = MPI_Allreduce) and a textbook ring, side by side in
 // one run, for sizes doubling from --min-bytes to --max-bytes:
 //   mpiexec -n 2 build/bench/ddl_bench_allreduce [--min-bytes 4] [--max-bytes 268435456]
 // For each size the columns are interleaved: every iteration runs each of
@@ -16,6 +16,11 @@
 // ncclAllReduce, the yardstick there:
 //   mpiexec -n 2 build/bench/ddl_bench_allreduce --algorithms gpu-ring,gpu-rhd,gpu-tree,nccl
 //
+// On several nodes, --interface eth0 adds a column per algorithm: the bytes
+// the nodes' network interfaces sent per allreduce (each node's first rank
+// reads its node's transmit counter in /proc/net/dev around every timed run; the sum over nodes, TCP's headers and the
+// timing's own few small messages included): what crossed between nodes.
+//
 // "textbook" is the ring as textbooks write it (Patarasuk & Yuan 2009):
 // n - 1 steps of one MPI_Sendrecv of a whole chunk and a vectorised add
 // (reduce-scatter), then n - 1 of one MPI_Sendrecv (allgather). It is the
@@ -27,8 +32,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -119,17 +126,54 @@ struct Column {
 struct Result {
   double microseconds;
   std::int64_t wrong;
+  double interface_bytes;  // per allreduce, summed over the nodes; NaN when not counted
 };
 
-// Per column, the median of the per-iteration maxima over ranks.
+// The bytes this node's `interface` has sent (its first rank reads it; the
+// others, and every rank without an interface to read, return 0).
+class InterfaceCounter {
+ public:
+  InterfaceCounter(const Communicator& comm, std::string interface)
+      : interface_(std::move(interface)), counting_(comm.local_rank() == 0), where_(comm.describe()) {
+    sent();  // there, or the error says where
+  }
+  // /proc/net/dev, not /sys/class/net: /proc shows the network namespace of
+  // the process that reads it (a simulated node's), sysfs that of whoever
+  // mounted it. Its line: "  eth0: <8 receive counters> <transmit bytes> ...".
+  double sent() const {
+    if (!counting_) return 0.0;
+    std::ifstream file("/proc/net/dev");
+    for (std::string line; std::getline(file, line);) {
+      const auto colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const auto first = line.find_first_not_of(' ');
+      if (line.compare(first, colon - first, interface_) != 0) continue;
+      std::istringstream counters(line.substr(colon + 1));
+      double value = 0.0;
+      for (int field = 0; field < 9 && counters >> value; ++field) {
+      }
+      if (counters) return value;
+    }
+    throw Error(fmt::format("--interface {}: no such interface in /proc/net/dev on {}", interface_, where_));
+  }
+
+ private:
+  std::string interface_;
+  bool counting_;
+  std::string where_;
+};
+
+// Per column, the median of the per-iteration maxima over ranks, and (with
+// an interface counted) the bytes the nodes sent per run.
 std::vector<Result> measure(const Communicator& comm, const std::vector<Column>& columns, std::int64_t count,
-                            double budget_seconds, const Device& gpu) {
+                            double budget_seconds, const Device& gpu, const InterfaceCounter* interface) {
   Generator generator(7 + static_cast<std::uint64_t>(comm.rank()));
   const std::vector<float> original =
       count > 0 ? uniform({count}, -1.0f, 1.0f, {}, &generator).to_vector<float>() : std::vector<float>{};
   std::vector<float> expected = original;
   builtin_allreduce(comm, expected);
-  std::vector<Result> results(columns.size(), Result{0.0, 0});
+  std::vector<Result> results(columns.size(), Result{0.0, 0, std::nan("")});
+  std::vector<double> sent(columns.size(), 0.0);
   std::vector<std::vector<float>> data(columns.size(), original);
   std::vector<Tensor> on_gpu(columns.size());
   const auto run = [&](std::size_t c) {
@@ -151,20 +195,25 @@ std::vector<Result> measure(const Communicator& comm, const std::vector<Column>&
     for (std::size_t k = 0; k < columns.size(); ++k) {
       const std::size_t c = (k + static_cast<std::size_t>(iteration)) % columns.size();
       comm.barrier();
+      const double sent_before = interface ? interface->sent() : 0.0;
       const auto begin = std::chrono::steady_clock::now();
       run(c);  // a GPU column returns once its result is in GPU memory
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       // The slowest rank's time is the collective's: each rank fills its
-      // own slot, the sum gathers them all.
+      // own slot, the sum gathers them all (and once every rank is past the
+      // allreduce, every byte of it has left its interface).
       std::vector<double> slots(static_cast<std::size_t>(comm.size()), 0.0);
-      slots[static_cast<std::size_t>(comm.rank())] =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      slots[static_cast<std::size_t>(comm.rank())] = seconds;
       comm.sum_doubles(slots);
+      if (interface) sent[c] += interface->sent() - sent_before;
       times[c].push_back(*std::max_element(slots.begin(), slots.end()));
       spent += times[c].back();  // the same on every rank, so all stop together
     }
     if (iteration >= 4 && spent > budget) break;
   }
+  if (interface) comm.sum_doubles(sent);
   for (std::size_t c = 0; c < columns.size(); ++c) {
+    if (interface) results[c].interface_bytes = sent[c] / static_cast<double>(times[c].size());
     std::sort(times[c].begin(), times[c].end());
     results[c].microseconds = times[c][times[c].size() / 2] * 1e6;
   }
@@ -185,6 +234,9 @@ int main(int argc, char** argv) {
   app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-bytes", max_bytes, "largest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--budget", budget, "seconds of timed iterations per size and column")->capture_default_str();
+  std::string interface;
+  app.add_option("--interface", interface,
+                 "on several nodes: also count the bytes this network interface sent per allreduce (eth0)");
   app.add_option("--algorithms", names,
                  "which algorithms, in column order: ddl's, textbook, or on a GPU per rank gpu-ring, gpu-rhd, "
                  "gpu-tree, gpu-naive and nccl")
@@ -215,23 +267,32 @@ int main(int argc, char** argv) {
           {name, [&world, algorithm](std::vector<float>& data) { allreduce(world, data, algorithm); }, {}});
     }
   }
+  std::optional<InterfaceCounter> counter;
+  try {
+    if (!interface.empty()) counter.emplace(world, interface);
+  } catch (const Error& error) {  // on the rank that cannot read it: end them all, not only this one
+    world.abort(error.what());
+  }
   const int n = world.size();
   const double bus_factor = 2.0 * (n - 1) / n;
   if (world.rank() == 0) {
     std::printf("# ddl allreduce, %d ranks, float32 sum; time in us, algbw and busbw in GB/s\n", n);
     std::string header = fmt::format("{:>12} {:>12}", "size(B)", "count");
-    for (const auto& name : names)
+    for (const auto& name : names) {
       header += fmt::format(" | {:>8} {:>9} {:>7} {:>7} {:>5}", name, "time", "algbw", "busbw", "wrong");
+      if (counter) header += fmt::format(" {:>12}", "sent(B)");
+    }
     std::printf("%s\n", header.c_str());
   }
   const double round_trip_before = cache_line_round_trip_ns();
   for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
     std::string line = fmt::format("{:>12} {:>12}", bytes, count);
-    for (const Result& result : measure(world, columns, count, budget, gpu)) {
+    for (const Result& result : measure(world, columns, count, budget, gpu, counter ? &*counter : nullptr)) {
       const double algbw = static_cast<double>(bytes) / (result.microseconds * 1e-6) * 1e-9;
       line += fmt::format(" | {:>8} {:>9.1f} {:>7.3f} {:>7.3f} {:>5}", "", result.microseconds, algbw,
                           algbw * bus_factor, result.wrong);
+      if (counter) line += fmt::format(" {:>12.0f}", result.interface_bytes);
     }
     if (world.rank() == 0) std::printf("%s\n", line.c_str());
     std::fflush(stdout);

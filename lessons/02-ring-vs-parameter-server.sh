@@ -53,7 +53,7 @@ mpiexec -n 2 "$build/apps/ddl-model" --budget "$budget" --check-sizes 65536 --si
   --ranks 8,16,32,64,128,256,512,1024 --gradient-mb "$megabytes" --step-ms "$step" > "$out/model.txt"
 # ranks, ring efficiency, ps efficiency (%), from the model's table.
 awk '/^data-parallel efficiency/ { on = 1; next } /the ring (falls|stays)/ { on = 0 }
-  on && /^ +[0-9]+ +[0-9.]+%/ { gsub("%", ""); print $1, $2, $7 }' "$out/model.txt" > "$out/model.dat"
+  on && /^ +[0-9]+ +[0-9.]+%/ { gsub("%", ""); print $1, $2, $NF }' "$out/model.txt" > "$out/model.dat"
 {
   echo "# the model fitted here ($megabytes MB of gradients, $step ms steps): ranks, ring and 1-server efficiency (%)"
   cat "$out/model.dat"

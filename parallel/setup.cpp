@@ -9,8 +9,11 @@
 #include <fmt/format.h>
 
 #include <ddl/parallel/choice_by_name.hpp>
+#include <ddl/parallel/collectives/allreduce_choice.hpp>
 #include <ddl/parallel/communication/agreement.hpp>
 #include <ddl/parallel/communication/link_measure.hpp>
+#include <ddl/parallel/config.hpp>
+#include <ddl/parallel/planning/cost_model.hpp>
 #include <ddl/parallel/planning/placement.hpp>
 #include <ddl/parallel/strategies/layer_placement.hpp>
 #include <ddl/parallel/strategies/tensor_parallel.hpp>
@@ -370,6 +373,32 @@ std::optional<Communicator> job_ranks() {
   return std::nullopt;
 }
 
+namespace {
+
+// Data parallelism's `--allreduce auto`: float16 on the wire has the ring
+// alone; buckets on GPUs go to NCCL's own allreduce, which knows the
+// GPUs' links (NVLink, PCIe, the network) better than a model of two links
+// does; otherwise the cost model's fastest for the largest bucket the
+// gradients fill (sharded: of the algorithms with halves of their own).
+AllreduceChoice data_parallel_allreduce(const Communicator& comm, const DataParallelOptions& options,
+                                        const layers::LayerList& layers, const RunRequest& request) {
+  if (options.fp16_compression) return {AllreduceAlgorithm::ring, "float16 on the wire: the ring alone carries it"};
+  if (request.device.starts_with("cuda")) {
+    return {AllreduceAlgorithm::builtin, "gradients on GPUs: NCCL's own allreduce, which knows the GPUs' links"};
+  }
+  const std::vector<std::size_t> per_layer = layers.parameter_bytes();
+  const auto gradient_bytes = static_cast<double>(std::accumulate(per_layer.begin(), per_layer.end(), std::size_t{0}));
+  const auto bucket =
+      static_cast<double>(options.bucket_bytes > 0 ? options.bucket_bytes : config::fusion_threshold_bytes());
+  const std::vector<AllreduceAlgorithm> candidates =
+      options.sharding != Sharding::none
+          ? std::vector<AllreduceAlgorithm>{AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd}
+          : cost::modelled_algorithms();
+  return choose_allreduce(comm, std::max(std::min(gradient_bytes, bucket), 4.0), candidates);
+}
+
+}  // namespace
+
 ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Communicator>& ranks,
                          const layers::LayerList& layers, const RunRequest& request) {
   if (!config.placement.empty() && config.kind != StrategyKind::none) {
@@ -381,6 +410,14 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
     throw ConfigError("tp", fmt::format("splits layers over tensor groups under the tensor and hybrid strategies, "
                                         "not under {}",
                                         strategy_kind_name(config.kind)));
+  }
+  const bool automatic =
+      (config.kind == StrategyKind::tensor && config.data.algorithm == AllreduceAlgorithm::automatic) ||
+      (is_pipelined(config.kind) && config.pipeline.allreduce == AllreduceAlgorithm::automatic);
+  if (automatic) {
+    throw ConfigError("allreduce", fmt::format("auto chooses data parallelism's allreduce (the data strategy); under "
+                                               "{} name one (ring, rhd, tree, naive, shm, hierarchical or builtin)",
+                                               strategy_kind_name(config.kind)));
   }
   const bool sharded = config.data.sharding != Sharding::none || config.pipeline.sharding != Sharding::none;
   if (sharded && config.kind != StrategyKind::data && config.kind != StrategyKind::hybrid) {
@@ -413,11 +450,20 @@ ParallelSetup make_setup(const ParallelConfig& config, const std::optional<Commu
     case StrategyKind::none:
       setup = one_process(config, layers, request);
       break;
-    case StrategyKind::data:
-      setup =
-          whole_model(std::make_shared<DataParallel>(several_ranks(ranks, config.kind), config.data), layers, request);
+    case StrategyKind::data: {
+      const Communicator& comm = several_ranks(ranks, config.kind);
+      DataParallelOptions options = config.data;
+      std::string chosen;
+      if (options.algorithm == AllreduceAlgorithm::automatic) {
+        const AllreduceChoice choice = data_parallel_allreduce(comm, options, layers, request);
+        options.algorithm = choice.algorithm;
+        chosen = fmt::format("allreduce auto: {} ({})", algorithm_name(choice.algorithm), choice.reason);
+      }
+      setup = whole_model(std::make_shared<DataParallel>(comm, options), layers, request);
       setup.scope = fmt::format("{} ranks", setup.strategy->shard().world);
+      setup.allreduce_choice = chosen;
       break;
+    }
     case StrategyKind::parameter_server:
       setup = whole_model(as_config_error("servers",
                                           [&] {

@@ -127,20 +127,20 @@ std::optional<Communicator> job_ranks();
 
 // What the run trains, beyond how it is spread.
 struct RunRequest {
-  Shape sample_shape{};   // one input sample, e.g. {1, 28, 28}
+  Shape sample_shape{};    // one input sample, e.g. {1, 28, 28}
   std::int64_t batch = 1;  // the global batch (a pipeline times its layers at its micro-batch)
   // "cpu", "cpu:1", "cuda:0", or a type alone: "cuda" is this rank's GPU
   // on its node (its node-local rank's, or the only one it sees).
   std::string device = "cpu";
-  Generator* weights = nullptr;  // initialises the model (null: default_generator())
+  Generator* weights = nullptr;      // initialises the model (null: default_generator())
   std::ostream* progress = nullptr;  // where rank 0 says what takes a while (timing layers)
 };
 
 struct ParallelSetup {
-  std::shared_ptr<optim::Strategy> strategy;   // never null: one process gets a plain Strategy
-  std::shared_ptr<layers::Sequential> model;   // on its device(s); a pipeline rank's stage alone
-  Device device;                                // where batches, losses and targets go
-  int data_ranks = 1;                           // as data_ranks() above
+  std::shared_ptr<optim::Strategy> strategy;  // never null: one process gets a plain Strategy
+  std::shared_ptr<layers::Sequential> model;  // on its device(s); a pipeline rank's stage alone
+  Device device;                              // where batches, losses and targets go
+  int data_ranks = 1;                         // as data_ranks() above
   // For the run's header: the device, or the placement and the data's
   // device; a pipeline's stages and how they were chosen, or a
   // tensor-parallel rank's layers (empty otherwise: print the model's
@@ -150,6 +150,9 @@ struct ParallelSetup {
   // "2 ranks", "2 pipelines": over what the run's throughput is summed
   // (empty in one process).
   std::string scope;
+  // What `allreduce auto` chose and why ("allreduce auto: hierarchical (4
+  // ranks, 2 per node ...; predicted ...)"); empty when an algorithm was named.
+  std::string allreduce_choice;
 };
 
 // Collective over `ranks` where the strategy has several. Builds the

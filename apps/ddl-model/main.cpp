@@ -26,19 +26,20 @@
 #include <ddl/core/atomic_file.hpp>
 #include <ddl/core/error.hpp>
 #include <ddl/core/timeline.hpp>
+#include <ddl/parallel/collectives/measure_machine.hpp>
 #include <ddl/parallel/communication/communicator.hpp>
 #include <ddl/parallel/planning/cost_model.hpp>
 #include <ddl/parallel/planning/grid_cost.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_schedule.hpp>
 #include <ddl/parallel/strategies/sharding.hpp>
 
-#include "measure.hpp"
-
 namespace ddl::apps {
 namespace {
 
 using parallel::algorithm_name;
 using parallel::AllreduceAlgorithm;
+using parallel::FittedLink;
+using parallel::measure_allreduce;
 namespace cost = parallel::cost;
 
 struct Options {
@@ -326,7 +327,8 @@ SimulatedSchedule simulated(parallel::PipelineSchedule schedule, int stages, int
   const auto weights = places ? parallel::WeightGradients::per_micro_batch : parallel::WeightGradients::in_backward;
   const int own_chunks = schedule == parallel::PipelineSchedule::Interleaved1F1B ? chunks : 0;
   return {parallel::pipeline_actions(schedule, stages, micro_batches, weights, own_chunks),
-          {.forward = 1.0, .backward = places ? 1.0 : 2.0}, parallel::chunk_layout(schedule)};
+          {.forward = 1.0, .backward = places ? 1.0 : 2.0},
+          parallel::chunk_layout(schedule)};
 }
 
 // A simulated step as a trace, one process per rank, 1 unit = 1 ms: its
@@ -343,12 +345,13 @@ void write_simulated_trace(const std::string& path, const parallel::PipelineSimu
                                 .recording = {.threads = {"training"}, .events = {}}};
     for (const parallel::TimedPipelineAction& timed : simulation.stages[r].timeline) {
       const Kind kind = timed.action.kind;
-      timeline::Event event{
-          .name = kind == Kind::Forward ? "forward" : kind == Kind::Backward ? "backward" : "weight gradients",
-          .category = "compute",
-          .begin_ns = std::llround(timed.start * kNanosecondsPerUnit),
-          .end_ns = std::llround(timed.end * kNanosecondsPerUnit),
-          .args = {{"micro-batch", std::int64_t{timed.action.micro_batch}}}};
+      timeline::Event event{.name = kind == Kind::Forward    ? "forward"
+                                    : kind == Kind::Backward ? "backward"
+                                                             : "weight gradients",
+                            .category = "compute",
+                            .begin_ns = std::llround(timed.start * kNanosecondsPerUnit),
+                            .end_ns = std::llround(timed.end * kNanosecondsPerUnit),
+                            .args = {{"micro-batch", std::int64_t{timed.action.micro_batch}}}};
       if (simulation.chunks > 1) event.args.push_back({"chunk", std::int64_t{timed.action.chunk}});
       rank.recording.events.push_back(std::move(event));
     }
@@ -392,11 +395,11 @@ void print_schedules(const Options& o) {
                              parallel::render_timeline(one));
     if (!o.draw_traces.empty()) {
       std::filesystem::create_directories(o.draw_traces);
-      write_simulated_trace(
-          fmt::format("{}/{}.json", o.draw_traces, parallel::pipeline_schedule_name(schedule)), one);
+      write_simulated_trace(fmt::format("{}/{}.json", o.draw_traces, parallel::pipeline_schedule_name(schedule)), one);
     }
   }
-  if (!o.draw_traces.empty()) std::cout << fmt::format("\nthe timelines as trace files: {}/<schedule>.json\n", o.draw_traces);
+  if (!o.draw_traces.empty())
+    std::cout << fmt::format("\nthe timelines as trace files: {}/<schedule>.json\n", o.draw_traces);
 }
 
 // The fastest data x tensor x pipeline grid at each rank count that fits
@@ -471,7 +474,7 @@ int run(const Options& o) {
     std::cout << "ddl-model: the alpha-beta-gamma cost model of ddl's collectives (parallel/planning/cost_model.hpp)\n";
   const bool measuring = o.measure && comm && comm->size() >= 2;
   if (measuring) {
-    const Measured measured = measure_machine(*comm, o.budget);
+    const parallel::MeasuredMachine measured = parallel::measure_machine(*comm, o.budget);
     if (root) {
       std::cout << fmt::format("\nmeasured here ({} ranks, {} per node):\n", comm->size(), comm->local_size());
       print_fit("within a node", measured.intra_node);
@@ -554,8 +557,9 @@ int main(int argc, char** argv) {
   app.add_option("--chunks", o.chunks, "Pipeline schedules: interleaved-1f1b's chunks per rank")
       ->check(CLI::Range(2, 64))
       ->capture_default_str();
-  app.add_option("--draw", o.draw, "Pipeline schedules: draw each one's simulated timeline at P stages and M "
-                                   "micro-batches (\"P,M\")")
+  app.add_option("--draw", o.draw,
+                 "Pipeline schedules: draw each one's simulated timeline at P stages and M "
+                 "micro-batches (\"P,M\")")
       ->delimiter(',')
       ->expected(2)
       ->check(CLI::PositiveNumber);
@@ -585,7 +589,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    const int printed = app.exit(error);  // the message, or --help's text
+    const int printed = app.exit(error);              // the message, or --help's text
     return error.get_exit_code() == 0 ? printed : 2;  // a usage error, as a bad unit is
   }
   try {

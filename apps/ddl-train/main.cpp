@@ -233,6 +233,7 @@ std::string header(const TrainOptions& o, const Task& task, const parallel::Para
                                    : fmt::format("batch {}", batch));
   const std::string spread = setup.strategy->describe(batch / setup.data_ranks);
   if (!spread.empty()) parts.push_back(spread);
+  if (!setup.allreduce_choice.empty()) parts.push_back(setup.allreduce_choice);
   if (!setup.model->recomputed().empty() && !parallel::is_pipelined(o.parallel)) {
     std::vector<std::string> ranges;
     for (const auto& [first, last] : setup.model->recomputed()) {

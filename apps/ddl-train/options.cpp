@@ -238,9 +238,11 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "averaging their gradients by --allreduce. --batch-size is the global batch, split over the ranks "
              "that read data (a pipeline's stages all read every batch of its share, a tensor group's ranks "
              "every batch of theirs)");
-  add_choice(app, "--allreduce", o.allreduce, parallel::all_allreduce_algorithms(), parallel::algorithm_name,
-             "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node) or builtin "
-             "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce)");
+  add_choice(app, "--allreduce", o.allreduce, parallel::allreduce_choices(), parallel::algorithm_name,
+             "Gradient allreduce: ring, rhd, tree, naive, shm (shared-memory window, one node), hierarchical "
+             "(reduce in each node, allreduce among one leader per node, broadcast in the node), builtin "
+             "(MPI_Allreduce; with --device cuda and a GPU per rank, ncclAllReduce), or auto (--parallel data: "
+             "the one the cost model predicts fastest on the links measured at start-up, shown in the header)");
   app.add_option("--bucket-mb", o.bucket_mb, "Gradient bucket size in MiB (tensor fusion)")
       ->check(finite_number(false, kMaxBucketMb))
       ->default_str("DDL_FUSION_THRESHOLD, else 25");
@@ -367,8 +369,10 @@ void resolve_defaults(TrainOptions& o) {
   }
   if (o.momentum > 0.0 && o.optimizer != "sgd") throw UsageError("--momentum applies to --optimizer sgd only");
   using parallel::StrategyKind;
-  if (o.fp16_compression && (o.parallel != StrategyKind::data || o.allreduce != parallel::AllreduceAlgorithm::ring)) {
-    throw UsageError("--fp16-compression needs --parallel data --allreduce ring");
+  if (o.fp16_compression &&
+      (o.parallel != StrategyKind::data ||
+       (o.allreduce != parallel::AllreduceAlgorithm::ring && o.allreduce != parallel::AllreduceAlgorithm::automatic))) {
+    throw UsageError("--fp16-compression needs --parallel data --allreduce ring (or auto, which then takes the ring)");
   }
   if (o.shard != parallel::Sharding::none) {
     if (o.fp16_compression) {
@@ -377,11 +381,10 @@ void resolve_defaults(TrainOptions& o) {
           "which float16 would round");
     }
     const auto a = o.allreduce;
-    if (a != parallel::AllreduceAlgorithm::ring && a != parallel::AllreduceAlgorithm::rhd &&
-        a != parallel::AllreduceAlgorithm::builtin) {
+    if (a != parallel::AllreduceAlgorithm::automatic && !parallel::has_halves(a)) {
       throw UsageError(
-          fmt::format("--shard {} needs a reduce-scatter and an allgather: --allreduce ring, rhd or "
-                      "builtin, not {}",
+          fmt::format("--shard {} needs a reduce-scatter and an allgather: --allreduce ring, rhd, "
+                      "builtin or auto, not {}",
                       parallel::sharding_name(o.shard), parallel::algorithm_name(a)));
     }
   }

@@ -14,14 +14,27 @@ namespace {
 template <class Transport>
 void run_algorithm(AllreduceAlgorithm algorithm, Transport& transport, float* data, std::int64_t n, ReduceOp op) {
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return detail::ring_allreduce(transport, data, n, op);
-    case AllreduceAlgorithm::rhd: return detail::halving_doubling_allreduce(transport, data, n, op);
-    case AllreduceAlgorithm::tree: return detail::tree_allreduce(transport, data, n, op);
-    case AllreduceAlgorithm::naive: return detail::naive_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::ring:
+      return detail::ring_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::rhd:
+      return detail::halving_doubling_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::tree:
+      return detail::tree_allreduce(transport, data, n, op);
+    case AllreduceAlgorithm::naive:
+      return detail::naive_allreduce(transport, data, n, op);
     case AllreduceAlgorithm::shm:
-    case AllreduceAlgorithm::builtin: break;
+    case AllreduceAlgorithm::hierarchical:
+    case AllreduceAlgorithm::builtin:
+    case AllreduceAlgorithm::automatic:
+      break;
   }
   throw Error(fmt::format("allreduce: {} is not written over a transport", algorithm_name(algorithm)));
+}
+
+void require_chosen(AllreduceAlgorithm algorithm) {
+  DDL_CHECK(algorithm != AllreduceAlgorithm::automatic,
+            "allreduce: auto is a request, not an algorithm: make_setup replaces it by the one the cost model "
+            "predicts fastest (choose_allreduce); name an algorithm here");
 }
 
 void require_float32(const Tensor& tensor) {
@@ -33,9 +46,13 @@ void require_float32(const Tensor& tensor) {
 
 void allreduce(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, WireFormat wire,
                ReduceOp op) {
+  require_chosen(algorithm);
   DDL_CHECK(wire == WireFormat::float32 || algorithm == AllreduceAlgorithm::ring,
             "allreduce: float16 on the wire is implemented for the ring only, not for {}", algorithm_name(algorithm));
   const auto n = static_cast<std::int64_t>(data.size());
+  if (algorithm == AllreduceAlgorithm::hierarchical) {
+    return hierarchical_allreduce(comm, data, op);  // averaged by the leaders, where the sum is complete
+  }
   if (algorithm == AllreduceAlgorithm::shm) {
     shared_memory_allreduce(comm, data);
   } else if (algorithm == AllreduceAlgorithm::builtin) {
@@ -64,24 +81,36 @@ bool has_halves(AllreduceAlgorithm algorithm) {
 
 void reduce_scatter(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm, ReduceOp op) {
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return ring_reduce_scatter(comm, data, WireFormat::float32, op);
-    case AllreduceAlgorithm::rhd: return halving_reduce_scatter(comm, data, op);
-    case AllreduceAlgorithm::builtin: return builtin_reduce_scatter(comm, data, op);
+    case AllreduceAlgorithm::ring:
+      return ring_reduce_scatter(comm, data, WireFormat::float32, op);
+    case AllreduceAlgorithm::rhd:
+      return halving_reduce_scatter(comm, data, op);
+    case AllreduceAlgorithm::builtin:
+      return builtin_reduce_scatter(comm, data, op);
     case AllreduceAlgorithm::tree:
     case AllreduceAlgorithm::naive:
-    case AllreduceAlgorithm::shm: break;
+    case AllreduceAlgorithm::shm:
+    case AllreduceAlgorithm::hierarchical:
+    case AllreduceAlgorithm::automatic:
+      break;
   }
   no_half("reduce_scatter", algorithm);
 }
 
 void allgather(const Communicator& comm, std::span<float> data, AllreduceAlgorithm algorithm) {
   switch (algorithm) {
-    case AllreduceAlgorithm::ring: return ring_allgather(comm, data);
-    case AllreduceAlgorithm::rhd: return doubling_allgather(comm, data);
-    case AllreduceAlgorithm::builtin: return builtin_allgather(comm, data);
+    case AllreduceAlgorithm::ring:
+      return ring_allgather(comm, data);
+    case AllreduceAlgorithm::rhd:
+      return doubling_allgather(comm, data);
+    case AllreduceAlgorithm::builtin:
+      return builtin_allgather(comm, data);
     case AllreduceAlgorithm::tree:
     case AllreduceAlgorithm::naive:
-    case AllreduceAlgorithm::shm: break;
+    case AllreduceAlgorithm::shm:
+    case AllreduceAlgorithm::hierarchical:
+    case AllreduceAlgorithm::automatic:
+      break;
   }
   no_half("allgather", algorithm);
 }
@@ -147,9 +176,11 @@ void allreduce(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgo
 
 void detail::allreduce_after(const NcclCommunicator& comm, const Tensor& tensor, AllreduceAlgorithm algorithm,
                              ReduceOp op, cuda_backend::ComputeMark* written) {
-  DDL_CHECK(algorithm != AllreduceAlgorithm::shm,
-            "allreduce: shm reduces host memory through an MPI window and has no GPU form; on a GPU use ring, rhd, "
-            "tree, naive or builtin (NCCL's own)");
+  require_chosen(algorithm);
+  DDL_CHECK(runs_on_gpu(algorithm),
+            "allreduce: {} reduces host memory over MPI and has no GPU form; on a GPU use ring, rhd, tree, naive or "
+            "builtin (NCCL's own, which is node-aware itself)",
+            algorithm_name(algorithm));
   on_gpu("allreduce", comm, tensor, algorithm, written,
          [&](detail::NcclTransport& transport, float* data, std::int64_t n) {
            if (algorithm == AllreduceAlgorithm::builtin) return transport.allreduce(data, n, op);

@@ -17,19 +17,35 @@ std::string algorithm_name(AllreduceAlgorithm algorithm) {
       return "naive";
     case AllreduceAlgorithm::shm:
       return "shm";
+    case AllreduceAlgorithm::hierarchical:
+      return "hierarchical";
     case AllreduceAlgorithm::builtin:
       return "builtin";
+    case AllreduceAlgorithm::automatic:
+      return "auto";
   }
   return "unknown";
 }
 
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms() {
-  return {AllreduceAlgorithm::ring,  AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree,
-          AllreduceAlgorithm::naive, AllreduceAlgorithm::shm, AllreduceAlgorithm::builtin};
+  return {AllreduceAlgorithm::ring,   AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree,
+          AllreduceAlgorithm::naive,  AllreduceAlgorithm::shm, AllreduceAlgorithm::hierarchical,
+          AllreduceAlgorithm::builtin};
+}
+
+std::vector<AllreduceAlgorithm> allreduce_choices() {
+  std::vector<AllreduceAlgorithm> choices = all_allreduce_algorithms();
+  choices.push_back(AllreduceAlgorithm::automatic);
+  return choices;
+}
+
+bool runs_on_gpu(AllreduceAlgorithm algorithm) {
+  return algorithm != AllreduceAlgorithm::shm && algorithm != AllreduceAlgorithm::hierarchical &&
+         algorithm != AllreduceAlgorithm::automatic;
 }
 
 AllreduceAlgorithm parse_allreduce(const std::string& name) {
-  return choice_by_name(name, all_allreduce_algorithms(), algorithm_name, "allreduce algorithm");
+  return choice_by_name(name, allreduce_choices(), algorithm_name, "allreduce algorithm");
 }
 
 }  // namespace ddl::parallel

@@ -8,7 +8,10 @@
 
 namespace ddl::parallel {
 
-enum class AllreduceAlgorithm { ring, rhd, tree, naive, shm, builtin };
+// `automatic` ("auto") is not an algorithm but a request: make_setup
+// (setup.hpp) replaces it by the one the cost model predicts fastest on
+// the job's measured links (allreduce_choice.hpp); the collectives refuse it.
+enum class AllreduceAlgorithm { ring, rhd, tree, naive, shm, hierarchical, builtin, automatic };
 
 // What an allreduce leaves on every rank: the sum, or the sum divided by
 // the number of ranks (MPI_SUM, ncclSum / ncclAvg). Our algorithms divide
@@ -17,10 +20,18 @@ enum class AllreduceAlgorithm { ring, rhd, tree, naive, shm, builtin };
 // per rank instead of a pass over the whole buffer.
 enum class ReduceOp { sum, average };
 
-// "ring", "rhd", "tree", "naive", "shm", "builtin".
+// "ring", "rhd", "tree", "naive", "shm", "hierarchical", "builtin", "auto".
 std::string algorithm_name(AllreduceAlgorithm algorithm);
 // The inverse; throws ddl::Error listing the names for an unknown one.
 AllreduceAlgorithm parse_allreduce(const std::string& name);
+// The algorithms that run (every one but automatic), and what a user may
+// ask for (those and automatic).
 std::vector<AllreduceAlgorithm> all_allreduce_algorithms();
+std::vector<AllreduceAlgorithm> allreduce_choices();
+// Whether the algorithm also runs on GPU buffers over NCCL. shm reduces
+// host memory through an MPI window; hierarchical runs over the node's and
+// the leaders' MPI communicators (NCCL's own, builtin, is node-aware
+// already). Where it does not, a GPU's buffers go through host memory.
+bool runs_on_gpu(AllreduceAlgorithm algorithm);
 
 }  // namespace ddl::parallel

@@ -18,6 +18,8 @@
 //   tree       tree.cpp             2 log2 p            up to 2 n log2 p
 //   naive      naive.cpp            2 (root: 2(p-1))    n (root: 2 n (p-1))
 //   shm        shared_memory.cpp    none: 2 barriers    none (one node only; ~2n copied in and out)
+//   hierarchical hierarchical.cpp   in node: 2 log2 L;  in node: up to 2 n log2 L; across: leaders only,
+//                                   leaders 2(N-1) more 2 n (N-1)/N (L ranks on a node, N nodes)
 //   builtin    MPI_Allreduce        (MPICH's choice)
 //
 // An allreduce is a reduce-scatter followed by an allgather, and the two
@@ -78,6 +80,16 @@ void naive_allreduce(const Communicator& comm, std::span<float> data);
 // collective at a time; this one keeps its window between calls.
 void shared_memory_allreduce(const Communicator& comm, std::span<float> data);
 void builtin_allreduce(const Communicator& comm, std::span<float> data);
+// Across nodes (hierarchical.cpp): each node's ranks reduce onto its
+// leader, the leaders (one per node) allreduce by the ring, and each leader
+// broadcasts through its node, so only the leaders' messages cross between
+// nodes. Nodes as Communicator::node() finds them; the second form takes
+// the two levels explicitly: `node`, this rank's node (its rank 0 is the
+// leader), and `leaders`, read on leaders only, one rank per node; every
+// rank of `comm` in exactly one node.
+void hierarchical_allreduce(const Communicator& comm, std::span<float> data, ReduceOp op = ReduceOp::sum);
+void hierarchical_allreduce(const Communicator& comm, const Communicator& node, const Communicator& leaders,
+                            std::span<float> data, ReduceOp op = ReduceOp::sum);
 
 // Reduce-scatter and allgather by name, in place on a buffer of n elements
 // cut into p chunks of n/p (the first n mod p one longer, chunk_range()

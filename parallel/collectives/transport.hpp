@@ -105,8 +105,7 @@ class NcclTransport {
   int size() const;
   void exchange_add(const float* send, std::int64_t n_send, int to, float* target, std::int64_t n_recv, int from,
                     int tag);
-  void exchange(const float* send, std::int64_t n_send, int to, float* receive, std::int64_t n_recv, int from,
-                int tag);
+  void exchange(const float* send, std::int64_t n_send, int to, float* receive, std::int64_t n_recv, int from, int tag);
   void complete(float* data, std::int64_t n, ReduceOp op);
   // NCCL's own allreduce of data[0, n), in place, for the builtin algorithm,
   // and its halves on chunk_range's chunks: chunk r reduced onto rank r,
@@ -150,13 +149,17 @@ template <class Transport>
 void doubling_allgather(Transport& transport, float* data, std::int64_t n);
 template <class Transport>
 void tree_broadcast(Transport& transport, float* data, std::int64_t n, int root);
+// The sum of every rank's data[0, n) onto rank 0 (the others' data are
+// left with partial sums).
+template <class Transport>
+void tree_reduce(Transport& transport, float* data, std::int64_t n);
 template <class Transport>
 void tree_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op);
 template <class Transport>
 void naive_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op);
 
 // Instantiates one algorithm template for both transports.
-#define DDL_FOR_BOTH_TRANSPORTS(name, ...)                          \
+#define DDL_FOR_BOTH_TRANSPORTS(name, ...)                        \
   template void name<HostTransport>(HostTransport&, __VA_ARGS__); \
   template void name<NcclTransport>(NcclTransport&, __VA_ARGS__);
 

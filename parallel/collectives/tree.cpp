@@ -42,21 +42,27 @@ void tree_broadcast(Transport& transport, float* data, std::int64_t n, int root)
 }
 
 template <class Transport>
-void tree_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+void tree_reduce(Transport& transport, float* data, std::int64_t n) {
   const int p = transport.size(), r = transport.rank();
-  if (p == 1) return;
   for (int mask = 1; mask < p; mask <<= 1) {
     if (r & mask) {
       transport.exchange(data, n, r - mask, nullptr, 0, r - mask, kReduceTag);
-      break;
+      return;
     }
     if (r + mask < p) transport.exchange_add(nullptr, 0, r + mask, data, n, r + mask, kReduceTag);
   }
-  if (r == 0) transport.complete(data, n, op);
+}
+
+template <class Transport>
+void tree_allreduce(Transport& transport, float* data, std::int64_t n, ReduceOp op) {
+  if (transport.size() == 1) return;
+  tree_reduce(transport, data, n);
+  if (transport.rank() == 0) transport.complete(data, n, op);
   tree_broadcast(transport, data, n, 0);
 }
 
 DDL_FOR_BOTH_TRANSPORTS(tree_broadcast, float*, std::int64_t, int)
+DDL_FOR_BOTH_TRANSPORTS(tree_reduce, float*, std::int64_t)
 DDL_FOR_BOTH_TRANSPORTS(tree_allreduce, float*, std::int64_t, ReduceOp)
 
 }  // namespace detail

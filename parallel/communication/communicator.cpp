@@ -15,8 +15,8 @@
 #include <vector>
 
 #include <ddl/core/check.hpp>
-#include <ddl/parallel/config.hpp>
 #include <ddl/parallel/communication/mpi_internal.hpp>
+#include <ddl/parallel/config.hpp>
 
 namespace ddl::parallel {
 namespace detail {
@@ -281,7 +281,8 @@ std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
   MPI_Request request = MPI_REQUEST_NULL;
   DDL_MPI_CHECK(MPI_Iallgather(mine.data(), kHostBytes, MPI_CHAR, all.data(), kHostBytes, MPI_CHAR, comm, &request));
   wait_bounded(request, *state, {"the hostnames' MPI_Allgather", kHostBytes, "bytes"}, -1);
-  for (int r = 0; r < state->size; ++r) state->hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * kHostBytes);
+  for (int r = 0; r < state->size; ++r)
+    state->hosts.emplace_back(all.data() + static_cast<std::size_t>(r) * kHostBytes);
   return state;
 }
 
@@ -391,13 +392,31 @@ Communicator Communicator::split(int color, int key) const {
   return Communicator(make_state(comm, true));
 }
 
+Communicator Communicator::node() const {
+  if (!state_->node) {
+    MPI_Comm node = MPI_COMM_NULL;
+    DDL_MPI_CHECK(MPI_Comm_split_type(state_->comm, MPI_COMM_TYPE_SHARED, state_->rank, MPI_INFO_NULL, &node));
+    state_->node = make_state(node, true);
+    state_->node->parent_bytes_sent = state_->bytes_sent;
+  }
+  return Communicator(state_->node);
+}
+
+Communicator Communicator::across_nodes() const {
+  if (!state_->across_nodes) {
+    state_->across_nodes = split(state_->local_rank, state_->rank).state_;
+    state_->across_nodes->parent_bytes_sent = state_->bytes_sent;
+  }
+  return Communicator(state_->across_nodes);
+}
+
 Request Communicator::isend(std::span<const std::byte> bytes, int peer, int tag) const {
   check_peer(*state_, peer, "isend");
   auto state = std::make_shared<RequestState>();
   state->comm = state_;
   state->peer = peer;
   state->what = {"send", static_cast<std::int64_t>(bytes.size()), "bytes", tag};
-  state_->bytes_sent.fetch_add(static_cast<std::int64_t>(bytes.size()), std::memory_order_relaxed);
+  state_->count_sent(bytes.size());
   DDL_MPI_CHECK(MPI_Isend(bytes.data(), checked_count(bytes.size(), "isend"), MPI_BYTE, peer, tag, state_->comm,
                           &state->request));
   return Request(std::move(state));
@@ -425,7 +444,7 @@ void Communicator::sendrecv(std::span<const std::byte> send, int to, std::span<s
   MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   DDL_MPI_CHECK(MPI_Irecv(receive.data(), checked_count(receive.size(), "sendrecv"), MPI_BYTE, from, tag, state_->comm,
                           &requests[0]));
-  state_->bytes_sent.fetch_add(static_cast<std::int64_t>(send.size()), std::memory_order_relaxed);
+  state_->count_sent(send.size());
   DDL_MPI_CHECK(
       MPI_Isend(send.data(), checked_count(send.size(), "sendrecv"), MPI_BYTE, to, tag, state_->comm, &requests[1]));
   MPI_Status statuses[2];
@@ -442,7 +461,7 @@ std::optional<int> Communicator::probe_any(int tag) const {
   return status.MPI_SOURCE;
 }
 
-std::int64_t Communicator::bytes_sent() const { return state_->bytes_sent.load(std::memory_order_relaxed); }
+std::int64_t Communicator::bytes_sent() const { return state_->bytes_sent->load(std::memory_order_relaxed); }
 
 void Communicator::send(std::span<const std::byte> bytes, int peer, int tag) const { isend(bytes, peer, tag).wait(); }
 

@@ -85,6 +85,14 @@ class Communicator {
   // Ranks with the same color form a new communicator, ordered by key then
   // by rank in this one (MPI_Comm_split).
   Communicator split(int color, int key) const;
+  // The two levels of a job on several nodes (the hierarchical allreduce's):
+  // node() holds the ranks of this rank's node, in this communicator's
+  // order (its rank is local_rank()); across_nodes() the ranks of every
+  // node with this rank's local rank, in node order, so for local rank 0
+  // one leader per node. Each is made on its first call, which every rank
+  // makes together (a collective), and kept with this communicator.
+  Communicator node() const;
+  Communicator across_nodes() const;
 
   // Raw host bytes to / from rank `peer`.
   void send(std::span<const std::byte> bytes, int peer, int tag = 0) const;
@@ -122,8 +130,9 @@ class Communicator {
   void broadcast_bytes(std::span<std::byte> bytes, int root) const;
 
   // The bytes this rank has posted in point-to-point sends on this
-  // communicator (copies of it share the count) since it was made: every
-  // message of the collectives written on them (ring, rhd, tree, naive),
+  // communicator, its node() and its across_nodes() (copies of it share
+  // the count) since it was made: every
+  // message of the collectives written on them (ring, rhd, tree, naive, hierarchical),
   // none of MPI's own collectives (builtin, sum_doubles, allgather_bytes,
   // broadcast_bytes), whose traffic MPI does not tell. What a lesson
   // compares with the algorithms' formulas.

@@ -36,8 +36,17 @@ struct CommunicatorState {
   // wait names the host of the rank it waited for, which may be gone.
   std::vector<std::string> hosts;
   std::unique_ptr<SharedWindow> shared_window;
-  // Bytes handed to MPI's point-to-point sends (Communicator::bytes_sent).
-  std::atomic<std::int64_t> bytes_sent{0};
+  // Communicator::node() and across_nodes(), made on first use.
+  std::shared_ptr<CommunicatorState> node, across_nodes;
+  // Bytes handed to MPI's point-to-point sends (Communicator::bytes_sent),
+  // and the counter of the communicator this one is the node() or
+  // across_nodes() of, which counts them too (null for the others).
+  std::shared_ptr<std::atomic<std::int64_t>> bytes_sent = std::make_shared<std::atomic<std::int64_t>>(0);
+  std::shared_ptr<std::atomic<std::int64_t>> parent_bytes_sent;
+  void count_sent(std::size_t bytes) {
+    bytes_sent->fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+    if (parent_bytes_sent) parent_bytes_sent->fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  }
   ~CommunicatorState();
 };
 

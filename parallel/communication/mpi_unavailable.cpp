@@ -12,9 +12,10 @@ namespace ddl::parallel {
 namespace {
 
 [[noreturn]] void unavailable(const char* what) {
-  throw Error(fmt::format("{}: ddl was built without MPI (configured with DDL_MPI=OFF, or MPICH was not found), so "
-                          "it runs in one process only",
-                          what));
+  throw Error(
+      fmt::format("{}: ddl was built without MPI (configured with DDL_MPI=OFF, or MPICH was not found), so "
+                  "it runs in one process only",
+                  what));
 }
 
 }  // namespace
@@ -40,6 +41,8 @@ std::string Communicator::describe_nodes() const { unavailable("Communicator::de
 const std::string& Communicator::host(int) const { unavailable("Communicator::host"); }
 void Communicator::barrier() const { unavailable("Communicator::barrier"); }
 Communicator Communicator::split(int, int) const { unavailable("Communicator::split"); }
+Communicator Communicator::node() const { unavailable("Communicator::node"); }
+Communicator Communicator::across_nodes() const { unavailable("Communicator::across_nodes"); }
 void Communicator::send(std::span<const std::byte>, int, int) const { unavailable("Communicator::send"); }
 void Communicator::recv(std::span<std::byte>, int, int) const { unavailable("Communicator::recv"); }
 Request Communicator::isend(std::span<const std::byte>, int, int) const { unavailable("Communicator::isend"); }

@@ -167,6 +167,20 @@ double shared_memory_seconds(int p, double bytes, const Machine& machine) {
   return 2.0 * segments * machine.barrier + 2.0 * others * machine.intra_node.beta + others * machine.gamma;
 }
 
+// A binomial reduce onto each node's leader, the ring among the leaders,
+// and a binomial broadcast back (hierarchical.cpp): the tree's steps on the
+// intra-node link of one node's ranks, then the ring's across nodes, where
+// every message crosses the network but only one leaves each node per step.
+double hierarchical_seconds(int p, double bytes, const Machine& machine) {
+  const int local = std::min(p, machine.ranks_per_node);
+  const int nodes = (p + local - 1) / local;
+  Machine one_node = machine;
+  one_node.ranks_per_node = local;
+  Machine leaders = machine;
+  leaders.ranks_per_node = 1;
+  return tree_seconds(local, bytes, one_node) + (nodes > 1 ? ring_seconds(nodes, bytes, leaders) : 0.0);
+}
+
 // A number followed by a unit: the number and the rest, trimmed.
 std::pair<double, std::string> split_unit(const std::string& text, const char* what) {
   const char* begin = text.c_str();
@@ -182,8 +196,8 @@ std::pair<double, std::string> split_unit(const std::string& text, const char* w
 }  // namespace
 
 std::vector<AllreduceAlgorithm> modelled_algorithms() {
-  return {AllreduceAlgorithm::ring, AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree, AllreduceAlgorithm::naive,
-          AllreduceAlgorithm::shm};
+  return {AllreduceAlgorithm::ring,  AllreduceAlgorithm::rhd, AllreduceAlgorithm::tree,
+          AllreduceAlgorithm::naive, AllreduceAlgorithm::shm, AllreduceAlgorithm::hierarchical};
 }
 
 std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine) {
@@ -203,10 +217,25 @@ std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks,
     case AllreduceAlgorithm::shm:
       if (ranks > machine.ranks_per_node) return std::nullopt;
       return shared_memory_seconds(ranks, bytes, machine);
+    case AllreduceAlgorithm::hierarchical:
+      return hierarchical_seconds(ranks, bytes, machine);
     case AllreduceAlgorithm::builtin:
+    case AllreduceAlgorithm::automatic:
       return std::nullopt;
   }
   return std::nullopt;
+}
+
+std::vector<std::pair<AllreduceAlgorithm, double>> fastest_allreduces(std::span<const AllreduceAlgorithm> candidates,
+                                                                      int ranks, double bytes, const Machine& machine) {
+  std::vector<std::pair<AllreduceAlgorithm, double>> priced;
+  for (const AllreduceAlgorithm algorithm : candidates) {
+    if (const auto seconds = allreduce_seconds(algorithm, ranks, bytes, machine))
+      priced.emplace_back(algorithm, *seconds);
+  }
+  // Stable: of equal times, the candidate named first.
+  std::stable_sort(priced.begin(), priced.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  return priced;
 }
 
 std::optional<double> allgather_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine) {
@@ -255,12 +284,12 @@ double pipeline_speedup(int stages, int micro_batches) {
 Link fit_link(std::span<const double> bytes, std::span<const double> seconds) {
   DDL_CHECK(bytes.size() == seconds.size() && bytes.size() >= 2,
             "fit_link: needs as many times as sizes, at least 2, got {} and {}", bytes.size(), seconds.size());
-  // Weighted least squares: minimise sum w (alpha + beta x - t)^2, w = 1/t^2.
+  // Weighted least squares: minimise sum w (alpha + beta x - t)^2, w = 1/t.
   double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     DDL_CHECK(seconds[i] > 0.0 && bytes[i] >= 0.0, "fit_link: measurement {} ({} bytes in {} s) is not positive", i,
               bytes[i], seconds[i]);
-    const double w = 1.0 / (seconds[i] * seconds[i]);
+    const double w = 1.0 / seconds[i];
     sw += w;
     sx += w * bytes[i];
     sy += w * seconds[i];

@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ddl/parallel/collectives/allreduce_algorithm.hpp>
@@ -55,8 +56,18 @@ struct Machine {
 //   shm    one node only (nullopt beyond one): the ring's bytes between
 //          cores, 2 (p-1)/p bytes at the intra-node beta, and its sums, but
 //          2 barriers per segment instead of 2(p-1) message latencies.
+//   hierarchical  the tree's reduce and broadcast over one node's ranks,
+//          on the intra-node link, around the ring over one leader per node,
+//          whose every step crosses the network (one message out of each
+//          node); nodes of ranks_per_node ranks, the last one maybe fewer.
 // `builtin` (MPI's own choice) is not modelled: nullopt.
 std::optional<double> allreduce_seconds(AllreduceAlgorithm algorithm, int ranks, double bytes, const Machine& machine);
+
+// The candidates the model prices, with their seconds for an allreduce of
+// `bytes`, fastest first (ties in the candidates' order); those it does
+// not price are left out. What `--allreduce auto` chooses from.
+std::vector<std::pair<AllreduceAlgorithm, double>> fastest_allreduces(std::span<const AllreduceAlgorithm> candidates,
+                                                                      int ranks, double bytes, const Machine& machine);
 
 // Seconds for one allgather of `bytes` over `ranks` ranks, each holding
 // bytes / ranks of it (the second half of the ring's and of rhd's
@@ -92,8 +103,13 @@ double pipeline_bubble(int stages, int micro_batches);
 double pipeline_speedup(int stages, int micro_batches);
 
 // A least-squares fit of time = alpha + bytes * beta to measurements, each
-// weighted by 1/time^2 so that microsecond latencies count as much as
-// millisecond transfers (a relative-error fit). Needs two distinct sizes.
+// weighted by 1/time: between an absolute fit, which the largest transfer
+// alone would decide, and a relative one (1/time^2), where the many small
+// sizes decide beta too. A link that is not quite a line shows why: the
+// simulated cluster's rate-limited link lets a burst of a millisecond's
+// bytes through at memory speed, so a relative fit put its 1 Gbit/s at
+// 0.31 GB/s and under-predicted a 1 MiB allreduce 2.5 times; this one fits
+// 0.125 GB/s (lesson 12). Needs two distinct sizes.
 Link fit_link(std::span<const double> bytes, std::span<const double> seconds);
 
 // "2us", "1.5 ms", "3e-6" (seconds) -> seconds; "100Gb/s", "12.5GB/s",

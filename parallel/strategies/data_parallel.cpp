@@ -48,13 +48,12 @@ bool on_one_gpu(const std::vector<std::pair<std::string, Tensor>>& parameters) {
 // Collective: whether this rank's buckets, on `gpu` (none: in host memory),
 // are reduced there, over NCCL, rather than through host memory over MPI.
 // NCCL needs a GPU of its own per rank (told apart by UUID, whatever index
-// each process gives it); shm and float16 on the wire exist on the host
-// only. Every rank joins the gather, so the answer is the same on all of
+// each process gives it); float16 on the wire exists on the host only, and
+// so do the algorithms without runs_on_gpu. Every rank joins the gather, so the answer is the same on all of
 // them once they agree on the options (the layout says them).
 bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options, std::optional<Device> gpu) {
   const bool own_gpus = every_rank_has_its_gpu(comm, gpu ? std::optional<int>(gpu->index()) : std::nullopt);
-  return gpu && own_gpus && NcclCommunicator::built() && options.algorithm != AllreduceAlgorithm::shm &&
-         !options.fp16_compression;
+  return gpu && own_gpus && NcclCommunicator::built() && runs_on_gpu(options.algorithm) && !options.fp16_compression;
 }
 
 // Whether the buckets are reduced during backward, and why, in the words
@@ -330,6 +329,9 @@ DataParallel::DataParallel(Communicator comm, DataParallelOptions options)
   if (o.first_bucket_bytes == 0) o.first_bucket_bytes = std::min(BucketSizes{}.first_bytes, o.bucket_bytes);
   DDL_CHECK(o.first_bucket_bytes > 0, "DataParallel: first_bucket_bytes must be positive, got {}",
             o.first_bucket_bytes);
+  DDL_CHECK(o.algorithm != AllreduceAlgorithm::automatic,
+            "DataParallel: allreduce auto is a request that make_setup resolves (choose_allreduce); name an "
+            "algorithm here");
   DDL_CHECK(!o.fp16_compression || o.algorithm == AllreduceAlgorithm::ring,
             "DataParallel: fp16 compression is implemented for the ring allreduce only, not {}",
             algorithm_name(o.algorithm));

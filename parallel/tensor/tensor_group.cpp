@@ -18,7 +18,7 @@ void TensorGroup::allreduce(const Tensor& tensor) const {
     // with its activations on its GPU at once: the decision is collective.
     gpu_decided_ = true;
     if (every_rank_has_its_gpu(comm_, tensor.device().index()) && NcclCommunicator::built() &&
-        algorithm_ != AllreduceAlgorithm::shm) {
+        runs_on_gpu(algorithm_)) {
       nccl_ = std::make_shared<NcclCommunicator>(NcclCommunicator::create(comm_, tensor.device().index()));
     }
   }

@@ -112,6 +112,14 @@ skip() {
 command -v ip > /dev/null || skip "no 'ip' command (Debian package iproute2)"
 command -v nsenter > /dev/null || skip "no 'nsenter' (Debian package util-linux)"
 [[ -z $rate ]] || command -v tc > /dev/null || skip "--rate needs 'tc' (Debian package iproute2)"
+# A millisecond of --rate in bytes, at least 64 KiB (tc's units: bit, kbit,
+# mbit, gbit, tbit, or bps, kbps, ... for bytes).
+burst=$(awk -v r="${rate:-0}" 'BEGIN {
+  n = r + 0; u = tolower(substr(r, length(n "") + 1))
+  scale["bit"] = 1; scale["kbit"] = 1e3; scale["mbit"] = 1e6; scale["gbit"] = 1e9; scale["tbit"] = 1e12
+  scale["bps"] = 8; scale["kbps"] = 8e3; scale["mbps"] = 8e6; scale["gbps"] = 8e9; scale["tbps"] = 8e12
+  b = (u in scale) ? n * scale[u] / 8 / 1000 : 0
+  printf "%d", (b < 65536 ? 65536 : b) }')
 command -v flock > /dev/null || skip "no 'flock' (Debian package util-linux)"
 
 # The nodes' hostnames and mount namespaces are kept by bind mounts on files
@@ -177,10 +185,12 @@ for ((n = 0; n < nodes; ++n)); do
   ip -n "$netns" link set lo up  # no default route: the nodes reach only each other and the host's bridge
   if [[ -n $rate ]]; then
     # Both directions of the node's link: into the node (the host side's
-    # egress) and out of it (eth0's egress). The bucket holds a few
-    # packets' worth, so bursts cannot run far past the rate.
-    tc qdisc add dev "$link" root tbf rate "$rate" burst 64kb latency 100ms
-    ip netns exec "$netns" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb latency 100ms
+    # egress) and out of it (eth0's egress). The bucket holds a millisecond
+    # of the rate (at least 64 KiB): a smaller one starves between the
+    # timer's ticks (64 KiB held 1 Gbit/s to 0.7-0.9 of it, measured), a
+    # larger one lets bursts run past the rate.
+    tc qdisc add dev "$link" root tbf rate "$rate" burst "$burst" latency 100ms
+    ip netns exec "$netns" tc qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 100ms
   fi
   # The node's hostname: a UTS namespace kept alive by a bind mount.
   touch "$dir/$name.uts"

@@ -140,6 +140,44 @@ TEST_CASE("Collectives: the ring's average with float16 on the wire is within fl
   }
 }
 
+TEST_CASE("Collectives: the hierarchical allreduce sums like MPI_Allreduce whatever the ranks' nodes") {
+  // Nodes made up by splitting the job, so that one host tries the layouts
+  // of a cluster: one node, a node per rank, p-1 ranks and 1 (uneven), and
+  // ranks alternating between two nodes (a node's ranks need not be
+  // consecutive). Only the leaders' ring crosses between the made-up nodes:
+  // 2 n (N-1) floats over the N leaders together, as for any ring.
+  const Communicator world = Communicator::world();
+  const int p = world.size(), r = world.rank();
+  const float inverse = 1.0f / static_cast<float>(p);
+  for (const auto& [layout, color] : std::vector<std::pair<const char*, int>>{
+           {"one node", 0}, {"a node per rank", r}, {"p-1 and 1", r == p - 1 ? 1 : 0}, {"alternating", r % 2}}) {
+    const Communicator node = world.split(color, r);
+    const Communicator leaders = world.split(node.rank() == 0 ? 0 : 1, r);
+    const int nodes = node.rank() == 0 ? leaders.size() : 0;
+    for (const std::int64_t n : awkward_sizes(p)) {
+      CAPTURE(layout);
+      CAPTURE(n);
+      std::vector<float> data = rank_data(r, n);
+      std::vector<float> reference = data;
+      const std::int64_t across_before = leaders.bytes_sent();
+      hierarchical_allreduce(world, node, leaders, data);
+      double across = static_cast<double>(node.rank() == 0 ? leaders.bytes_sent() - across_before : 0);
+      world.sum_doubles(std::span<double>(&across, 1));
+      builtin_allreduce(world, reference);
+      CHECK(test::all_close(data, exact_sum(p, n), 1e-6, 1e-5));
+      CHECK(test::all_close(data, reference, 1e-6, 1e-5));
+      CHECK(same_on_every_rank(world, data));
+      if (node.rank() == 0) CHECK(across == 2.0 * (nodes - 1) * static_cast<double>(n) * sizeof(float));
+
+      std::vector<float> average = rank_data(r, n);
+      hierarchical_allreduce(world, node, leaders, average, ReduceOp::average);
+      std::size_t differing = 0;
+      for (std::size_t i = 0; i < average.size(); ++i) differing += average[i] != data[i] * inverse ? 1 : 0;
+      CHECK(differing == 0);
+    }
+  }
+}
+
 TEST_CASE("Collectives: shm keeps one window per communicator, so split groups reduce independently") {
   const Communicator world = Communicator::world();
   if (world.local_size() < world.size()) return test::skip("the ranks are on several nodes: no shm window spans them");
@@ -267,8 +305,8 @@ TEST_CASE("Collectives: our reduce-scatter then allgather is our allreduce, bit 
 TEST_CASE("Collectives: an algorithm without a reduce-scatter or an allgather of its own is refused by name") {
   const Communicator world = Communicator::world();
   std::vector<float> data(5, 1.0f);
-  for (const AllreduceAlgorithm algorithm :
-       {AllreduceAlgorithm::tree, AllreduceAlgorithm::naive, AllreduceAlgorithm::shm}) {
+  for (const AllreduceAlgorithm algorithm : {AllreduceAlgorithm::tree, AllreduceAlgorithm::naive,
+                                             AllreduceAlgorithm::shm, AllreduceAlgorithm::hierarchical}) {
     CHECK(test::throws_error_mentioning([&] { reduce_scatter(world, data, algorithm); },
                                         {"reduce_scatter", algorithm_name(algorithm), "ring, rhd or builtin"}));
     CHECK(test::throws_error_mentioning([&] { allgather(world, data, algorithm); },

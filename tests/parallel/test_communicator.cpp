@@ -75,6 +75,32 @@ TEST_CASE("Communicator: ranks are 0..size-1, node-local ranks are the ranks on 
   }
 }
 
+TEST_CASE("Communicator: node() holds this host's ranks, across_nodes() one rank of each host per local rank") {
+  const Communicator world = Communicator::world();
+  const std::vector<std::string> hosts = gather_hostnames(world);
+  const std::string& here = hosts[static_cast<std::size_t>(world.rank())];
+  std::vector<int> on_this_node, same_local_rank;
+  std::vector<int> local_rank_of(hosts.size());
+  for (std::size_t r = 0; r < hosts.size(); ++r) {
+    local_rank_of[r] =
+        static_cast<int>(std::count(hosts.begin(), hosts.begin() + static_cast<std::ptrdiff_t>(r), hosts[r]));
+    if (hosts[r] == here) on_this_node.push_back(static_cast<int>(r));
+    if (local_rank_of[r] == world.local_rank()) same_local_rank.push_back(static_cast<int>(r));
+  }
+  const Communicator node = world.node();
+  CHECK(node.size() == world.local_size());
+  CHECK(node.rank() == world.local_rank());
+  CHECK(gather_ints(node, world.rank()) == on_this_node);
+  const Communicator across = world.across_nodes();
+  CHECK(gather_ints(across, world.rank()) == same_local_rank);
+  // Messages on either level count as the job's own: the same counter.
+  const std::int64_t before = world.bytes_sent();
+  std::vector<std::byte> bytes(12), received(12);
+  const int next = (across.rank() + 1) % across.size(), previous = (across.rank() + across.size() - 1) % across.size();
+  world.across_nodes().sendrecv(bytes, next, received, previous);
+  CHECK(world.bytes_sent() - before == 12);
+}
+
 TEST_CASE("Communicator: split by parity groups even and odd ranks, ordered by key") {
   const Communicator world = Communicator::world();
   const int color = world.rank() % 2;

@@ -83,8 +83,7 @@ TEST_CASE("DataParallel: a model on a GPU trains as on the CPU with every algori
     // cuDNN's and Eigen's sums differ in order: the runs agree to rounding.
     CHECK(max_relative_difference(train(strategy, batch, test::sgd_with_momentum(), seed, gpu), on_cpu) <= 1e-4);
     CHECK(strategy->bucket_count() >= 3);
-    CHECK(strategy->reduces_on_gpu() ==
-          (own_gpus && NcclCommunicator::built() && algorithm != AllreduceAlgorithm::shm));
+    CHECK(strategy->reduces_on_gpu() == (own_gpus && NcclCommunicator::built() && runs_on_gpu(algorithm)));
     for (const GradientBucket& bucket : strategy->buckets()) {
       CHECK(bucket.buffer.device() == gpu);  // the gradients are views into it, on the GPU
       for (const BucketEntry& entry : bucket.entries) CHECK(entry.in_buffer(entry.parameter.grad()));

@@ -26,7 +26,8 @@ struct Trained {
   std::vector<float> parameters;
   std::string report;
 };
-Trained train_model(const std::shared_ptr<optim::Strategy>& strategy, const std::shared_ptr<layers::Sequential>& model) {
+Trained train_model(const std::shared_ptr<optim::Strategy>& strategy,
+                    const std::shared_ptr<layers::Sequential>& model) {
   auto optimizer = sgd_with_momentum()(model->parameters());
   optim::Trainer trainer(model, layers::cross_entropy, optimizer, quiet_options({}, strategy));
   models::DataLoader loader(random_images(),
@@ -66,13 +67,32 @@ TEST_CASE("Setup: data parallelism from make_setup trains as a DataParallel buil
           fmt::format("data-parallel over {} ranks ({} allreduce, {} per rank)", world.size(),
                       parallel::algorithm_name(algorithm), kGlobalBatch / world.size()));
     const Trained assembled = train_model(setup.strategy, setup.model);
-    const Trained by_hand =
-        train_model(std::make_shared<parallel::DataParallel>(world, config.data), whole_model());
+    const Trained by_hand = train_model(std::make_shared<parallel::DataParallel>(world, config.data), whole_model());
     CHECK(assembled.parameters == by_hand.parameters);
     CHECK(assembled.report.starts_with("gradient synchronisation: "));
     CHECK(assembled.report.find("of step time spent waiting (1 bucket, overlap off (one bucket))") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("Setup: allreduce auto becomes one algorithm on every rank, said in the setup, and trains as it") {
+  const Communicator world = Communicator::world();
+  ParallelConfig config{.kind = StrategyKind::data, .data = {.algorithm = parallel::AllreduceAlgorithm::automatic}};
+  const parallel::ParallelSetup setup = setup_of(config, world);
+  const auto& strategy = dynamic_cast<const parallel::DataParallel&>(*setup.strategy);
+  const parallel::AllreduceAlgorithm chosen = strategy.options().algorithm;
+  CHECK(chosen != parallel::AllreduceAlgorithm::automatic);
+  CHECK(setup.allreduce_choice.starts_with(
+      fmt::format("allreduce auto: {} ({} ranks", parallel::algorithm_name(chosen), world.size())));
+  CHECK(setup.allreduce_choice.find("predicted for") != std::string::npos);
+  // Every rank chose the same: rank 0's measurements decide.
+  std::vector<double> chosen_by(static_cast<std::size_t>(world.size()), 0.0);
+  chosen_by[static_cast<std::size_t>(world.rank())] = static_cast<double>(chosen);
+  world.sum_doubles(chosen_by);
+  for (const double each : chosen_by) CHECK(each == static_cast<double>(chosen));
+  config.data.algorithm = chosen;
+  CHECK(train_model(setup.strategy, setup.model).parameters ==
+        train_model(std::make_shared<parallel::DataParallel>(world, config.data), whole_model()).parameters);
 }
 
 TEST_CASE("Setup: a parameter server from make_setup trains as one built by hand, bit for bit") {
@@ -124,9 +144,10 @@ TEST_CASE("Setup: hybrid parallelism from make_setup trains as a grid built by h
   // 2 pipelines where the ranks divide by 2, else one pipeline of one stage per rank.
   const int pipelines = world.size() % 2 == 0 ? 2 : world.size();
   const int stages = world.size() / pipelines;
-  ParallelConfig config{.kind = StrategyKind::hybrid,
-                        .pipeline = {.micro_batches = 2, .allreduce = parallel::AllreduceAlgorithm::tree},
-                        .layout = {.stages = stages, .pipelines = pipelines, .balance = parallel::StageBalance::Layers}};
+  ParallelConfig config{
+      .kind = StrategyKind::hybrid,
+      .pipeline = {.micro_batches = 2, .allreduce = parallel::AllreduceAlgorithm::tree},
+      .layout = {.stages = stages, .pipelines = pipelines, .balance = parallel::StageBalance::Layers}};
   const parallel::ParallelSetup setup = setup_of(config, world);
   CHECK(setup.data_ranks == pipelines);
   CHECK(setup.scope == fmt::format("{} pipelines", pipelines));
@@ -156,9 +177,9 @@ TEST_CASE("Setup: a configuration that does not fit the job is the same ConfigEr
     return std::string();
   };
   ParallelConfig too_many_stages{.kind = StrategyKind::pipeline, .layout = {.stages = world.size() + 1}};
-  CHECK(refused(too_many_stages).find(fmt::format("stages: {} stages need {} ranks, one per stage; this job has {}",
-                                                  world.size() + 1, world.size() + 1, world.size())) !=
-        std::string::npos);
+  CHECK(refused(too_many_stages)
+            .find(fmt::format("stages: {} stages need {} ranks, one per stage; this job has {}", world.size() + 1,
+                              world.size() + 1, world.size())) != std::string::npos);
   ParallelConfig bad_split{.kind = StrategyKind::pipeline, .layout = {.split = "99"}};
   CHECK(refused(bad_split).starts_with("split: "));
   ParallelConfig alone{.kind = StrategyKind::none};
@@ -167,6 +188,12 @@ TEST_CASE("Setup: a configuration that does not fit the job is the same ConfigEr
   ParallelConfig all_servers{.kind = StrategyKind::parameter_server, .parameter_server = {.servers = world.size()}};
   CHECK(refused(all_servers).find(fmt::format("{} server(s) among {} ranks", world.size(), world.size())) !=
         std::string::npos);
+  for (const StrategyKind kind : {StrategyKind::pipeline, StrategyKind::tensor}) {
+    ParallelConfig automatic{.kind = kind,
+                             .data = {.algorithm = parallel::AllreduceAlgorithm::automatic},
+                             .pipeline = {.allreduce = parallel::AllreduceAlgorithm::automatic}};
+    CHECK(refused(automatic).starts_with("allreduce: auto chooses data parallelism's allreduce"));
+  }
   // The ranks still agree: a collective after the refusals completes.
   world.barrier();
 }

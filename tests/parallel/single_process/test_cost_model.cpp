@@ -125,6 +125,55 @@ TEST_CASE(
   CHECK_FALSE(allreduce_seconds(AllreduceAlgorithm::shm, 9, m, machine).has_value());
 }
 
+TEST_CASE("cost model: hierarchical is the tree inside a node around the ring of leaders, and wins on a slow network") {
+  Machine machine = flat();
+  machine.ranks_per_node = 4;
+  const Link net = machine.network, intra = machine.intra_node;
+  const double g = machine.gamma;
+  for (const double m : {4096.0, 3e6, 256e6}) {
+    CAPTURE(m);
+    // 4 nodes of 4: two tree levels in each node, up and down, then the
+    // ring over 4 leaders, every message on the network.
+    CHECK(
+        modelled(AllreduceAlgorithm::hierarchical, 16, m, machine) ==
+        doctest::Approx(2 * 2 * intra.seconds(m) + 2 * m * g + 6 * net.seconds(m / 4) + 3 * m / 4 * g).epsilon(1e-12));
+    // One node: the tree; a rank per node: the ring.
+    CHECK(modelled(AllreduceAlgorithm::hierarchical, 4, m, machine) ==
+          doctest::Approx(modelled(AllreduceAlgorithm::tree, 4, m, machine)).epsilon(1e-12));
+    Machine alone = machine;
+    alone.ranks_per_node = 1;
+    CHECK(modelled(AllreduceAlgorithm::hierarchical, 16, m, alone) ==
+          doctest::Approx(modelled(AllreduceAlgorithm::ring, 16, m, alone)).epsilon(1e-12));
+  }
+  // Only the leaders cross the network, 2(N-1) times instead of the flat
+  // ring's 2(p-1): where it is 100 times slower than a node's memory, that
+  // wins at every size. Where it is only 10 times slower, the tree's whole
+  // buffers inside the node (4 m here, against the ring's 15/16 m across)
+  // cost more on large messages: the flat ring wins those.
+  Machine slow = machine;
+  slow.network.beta = 100 * slow.intra_node.beta;
+  for (const double m : {4096.0, 256e6}) {
+    CHECK(modelled(AllreduceAlgorithm::hierarchical, 16, m, slow) < modelled(AllreduceAlgorithm::ring, 16, m, slow));
+  }
+  CHECK(modelled(AllreduceAlgorithm::hierarchical, 16, 4096, machine) <
+        modelled(AllreduceAlgorithm::ring, 16, 4096, machine));
+  CHECK(modelled(AllreduceAlgorithm::ring, 16, 256e6, machine) <
+        modelled(AllreduceAlgorithm::hierarchical, 16, 256e6, machine));
+  // fastest_allreduces: sorted, what the model cannot price left out, and
+  // of equal times the candidate named first.
+  const std::vector<AllreduceAlgorithm> candidates{AllreduceAlgorithm::builtin, AllreduceAlgorithm::ring,
+                                                   AllreduceAlgorithm::hierarchical, AllreduceAlgorithm::naive};
+  const auto priced = fastest_allreduces(candidates, 16, 256e6, slow);
+  REQUIRE(priced.size() == 3);
+  CHECK(priced[0].first == AllreduceAlgorithm::hierarchical);
+  CHECK(priced[0].second == modelled(AllreduceAlgorithm::hierarchical, 16, 256e6, slow));
+  for (std::size_t i = 1; i < priced.size(); ++i) CHECK(priced[i - 1].second <= priced[i].second);
+  const std::vector<AllreduceAlgorithm> twins{AllreduceAlgorithm::ring, AllreduceAlgorithm::hierarchical};
+  Machine alone = machine;
+  alone.ranks_per_node = 1;
+  CHECK(fastest_allreduces(twins, 16, 1e6, alone)[0].first == AllreduceAlgorithm::ring);
+}
+
 TEST_CASE("cost model: few steps win small messages, the ring wins large ones, the server is the bottleneck") {
   Machine machine = flat();
   machine.ranks_per_node = 8;
