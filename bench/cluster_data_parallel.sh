@@ -56,14 +56,5 @@ for model in mnist_cnn materials_mlp; do
   done
   echo "== $model"
   for name in "${names[@]}"; do printf '%s\t%s\t%s\n' "$name" "${rates[$name]}" "${waits[$name]:-}"; done |
-    python3 -c '
-import statistics, sys
-rows = [line.rstrip("\n").split("\t") for line in sys.stdin]
-base = statistics.median(float(x) for x in rows[0][1].split())
-print("{:24} {:>28} {:>8} {:>10}  waiting on gradients (% of step)".format("run", "samples/s", "median", "efficiency"))
-for name, rates, waits in rows:
-    m = statistics.median(float(x) for x in rates.split())
-    eff = "" if name == rows[0][0] else f"{m / (2 * base):.1%}"
-    wait = f"{statistics.median(float(x) for x in waits.split()):.1f}" if waits.strip() else ""
-    print(f"{name:24} {rates:>28} {m:>8.0f} {eff:>10}  {wait}")'
+    python3 bench/efficiency_table.py
 done

@@ -49,14 +49,4 @@ for ((r = 0; r < rounds; r++)); do
 done
 
 for name in "${names[@]}"; do printf '%s\t%s\t%s\n' "$name" "${rates[$name]}" "${waits[$name]:-}"; done |
-  python3 -c '
-import statistics, sys
-rows = [line.rstrip("\n").split("\t") for line in sys.stdin]
-base = statistics.median(float(x) for x in rows[0][1].split())
-print("{:36} {:>24} {:>7} {:>10}  waiting on gradients (% of step)".format("run", "samples/s", "median", "efficiency"))
-for name, rates, waits in rows:
-    values = [float(x) for x in rates.split()]
-    m = statistics.median(values)
-    eff = "" if name == rows[0][0] else f"{m / (2 * base):.1%}"
-    print(f"{name:36} {str([int(v) for v in values]):>24} {m:7.0f} {eff:>10}  {waits.strip()}")
-'
+  python3 bench/efficiency_table.py
