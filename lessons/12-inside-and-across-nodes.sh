@@ -20,11 +20,13 @@ parse_lesson_options "$@"
 require "$build/bench/ddl_bench_allreduce" "$build/apps/ddl-model" gnuplot
 simulate=scripts/cluster/simulate.sh
 
-max=$(scaled $((quick ? 1 << 20 : 64 << 20)))  # --scale: the largest message
-budget=$([[ $quick == 1 ]] && echo 0.005 || echo 0.1)
+max=$(scaled $((quick ? 16 << 20 : 64 << 20)))  # --scale: the largest message
+budget=$([[ $quick == 1 ]] && echo 0.02 || echo 0.1)
 rates=$([[ $quick == 1 ]] && echo 1gbit || echo "1gbit 10gbit")
 algorithms=ring,rhd,tree,hierarchical,builtin
-check_sizes=$(awk -v max="$max" 'BEGIN { for (s = 4096; s <= max; s *= 16) printf "%s%d", (s > 4096 ? "," : ""), s }')
+# ddl-model checks its predictions every 16x up to 1 MiB (16 MiB in the full run).
+check_max=$((quick ? 1 << 20 : max))
+check_sizes=$(awk -v max="$check_max" 'BEGIN { for (s = 4096; s <= max; s *= 16) printf "%s%d", (s > 4096 ? "," : ""), s }')
 sizes=$(awk -v max="$max" 'BEGIN { for (s = 4096; s <= max; s *= 2) printf "%s%d", (s > 4096 ? "," : ""), s }')
 # A finalize over UCX's TCP transport can hang (docs/CLUSTER.md); the
 # watchdog ends it after the stall timeout, with the job's work done.
@@ -95,15 +97,19 @@ for rate in $rates; do fitted_on "$out/model-$rate.txt"; done
   echo 'unset multiplot'
 } | gnuplot
 
-# The claims, at the largest message at 1 Gbit/s. Bytes: the flat ring
+# The claims at 1 Gbit/s. Bytes, at the largest message: the flat ring
 # sends 2(p-1)/p = 1.5 messages out of each of the 2 nodes, hierarchical's
 # leaders 2(N-1)/N = 1 each (TCP's headers add a few percent to both).
-# Time: the model predicts about 0.7 of the ring's; claimed with a margin.
+# Time, over the two largest messages together (8 and 16 MiB in the quick
+# run): the model predicts about 0.7 of the ring's, measured 0.76-0.86;
+# claimed with a margin. Below a few MiB the two are within this 2-core
+# machine's noise (4 ranks share 2 cores with TCP's work).
 measured() { cell "$out/measured-1gbit.dat" "$max" "$1"; }
 claim "1 Gbit/s, $max B: hierarchical sends at most 3/4 of the ring's bytes across the link (formula: 2/3)" \
   "hierarchical < 0.75 * ring" ring="$(measured 3)" hierarchical="$(measured 9)"
-claim "1 Gbit/s, $max B: hierarchical is at least 10% faster than the flat ring" \
-  "hierarchical < 0.9 * ring" ring="$(measured 2)" hierarchical="$(measured 8)"
+largest() { awk -v max="$max" -v c="$1" '$1 >= max / 2 { t += $c } END { print t }' "$out/measured-1gbit.dat"; }
+claim "1 Gbit/s, $((max / 2)) and $max B: hierarchical is at least 10% faster than the flat ring" \
+  "hierarchical < 0.9 * ring" ring="$(largest 2)" hierarchical="$(largest 8)"
 # The model fitted on this cluster predicts every algorithm at every size
 # checked within a factor the lesson states: its median error.
 median_error=$(sed -n 's/.*error |predicted \/ measured - 1|: median \([0-9.]*\)%.*/\1/p' "$out/model-1gbit.txt")

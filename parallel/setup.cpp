@@ -112,10 +112,12 @@ ParallelSetup one_process(const ParallelConfig& config, const layers::LayerList&
 // With tensor groups (`plan`), stages begin only where the plan's
 // activation is whole.
 // Under a schedule of several chunks per rank, there are ranks x chunks
-// stages, and the balance evens out each rank's total.
+// stages, and the balance evens out each rank's total; by time, each model
+// stage's forward, backward and weight-gradient times go to
+// `schedule_costs`, which ZB-V builds its lists from.
 std::vector<StageRange> choose_stages(const ParallelConfig& config, const Communicator& comm, int ranks, int chunks,
                                       const layers::LayerList& layers, const RunRequest& request, const Device& device,
-                                      const TensorPlan* plan, std::string& how) {
+                                      const TensorPlan* plan, std::string& how, PipelineCosts& schedule_costs) {
   const StageLayout& layout = config.layout;
   const int stages = ranks * chunks;
   if (!layout.split.empty()) {
@@ -184,6 +186,18 @@ std::vector<StageRange> choose_stages(const ParallelConfig& config, const Commun
   const auto& split = balanced;
   how = fmt::format("balanced by {}\n{}", stage_balance_name(layout.balance),
                     format_stages(split, costs, layout.balance));
+  if (timed) {
+    for (const StageRange& stage : split) {
+      const auto sum = [&](double LayerTime::*part) {
+        double total = 0.0;
+        for (std::size_t layer = stage.first; layer <= stage.last; ++layer) total += times[layer].*part;
+        return total;
+      };
+      schedule_costs.forward_per_stage.push_back(sum(&LayerTime::forward));
+      schedule_costs.backward_per_stage.push_back(sum(&LayerTime::backward));
+      schedule_costs.weight_per_stage.push_back(sum(&LayerTime::weight));
+    }
+  }
   if (chunks > 1) {
     // What each rank holds of the total, its chunks' shares together.
     const double total = std::accumulate(costs.begin(), costs.end(), 0.0);
@@ -216,10 +230,16 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   // stages per rank.
   const int chunks =
       as_config_error("chunks", [&] { return chunks_per_rank(config.pipeline.schedule, config.pipeline.chunks); });
-  const std::vector<StageRange> split =
-      choose_stages(config, comm, stages, chunks, layers, request, setup.device, plan ? &*plan : nullptr, how);
+  PipelineOptions asked = config.pipeline;
+  PipelineCosts measured;
+  const std::vector<StageRange> split = choose_stages(config, comm, stages, chunks, layers, request, setup.device,
+                                                      plan ? &*plan : nullptr, how, measured);
+  if (asked.schedule == PipelineSchedule::ZeroBubbleV && !measured.forward_per_stage.empty()) {
+    asked.schedule_costs = measured;
+    how += "zb-v's lists ordered by the chunks' measured forward, backward and weight-gradient times\n";
+  }
   auto pipeline = std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages, tensor_ranks), split,
-                                             config.pipeline, plan);
+                                             asked, plan);
   const PipelineOptions& options = pipeline->options();
   setup.model = build_stage(layers, *pipeline, request.weights);
   setup.model->to(setup.device);

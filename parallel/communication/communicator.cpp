@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -65,10 +66,14 @@ CommunicatorState::~CommunicatorState() {
 }
 
 // A wait busy-polls for kBusy, then yields between polls until kYielding,
-// then sleeps kBackoff between polls.
+// then sleeps between polls a hundredth of the time it has waited, from
+// kBackoff up to kLongestBackoff: a rank waiting long (a node's ranks
+// while their leader crosses a slow link) wakes less and less often, so it
+// leaves the cores to the ranks that work, for at most 1% more wait.
 constexpr std::chrono::microseconds kBusy{20};
 constexpr std::chrono::milliseconds kYielding{5};
 constexpr std::chrono::microseconds kBackoff{10};
+constexpr std::chrono::microseconds kLongestBackoff{1000};
 
 std::string Operation::describe() const {
   std::string text = name;
@@ -160,7 +165,8 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (waited < kYielding) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(kBackoff);
+      std::this_thread::sleep_for(std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(waited / 100),
+                                             kBackoff, kLongestBackoff));
     }
   }
 }

@@ -20,8 +20,10 @@
 #   DDL_CLUSTER_MPIEXEC  an mpiexec that starts ranks on the nodes, S per node
 #                        in node order (`$DDL_CLUSTER_MPIEXEC -n 4 ddl-train ...`;
 #                        a list S0,S1,... gives each node its own count: 3,1)
-#   DDL_CLUSTER_DIR      the cluster's folder: `hosts` (the host file), `launch`
-#                        (Hydra's launcher), `nodes` (a line per node: name,
+#   DDL_CLUSTER_DIR      the cluster's folder: `hosts` (the host file, `node0:S`
+#                        lines: the nodes by name, as their ranks name them in
+#                        messages), `launch` (Hydra's launcher, which finds the
+#                        node by name or address), `nodes` (a line per node: name,
 #                        address, the host side of its link, its namespace)
 #   DDL_CLUSTER_LINKS    the host side of each node's link, in node order: `ip link
 #                        set <link> down` cuts that node off, as a failed switch port
@@ -205,7 +207,7 @@ for ((n = 0; n < nodes; ++n)); do
   else
     unshare --mount="$dir/$name.mnt" --propagation private true
   fi
-  echo "$address:${slots[n % ${#slots[@]}]}" >> "$dir/hosts"
+  echo "$name:${slots[n % ${#slots[@]}]}" >> "$dir/hosts"
   links+=("$link")
 done
 
@@ -216,21 +218,25 @@ cat > "$dir/launch" << EOF
 host=\$1
 shift
 while read -r name address link netns; do
-  if [[ \$address == "\$host" ]]; then
+  if [[ \$name == "\$host" || \$address == "\$host" ]]; then
     exec nsenter --net="/run/netns/\$netns" --uts="$dir/\$name.uts" --mount="$dir/\$name.mnt" -- bash -c "\$*"
   fi
 done < "$dir/nodes"
-echo "simulated cluster: no node has the address \$host" >&2
+echo "simulated cluster: no node is named \$host" >&2
 exit 1
 EOF
 # UCX (MPI's transport) would also offer each node's loopback interface to
 # the other nodes, where it reaches a loopback of their own: the ranks'
 # MPI_Finalize then hangs flushing those endpoints. The nodes' links only,
 # unless the caller chose the devices.
+# A host file given (-f, as ddl-elastic's restart on the nodes left passes)
+# stands for the cluster's.
 cat > "$dir/mpiexec" << EOF
 #!/usr/bin/env bash
 export UCX_NET_DEVICES=\${UCX_NET_DEVICES:-eth0}
-exec mpiexec -f "$dir/hosts" -launcher rsh -launcher-exec "$dir/launch" -localhost "$net.254" "\$@"
+hosts=(-f "$dir/hosts")
+for argument in "\$@"; do [[ \$argument == -f || \$argument == -hostfile || \$argument == -machinefile ]] && hosts=(); done
+exec mpiexec "\${hosts[@]}" -launcher rsh -launcher-exec "$dir/launch" -localhost "$net.254" "\$@"
 EOF
 chmod +x "$dir/launch" "$dir/mpiexec"
 

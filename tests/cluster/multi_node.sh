@@ -161,6 +161,41 @@ case $case_name in
     echo "ok: node1 cut off: the job ended after $seconds s (DDL_STALL_TIMEOUT=10), naming rank 1 on node1;" \
       "$(grep -o "after epoch [0-9]* (step [0-9]*)" "$work/resumed") resumes"
     ;;
+  elastic)
+    # A node cut off mid-training under ddl-elastic with the cluster's host
+    # file: a stalled rank names the host of the rank it lost, ddl-elastic
+    # leaves that host out and restarts the job from its last checkpoint on
+    # the node left (its 2 ranks), and the job trains every epoch.
+    export DDL_STALL_TIMEOUT=10
+    elastic=$here/../../apps/ddl-elastic
+    job=(--model lenet5 --parallel data --train-limit 2400 --test-limit 500 --threads 1 --batch-size 240 --epochs 6
+      --checkpoint-dir "$work/ck" --checkpoint-every-steps 4)
+    {
+      echo '#!/usr/bin/env bash'
+      printf '%q --ranks 4 --min-ranks 2 --launcher "$DDL_CLUSTER_MPIEXEC" --hostfile "$DDL_CLUSTER_DIR/hosts" -- %q' \
+        "$elastic" "$train"
+      printf ' %q' "${job[@]}"
+      printf ' > %q 2> %q &\n' "$work/out" "$work/err"
+      echo 'elastic=$!'
+      printf 'for _ in $(seq 600); do [[ -f %q ]] && break; sleep 0.1; done\n' "$work/ck/last.ckpt"
+      printf '[[ -f %q ]] || { echo "no checkpoint after 60 s"; kill $elastic; exit 1; }\n' "$work/ck/last.ckpt"
+      echo 'ip link set "${DDL_CLUSTER_LINKS##* }" down'
+      echo '(sleep 120; kill $elastic) 2> /dev/null &'
+      echo 'watchdog=$!'
+      echo 'status=0; wait $elastic || status=$?'
+      echo 'kill $watchdog 2> /dev/null'
+      printf 'echo "$status" > %q\n' "$work/result"
+    } > "$work/cut.sh"
+    chmod +x "$work/cut.sh"
+    BETWEEN=tcp on_cluster 2 2 "$work/cut.sh" || fail "the cluster run failed: $(tail "$work/err")"
+    [[ $(cat "$work/result") == 0 ]] || fail "ddl-elastic exited $(cat "$work/result"): $(tail -n 8 "$work/err")"
+    grep -q "^ddl-elastic: the job failed (exit [0-9]*) after [0-9]* s; restart 1 of at most 3 from its last checkpoint on 2 rank(s), without node1 " \
+      "$work/err" || fail "no restart on node0's 2 ranks: $(grep -v '^Epoch' "$work/err" | tail)"
+    grep -q "^Resuming with changed settings (data-parallel ranks was 4, now 2)" "$work/out" ||
+      fail "the resume on 2 ranks was not announced: $(grep -v '^Epoch' "$work/out" | tail)"
+    grep -q "^Epoch 6/6 - " "$work/out" || fail "epoch 6 not trained: $(tail -n 5 "$work/out")"
+    echo "ok: node1 cut off under ddl-elastic: $(grep -o "restart 1 .*" "$work/err" | head -1); every epoch trained"
+    ;;
   cleanup)
     # An interrupted run (TERM, as a timeout sends) tears its cluster down,
     # its ranks included; one killed outright is cleaned by --clean.

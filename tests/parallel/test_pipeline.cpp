@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <random>
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -265,6 +266,36 @@ TEST_CASE("Pipeline: interleaved-1f1b and zb-v, several chunks per rank, train b
       check_same_bits(*run.model, *alone.model);
       CHECK(run.pipeline->statistics().messages > 0);
     }
+    // zb-v's lists ordered by unequal chunk times (what --balance time
+    // gives it): other lists, the same bits. The first of some seeded
+    // random times whose lists differ from the unit ones (zb-v keeps the
+    // unit lists where the timed ones would not be faster).
+    const auto lists = [&](const parallel::PipelineCosts& costs) {
+      return parallel::pipeline_actions(PipelineSchedule::ZeroBubbleV, world.size(), micro_batches,
+                                        parallel::WeightGradients::per_micro_batch, 2, costs);
+    };
+    std::mt19937 random(23);
+    std::uniform_real_distribution<double> time(0.5, 3.0);
+    parallel::PipelineCosts uneven;
+    for (int attempt = 0; attempt < 50 && (attempt == 0 || lists(uneven) == lists({})); ++attempt) {
+      uneven = {};
+      for (int stage = 0; stage < 2 * world.size(); ++stage) {
+        uneven.forward_per_stage.push_back(time(random));
+        uneven.backward_per_stage.push_back(time(random));
+        uneven.weight_per_stage.push_back(time(random));
+      }
+    }
+    if (micro_batches >= 5) CHECK(lists(uneven) != lists({}));
+    manual_seed(kSeed);
+    Run timed = pipeline_run(world,
+                             {.micro_batches = micro_batches,
+                              .schedule = PipelineSchedule::ZeroBubbleV,
+                              .chunks = 2,
+                              .schedule_costs = uneven,
+                              .defer_weight_gradients = false},
+                             sgd, cpu(), list);
+    timed.trainer->fit(data, {.epochs = 2});
+    check_same_bits(*timed.model, *alone.model);
   }
 }
 

@@ -96,6 +96,12 @@ struct PipelineOptions {
   // (pipeline_schedule.hpp), and messages go over MPI. 0: the schedule's
   // own count (chunks_per_rank).
   int chunks = 0;
+  // The times the schedules made by simulation (zb-v) order each rank's
+  // actions by: per model stage, the forward, backward and weight-gradient
+  // times (pipeline_schedule.hpp); default: unit times. make_setup gives
+  // the measured ones under --balance time. Every rank must be given the
+  // same, or their lists would not match.
+  PipelineCosts schedule_costs{};
   // Hybrid: how a stage's gradients are averaged over the pipelines, as
   // DataParallelOptions says (algorithm, bucket size, 0: DDL_FUSION_THRESHOLD,
   // and when buckets go out: during the stage's last backward or after).

@@ -64,9 +64,10 @@ StageReport decode(const double* f, int peak_micro_batches, const Pipeline& pipe
 // The most micro-batches (chunk-micro-batches) each rank's list holds at
 // once, from the simulator: what the held column measures, beside it.
 std::vector<int> schedule_peaks(const PipelineOptions& options, int ranks) {
-  const PipelineSimulation run = simulate_pipeline(
-      pipeline_actions(options.schedule, ranks, options.micro_batches, weight_gradients_of(options), options.chunks),
-      {}, chunk_layout(options.schedule));
+  const PipelineSimulation run =
+      simulate_pipeline(pipeline_actions(options.schedule, ranks, options.micro_batches, weight_gradients_of(options),
+                                         options.chunks, options.schedule_costs),
+                        options.schedule_costs, chunk_layout(options.schedule));
   std::vector<int> peaks;
   for (const StageSimulation& stage : run.stages) peaks.push_back(stage.peak_activations);
   return peaks;

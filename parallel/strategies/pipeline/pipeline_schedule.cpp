@@ -9,6 +9,7 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include <fmt/ranges.h>
@@ -162,19 +163,39 @@ void check_actions(const std::vector<std::vector<PipelineAction>>& actions_per_s
   }
 }
 
-// One time per stage: the given ones, or `uniform` on every stage.
+// One time per model stage: the given ones (one per rank, or with several
+// chunks per rank one per model stage), or `uniform` on every stage.
 // `may_be_zero`: a weight-gradient action of a stage without weights to
 // differentiate takes no time; a forward or backward always does.
-std::vector<double> times_per_stage(const std::vector<double>& given, double uniform, std::size_t stages,
+std::vector<double> times_per_stage(const std::vector<double>& given, double uniform, const Placement& placement,
                                     std::string_view what, bool may_be_zero = false) {
-  std::vector<double> times = given.empty() ? std::vector<double>(stages, uniform) : given;
-  DDL_CHECK(times.size() == stages, "pipeline: {} times for {} stages, expected one per stage", times.size(), stages);
+  const auto ranks = static_cast<std::size_t>(placement.ranks);
+  const auto stages = static_cast<std::size_t>(placement.stages());
+  DDL_CHECK(given.empty() || given.size() == ranks || given.size() == stages,
+            "pipeline: {} {} times for {} ranks of {} chunk(s), expected one per rank or one per model stage",
+            given.size(), what, ranks, placement.chunks);
+  std::vector<double> times(stages, uniform);
   for (std::size_t stage = 0; stage < stages; ++stage) {
+    if (given.size() == stages) {
+      times[stage] = given[stage];
+    } else if (!given.empty()) {
+      times[stage] = given[static_cast<std::size_t>(placement.holder_of(static_cast<int>(stage)).rank)];
+    }
     DDL_CHECK(std::isfinite(times[stage]) && (times[stage] > 0.0 || (may_be_zero && times[stage] == 0.0)),
               "pipeline: the {} time of stage {} must be {}, got {}", what, stage,
               may_be_zero ? "at least 0" : "positive", times[stage]);
   }
   return times;
+}
+
+// Each kind of action's time on each model stage (times_per_stage).
+std::array<std::vector<double>, kKindCount> durations(const PipelineCosts& costs, const Placement& placement) {
+  std::array<std::vector<double>, kKindCount> duration;
+  duration[kind_index(Kind::Forward)] = times_per_stage(costs.forward_per_stage, costs.forward, placement, "forward");
+  duration[kind_index(Kind::Backward)] =
+      times_per_stage(costs.backward_per_stage, costs.backward, placement, "backward");
+  duration[kind_index(Kind::Weight)] = times_per_stage(costs.weight_per_stage, costs.weight, placement, "weight", true);
+  return duration;
 }
 
 // A stage as the simulation runs it.
@@ -241,52 +262,70 @@ std::vector<PipelineAction> interleaved_actions(int rank, int ranks, int micro_b
   return actions;
 }
 
-// ZB-V's lists for every rank (see pipeline_schedule.hpp): the ranks run on
-// unit times, each taking at every unit the first of its ready backward,
-// forward (under the activation limit) and pending weight gradients. A
-// chunk-micro-batch counts against the limit from its F until its W, not
-// its B: its W reads the activations the F kept (a Dense layer's input),
-// so a limit counted to B let the W's wait for the batch's end and their
-// rows grow with M (on wide_mlp at M = 16, 1.7x the activations). Each
-// chunk's forwards and backwards go in micro-batch order (so each weight's
-// gradient sums its micro-batches in order, as under every schedule); of
-// two ready, the older micro-batch's, chunk 1's on a tie (it is nearer the
-// loss on the way down, nearer the end on the way back).
-std::vector<std::vector<PipelineAction>> zero_bubble_v_actions(int ranks, int micro_batches) {
+// ZB-V's lists for every rank (see pipeline_schedule.hpp): the ranks run
+// on the costs' times (unit times by default; measured ones, per model
+// stage, when the chunks differ), each rank, whenever it is free, taking
+// the first of its ready backward, forward (under the activation limit)
+// and pending weight gradients, or else waiting for the next action to end
+// anywhere. A chunk-micro-batch counts against the limit from its F until
+// its W, not its B: its W reads the activations the F kept (a Dense
+// layer's input), so a limit counted to B let the W's wait for the batch's
+// end and their rows grow with M (on wide_mlp at M = 16, 1.7x the
+// activations). Each chunk's forwards and backwards go in micro-batch
+// order (so each weight's gradient sums its micro-batches in order, as
+// under every schedule); of two ready, the older micro-batch's, chunk 1's
+// on a tie (it is nearer the loss on the way down, nearer the end on the
+// way back). The same costs give the same lists on every rank: only
+// sums and comparisons of the same doubles decide.
+struct GreedyLists {
+  std::vector<std::vector<PipelineAction>> actions;
+  bool over_limit = false;  // a chunk-1 forward went over the limit
+};
+
+GreedyLists greedy_v_lists(int ranks, int micro_batches, const PipelineCosts& costs) {
   const Placement placement{ranks, 2, ChunkLayout::v_shape};
   const int stages = placement.stages();
+  const std::array<std::vector<double>, kKindCount> duration = durations(costs, placement);
+  DDL_CHECK(std::isfinite(costs.latency) && costs.latency >= 0.0, "pipeline: latency must be at least 0, got {}",
+            costs.latency);
   const int limit = 2 * ranks;  // chunk-micro-batches: 1F1B's stage 0 holds p micro-batches of two chunks
   // When each model stage's forward and backward of each micro-batch ended.
-  const auto never = std::numeric_limits<int>::max();
-  std::vector<std::vector<int>> forward_end(static_cast<std::size_t>(stages),
-                                            std::vector<int>(static_cast<std::size_t>(micro_batches), never));
-  std::vector<std::vector<int>> backward_end = forward_end;
+  const auto never = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> forward_end(static_cast<std::size_t>(stages),
+                                               std::vector<double>(static_cast<std::size_t>(micro_batches), never));
+  std::vector<std::vector<double>> backward_end = forward_end;
   struct Rank {
     std::array<int, 2> forwards{}, backwards{};  // per chunk: how many are done
     int held = 0;
     std::deque<PipelineAction> pending_weights;
+    double free_at = 0.0;
   };
   std::vector<Rank> state(static_cast<std::size_t>(ranks));
   std::vector<std::vector<PipelineAction>> actions(static_cast<std::size_t>(ranks));
+  // When something may become ready: an action's end, and its message's arrival.
+  std::set<double> events{0.0};
   const std::size_t total = 6 * static_cast<std::size_t>(micro_batches);
-  for (int time = 0;; ++time) {
+  bool overdraw = false, over_limit = false;
+  for (double time = 0.0;;) {
     bool done = true, acted = false;
     for (int rank = 0; rank < ranks; ++rank) {
       Rank& r = state[static_cast<std::size_t>(rank)];
       std::vector<PipelineAction>& list = actions[static_cast<std::size_t>(rank)];
       if (list.size() == total) continue;
       done = false;
+      if (r.free_at > time) continue;
       // The next forward or backward of `chunk`, if its input is there.
       const auto ready = [&](Kind kind, int chunk) -> std::optional<PipelineAction> {
         const auto c = static_cast<std::size_t>(chunk);
         const int m = kind == Kind::Forward ? r.forwards[c] : r.backwards[c];
         if (m == micro_batches || (kind == Kind::Backward && m == r.forwards[c])) return std::nullopt;
         const int stage = placement.stage_of(rank, chunk);
-        const auto mb = static_cast<std::size_t>(m);
-        const bool input = kind == Kind::Forward
-                               ? stage == 0 || forward_end[static_cast<std::size_t>(stage - 1)][mb] <= time
-                               : stage == stages - 1 || backward_end[static_cast<std::size_t>(stage + 1)][mb] <= time;
-        if (!input) return std::nullopt;
+        const int from = kind == Kind::Forward ? stage - 1 : stage + 1;
+        if (from >= 0 && from < stages) {
+          const auto& ends = kind == Kind::Forward ? forward_end : backward_end;
+          const double latency = placement.holder_of(from).rank == rank ? 0.0 : costs.latency;
+          if (ends[static_cast<std::size_t>(from)][static_cast<std::size_t>(m)] + latency > time) return std::nullopt;
+        }
         return PipelineAction{kind, m, chunk};
       };
       const auto older = [](const std::optional<PipelineAction>& a, const std::optional<PipelineAction>& b) {
@@ -295,34 +334,73 @@ std::vector<std::vector<PipelineAction>> zero_bubble_v_actions(int ranks, int mi
         return b->micro_batch < a->micro_batch ? b : a;  // a is chunk 1's: it wins a tie
       };
       std::optional<PipelineAction> next = older(ready(Kind::Backward, 1), ready(Kind::Backward, 0));
-      if (!next && r.held + static_cast<int>(r.pending_weights.size()) < limit)
-        next = older(ready(Kind::Forward, 1), ready(Kind::Forward, 0));
+      if (!next) {
+        const bool room = r.held + static_cast<int>(r.pending_weights.size()) < limit;
+        next = room ? older(ready(Kind::Forward, 1), ready(Kind::Forward, 0))
+                    : (overdraw ? ready(Kind::Forward, 1) : std::nullopt);
+      }
       if (!next && !r.pending_weights.empty()) {
         next = r.pending_weights.front();
         r.pending_weights.pop_front();
       }
       if (!next) continue;
-      acted = true;
       const auto chunk = static_cast<std::size_t>(next->chunk);
-      const auto stage = static_cast<std::size_t>(placement.stage_of(rank, next->chunk));
+      const int stage = placement.stage_of(rank, next->chunk);
       const auto mb = static_cast<std::size_t>(next->micro_batch);
+      r.free_at = time + duration[kind_index(next->kind)][static_cast<std::size_t>(stage)];
+      events.insert(r.free_at);
+      events.insert(r.free_at + costs.latency);
       if (next->kind == Kind::Forward) {
-        forward_end[stage][mb] = time + 1;
+        forward_end[static_cast<std::size_t>(stage)][mb] = r.free_at;
         ++r.forwards[chunk];
         ++r.held;
       } else if (next->kind == Kind::Backward) {
-        backward_end[stage][mb] = time + 1;
+        backward_end[static_cast<std::size_t>(stage)][mb] = r.free_at;
         ++r.backwards[chunk];
         --r.held;
         r.pending_weights.push_back({Kind::Weight, next->micro_batch, next->chunk});
       }
       list.push_back(*next);
+      acted = true;
     }
-    if (done) return actions;
-    // Nothing ran, so nothing new becomes ready: the limit let no rank on.
-    DDL_CHECK(acted, "pipeline: zb-v's lists for {} ranks and {} micro-batches got stuck at time {}", ranks,
-              micro_batches, time);
+    if (done) return {actions, over_limit};
+    if (acted) {
+      overdraw = false;
+      continue;  // what ran may free a rank at once (a weight gradient of no time)
+    }
+    // Nothing changes before the next action ends or its message arrives.
+    // With none to come, the limit holds every rank back: on times where
+    // chunk 0 runs ahead, rank 0 can fill it with chunk 0's forwards and
+    // then wait for the backward that its chunk-1 forward leads to. A
+    // chunk-1 forward takes a micro-batch already in the pipeline on
+    // towards its backward, so it may then go over the limit (never on
+    // unit times).
+    const auto later = events.upper_bound(time);
+    if (later == events.end()) {
+      DDL_CHECK(!overdraw, "pipeline: zb-v's lists for {} ranks and {} micro-batches got stuck at time {}", ranks,
+                micro_batches, time);
+      overdraw = over_limit = true;
+      continue;
+    }
+    time = *later;
   }
+}
+
+// ZB-V's lists: on unit times the greedy run's; on others, its run on
+// them where that keeps within the activation limit and simulates shorter
+// on them than the unit lists (a greedy rule is not optimal: on some times
+// the unit lists are the faster), else the unit lists.
+std::vector<std::vector<PipelineAction>> zero_bubble_v_actions(int ranks, int micro_batches,
+                                                               const PipelineCosts& costs) {
+  GreedyLists unit = greedy_v_lists(ranks, micro_batches, {});
+  const bool unit_times = costs.forward_per_stage.empty() && costs.backward_per_stage.empty() &&
+                          costs.weight_per_stage.empty() && costs.latency == 0.0;
+  if (unit_times) return std::move(unit.actions);
+  GreedyLists timed = greedy_v_lists(ranks, micro_batches, costs);
+  if (timed.over_limit) return std::move(unit.actions);
+  const double on_timed = simulate_pipeline(timed.actions, costs, ChunkLayout::v_shape).makespan;
+  const double on_unit = simulate_pipeline(unit.actions, costs, ChunkLayout::v_shape).makespan;
+  return on_timed < on_unit ? std::move(timed.actions) : std::move(unit.actions);
 }
 
 }  // namespace
@@ -474,7 +552,7 @@ void check_schedule_arguments(PipelineSchedule schedule, int stages, int micro_b
 }  // namespace
 
 std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches,
-                                          WeightGradients weights, int chunks) {
+                                          WeightGradients weights, int chunks, const PipelineCosts& costs) {
   check_schedule_arguments(schedule, stages, micro_batches, weights);
   DDL_CHECK(stage >= 0 && stage < stages, "pipeline: stage {} is out of range for {} stages (0..{})", stage, stages,
             stages - 1);
@@ -483,7 +561,7 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
     case PipelineSchedule::Interleaved1F1B:
       return interleaved_actions(stage, stages, micro_batches, chunks, weights);
     case PipelineSchedule::ZeroBubbleV:
-      return zero_bubble_v_actions(stages, micro_batches)[static_cast<std::size_t>(stage)];
+      return zero_bubble_v_actions(stages, micro_batches, costs)[static_cast<std::size_t>(stage)];
     case PipelineSchedule::GPipe:
     case PipelineSchedule::OneFOneB:
     case PipelineSchedule::ZeroBubbleH1:
@@ -494,13 +572,14 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
 }
 
 std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches,
-                                                          WeightGradients weights, int chunks) {
+                                                          WeightGradients weights, int chunks,
+                                                          const PipelineCosts& costs) {
   check_schedule_arguments(schedule, stages, micro_batches, weights);
   chunks_per_rank(schedule, chunks);
-  if (schedule == PipelineSchedule::ZeroBubbleV) return zero_bubble_v_actions(stages, micro_batches);
+  if (schedule == PipelineSchedule::ZeroBubbleV) return zero_bubble_v_actions(stages, micro_batches, costs);
   std::vector<std::vector<PipelineAction>> actions;
   for (int stage = 0; stage < stages; ++stage) {
-    actions.push_back(stage_actions(schedule, stage, stages, micro_batches, weights, chunks));
+    actions.push_back(stage_actions(schedule, stage, stages, micro_batches, weights, chunks, costs));
   }
   return actions;
 }
@@ -518,12 +597,7 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
   }
   const Placement placement{stages, chunks, layout};
   check_actions(actions_per_stage, micro_batches, chunks);
-  std::array<std::vector<double>, kKindCount> duration;
-  duration[kind_index(Kind::Forward)] = times_per_stage(costs.forward_per_stage, costs.forward, stage_count, "forward");
-  duration[kind_index(Kind::Backward)] =
-      times_per_stage(costs.backward_per_stage, costs.backward, stage_count, "backward");
-  duration[kind_index(Kind::Weight)] =
-      times_per_stage(costs.weight_per_stage, costs.weight, stage_count, "weight", true);
+  const std::array<std::vector<double>, kKindCount> duration = durations(costs, placement);
   DDL_CHECK(std::isfinite(costs.latency) && costs.latency >= 0.0, "pipeline: latency must be at least 0, got {}",
             costs.latency);
   DDL_CHECK(costs.latency_per_boundary.empty() || (chunks == 1 && costs.latency_per_boundary.size() == stage_count - 1),
@@ -576,7 +650,8 @@ PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineActio
           if (!sent) break;
           start = std::max(start, *sent + latency_between(sender->stage, stage));
         }
-        const double time = duration[kind_index(action.kind)][static_cast<std::size_t>(stage)];
+        const double time =
+            duration[kind_index(action.kind)][static_cast<std::size_t>(placement.stage_of(stage, action.chunk))];
         result.timeline.push_back({action, start, start + time});
         result.busy += time;
         state.free_at = start + time;

@@ -49,7 +49,10 @@ namespace ddl::parallel {
 // two chunks per rank in a V, rank r holding stages r and 2p - 1 - r, so
 // the turn at rank p - 1 is no message and the loss is computed on rank 0;
 // each micro-batch's weight gradients an action of their own. Its lists
-// come from running the ranks on unit times: whenever free, a rank takes
+// come from running the ranks on the times they are given (unit times, or
+// each chunk's measured ones: chunks of a real model differ, and lists
+// made for equal chunks leave the longer ones' ranks waiting): whenever
+// free, a rank takes
 // the first of: the oldest micro-batch's ready backward, the oldest
 // micro-batch's ready forward while it holds fewer than 2p chunks'
 // activations (p micro-batches' worth: 1F1B's stage 0, on every rank;
@@ -125,6 +128,26 @@ bool places_weights(PipelineSchedule schedule);
 // "each backward", "batch", "micro-batch".
 std::string_view weight_gradients_name(WeightGradients weights);
 
+// The simulator's model of time: how long one micro-batch's forward,
+// backward and weight gradients take on each stage, and how long a message
+// takes between ranks. A Backward of a list without Weight actions
+// computes the weight gradients too: give it the time of both. With several
+// chunks per rank, each chunk's action takes its rank's time, or its model
+// stage's where the times are given per model stage (ranks x chunks of
+// them, in model order).
+struct PipelineCosts {
+  double forward = 1.0;   // on every stage, unless forward_per_stage is given
+  double backward = 1.0;  // on every stage, unless backward_per_stage is given
+  double weight = 1.0;    // on every stage, unless weight_per_stage is given
+  double latency = 0.0;   // from the end of the sending action to the earliest start of the receiving one
+  std::vector<double> forward_per_stage{};   // empty, or one positive time per stage (rank or model stage)
+  std::vector<double> backward_per_stage{};  // empty, or one positive time per stage (rank or model stage)
+  std::vector<double> weight_per_stage{};    // empty, or one time >= 0 per stage (0: no weights)
+  // Empty, or (one chunk per rank) the latency of each boundary, between
+  // stages b and b + 1, both ways: a message's time grows with its size.
+  std::vector<double> latency_per_boundary{};
+};
+
 // The ordered actions of `stage` (0-based) of `stages` for `micro_batches`
 // micro-batches: each forward and each backward once, each micro-batch's
 // forward before its backward, and (at_batch_end, per_micro_batch) each
@@ -132,31 +155,16 @@ std::string_view weight_gradients_name(WeightGradients weights);
 // works, micro_batches < stages included. ddl::Error for a schedule that
 // places the weights given another WeightGradients. Under a schedule of
 // several chunks per rank (chunks_per_rank(schedule, chunks)), a stage here
-// is a rank, and its list holds each action of each of its chunks.
+// is a rank, and its list holds each action of each of its chunks. ZB-V's
+// lists come from running the ranks on `costs` (unit times by default);
+// every other schedule's are fixed patterns that ignore them.
 std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, int stages, int micro_batches,
-                                          WeightGradients weights = WeightGradients::in_backward, int chunks = 0);
+                                          WeightGradients weights = WeightGradients::in_backward, int chunks = 0,
+                                          const PipelineCosts& costs = {});
 // stage_actions of every stage, indexed by stage: what simulate_pipeline takes.
 std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches,
                                                           WeightGradients weights = WeightGradients::in_backward,
-                                                          int chunks = 0);
-
-// The simulator's model of time: how long one micro-batch's forward,
-// backward and weight gradients take on each stage, and how long a message
-// takes between ranks. A Backward of a list without Weight actions
-// computes the weight gradients too: give it the time of both. With several
-// chunks per rank, each chunk's action takes its rank's time.
-struct PipelineCosts {
-  double forward = 1.0;   // on every stage, unless forward_per_stage is given
-  double backward = 1.0;  // on every stage, unless backward_per_stage is given
-  double weight = 1.0;    // on every stage, unless weight_per_stage is given
-  double latency = 0.0;   // from the end of the sending action to the earliest start of the receiving one
-  std::vector<double> forward_per_stage{};   // empty, or one positive time per stage
-  std::vector<double> backward_per_stage{};  // empty, or one positive time per stage
-  std::vector<double> weight_per_stage{};    // empty, or one time >= 0 per stage (0: no weights)
-  // Empty, or (one chunk per rank) the latency of each boundary, between
-  // stages b and b + 1, both ways: a message's time grows with its size.
-  std::vector<double> latency_per_boundary{};
-};
+                                                          int chunks = 0, const PipelineCosts& costs = {});
 
 struct TimedPipelineAction {
   PipelineAction action;
