@@ -165,8 +165,8 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (waited < kYielding) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(waited / 100),
-                                             kBackoff, kLongestBackoff));
+      std::this_thread::sleep_for(
+          std::clamp(std::chrono::duration_cast<std::chrono::microseconds>(waited / 100), kBackoff, kLongestBackoff));
     }
   }
 }

@@ -709,9 +709,8 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   // The tensor group's bytes of the step's schedule (not of the probe above).
   const std::int64_t tensor_start = s.tensor ? s.tensor->communicator().bytes_sent() : 0;
   StageRun run(s, model, batch, true, loss);
-  const std::vector<PipelineAction> actions =
-      stage_actions(s.options.schedule, s.stage, stage_count(), run.micro_batches(), s.weights, s.chunks,
-                    s.options.schedule_costs);
+  const std::vector<PipelineAction> actions = stage_actions(
+      s.options.schedule, s.stage, stage_count(), run.micro_batches(), s.weights, s.chunks, s.options.schedule_costs);
   const PipelineAction* arm = final_accumulations(actions);
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const PipelineAction& action = actions[i];

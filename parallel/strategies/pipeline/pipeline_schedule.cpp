@@ -33,9 +33,12 @@ std::size_t kind_index(Kind kind) { return static_cast<std::size_t>(kind); }
 
 char kind_letter(Kind kind) {
   switch (kind) {
-    case Kind::Forward: return 'F';
-    case Kind::Backward: return 'B';
-    case Kind::Weight: return 'W';
+    case Kind::Forward:
+      return 'F';
+    case Kind::Backward:
+      return 'B';
+    case Kind::Weight:
+      return 'W';
   }
   return '?';
 }
@@ -79,7 +82,8 @@ std::optional<Sender> sender_of(const PipelineAction& action, int rank, const Pl
     case Kind::Backward:
       if (stage == placement.stages() - 1) return std::nullopt;
       return from(stage + 1);
-    case Kind::Weight: return std::nullopt;  // the stage's own rows
+    case Kind::Weight:
+      return std::nullopt;  // the stage's own rows
   }
   return std::nullopt;
 }
@@ -413,8 +417,10 @@ std::vector<PipelineSchedule> all_pipeline_schedules() { return {kSchedules.begi
 
 std::string_view pipeline_schedule_name(PipelineSchedule schedule) {
   switch (schedule) {
-    case PipelineSchedule::GPipe: return "gpipe";
-    case PipelineSchedule::OneFOneB: return "1f1b";
+    case PipelineSchedule::GPipe:
+      return "gpipe";
+    case PipelineSchedule::OneFOneB:
+      return "1f1b";
     case PipelineSchedule::ZeroBubbleH1:
       return "zb-h1";
     case PipelineSchedule::ZeroBubbleH2:

@@ -318,8 +318,9 @@ TEST_CASE("pipeline_schedule: bad stage counts, micro-batch counts and costs are
   const auto actions = pipeline_actions(PipelineSchedule::GPipe, 2, 2);
   CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.backward = 0.0}),
                        "pipeline: the backward time of stage 0 must be positive, got 0", Error);
-  CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.forward_per_stage = {1.0, 2.0, 3.0}}),
-                       "pipeline: 3 forward times for 2 ranks of 1 chunk(s), expected one per rank or one per model stage", Error);
+  CHECK_THROWS_WITH_AS(
+      simulate_pipeline(actions, {.forward_per_stage = {1.0, 2.0, 3.0}}),
+      "pipeline: 3 forward times for 2 ranks of 1 chunk(s), expected one per rank or one per model stage", Error);
   CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.latency = -1.0}), "pipeline: latency must be at least 0, got -1",
                        Error);
 }
@@ -350,7 +351,8 @@ TEST_CASE("pipeline_schedule: render_timeline spans a long action over cells and
       doctest::Contains("an action starts or ends at 1.5; scale the costs to whole units"), Error);
 }
 
-TEST_CASE("pipeline_schedule: weight gradients at the batch's end are a Weight per micro-batch after the last backward") {
+TEST_CASE(
+    "pipeline_schedule: weight gradients at the batch's end are a Weight per micro-batch after the last backward") {
   for (const PipelineSchedule schedule : kSchedules) {
     for (int stages = 1; stages <= 6; ++stages) {
       for (int micro_batches = 1; micro_batches <= 9; ++micro_batches) {
@@ -389,13 +391,14 @@ TEST_CASE("pipeline_schedule: Weight actions at the batch's end add their time t
       }
     }
   }
-  CHECK(render_timeline(simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 2,
-                                                           WeightGradients::at_batch_end))) ==
+  CHECK(render_timeline(
+            simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 2, WeightGradients::at_batch_end))) ==
         "stage 0 |F0|F1|..|B0|..|B1|W0|W1|\n"
         "stage 1 |..|F0|B0|F1|B1|W0|W1|..|\n");
 }
 
-TEST_CASE("pipeline_schedule: a weight before its backward, repeated, or listed for some micro-batches only is refused") {
+TEST_CASE(
+    "pipeline_schedule: a weight before its backward, repeated, or listed for some micro-batches only is refused") {
   CHECK_THROWS_WITH_AS(simulate_pipeline({{F(0), W(0), B(0)}}),
                        "pipeline: stage 0 lists W0 at position 1 before B0: a weight gradient needs what its backward "
                        "kept",
@@ -429,9 +432,9 @@ TEST_CASE("pipeline_schedule: a boundary's own latency delays the messages acros
   CHECK_THROWS_WITH_AS(simulate_pipeline(actions, {.latency_per_boundary = {1.0, -2.0}}),
                        "pipeline: the latency between stages 1 and 2 must be at least 0, got -2", Error);
   // A stage without weights: its W actions take no time.
-  const PipelineSimulation free_weights = simulate_pipeline(
-      pipeline_actions(PipelineSchedule::ZeroBubbleH1, 2, 2, WeightGradients::per_micro_batch),
-      {.weight_per_stage = {0.0, 1.0}});
+  const PipelineSimulation free_weights =
+      simulate_pipeline(pipeline_actions(PipelineSchedule::ZeroBubbleH1, 2, 2, WeightGradients::per_micro_batch),
+                        {.weight_per_stage = {0.0, 1.0}});
   CHECK(free_weights.stages[0].busy == 4.0);
 }
 
@@ -739,8 +742,8 @@ TEST_CASE("pipeline_schedule: zb-v's lists ordered by unequal chunk times are va
       const auto unit =
           pipeline_actions(PipelineSchedule::ZeroBubbleV, ranks, micro_batches, WeightGradients::per_micro_batch);
       for (int rank = 0; rank < ranks; ++rank) {
-        CHECK(stage_actions(PipelineSchedule::ZeroBubbleV, rank, ranks, micro_batches,
-                            WeightGradients::per_micro_batch, 2, costs) == timed[static_cast<std::size_t>(rank)]);
+        CHECK(stage_actions(PipelineSchedule::ZeroBubbleV, rank, ranks, micro_batches, WeightGradients::per_micro_batch,
+                            2, costs) == timed[static_cast<std::size_t>(rank)]);
       }
       const PipelineSimulation on_times = simulate_pipeline(timed, costs, ChunkLayout::v_shape);
       check_timeline_obeys_dependencies(on_times, timed, ChunkLayout::v_shape);
@@ -762,13 +765,15 @@ TEST_CASE("pipeline_schedule: zb-v's lists ordered by unequal chunk times are va
   // neither is refused by name.
   PipelineCosts wrong;
   wrong.forward_per_stage = {1.0, 2.0, 3.0};
-  CHECK_THROWS_WITH_AS(pipeline_actions(PipelineSchedule::ZeroBubbleV, 2, 4, WeightGradients::per_micro_batch, 2, wrong),
-                       "pipeline: 3 forward times for 2 ranks of 2 chunk(s), expected one per rank or one per model "
-                       "stage",
-                       Error);
+  CHECK_THROWS_WITH_AS(
+      pipeline_actions(PipelineSchedule::ZeroBubbleV, 2, 4, WeightGradients::per_micro_batch, 2, wrong),
+      "pipeline: 3 forward times for 2 ranks of 2 chunk(s), expected one per rank or one per model "
+      "stage",
+      Error);
 }
 
-TEST_CASE("pipeline_schedule: zb-v takes 6M+p-1 chunk units (p <= 4), at most 2p chunks held to W, for p 2..8, M 1..3p") {
+TEST_CASE(
+    "pipeline_schedule: zb-v takes 6M+p-1 chunk units (p <= 4), at most 2p chunks held to W, for p 2..8, M 1..3p") {
   for (int ranks = 2; ranks <= 8; ++ranks) {
     for (int micro_batches = 1; micro_batches <= 3 * ranks; ++micro_batches) {
       CAPTURE(ranks);
