@@ -149,8 +149,10 @@ TEST_CASE("Collectives: the hierarchical allreduce sums like MPI_Allreduce whate
   const Communicator world = Communicator::world();
   const int p = world.size(), r = world.rank();
   const float inverse = 1.0f / static_cast<float>(p);
-  for (const auto& [layout, color] : std::vector<std::pair<const char*, int>>{
+  for (const auto& entry : std::vector<std::pair<const char*, int>>{
            {"one node", 0}, {"a node per rank", r}, {"p-1 and 1", r == p - 1 ? 1 : 0}, {"alternating", r % 2}}) {
+    const char* layout = entry.first;  // not a structured binding: doctest's CAPTURE takes it in a lambda
+    const int color = entry.second;
     const Communicator node = world.split(color, r);
     const Communicator leaders = world.split(node.rank() == 0 ? 0 : 1, r);
     const int nodes = node.rank() == 0 ? leaders.size() : 0;
