@@ -193,6 +193,19 @@ struct Pipeline::State {
   // How activations and gradients travel, chosen at the first batch too.
   std::optional<StageLinks> links;
   PipelineStatistics statistics;
+  // This stage's actions for a step of `listed_micro_batches` (0: none yet),
+  // made again only when the count changes (a short last batch): ZB-V's come
+  // from running the ranks on the schedule's costs, and from its measured
+  // times twice, with two simulations to choose between them.
+  std::vector<PipelineAction> listed;
+  int listed_micro_batches = 0;
+  const std::vector<PipelineAction>& actions(int micro_batches) {
+    if (micro_batches != listed_micro_batches) {
+      listed = stage_actions(options.schedule, stage, ranks(), micro_batches, weights, chunks, options.schedule_costs);
+      listed_micro_batches = micro_batches;
+    }
+    return listed;
+  }
 
   int ranks() const { return comm.size(); }
   int model_stages() const { return static_cast<int>(stages.size()); }
@@ -709,8 +722,7 @@ optim::StepOutput Pipeline::forward_backward(layers::Module& model, const optim:
   // The tensor group's bytes of the step's schedule (not of the probe above).
   const std::int64_t tensor_start = s.tensor ? s.tensor->communicator().bytes_sent() : 0;
   StageRun run(s, model, batch, true, loss);
-  const std::vector<PipelineAction> actions = stage_actions(
-      s.options.schedule, s.stage, stage_count(), run.micro_batches(), s.weights, s.chunks, s.options.schedule_costs);
+  const std::vector<PipelineAction>& actions = s.actions(run.micro_batches());
   const PipelineAction* arm = final_accumulations(actions);
   for (std::size_t i = 0; i < actions.size(); ++i) {
     const PipelineAction& action = actions[i];
