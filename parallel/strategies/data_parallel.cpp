@@ -49,8 +49,9 @@ bool on_one_gpu(const std::vector<std::pair<std::string, Tensor>>& parameters) {
 // are reduced there, over NCCL, rather than through host memory over MPI.
 // NCCL needs a GPU of its own per rank (told apart by UUID, whatever index
 // each process gives it); float16 on the wire exists on the host only, and
-// so do the algorithms without runs_on_gpu. Every rank joins the gather, so the answer is the same on all of
-// them once they agree on the options (the layout says them).
+// so do the algorithms without runs_on_gpu. Every rank joins the gather, so
+// the answer is the same on all of them once they agree on the options (the
+// layout says them).
 bool reduce_on_gpu(const Communicator& comm, const DataParallelOptions& options, std::optional<Device> gpu) {
   const bool own_gpus = every_rank_has_its_gpu(comm, gpu ? std::optional<int>(gpu->index()) : std::nullopt);
   return gpu && own_gpus && NcclCommunicator::built() && runs_on_gpu(options.algorithm) && !options.fp16_compression;
