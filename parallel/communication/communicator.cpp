@@ -127,9 +127,13 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
                   MPI_Status* statuses) {
   const double timeout = config::stall_timeout_seconds();
   const auto start = std::chrono::steady_clock::now();
+  // A collective does not say which rank it waits for, but among two ranks
+  // there is only one other: naming it (and its host) is what lets
+  // ddl-elastic leave a lost node out.
+  const int named = peer >= 0 ? peer : (comm.size == 2 ? 1 - comm.rank : -1);
   const auto whom = [&] {
-    return peer >= 0 ? fmt::format("rank {} on {}", peer, comm.hosts[static_cast<std::size_t>(peer)])
-                     : std::string("the other ranks");
+    return named >= 0 ? fmt::format("rank {} on {}", named, comm.hosts[static_cast<std::size_t>(named)])
+                      : std::string("the other ranks");
   };
   bool busy = true;
   for (std::int64_t polls = 0;; ++polls) {
@@ -156,7 +160,7 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
       abort_job(comm.comm, comm.rank,
                 fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
                             "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
-                            what.describe(), whom(), seconds, peer >= 0 ? whom() : std::string("one of them"), timeout),
+                            what.describe(), whom(), seconds, named >= 0 ? whom() : std::string("one of them"), timeout),
                 1);
     }
     // Then yield between polls, and later back off, so a communication

@@ -13,6 +13,9 @@
 #   DDL_GPU_SANITIZER_LIMIT  seconds per sanitizer run (default 150)
 #   DDL_GPU_CTEST_LIMIT      seconds for the ctest suite (default 300)
 #   DDL_GPU_COMPARE_ROUNDS   rounds of the ddl/PyTorch comparison (default 2)
+#   DDL_GPU_ONLY             an extended regular expression: only the steps
+#                            whose names match it run (a short lease spent
+#                            on what has not run yet), e.g. 'shard|tensor'
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/ddl-gpu}
@@ -28,6 +31,10 @@ sanitizer_limit=${DDL_GPU_SANITIZER_LIMIT:-150}
 step() {
   local name=$1 limit=$2 log=$3 quote=$4
   shift 4
+  if [[ -n "${DDL_GPU_ONLY:-}" ]] && ! [[ $name =~ $DDL_GPU_ONLY ]]; then
+    echo "$name: not run (DDL_GPU_ONLY=$DDL_GPU_ONLY)" >> "$out/summary.txt"
+    return
+  fi
   local start=$SECONDS
   timeout --kill-after=10 "$limit" "$@" > "$out/$log" 2>&1
   local status=$?

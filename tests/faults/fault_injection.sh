@@ -110,9 +110,9 @@ case $case_name in
     signal_rank_1 STOP "$work/ckpt"
     expect_failed_within 15 "$start"
     kill -KILL "$pid" 2> /dev/null
-    # Rank 0 names rank 1 when the stall is at a step's arrival check; inside
-    # a small collective it can only say that another rank is missing.
-    grep -qE "stalled: .*(rank\(s\) 1 on [^ ]+ have not reached|with rank 1 on [^ ]+ has not completed|one of them is missing)" \
+    # Rank 0 names rank 1 wherever the stall is: at a step's arrival check,
+    # a message, or a collective (of two ranks, the other is the one missing).
+    grep -qE "stalled: .*(rank\(s\) 1 on [^ ]+ have not reached|with rank 1 on [^ ]+ has not completed)" \
       "$work/err" || fail "no word of the stall: $(tail -n 5 "$work/err")"
     unset DDL_STALL_TIMEOUT
     expect_exact_resume "$work/ckpt" "$expected"
