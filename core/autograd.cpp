@@ -61,6 +61,21 @@ void run_grad_hooks(const std::shared_ptr<TensorImpl>& leaf) {
   for (GradHook& hook : leaf->grad_hooks) hook(tensor);
 }
 
+Tensor grad_to_add_into(const std::shared_ptr<TensorImpl>& leaf) {
+  if (!leaf || !leaf->grad || !leaf->requires_grad || leaf->grad_fn) return {};
+  // One owner is the leaf, one the single node that records it as input.
+  if (leaf->grad_accumulator.use_count() != 2) return {};
+  const Tensor grad(leaf->grad), tensor(leaf);
+  if (grad.shape() != tensor.shape() || grad.device() != tensor.device()) return {};
+  // On the CPU a GEMM adding into zeros gives the bits of the product alone
+  // (Eigen adds each block's sum into C either way), so a bucket made before
+  // or after the weight's gradient holds the same values. cuBLAS may choose
+  // another kernel for beta = 1 than for beta = 0; until that is checked on
+  // a GPU, a GPU gradient goes through the accumulator as before.
+  if (grad.device().type() != DeviceType::CPU) return {};
+  return grad;
+}
+
 std::shared_ptr<Node> edge_to(const Tensor& input) {
   if (!input.defined() || !input.requires_grad()) return nullptr;
   TensorImpl& impl = *input.impl();

@@ -122,6 +122,16 @@ std::shared_ptr<Node> edge_to(const Tensor& input);
 // weight gradients).
 void run_grad_hooks(const std::shared_ptr<TensorImpl>& leaf);
 
+// The leaf's .grad when an op's backward may add its product for the leaf
+// straight into it (a GEMM with beta = 1) and run its hooks itself, instead
+// of handing a new gradient as large as the leaf to its accumulator, which
+// adds it in a second pass: a Dense weight's gradient in a gradient
+// bucket's view is then never written twice. Undefined unless .grad exists
+// with the leaf's shape and device, and only one edge of any graph leads to
+// the accumulator (so the hooks still run once a pass, after the whole
+// gradient is in); on the CPU only, for now.
+Tensor grad_to_add_into(const std::shared_ptr<TensorImpl>& leaf);
+
 // Connects `node` to its inputs and makes it the grad_fn of `output`.
 void record(const std::shared_ptr<Node>& node, const std::vector<const Tensor*>& inputs, Tensor& output);
 // How an op records itself, in core or outside it: a FunctionNode named

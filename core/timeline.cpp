@@ -188,6 +188,15 @@ std::string chrome_trace_json(const std::vector<ProcessTrace>& processes, const 
         entry["dur"] = microseconds(event->end_ns - event->begin_ns);
       }
       if (!event->args.empty()) entry["args"] = args_json(event->args);
+      // A span that moved bytes (a bucket's allreduce, a pipeline message)
+      // also shows its rate, so a slow link stands out in the viewer.
+      const auto bytes = std::find_if(event->args.begin(), event->args.end(), [](const Arg& arg) {
+        return arg.key == "bytes" && std::holds_alternative<std::int64_t>(arg.value);
+      });
+      if (!event->instant && bytes != event->args.end() && event->end_ns > event->begin_ns) {
+        entry["args"]["GB/s"] = static_cast<double>(std::get<std::int64_t>(bytes->value)) /
+                                static_cast<double>(event->end_ns - event->begin_ns);
+      }
       events.push_back(std::move(entry));
     }
   }

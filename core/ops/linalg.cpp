@@ -113,7 +113,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             const Tensor x = a.reshape({rows, k}), gradient = g.reshape({rows, g.size(-1)});
             const std::shared_ptr<TensorImpl> leaf = weight.lock();
             if (!leaf || pass.deferred == nullptr || !pass.deferred->keep(leaf, pass.part, x, gradient)) {
-              grad_b = gemm(x, true, gradient, false, "matmul backward");
+              if (const Tensor into = autograd::grad_to_add_into(leaf); into.defined()) {
+                gemm_accumulate(into, x, true, gradient, false, "matmul backward");
+                autograd::run_grad_hooks(leaf);
+              } else {
+                grad_b = gemm(x, true, gradient, false, "matmul backward");
+              }
             }
           } else if (need_b) {
             grad_b = sum_to(gemm(a, true, g, false, "matmul backward"), b.shape());

@@ -23,12 +23,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 # on_cluster <nodes> <ranks per node> <command...>: the command under the
 # simulated cluster, ranks of two nodes sharing memory unless BETWEEN says
-# tcp; a skip (77) ends the case as skipped.
+# tcp, and the links limited to RATE (tc's units) if set; a skip (77) ends
+# the case as skipped.
 on_cluster() {
   local nodes=$1 per_node=$2
   shift 2
   local status=0
-  "$simulate" --nodes "$nodes" --ranks-per-node "$per_node" --between-nodes "${BETWEEN:-shm}" -- "$@" || status=$?
+  "$simulate" --nodes "$nodes" --ranks-per-node "$per_node" --between-nodes "${BETWEEN:-shm}" ${RATE:+--rate "$RATE"} \
+    -- "$@" || status=$?
   [[ $status == 77 ]] && exit 77
   return "$status"
 }
@@ -160,6 +162,65 @@ case $case_name in
       fail "no resume: $(grep -v '^Epoch' "$work/resumed" | tail)"
     echo "ok: node1 cut off: the job ended after $seconds s (DDL_STALL_TIMEOUT=10), naming rank 1 on node1;" \
       "$(grep -o "after epoch [0-9]* (step [0-9]*)" "$work/resumed") resumes"
+    ;;
+  logs)
+    # Per-node logs as the launcher writes them (Hydra's patterns: %h the
+    # node, %r the rank; a file only for a rank that printed to it): each
+    # rank's output in a file named by the node it ran on, ddl-train's
+    # result once, in rank 0's; the CSV log written once, by rank 0.
+    mkdir -p "$work/logs" "$work/hello"
+    patterns() { echo "-outfile-pattern $1/%h.rank%r.out -errfile-pattern $1/%h.rank%r.err"; }
+    # shellcheck disable=SC2046,SC2016
+    mpi_on_cluster 2 2 -n 4 $(patterns "$work/hello") bash -c 'echo "rank $PMI_RANK on $(hostname)"' \
+      > "$work/out" 2>&1 || fail "the cluster run failed: $(tail "$work/out")"
+    for r in 0 1 2 3; do
+      [[ $(cat "$work/hello/node$((r / 2)).rank$r.out" 2> /dev/null) == "rank $r on node$((r / 2))" ]] ||
+        fail "rank $r's output is not in node$((r / 2)).rank$r.out: $(ls "$work/hello" | tr '\n' ' ')"
+    done
+    # shellcheck disable=SC2046
+    mpi_on_cluster 2 2 -n 4 $(patterns "$work/logs") "$train" --parallel data --train-limit 512 --test-limit 128 \
+      --epochs 2 --threads 1 --no-validation --log-csv "$work/epochs.csv" > "$work/out" 2>&1 ||
+      fail "the cluster run failed: $(tail "$work/out")"
+    for file in "$work/logs"/*; do
+      [[ $(basename "$file") =~ ^node([01])\.rank([0-3])\.(out|err)$ ]] &&
+        ((BASH_REMATCH[1] == BASH_REMATCH[2] / 2)) || fail "a log named for another node: $(basename "$file")"
+    done
+    [[ $(cat "$work/logs"/*.out | grep -c "^test accuracy") == 1 ]] && grep -q "^test accuracy" "$work/logs/node0.rank0.out" ||
+      fail "the result is not once, in rank 0's log: $(ls "$work/logs" | tr '\n' ' ')"
+    [[ $(wc -l < "$work/epochs.csv") == 3 ]] || fail "the CSV log has not a header and 2 epochs: $(cat "$work/epochs.csv")"
+    echo "ok: 2 nodes x 2 ranks: each rank's output in <node>.rank<r>.out of the node it ran on;" \
+      "ddl-train's result once, in node0.rank0.out; the CSV log written once"
+    ;;
+  rate-limit)
+    # A link limited to 1 Gbit/s (0.125 GB/s) shows where a user looks:
+    # --allreduce auto's start-up line names the rate it measured between
+    # the nodes, and in the timeline each bucket's allreduce (its "GB/s":
+    # bytes over the span's time) runs no faster than the link, where the
+    # same job on one host runs several times faster.
+    export DDL_STALL_TIMEOUT=10  # a finalize over TCP can hang (openucx/ucx#8738): the watchdog ends it
+    job=(--parallel data --allreduce auto --train-limit 1024 --test-limit 128 --epochs 1 --threads 1 --no-validation)
+    mpiexec -n 2 "$train" "${job[@]}" --timeline "$work/host.json" > "$work/host.out" 2>&1 ||
+      fail "one host: $(tail "$work/host.out")"
+    # Judged by its output and trace, not its exit status, which a
+    # finalize ended by the watchdog may spoil.
+    BETWEEN=tcp RATE=1gbit on_cluster 2 1 bash -c '"$DDL_CLUSTER_MPIEXEC" -n 2 "$@"; exit 0' _ "$train" "${job[@]}" \
+      --timeline "$work/nodes.json" > "$work/nodes.out" 2>&1 || fail "the cluster run failed: $(tail "$work/nodes.out")"
+    grep -q "^test accuracy" "$work/nodes.out" || fail "2 nodes did not train: $(tail "$work/nodes.out")"
+    measured=$(grep -oE "measured [0-9.e+-]+ GB/s after [^ ]+ us between nodes" "$work/nodes.out" | head -1)
+    [[ -n $measured ]] || fail "no measured link in the start-up line: $(grep -m1 "allreduce auto" "$work/nodes.out")"
+    median_rate() {  # the median GB/s of the allreduces in a trace
+      python3 -c 'import json, statistics, sys
+rates = [e["args"]["GB/s"] for e in json.load(open(sys.argv[1]))["traceEvents"]
+         if e.get("name") == "allreduce" and "GB/s" in e.get("args", {})]
+print(f"{statistics.median(rates):.3g}" if rates else 0)' "$1"
+    }
+    host=$(median_rate "$work/host.json") nodes=$(median_rate "$work/nodes.json")
+    awk -v m="$(echo "$measured" | awk '{print $2}')" 'BEGIN { exit !(m <= 0.2) }' ||
+      fail "the start-up line measured more than the link carries: $measured"
+    awk -v h="$host" -v n="$nodes" 'BEGIN { exit !(n > 0 && n <= 0.14 && h >= 3 * n) }' ||
+      fail "allreduces at $nodes GB/s across the limited link, $host GB/s on one host (expected <= 0.14 and 3x less)"
+    echo "ok: 1 Gbit/s between 2 nodes: start-up line \"$measured\"; timeline: allreduces at $nodes GB/s" \
+      "(one host: $host GB/s)"
     ;;
   elastic)
     # A node cut off mid-training under ddl-elastic with the cluster's host

@@ -243,3 +243,45 @@ TEST_CASE("set_grad: a gradient of another shape throws naming both shapes") {
   sum(x).backward();
   CHECK(x.grad().to_vector<float>() == std::vector<float>{6, 6});
 }
+
+TEST_CASE("backward: a weight's product is added straight into a .grad viewing a bucket, without a temporary of "
+          "its size, and its hooks run once") {
+  Generator generator(41);
+  const std::int64_t rows = 7, in = 300, out = 200;
+  const Tensor x = ddl::test::uniform_tensor({rows, in}, generator);
+  const Tensor g = ddl::test::uniform_tensor({rows, out}, generator);
+  Tensor weight = ddl::test::uniform_tensor({in, out}, generator);
+  weight.set_requires_grad(true);
+  matmul(x, weight).backward(g);  // no .grad yet: the product becomes it
+  const std::vector<float> product = weight.grad().to_vector<float>();
+  weight.zero_grad();
+
+  // A gradient bucket: the weight's .grad a view into a larger buffer.
+  const Tensor bucket = zeros({in * out + 8});
+  weight.set_grad(bucket.flat_slice(4, weight.shape()));
+  int hooks = 0;
+  weight.register_grad_hook([&](Tensor&) { ++hooks; });
+  const std::size_t before = memory_stats(cpu()).bytes_in_use;
+  reset_peak_memory_stats(cpu());
+  matmul(x, weight).backward(g);
+  CHECK(hooks == 1);
+  const std::size_t product_bytes = static_cast<std::size_t>(in * out) * sizeof(float);
+  CHECK(memory_stats(cpu()).peak_bytes - before < product_bytes);
+  const std::vector<float> buffer = bucket.to_vector<float>();
+  CHECK(std::vector<float>(buffer.begin() + 4, buffer.end() - 4) == product);  // zeros plus it, bit for bit
+  CHECK(std::vector<float>(buffer.begin(), buffer.begin() + 4) == std::vector<float>(4, 0.0f));
+  CHECK(std::vector<float>(buffer.end() - 4, buffer.end()) == std::vector<float>(4, 0.0f));
+
+  // A weight used twice: its accumulator gets the engine's sum once, as
+  // without a .grad (its hooks once too).
+  const Tensor x2 = ddl::test::uniform_tensor({rows, in}, generator);
+  const auto twice = [&] { return sum(matmul(x, weight) * g) + sum(matmul(x2, weight) * g); };
+  weight.zero_grad();
+  twice().backward();
+  const std::vector<float> sum_of_uses = weight.grad().to_vector<float>();
+  weight.set_grad(zeros({in * out + 8}).flat_slice(4, weight.shape()));
+  hooks = 0;
+  twice().backward();
+  CHECK(hooks == 1);
+  CHECK(weight.grad().to_vector<float>() == sum_of_uses);
+}

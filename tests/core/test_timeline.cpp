@@ -169,8 +169,9 @@ TEST_CASE("timeline: the trace file puts every process on the common clock, time
                                   {{"step", "training", 0, 10'000, 30'000, false, {{"step", std::int64_t{0}}}},
                                    {"forward", "compute", 0, 11'000, 12'500, false, {}}}};
   const timeline::Recording rank1{{"training", "communication"},
-                                  {{"send", "communication", 1, 1'015'000, 1'016'000, false, {}},
-                                   {"bucket ready", "communication", 0, 1'014'000, 1'014'000, true, {}}}};
+                                  {{"send", "communication", 1, 1'015'000, 1'016'000, false, {{"bytes", std::int64_t{3000}}}},
+                                   {"bucket ready", "communication", 0, 1'014'000, 1'014'000, true,
+                                    {{"bytes", std::int64_t{3000}}}}}};
   const std::string text = timeline::chrome_trace_json({{0, "rank 0", rank0, 0}, {1, "rank 1", rank1, 1'000'000}},
                                                        {{"clock_uncertainty_us", 0.5}});
   const nlohmann::json trace = nlohmann::json::parse(text);
@@ -187,6 +188,10 @@ TEST_CASE("timeline: the trace file puts every process on the common clock, time
   CHECK(by_name.at("send").at("ts").get<double>() == 5.0);
   CHECK(by_name.at("send").at("pid") == 1);
   CHECK(by_name.at("send").at("tid") == 1);
+  // A span that moved bytes shows its rate: 3000 bytes in 1 us.
+  CHECK(by_name.at("send").at("args").at("GB/s").get<double>() == 3.0);
+  CHECK_FALSE(by_name.at("step").at("args").contains("GB/s"));
+  CHECK_FALSE(by_name.at("bucket ready").at("args").contains("GB/s"));
   CHECK(by_name.at("bucket ready").at("ph") == "i");
   CHECK(by_name.at("bucket ready").at("ts").get<double>() == 4.0);
   CHECK(ddl::test::trace_problems(trace, 2).empty());
