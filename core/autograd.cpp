@@ -1,6 +1,7 @@
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/kernels.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/core/timeline.hpp>
@@ -67,12 +68,13 @@ Tensor grad_to_add_into(const std::shared_ptr<TensorImpl>& leaf) {
   if (leaf->grad_accumulator.use_count() != 2) return {};
   const Tensor grad(leaf->grad), tensor(leaf);
   if (grad.shape() != tensor.shape() || grad.device() != tensor.device()) return {};
-  // On the CPU a GEMM adding into zeros gives the bits of the product alone
-  // (Eigen adds each block's sum into C either way), so a bucket made before
-  // or after the weight's gradient holds the same values. cuBLAS may choose
-  // another kernel for beta = 1 than for beta = 0; until that is checked on
-  // a GPU, a GPU gradient goes through the accumulator as before.
-  if (grad.device().type() != DeviceType::CPU) return {};
+  // On the CPU in float32 a GEMM adding into zeros gives the bits of the
+  // product alone (Eigen adds each depth block's sum into C either way), so
+  // a bucket made before or after the weight's gradient holds the same
+  // values. cuBLAS may choose another kernel for beta = 1, and bfloat16
+  // products go through another oneDNN primitive; neither is checked yet,
+  // so their gradients go through the accumulator as before.
+  if (grad.device().type() != DeviceType::CPU || config::cpu_precision() != config::CpuPrecision::Float32) return {};
   return grad;
 }
 

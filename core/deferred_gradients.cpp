@@ -24,8 +24,7 @@ void add_into_grad(const std::shared_ptr<TensorImpl>& weight, const Tensor& x, c
                    Node& accumulator) {
   constexpr const char* kName = "deferred weight gradient";
   if (weight->grad) {
-    ops_detail::gemm_accumulate(Tensor(weight->grad), x, true, gradient, false, kName);
-    run_grad_hooks(weight);
+    ops_detail::add_weight_gradient(weight, Tensor(weight->grad), x, gradient, kName);
   } else {
     accumulator.backward(ops_detail::gemm(x, true, gradient, false, kName), {});
   }

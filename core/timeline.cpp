@@ -130,6 +130,14 @@ void Span::begin(std::string_view category, std::string_view name) {
   event_->begin_ns = now_ns();
 }
 
+Span& Span::rate(std::int64_t bytes) {
+  if (event_) {
+    const auto nanoseconds = std::max<std::int64_t>(now_ns() - event_->begin_ns, 1);
+    event_->args.push_back({"GB/s", static_cast<double>(bytes) / static_cast<double>(nanoseconds)});
+  }
+  return *this;
+}
+
 void Span::end() {
   if (!recording()) return;
   event_->end_ns = now_ns();
@@ -188,15 +196,6 @@ std::string chrome_trace_json(const std::vector<ProcessTrace>& processes, const 
         entry["dur"] = microseconds(event->end_ns - event->begin_ns);
       }
       if (!event->args.empty()) entry["args"] = args_json(event->args);
-      // A span that moved bytes (a bucket's allreduce, a pipeline message)
-      // also shows its rate, so a slow link stands out in the viewer.
-      const auto bytes = std::find_if(event->args.begin(), event->args.end(), [](const Arg& arg) {
-        return arg.key == "bytes" && std::holds_alternative<std::int64_t>(arg.value);
-      });
-      if (!event->instant && bytes != event->args.end() && event->end_ns > event->begin_ns) {
-        entry["args"]["GB/s"] = static_cast<double>(std::get<std::int64_t>(bytes->value)) /
-                                static_cast<double>(event->end_ns - event->begin_ns);
-      }
       events.push_back(std::move(entry));
     }
   }

@@ -108,6 +108,10 @@ class Span {
     if (event_) event_->args.push_back({std::string(key), std::string(value)});
     return *this;
   }
+  // Adds "GB/s": `bytes` over the time since the span began, for a span
+  // that covers a whole transfer (a bucket's allreduce), so a slow link
+  // stands out in the viewer.
+  Span& rate(std::int64_t bytes);
 
  private:
   void begin(std::string_view category, std::string_view name);

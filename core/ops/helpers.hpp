@@ -19,6 +19,10 @@ Tensor gemm(const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const 
 // c += op(a) @ op(b), straight into c (the GEMM's beta = 1: no product
 // materialised); c has the product's shape.
 void gemm_accumulate(const Tensor& c, const Tensor& a, bool trans_a, const Tensor& b, bool trans_b, const char* name);
+// A weight's gradient xᵀ·gradient added straight into `grad` (its .grad)
+// and the weight's hooks run, as its accumulator would run them.
+void add_weight_gradient(const std::shared_ptr<TensorImpl>& weight, const Tensor& grad, const Tensor& x,
+                         const Tensor& gradient, const char* name);
 
 // y[i] = op(x[i]).
 template <class Op>

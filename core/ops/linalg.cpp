@@ -92,6 +92,12 @@ void ops_detail::gemm_accumulate(const Tensor& c, const Tensor& a, bool trans_a,
   backend::gemm(a.device(), args);
 }
 
+void ops_detail::add_weight_gradient(const std::shared_ptr<TensorImpl>& weight, const Tensor& grad, const Tensor& x,
+                                     const Tensor& gradient, const char* name) {
+  gemm_accumulate(grad, x, true, gradient, false, name);
+  autograd::run_grad_hooks(weight);
+}
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor c = gemm(a, false, b, false, "matmul");
   if (autograd::needs_grad({&a, &b})) {
@@ -114,8 +120,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
             const std::shared_ptr<TensorImpl> leaf = weight.lock();
             if (!leaf || pass.deferred == nullptr || !pass.deferred->keep(leaf, pass.part, x, gradient)) {
               if (const Tensor into = autograd::grad_to_add_into(leaf); into.defined()) {
-                gemm_accumulate(into, x, true, gradient, false, "matmul backward");
-                autograd::run_grad_hooks(leaf);
+                add_weight_gradient(leaf, into, x, gradient, "matmul backward");
               } else {
                 grad_b = gemm(x, true, gradient, false, "matmul backward");
               }

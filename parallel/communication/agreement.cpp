@@ -142,7 +142,7 @@ void StallInspector::arrive(std::int64_t step, const std::string& what) {
     if (waited() > timeout) {
       std::vector<std::string> missing;
       for (int r = 1; r < p; ++r) {
-        if (!arrived[static_cast<std::size_t>(r)]) missing.push_back(fmt::format("{} on {}", r, comm_.host(r)));
+        if (!arrived[static_cast<std::size_t>(r)]) missing.push_back(fmt::format("{} on {}", comm_.world_rank(r), comm_.host(r)));
       }
       comm_.abort(fmt::format("stalled: rank(s) {} have not reached {} of step {} after {:g} s (DDL_STALL_TIMEOUT); "
                               "they are stuck, dead, or took another path; aborting every rank",

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -132,8 +133,11 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
   // ddl-elastic leave a lost node out.
   const int named = peer >= 0 ? peer : (comm.size == 2 ? 1 - comm.rank : -1);
   const auto whom = [&] {
-    return named >= 0 ? fmt::format("rank {} on {}", named, comm.hosts[static_cast<std::size_t>(named)])
-                      : std::string("the other ranks");
+    if (named < 0) return std::string("the other ranks");
+    // The hosts are not known yet while the communicator is being made.
+    const auto r = static_cast<std::size_t>(named);
+    return r < comm.hosts.size() ? fmt::format("rank {} on {}", comm.world_ranks[r], comm.hosts[r])
+                                 : fmt::format("rank {}", comm.world_ranks[r]);
   };
   bool busy = true;
   for (std::int64_t polls = 0;; ++polls) {
@@ -145,7 +149,8 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
       int length = 0;
       MPI_Error_string(code, text, &length);
       throw Error(
-          fmt::format("rank {}: {} with {} failed: {}", comm.rank, what.describe(), whom(), std::string(text, length)));
+          fmt::format("rank {}: {} with {} failed: {}", comm.world_ranks[static_cast<std::size_t>(comm.rank)],
+                      what.describe(), whom(), std::string(text, length)));
     }
     if (done) return;
     // Busy-poll first, reading the clock only every 16 polls: a message from
@@ -157,7 +162,7 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (busy) continue;
     const double seconds = std::chrono::duration<double>(waited).count();
     if (seconds > timeout) {
-      abort_job(comm.comm, comm.rank,
+      abort_job(comm.comm, comm.world_ranks[static_cast<std::size_t>(comm.rank)],
                 fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
                             "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
                             what.describe(), whom(), seconds, named >= 0 ? whom() : std::string("one of them"), timeout),
@@ -284,6 +289,15 @@ std::shared_ptr<CommunicatorState> make_state(MPI_Comm comm, bool owned) {
   DDL_MPI_CHECK(MPI_Comm_rank(node, &state->local_rank));
   DDL_MPI_CHECK(MPI_Comm_size(node, &state->local_size));
   DDL_MPI_CHECK(MPI_Comm_free(&node));
+  MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+  DDL_MPI_CHECK(MPI_Comm_group(comm, &group));
+  DDL_MPI_CHECK(MPI_Comm_group(MPI_COMM_WORLD, &world));
+  std::vector<int> ranks(static_cast<std::size_t>(state->size));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  state->world_ranks.resize(ranks.size());
+  DDL_MPI_CHECK(MPI_Group_translate_ranks(group, state->size, ranks.data(), world, state->world_ranks.data()));
+  DDL_MPI_CHECK(MPI_Group_free(&group));
+  DDL_MPI_CHECK(MPI_Group_free(&world));
   constexpr int kHostBytes = 256;
   std::vector<char> mine(kHostBytes, '\0');
   ::gethostname(mine.data(), kHostBytes - 1);
@@ -384,6 +398,11 @@ std::string Communicator::describe() const {
 }
 
 std::string Communicator::describe_nodes() const { return detail::describe_nodes(*state_); }
+
+int Communicator::world_rank(int rank) const {
+  check_peer(*state_, rank, "Communicator::world_rank");
+  return state_->world_ranks[static_cast<std::size_t>(rank)];
+}
 
 const std::string& Communicator::host(int rank) const {
   check_peer(*state_, rank, "Communicator::host");
@@ -532,7 +551,7 @@ void Communicator::broadcast_bytes(std::span<std::byte> bytes, int root) const {
 }
 
 void Communicator::abort(const std::string& message, int code) const {
-  abort_job(state_->comm, state_->rank, message, code);
+  abort_job(state_->comm, state_->world_ranks[static_cast<std::size_t>(state_->rank)], message, code);
 }
 
 }  // namespace ddl::parallel

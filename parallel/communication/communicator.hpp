@@ -80,6 +80,9 @@ class Communicator {
   // The hostname of `rank` (of this communicator), as it was when the
   // communicator was made.
   const std::string& host(int rank) const;
+  // The job-wide rank (MPI_COMM_WORLD's) of `rank` of this communicator:
+  // the number messages give a rank, as the launcher numbers it.
+  int world_rank(int rank) const;
 
   void barrier() const;
   // Ranks with the same color form a new communicator, ordered by key then

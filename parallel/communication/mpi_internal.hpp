@@ -35,6 +35,9 @@ struct CommunicatorState {
   // Each rank's hostname, gathered when the communicator is made: a stalled
   // wait names the host of the rank it waited for, which may be gone.
   std::vector<std::string> hosts;
+  // Each rank's rank in MPI_COMM_WORLD: messages name ranks job-wide, as
+  // the launcher and ddl-elastic number them, whatever communicator waited.
+  std::vector<int> world_ranks;
   std::unique_ptr<SharedWindow> shared_window;
   // Communicator::node() and across_nodes(), made on first use.
   std::shared_ptr<CommunicatorState> node, across_nodes;
@@ -50,7 +53,8 @@ struct CommunicatorState {
   ~CommunicatorState();
 };
 
-// Prints "ddl: rank <r>: <message>" and ends the whole job (MPI_Abort).
+// Prints "ddl: rank <r>: <message>" (r: the job-wide rank) and ends the
+// whole job (MPI_Abort).
 [[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code);
 
 // What a wait is for, as "send of 4096 bytes (tag 101)". Formatted only

@@ -193,6 +193,7 @@ struct DataParallel::State {
       }
       if (staged) staging[b].upload(buffer.raw_data());
     }
+    if (span.active()) span.rate(static_cast<std::int64_t>(buffer.nbytes()));
     if (sharded) sharded->reduced(b);
   }
 

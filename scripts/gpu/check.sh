@@ -3,8 +3,9 @@
 # suite, NCCL with one rank, the GPU cases of the unit suite and of the MPI
 # suite on 2 ranks, ddl-train on the GPU (alone, placed across the CPU and
 # the GPU, as a 2-stage pipeline, data-parallel on 2 ranks sharing it,
-# unsharded and under ZeRO stage 3, and tensor-parallel), the conformance suite and a short
-# ddl-train run under compute-sanitizer's memcheck, the ctest suite (but what needs no GPU and cannot run there),
+# unsharded and under ZeRO stage 3, and tensor-parallel), the conformance suite, a short
+# ddl-train run and a stage-3 run on 2 ranks under compute-sanitizer's memcheck, the ctest suite (but what needs
+# no GPU and cannot run there),
 # ddl's training step against PyTorch's (bench/compare_gpu_step.sh), and
 # last racecheck, initcheck and synccheck.
 # Each step has a time limit, so a short device lease still gets the early
@@ -22,6 +23,10 @@ out=${OUT:-/tmp/ddl-gpu}
 mkdir -p "$out"
 source scripts/gpu/setup.sh > "$out/setup.log" 2>&1
 build=$(cat .gpu/build-path)
+if [[ -n "${DDL_GPU_ONLY:-}" ]]; then
+  [[ "" =~ $DDL_GPU_ONLY ]]
+  (($? != 2)) || { echo "check.sh: DDL_GPU_ONLY='$DDL_GPU_ONLY' is not an extended regular expression" >&2; exit 2; }
+fi
 sanitizer_limit=${DDL_GPU_SANITIZER_LIMIT:-150}
 : > "$out/summary.txt"
 
@@ -97,7 +102,14 @@ sanitize() {
     "${run[@]}" "${train[@]}" --epochs 1 --batch-size 64 --train-limit 128 --test-limit 128
 }
 have_sanitizer=$(command -v compute-sanitizer)
-[[ -n "$have_sanitizer" ]] && sanitize memcheck
+if [[ -n "$have_sanitizer" ]]; then
+  sanitize memcheck
+  # Sharding stage 3 on the GPU releases and maps physical memory behind
+  # fixed addresses (CUDA's virtual memory management): 2 ranks sharing it.
+  step "memcheck: ddl-train --shard parameters (2 ranks)" "$sanitizer_limit" memcheck-sharding.log 'ERROR SUMMARY' \
+    mpiexec -n 2 compute-sanitizer --tool memcheck --error-exitcode 3 "${train[@]}" --parallel data \
+    --shard parameters --epochs 1 --batch-size 64 --train-limit 256 --test-limit 128
+fi
 # Not the install tests (they build anew), nor the lessons and the CLI
 # tests that draw with gnuplot, which GPU images lack (CPU-only work).
 step "ctest (all but install, lessons, plots)" "${DDL_GPU_CTEST_LIMIT:-300}" ctest.log 'tests passed' \

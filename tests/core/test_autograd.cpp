@@ -285,3 +285,33 @@ TEST_CASE("backward: a weight's product is added straight into a .grad viewing a
   CHECK(hooks == 1);
   CHECK(weight.grad().to_vector<float>() == sum_of_uses);
 }
+
+TEST_CASE("backward: a weight's product added into a .grad that holds an earlier sum, over more rows than one of "
+          "the GEMM's depth blocks, is within float32's bound of the float64 sum") {
+  Generator generator(42);
+  const std::int64_t rows = 700, in = 40, out = 30;
+  const Tensor x = ddl::test::uniform_tensor({rows, in}, generator);
+  const Tensor g = ddl::test::uniform_tensor({rows, out}, generator);
+  Tensor weight = ddl::test::uniform_tensor({in, out}, generator);
+  weight.set_requires_grad(true);
+  const Tensor earlier = ddl::test::uniform_tensor({in, out}, generator);
+  weight.set_grad(earlier.clone());
+  matmul(x, weight).backward(g);
+  const std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>(), before = earlier.to_vector<float>();
+  std::vector<double> expected(before.begin(), before.end()), magnitude(before.size());
+  for (std::size_t k = 0; k < before.size(); ++k) magnitude[k] = std::abs(expected[k]);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < in; ++i) {
+      for (std::int64_t o = 0; o < out; ++o) {
+        const double product = static_cast<double>(xs[static_cast<std::size_t>(r * in + i)]) *
+                               static_cast<double>(gs[static_cast<std::size_t>(r * out + o)]);
+        expected[static_cast<std::size_t>(i * out + o)] += product;
+        magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
+      }
+    }
+  }
+  double worst = 0.0;
+  const bool within = ddl::test::within_dot_product_bound(weight.grad(), expected, magnitude, rows + 1, &worst);
+  CAPTURE(worst);
+  CHECK(within);
+}

@@ -109,6 +109,12 @@ TEST_CASE("Communicator: split by parity groups even and odd ranks, ordered by k
   const std::vector<int> members = gather_ints(half, world.rank());
   for (std::size_t i = 0; i + 1 < members.size(); ++i) CHECK(members[i] > members[i + 1]);
   for (const int member : members) CHECK(member % 2 == color);
+  // What messages name: each member's job-wide rank, and its host.
+  for (int r = 0; r < half.size(); ++r) {
+    CHECK(half.world_rank(r) == members[static_cast<std::size_t>(r)]);
+    CHECK(half.host(r) == world.host(members[static_cast<std::size_t>(r)]));
+  }
+  CHECK(world.world_rank(world.rank()) == world.rank());
 }
 
 TEST_CASE("Communicator: a tensor sent around the ring arrives intact, shape and values") {
