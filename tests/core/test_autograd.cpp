@@ -35,6 +35,19 @@ Tensor counting_identity(const Tensor& x, int& calls) {
   return y;
 }
 
+// x [rows, in], an output's gradient g [rows, out] and a weight [in, out]
+// that requires grad: the operands of a Dense layer's weight gradient.
+struct RandomProduct {
+  Tensor x, g, weight;
+};
+RandomProduct random_product(std::int64_t rows, std::int64_t in, std::int64_t out, Generator& generator) {
+  RandomProduct product{ddl::test::uniform_tensor({rows, in}, generator),
+                        ddl::test::uniform_tensor({rows, out}, generator),
+                        ddl::test::uniform_tensor({in, out}, generator)};
+  product.weight.set_requires_grad(true);
+  return product;
+}
+
 }  // namespace
 
 TEST_CASE("autograd: ops on inputs that require grad record a named node") {
@@ -248,10 +261,9 @@ TEST_CASE("backward: a weight's product is added straight into a .grad viewing a
           "its size, and its hooks run once") {
   Generator generator(41);
   const std::int64_t rows = 7, in = 300, out = 200;
-  const Tensor x = ddl::test::uniform_tensor({rows, in}, generator);
-  const Tensor g = ddl::test::uniform_tensor({rows, out}, generator);
-  Tensor weight = ddl::test::uniform_tensor({in, out}, generator);
-  weight.set_requires_grad(true);
+  // Named references, not a structured binding: clang 14 lets no lambda capture one.
+  const RandomProduct operands = random_product(rows, in, out, generator);
+  const Tensor &x = operands.x, &g = operands.g, &weight = operands.weight;
   matmul(x, weight).backward(g);  // no .grad yet: the product becomes it
   const std::vector<float> product = weight.grad().to_vector<float>();
   weight.zero_grad();
@@ -290,26 +302,14 @@ TEST_CASE("backward: a weight's product added into a .grad that holds an earlier
           "the GEMM's depth blocks, is within float32's bound of the float64 sum") {
   Generator generator(42);
   const std::int64_t rows = 700, in = 40, out = 30;
-  const Tensor x = ddl::test::uniform_tensor({rows, in}, generator);
-  const Tensor g = ddl::test::uniform_tensor({rows, out}, generator);
-  Tensor weight = ddl::test::uniform_tensor({in, out}, generator);
-  weight.set_requires_grad(true);
+  const auto [x, g, weight] = random_product(rows, in, out, generator);
   const Tensor earlier = ddl::test::uniform_tensor({in, out}, generator);
   weight.set_grad(earlier.clone());
   matmul(x, weight).backward(g);
-  const std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>(), before = earlier.to_vector<float>();
+  const std::vector<float> before = earlier.to_vector<float>();
   std::vector<double> expected(before.begin(), before.end()), magnitude(before.size());
   for (std::size_t k = 0; k < before.size(); ++k) magnitude[k] = std::abs(expected[k]);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t i = 0; i < in; ++i) {
-      for (std::int64_t o = 0; o < out; ++o) {
-        const double product = static_cast<double>(xs[static_cast<std::size_t>(r * in + i)]) *
-                               static_cast<double>(gs[static_cast<std::size_t>(r * out + o)]);
-        expected[static_cast<std::size_t>(i * out + o)] += product;
-        magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
-      }
-    }
-  }
+  ddl::test::add_weight_gradient_reference(x, g, expected, magnitude);
   double worst = 0.0;
   const bool within = ddl::test::within_dot_product_bound(weight.grad(), expected, magnitude, rows + 1, &worst);
   CAPTURE(worst);

@@ -48,19 +48,8 @@ void check_against_float64(const Tensor& gradient, const Batch& batch, std::int6
   std::vector<double> expected(static_cast<std::size_t>(in * out), 0.0), magnitude(expected.size(), 0.0);
   std::int64_t terms = 0;
   for (std::size_t p = 0; p < batch.xs.size(); ++p) {
-    const std::vector<float> x = batch.xs[p].to_vector<float>(), g = batch.gradients[p].to_vector<float>();
-    const std::int64_t rows = batch.xs[p].size(0);
-    terms += rows;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (std::int64_t i = 0; i < in; ++i) {
-        for (std::int64_t o = 0; o < out; ++o) {
-          const double product = static_cast<double>(x[static_cast<std::size_t>(r * in + i)]) *
-                                 static_cast<double>(g[static_cast<std::size_t>(r * out + o)]);
-          expected[static_cast<std::size_t>(i * out + o)] += product;
-          magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
-        }
-      }
-    }
+    terms += batch.xs[p].size(0);
+    ddl::test::add_weight_gradient_reference(batch.xs[p], batch.gradients[p], expected, magnitude);
   }
   double worst = 0.0;
   const bool within = within_dot_product_bound(gradient, expected, magnitude, terms, &worst);

@@ -72,6 +72,24 @@ LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::ui
   return out;
 }
 
+void add_weight_gradient_reference(const Tensor& x, const Tensor& g, std::vector<double>& expected,
+                                   std::vector<double>& magnitude) {
+  const std::int64_t rows = x.size(0), in = x.size(1), out = g.size(1);
+  REQUIRE(g.size(0) == rows);
+  REQUIRE((expected.size() == static_cast<std::size_t>(in * out) && magnitude.size() == expected.size()));
+  const std::vector<float> xs = x.to_vector<float>(), gs = g.to_vector<float>();
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t i = 0; i < in; ++i) {
+      for (std::int64_t o = 0; o < out; ++o) {
+        const double product = static_cast<double>(xs[static_cast<std::size_t>(r * in + i)]) *
+                               static_cast<double>(gs[static_cast<std::size_t>(r * out + o)]);
+        expected[static_cast<std::size_t>(i * out + o)] += product;
+        magnitude[static_cast<std::size_t>(i * out + o)] += std::abs(product);
+      }
+    }
+  }
+}
+
 bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
                               const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio) {
   const std::vector<float> a = actual.to_vector<float>();

@@ -83,6 +83,12 @@ std::vector<float> bf16_rounded(std::vector<float> values);
 bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
                               const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio);
 
+// Adds xᵀ·g (x [rows, in], g [rows, out]: a weight's gradient) in float64
+// to `expected` and the sum of its terms' magnitudes to `magnitude`, both
+// [in, out] row-major: the reference within_dot_product_bound takes.
+void add_weight_gradient_reference(const Tensor& x, const Tensor& g, std::vector<double>& expected,
+                                   std::vector<double>& magnitude);
+
 // Puts the CPU precision back as it was when the guard goes out of scope,
 // also when a check throws, so no test leaks bf16 into the next.
 struct CpuPrecisionGuard {
