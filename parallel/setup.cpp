@@ -237,14 +237,8 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
   if (asked.schedule == PipelineSchedule::ZeroBubbleV && !measured.forward_per_stage.empty()) {
     asked.schedule_costs = measured;
     // What the measured times change, as the simulator sees it on them.
-    const int micro = micro_batches(asked, stages);
-    const auto step = [&](const PipelineCosts& lists) {
-      return simulate_pipeline(
-          pipeline_actions(asked.schedule, stages, micro, WeightGradients::per_micro_batch, chunks, lists), measured,
-          ChunkLayout::v_shape);
-    };
-    const PipelineSimulation timed = step(measured), unit = step({});
-    const PipelineSimulation& kept = timed.makespan < unit.makespan ? timed : unit;
+    const ZeroBubbleVChoice choice = choose_zero_bubble_v(stages, micro_batches(asked, stages), measured);
+    const PipelineSimulation& kept = choice.kept;
     // The busiest stage's idle share on these times: the bubble unequal
     // chunks leave, which the textbook's equal chunks do not.
     double busiest = 0.0;
@@ -252,8 +246,8 @@ ParallelSetup pipelined(const ParallelConfig& config, const Communicator& comm, 
     how += fmt::format(
         "zb-v's lists {}: simulated on the chunks' measured times {:.1f} ms a step ({:.1f} ms with "
         "the unit-time lists), the busiest stage idle {:.1f}%\n",
-        timed.makespan < unit.makespan ? "ordered by the measured times" : "of unit times kept", 1e3 * timed.makespan,
-        1e3 * unit.makespan, 100.0 * (1.0 - busiest / kept.makespan));
+        choice.ordered_by_costs ? "ordered by the measured times" : "of unit times kept", 1e3 * kept.makespan,
+        1e3 * choice.unit_makespan, 100.0 * (1.0 - busiest / kept.makespan));
   }
   auto pipeline =
       std::make_shared<Pipeline>(ProcessGrid::split(comm, pipelines, stages, tensor_ranks), split, asked, plan);

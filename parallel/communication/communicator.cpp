@@ -44,7 +44,7 @@ CommunicatorState::~CommunicatorState() {
   if (owned) MPI_Comm_free(&comm);
 }
 
-[[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code) {
+[[noreturn]] void abort_job(const CommunicatorState& comm, const std::string& message, int code) {
   // MPI_Abort asks the launcher to end the job and waits for its answer; a
   // rank whose node has lost the launcher (its link down) waited in it
   // forever, and its output may block as well (nobody reads it). Its own
@@ -57,12 +57,12 @@ CommunicatorState::~CommunicatorState() {
     }).detach();
   } catch (const std::system_error&) {
   }
-  std::fprintf(stderr, "ddl: rank %d: %s\n", rank, message.c_str());
+  std::fprintf(stderr, "ddl: rank %d: %s\n", comm.world_ranks[static_cast<std::size_t>(comm.rank)], message.c_str());
   std::fflush(stderr);
   // MPI_Abort makes the launcher kill every process at once, and it may
   // stop forwarding output before it has read this message: give it time.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  MPI_Abort(comm, code);
+  MPI_Abort(comm.comm, code);
   std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
 }
 
@@ -148,9 +148,8 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
       char text[MPI_MAX_ERROR_STRING];
       int length = 0;
       MPI_Error_string(code, text, &length);
-      throw Error(
-          fmt::format("rank {}: {} with {} failed: {}", comm.world_ranks[static_cast<std::size_t>(comm.rank)],
-                      what.describe(), whom(), std::string(text, length)));
+      throw Error(fmt::format("rank {}: {} with {} failed: {}", comm.world_ranks[static_cast<std::size_t>(comm.rank)],
+                              what.describe(), whom(), std::string(text, length)));
     }
     if (done) return;
     // Busy-poll first, reading the clock only every 16 polls: a message from
@@ -162,11 +161,12 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (busy) continue;
     const double seconds = std::chrono::duration<double>(waited).count();
     if (seconds > timeout) {
-      abort_job(comm.comm, comm.world_ranks[static_cast<std::size_t>(comm.rank)],
-                fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
-                            "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
-                            what.describe(), whom(), seconds, named >= 0 ? whom() : std::string("one of them"), timeout),
-                1);
+      abort_job(
+          comm,
+          fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
+                      "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
+                      what.describe(), whom(), seconds, named >= 0 ? whom() : std::string("one of them"), timeout),
+          1);
     }
     // Then yield between polls, and later back off, so a communication
     // thread waiting on a slow peer does not take the core from the backward
@@ -550,8 +550,6 @@ void Communicator::broadcast_bytes(std::span<std::byte> bytes, int root) const {
   wait_bounded(request, *state_, {"broadcast", static_cast<std::int64_t>(bytes.size())}, root);
 }
 
-void Communicator::abort(const std::string& message, int code) const {
-  abort_job(state_->comm, state_->world_ranks[static_cast<std::size_t>(state_->rank)], message, code);
-}
+void Communicator::abort(const std::string& message, int code) const { abort_job(*state_, message, code); }
 
 }  // namespace ddl::parallel

@@ -53,9 +53,9 @@ struct CommunicatorState {
   ~CommunicatorState();
 };
 
-// Prints "ddl: rank <r>: <message>" (r: the job-wide rank) and ends the
-// whole job (MPI_Abort).
-[[noreturn]] void abort_job(MPI_Comm comm, int rank, const std::string& message, int code);
+// Prints "ddl: rank <r>: <message>" (r: this rank's job-wide rank) and
+// ends the whole job (MPI_Abort on the communicator).
+[[noreturn]] void abort_job(const CommunicatorState& comm, const std::string& message, int code);
 
 // What a wait is for, as "send of 4096 bytes (tag 101)". Formatted only
 // when the wait fails or stalls: a small message's whole exchange takes a

@@ -390,21 +390,13 @@ GreedyLists greedy_v_lists(int ranks, int micro_batches, const PipelineCosts& co
   }
 }
 
-// ZB-V's lists: on unit times the greedy run's; on others, its run on
-// them where that keeps within the activation limit and simulates shorter
-// on them than the unit lists (a greedy rule is not optimal: on some times
-// the unit lists are the faster), else the unit lists.
+// ZB-V's lists: on unit times the greedy run's, else choose_zero_bubble_v's.
 std::vector<std::vector<PipelineAction>> zero_bubble_v_actions(int ranks, int micro_batches,
                                                                const PipelineCosts& costs) {
-  GreedyLists unit = greedy_v_lists(ranks, micro_batches, {});
   const bool unit_times = costs.forward_per_stage.empty() && costs.backward_per_stage.empty() &&
                           costs.weight_per_stage.empty() && costs.latency == 0.0;
-  if (unit_times) return std::move(unit.actions);
-  GreedyLists timed = greedy_v_lists(ranks, micro_batches, costs);
-  if (timed.over_limit) return std::move(unit.actions);
-  const double on_timed = simulate_pipeline(timed.actions, costs, ChunkLayout::v_shape).makespan;
-  const double on_unit = simulate_pipeline(unit.actions, costs, ChunkLayout::v_shape).makespan;
-  return on_timed < on_unit ? std::move(timed.actions) : std::move(unit.actions);
+  if (unit_times) return greedy_v_lists(ranks, micro_batches, {}).actions;
+  return choose_zero_bubble_v(ranks, micro_batches, costs).actions;
 }
 
 }  // namespace
@@ -575,6 +567,26 @@ std::vector<PipelineAction> stage_actions(PipelineSchedule schedule, int stage, 
       break;
   }
   return one_chunk_actions(schedule, stage, stages, micro_batches, weights);
+}
+
+ZeroBubbleVChoice choose_zero_bubble_v(int ranks, int micro_batches, const PipelineCosts& costs) {
+  check_schedule_arguments(PipelineSchedule::ZeroBubbleV, ranks, micro_batches, WeightGradients::per_micro_batch);
+  GreedyLists unit = greedy_v_lists(ranks, micro_batches, {});
+  PipelineSimulation on_unit = simulate_pipeline(unit.actions, costs, ChunkLayout::v_shape);
+  ZeroBubbleVChoice choice{.unit_makespan = on_unit.makespan};
+  GreedyLists timed = greedy_v_lists(ranks, micro_batches, costs);
+  if (!timed.over_limit) {
+    PipelineSimulation on_timed = simulate_pipeline(timed.actions, costs, ChunkLayout::v_shape);
+    if (on_timed.makespan < on_unit.makespan) {
+      choice.actions = std::move(timed.actions);
+      choice.ordered_by_costs = true;
+      choice.kept = std::move(on_timed);
+      return choice;
+    }
+  }
+  choice.actions = std::move(unit.actions);
+  choice.kept = std::move(on_unit);
+  return choice;
 }
 
 std::vector<std::vector<PipelineAction>> pipeline_actions(PipelineSchedule schedule, int stages, int micro_batches,

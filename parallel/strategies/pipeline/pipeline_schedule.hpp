@@ -207,6 +207,20 @@ struct PipelineSimulation {
 PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipelineAction>>& actions_per_stage,
                                      const PipelineCosts& costs = {}, ChunkLayout layout = ChunkLayout::looped);
 
+// ZB-V's lists for `costs`, as stage_actions chooses them: those its
+// greedy run orders by the costs where they stay within the activation
+// limit and simulate shorter on the costs than the unit-time lists (a
+// greedy rule is not optimal: on some times the unit lists are the
+// faster), else the unit-time lists; with both simulated on the costs, for
+// a set-up that reports the choice.
+struct ZeroBubbleVChoice {
+  std::vector<std::vector<PipelineAction>> actions;  // the lists kept, one per rank
+  bool ordered_by_costs = false;                     // the greedy run's on the costs were kept
+  PipelineSimulation kept;                           // the kept lists on the costs
+  double unit_makespan = 0.0;                        // the unit-time lists on the costs
+};
+ZeroBubbleVChoice choose_zero_bubble_v(int ranks, int micro_batches, const PipelineCosts& costs);
+
 // The lists of `steps` steps run back to back, as the runtime runs
 // consecutive batches: each stage's list `steps` times, step k's
 // micro-batches numbered from k * M, and no stage waiting for the others

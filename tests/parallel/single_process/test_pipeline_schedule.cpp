@@ -761,6 +761,12 @@ TEST_CASE("pipeline_schedule: zb-v's lists ordered by unequal chunk times are va
       const double unit_on_times = simulate_pipeline(unit, costs, ChunkLayout::v_shape).makespan;
       CHECK(on_times.makespan <= unit_on_times * (1.0 + 1e-12));
       faster += on_times.makespan < 0.98 * unit_on_times ? 1 : 0;
+      // What a set-up reports of the choice is the choice itself.
+      const ZeroBubbleVChoice choice = choose_zero_bubble_v(ranks, micro_batches, costs);
+      CHECK(choice.actions == timed);
+      CHECK(choice.kept.makespan == on_times.makespan);
+      CHECK(choice.unit_makespan == unit_on_times);
+      CHECK(choice.ordered_by_costs == (timed != unit));
       for (const Actions& list : timed) {
         CHECK(peak_forward_to_weight(list) <= 2 * ranks);  // the same memory bound as on unit times
       }
