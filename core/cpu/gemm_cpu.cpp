@@ -1,9 +1,12 @@
-// CPU GEMM through Eigen: the row-major buffers are mapped, not copied, and
-// Eigen's blocked, multi-threaded product does the work. Under bf16 mixed
-// precision (config::cpu_precision()) oneDNN's matmul does it instead, on
-// operands rounded to bfloat16, summing in float32; and so it does x·op(W)
-// for a weight W that a PackedWeights scope holds, reading the copy of W
-// packed for it once (packed_weights.hpp).
+// CPU GEMM. A float32 product of any size runs on oneDNN's matmul, cut into
+// tiles of C that one thread each computes (tiled_gemm below: the tiles
+// depend on the shape alone, so the result does not depend on the thread
+// count); a small one runs on Eigen, whose call costs less than oneDNN's
+// set-up, on the row-major buffers mapped, not copied. Under bf16 mixed
+// precision (config::cpu_precision()) oneDNN's matmul runs on operands
+// rounded to bfloat16, summing in float32; and x·op(W) for a weight W that
+// a PackedWeights scope holds reads the copy of W packed for it once
+// (packed_weights.hpp).
 #include <ddl/core/backend.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
@@ -14,6 +17,8 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
+#include <exception>
 #include <memory>
 #include <string_view>
 #include <tuple>
@@ -173,12 +178,116 @@ bool gemm_packed(const backend::GemmArgs& g) {
   return true;
 }
 
+// Products of fewer multiply-adds stay on Eigen: a oneDNN matmul's call
+// costs a few microseconds (16 x 64 x 32: 1 us by Eigen, 4 by oneDNN), and
+// from about here oneDNN's kernels are the faster (docs/PERFORMANCE.md).
+constexpr std::int64_t kTiledMinMultiplyAdds = std::int64_t{1} << 20;
+
+// The tiles of an m x n result (per matrix of a batch): at most 256 rows by
+// 512 columns, halved (columns first, to multiples of 16, down to 64) until
+// the batch has 16 of them for the threads to share. Whole-height tiles
+// where possible: each row band streams the weight's columns once more.
+struct Tiling {
+  std::int64_t rows, cols;
+};
+
+Tiling tiling(std::int64_t batch, std::int64_t m, std::int64_t n) {
+  constexpr std::int64_t kMinTiles = 16, kSmallest = 64;
+  Tiling t{std::min<std::int64_t>(m, 256), std::min<std::int64_t>(n, 512)};
+  const auto halved = [](std::int64_t size) { return (size / 2 + 15) / 16 * 16; };
+  while (batch * ((m + t.rows - 1) / t.rows) * ((n + t.cols - 1) / t.cols) < kMinTiles) {
+    if (t.cols > kSmallest) {
+      t.cols = halved(t.cols);
+    } else if (t.rows > kSmallest) {
+      t.rows = halved(t.rows);
+    } else {
+      break;
+    }
+  }
+  return t;
+}
+
+// A rows x cols block of a row-major matrix whose rows are `leading`
+// elements long, read transposed when `transposed` (stored cols x rows).
+dnnl::memory::desc block(std::int64_t rows, std::int64_t cols, std::int64_t leading, bool transposed) {
+  return {{rows, cols},
+          dnnl::memory::data_type::f32,
+          transposed ? dnnl::memory::dims{1, leading} : dnnl::memory::dims{leading, 1}};
+}
+
+// One tile shape's matmul, made for one thread (OneThread) and shared.
+struct TileMatmul {
+  dnnl::matmul::primitive_desc pd;
+  dnnl::matmul primitive;
+};
+
+std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std::int64_t rows, std::int64_t cols) {
+  using Key =
+      std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, float>;
+  static onednn::Cache<Key, TileMatmul> cache;
+  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, rows, cols, g.alpha, g.beta}, [&] {
+    dnnl::primitive_attr attributes = onednn::user_scratchpad();
+    if (g.alpha != 1.0f) attributes.set_output_scales(0, {g.alpha});
+    if (g.beta != 0.0f) {
+      dnnl::post_ops sum;
+      sum.append_sum(g.beta);
+      attributes.set_post_ops(sum);
+    }
+    const onednn::OneThread one_thread;
+    const auto pd = onednn::describe("tiled matmul", [&] {
+      return dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(block(rows, g.k, g.trans_a ? g.m : g.k, g.trans_a),
+                             block(g.k, cols, g.trans_b ? g.k : g.n, g.trans_b), block(rows, cols, g.n, false)),
+          attributes, onednn::engine());
+    });
+    return TileMatmul{pd, dnnl::matmul(pd)};
+  });
+}
+
+// C = alpha op(A) op(B) + beta C, each tile of C by one thread running a
+// oneDNN matmul on one thread: the tiles and their kernels follow from the
+// shape alone, so every element is summed in the same order whatever the
+// thread count. oneDNN run on all threads at once splits the sum over k
+// for some shapes, and the split follows the thread count.
+void tiled_gemm(const backend::GemmArgs& g) {
+  const Tiling t = tiling(g.batch, g.m, g.n);
+  const std::int64_t row_tiles = (g.m + t.rows - 1) / t.rows, col_tiles = (g.n + t.cols - 1) / t.cols;
+  // The (at most four) tile shapes' matmuls, made before the threads start.
+  const std::int64_t last_rows = g.m - (row_tiles - 1) * t.rows, last_cols = g.n - (col_tiles - 1) * t.cols;
+  const std::shared_ptr<const TileMatmul> kernels[2][2] = {
+      {tile_matmul_of(g, t.rows, t.cols), tile_matmul_of(g, t.rows, last_cols)},
+      {tile_matmul_of(g, last_rows, t.cols), tile_matmul_of(g, last_rows, last_cols)}};
+  const std::int64_t tiles = g.batch * row_tiles * col_tiles;
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(static) if (tiles > 1)
+  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+    const std::int64_t matrix = tile / (row_tiles * col_tiles), i = tile / col_tiles % row_tiles, j = tile % col_tiles;
+    const TileMatmul& mm = *kernels[i == row_tiles - 1][j == col_tiles - 1];
+    const std::int64_t row = i * t.rows, col = j * t.cols;
+    const float* a = g.a + matrix * g.stride_a + (g.trans_a ? row : row * g.k);
+    const float* b = g.b + matrix * g.stride_b + (g.trans_b ? col * g.k : col);
+    float* c = g.c + matrix * g.stride_c + row * g.n + col;
+    try {
+      const onednn::OneThread one_thread;
+      const dnnl::engine& engine = onednn::engine();
+      run_matmul("tiled matmul", mm.pd, mm.primitive, dnnl::memory(mm.pd.src_desc(), engine, const_cast<float*>(a)),
+                 dnnl::memory(mm.pd.weights_desc(), engine, const_cast<float*>(b)),
+                 dnnl::memory(mm.pd.dst_desc(), engine, c));
+    } catch (...) {
+#pragma omp critical(ddl_tiled_gemm_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 }  // namespace
 
 void gemm(const backend::GemmArgs& g) {
   const bool empty = g.m == 0 || g.n == 0 || g.batch == 0;  // nothing to compute
   if (!empty && g.k > 0 && config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
   if (!empty && g.k > 0 && gemm_packed(g)) return;
+  if (!empty && g.k > 0 && g.batch * g.m * g.n * g.k >= kTiledMinMultiplyAdds) return tiled_gemm(g);
   for (std::int64_t i = 0; i < g.batch; ++i) {
     // Stored shapes: A is (k x m) when transposed, B is (n x k) when transposed.
     const ConstMap a(g.a + i * g.stride_a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k);

@@ -20,7 +20,20 @@ struct StagingBuffers {
   std::array<std::size_t, static_cast<std::size_t>(Slot::Count)> bytes{};
 };
 
+// How many OneThread scopes are open on this thread.
+thread_local int one_thread_scopes = 0;
+
 }  // namespace
+
+OneThread::OneThread() : threads_before_(omp_get_max_threads()) {
+  ++one_thread_scopes;
+  omp_set_num_threads(1);
+}
+
+OneThread::~OneThread() {
+  --one_thread_scopes;
+  omp_set_num_threads(threads_before_);
+}
 
 const dnnl::engine& engine() {
   static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
@@ -33,8 +46,10 @@ void fail(std::string_view what, const dnnl::error& error) {
 
 void execute(std::string_view what, const dnnl::primitive& primitive, const Arguments& arguments) {
   // oneDNN's OpenMP regions take the calling thread's thread count, which
-  // only set_num_threads' own thread has set.
-  if (omp_get_max_threads() != config::num_threads()) omp_set_num_threads(config::num_threads());
+  // only set_num_threads' own thread has set (and a OneThread scope sets
+  // to one).
+  const int threads = one_thread_scopes > 0 ? 1 : config::num_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
   try {
     dnnl::stream stream(engine());
     primitive.execute(stream, arguments);

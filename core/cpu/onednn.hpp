@@ -28,6 +28,23 @@ const dnnl::engine& engine();
 // for it; a oneDNN failure becomes a ddl::Error naming `what`.
 void execute(std::string_view what, const dnnl::primitive& primitive, const Arguments& arguments);
 
+// While one lives on a thread, oneDNN sees one thread there: a primitive
+// made then plans no split of its work across threads (for some shapes a
+// matmul splits the sum over k, and the split follows the thread count),
+// and a primitive run then runs on the calling thread alone. The tiled
+// GEMM makes its primitives and runs its tiles under one, so that a
+// product's bits do not depend on the thread count.
+class OneThread {
+ public:
+  OneThread();
+  ~OneThread();
+  OneThread(const OneThread&) = delete;
+  OneThread& operator=(const OneThread&) = delete;
+
+ private:
+  int threads_before_;
+};
+
 // A dense float32 buffer of `dims` in the plain `tag` layout, not copied.
 dnnl::memory wrap(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag, const void* data);
 

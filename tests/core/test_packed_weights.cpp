@@ -6,7 +6,6 @@
 #include <ddl/core/packed_weights.hpp>
 #include <ddl/ddl.hpp>
 
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +13,9 @@
 #include "support/test_data.hpp"
 
 using namespace ddl;
+using ddl::test::product_reference;
+using ddl::test::ProductReference;
+using ddl::test::transposed;
 using ddl::test::uniform_tensor;
 using ddl::test::within_dot_product_bound;
 
@@ -23,20 +25,10 @@ namespace {
 // a [m, k] · op(b), op(b) = b [k, n], or bᵀ for b [n, k].
 void check_product(const Tensor& actual, const Tensor& a, const Tensor& b, bool b_transposed) {
   const std::int64_t m = a.size(0), k = a.size(1), n = actual.size(1);
-  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
-  std::vector<double> expected(static_cast<std::size_t>(m * n), 0.0), magnitude(expected.size(), 0.0);
-  for (std::int64_t r = 0; r < m; ++r) {
-    for (std::int64_t c = 0; c < n; ++c) {
-      for (std::int64_t i = 0; i < k; ++i) {
-        const float bi = bv[static_cast<std::size_t>(b_transposed ? c * k + i : i * n + c)];
-        const double product = static_cast<double>(av[static_cast<std::size_t>(r * k + i)]) * bi;
-        expected[static_cast<std::size_t>(r * n + c)] += product;
-        magnitude[static_cast<std::size_t>(r * n + c)] += std::abs(product);
-      }
-    }
-  }
+  const std::vector<float> bv = b_transposed ? transposed(b.to_vector<float>(), n, k) : b.to_vector<float>();
+  const ProductReference expected = product_reference(a.to_vector<float>(), bv, m, k, n);
   double worst = 0.0;
-  const bool within = within_dot_product_bound(actual, expected, magnitude, k, &worst);
+  const bool within = within_dot_product_bound(actual, expected.value, expected.magnitude, k, &worst);
   CAPTURE(worst);
   CHECK(within);
 }
@@ -71,7 +63,8 @@ std::size_t bytes_packed_by_a_step(const Tensor& weight, Generator& generator, s
   return packed.bytes();
 }
 
-constexpr const char* kNothingToPack = "oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack";
+constexpr const char* kNothingToPack =
+    "oneDNN reads this weight plain on this CPU (no AVX-512 brgemm): nothing to pack";
 
 }  // namespace
 

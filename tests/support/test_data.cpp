@@ -62,14 +62,49 @@ LabelledLogits confident_logits(std::int64_t rows, std::int64_t classes, std::ui
     for (std::int64_t c = 0; c < classes; ++c) out.logits.push_back(base + noise(rng));
     float* values = out.logits.data() + row;
     switch (r % 4) {
-      case 0: values[label] = base + 1.0f + margin(rng); break;  // wins, by a little or by far
-      case 1: values[label] = base - 1.0f - margin(rng); break;  // loses by far
-      case 2: values[label] = values[(label + 1) % classes] = base + 2.0f; break;  // a tie for the top
-      default: break;                                                            // in the crowd
+      case 0:
+        values[label] = base + 1.0f + margin(rng);
+        break;  // wins, by a little or by far
+      case 1:
+        values[label] = base - 1.0f - margin(rng);
+        break;  // loses by far
+      case 2:
+        values[label] = values[(label + 1) % classes] = base + 2.0f;
+        break;  // a tie for the top
+      default:
+        break;  // in the crowd
     }
     out.labels.push_back(label);
   }
   return out;
+}
+
+ProductReference product_reference(const std::vector<float>& a, const std::vector<float>& b, std::int64_t m,
+                                   std::int64_t k, std::int64_t n) {
+  REQUIRE((a.size() == static_cast<std::size_t>(m * k) && b.size() == static_cast<std::size_t>(k * n)));
+  ProductReference r{std::vector<double>(static_cast<std::size_t>(m * n)),
+                     std::vector<double>(static_cast<std::size_t>(m * n))};
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t q = 0; q < k; ++q) {
+        const double term =
+            static_cast<double>(a[static_cast<std::size_t>(i * k + q)]) * b[static_cast<std::size_t>(q * n + j)];
+        r.value[static_cast<std::size_t>(i * n + j)] += term;
+        r.magnitude[static_cast<std::size_t>(i * n + j)] += std::abs(term);
+      }
+    }
+  }
+  return r;
+}
+
+std::vector<float> transposed(const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
+  REQUIRE(x.size() == static_cast<std::size_t>(rows * cols));
+  std::vector<float> t(x.size());
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t j = 0; j < cols; ++j)
+      t[static_cast<std::size_t>(j * rows + i)] = x[static_cast<std::size_t>(i * cols + j)];
+  }
+  return t;
 }
 
 void add_weight_gradient_reference(const Tensor& x, const Tensor& g, std::vector<double>& expected,

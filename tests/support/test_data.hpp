@@ -83,6 +83,18 @@ std::vector<float> bf16_rounded(std::vector<float> values);
 bool within_dot_product_bound(const Tensor& actual, const std::vector<double>& expected,
                               const std::vector<double>& magnitude, std::int64_t terms, double* worst_ratio);
 
+// a [m, k] · b [k, n], row-major, in float64, with each element's sum of
+// |terms| (float32's error bound scales with it): the reference
+// within_dot_product_bound takes.
+struct ProductReference {
+  std::vector<double> value, magnitude;
+};
+ProductReference product_reference(const std::vector<float>& a, const std::vector<float>& b, std::int64_t m,
+                                   std::int64_t k, std::int64_t n);
+
+// x [rows, cols], row-major, transposed.
+std::vector<float> transposed(const std::vector<float>& x, std::int64_t rows, std::int64_t cols);
+
 // Adds xᵀ·g (x [rows, in], g [rows, out]: a weight's gradient) in float64
 // to `expected` and the sum of its terms' magnitudes to `magnitude`, both
 // [in, out] row-major: the reference within_dot_product_bound takes.

@@ -6,6 +6,7 @@
 #include <ddl/ddl.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <random>
 
@@ -16,7 +17,10 @@
 using namespace ddl;
 using ddl::test::all_close;
 using ddl::test::gradcheck;
+using ddl::test::product_reference;
+using ddl::test::ProductReference;
 using ddl::test::throws_error_mentioning;
+using ddl::test::transposed;
 
 namespace {
 
@@ -248,33 +252,6 @@ TEST_CASE("transpose: a tensor with fewer than 2 dims throws naming its shape") 
   CHECK(throws_error_mentioning([] { transpose(zeros({5})); }, {"transpose", "[5]"}));
 }
 
-namespace {
-
-// A @ B by the triple loop in double for row-major m x k and k x n
-// matrices, with each result's sum of |terms| (float32's error bound
-// scales with it).
-struct Products {
-  std::vector<double> value, magnitude;
-};
-Products reference_products(const std::vector<float>& a, const std::vector<float>& b, std::int64_t m, std::int64_t k,
-                            std::int64_t n) {
-  Products r{std::vector<double>(static_cast<std::size_t>(m * n)),
-             std::vector<double>(static_cast<std::size_t>(m * n))};
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      for (std::int64_t q = 0; q < k; ++q) {
-        const double term =
-            static_cast<double>(a[static_cast<std::size_t>(i * k + q)]) * b[static_cast<std::size_t>(q * n + j)];
-        r.value[static_cast<std::size_t>(i * n + j)] += term;
-        r.magnitude[static_cast<std::size_t>(i * n + j)] += std::abs(term);
-      }
-    }
-  }
-  return r;
-}
-
-}  // namespace
-
 TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and sums within float32's bound") {
   if (!config::cpu_has_bf16()) {
     return test::skip("this CPU lacks AVX512-BF16: the bf16 GEMM cannot run (test_conv2d checks the refusal)");
@@ -308,18 +285,10 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
       const std::int64_t first = batched ? p * size : 0;
       return std::vector<float>(all.begin() + first, all.begin() + first + size);
     };
-    const auto transposed = [](const std::vector<float>& x, std::int64_t rows, std::int64_t cols) {
-      std::vector<float> t(x.size());
-      for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j)
-          t[static_cast<std::size_t>(j * rows + i)] = x[static_cast<std::size_t>(i * cols + j)];
-      }
-      return t;
-    };
-    Products y, da, db;
+    ProductReference y, da, db;
     for (std::int64_t p = 0; p < batch; ++p) {
-      const Products yp =
-          reference_products(matrix(ar, a.dim() == 3, p, m * k), matrix(br, b.dim() == 3, p, k * n), m, k, n);
+      const ProductReference yp =
+          product_reference(matrix(ar, a.dim() == 3, p, m * k), matrix(br, b.dim() == 3, p, k * n), m, k, n);
       y.value.insert(y.value.end(), yp.value.begin(), yp.value.end());
       y.magnitude.insert(y.magnitude.end(), yp.magnitude.begin(), yp.magnitude.end());
     }
@@ -327,7 +296,7 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
     CHECK(test::within_dot_product_bound(c, y.value, y.magnitude, k, &ratio_c));
     // dA = dC B^T and dB = A^T dC per matrix; a matrix shared by the batch
     // gets the sum over the batch (batch times the terms).
-    const auto add_in = [](Products& total, const Products& part, bool shared) {
+    const auto add_in = [](ProductReference& total, const ProductReference& part, bool shared) {
       if (!shared || total.value.empty()) {
         total.value.insert(total.value.end(), part.value.begin(), part.value.end());
         total.magnitude.insert(total.magnitude.end(), part.magnitude.begin(), part.magnitude.end());
@@ -342,8 +311,8 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
     for (std::int64_t p = 0; p < batch; ++p) {
       const auto ap = matrix(ar, a.dim() == 3, p, m * k), bp = matrix(br, b.dim() == 3, p, k * n),
                  dcp = matrix(dcr, true, p, m * n);
-      add_in(da, reference_products(dcp, transposed(bp, k, n), m, n, k), a_shared);
-      add_in(db, reference_products(transposed(ap, m, k), dcp, k, m, n), b_shared);
+      add_in(da, product_reference(dcp, transposed(bp, k, n), m, n, k), a_shared);
+      add_in(db, product_reference(transposed(ap, m, k), dcp, k, m, n), b_shared);
     }
     CHECK(test::within_dot_product_bound(as.grad(), da.value, da.magnitude, n * (a_shared ? batch : 1), &ratio_da));
     CHECK(test::within_dot_product_bound(bs.grad(), db.value, db.magnitude, m * (b_shared ? batch : 1), &ratio_db));
@@ -356,4 +325,107 @@ TEST_CASE("matmul in bf16 mixed precision multiplies bf16-rounded operands and s
   set_cpu_precision(guard.saved);
   CHECK(empty_rows.shape() == Shape{0, 3});
   CHECK(empty_sum.to_vector<float>() == std::vector<float>(6, 0.0f));
+}
+
+namespace {
+
+// One Dense-like pass at float32, x [rows, in] · w [in, out] and back with
+// an upstream gradient, twice, the second adding into w's gradient (a
+// GEMM with beta = 1): its outputs for the checks below.
+struct DensePass {
+  Tensor x1, x2, g1, g2, y1, x1_grad, w_grad;
+};
+
+DensePass dense_pass(std::int64_t rows, const Tensor& w_values, Generator& generator) {
+  DensePass pass;
+  const Tensor w = w_values.clone().set_requires_grad();
+  // Extreme magnitudes beside ordinary ones, and a row of zeros.
+  const Tensor scale = concat({full({1, 1}, 1e15f), full({1, 1}, 0.0f), ones({rows - 2, 1})});
+  pass.x1 = test::uniform_tensor({rows, w.size(0)}, generator) * scale;
+  pass.x2 = test::uniform_tensor({rows, w.size(0)}, generator);
+  pass.g1 = test::uniform_tensor({rows, w.size(1)}, generator);
+  pass.g2 = test::uniform_tensor({rows, w.size(1)}, generator);
+  const Tensor x1 = pass.x1.clone().set_requires_grad();
+  pass.y1 = matmul(x1, w);
+  pass.y1.backward(pass.g1);
+  pass.x1_grad = x1.grad();
+  matmul(pass.x2, w).backward(pass.g2);
+  pass.w_grad = w.grad();
+  pass.y1 = pass.y1.detach();
+  return pass;
+}
+
+// Products past kTiledMinMultiplyAdds (2^20, core/cpu/gemm_cpu.cpp) run on
+// oneDNN's matmul in tiles of C; these shapes leave tails in both
+// dimensions of C (tiles of 256 or fewer rows, 512 or fewer columns). The
+// last one's weight gradient, a 64 x 10 sum over 4099 rows, is a shape
+// oneDNN's own threading splits across threads by k.
+constexpr std::array<std::array<std::int64_t, 3>, 4> kTiledShapes{
+    {{300, 97, 600}, {129, 1000, 70}, {64, 4099, 10}, {4099, 64, 10}}};
+
+}  // namespace
+
+TEST_CASE("matmul past the small-product threshold: x·W, g·Wᵀ and accumulated xᵀ·g within float32's bound") {
+  Generator generator(405);
+  for (const auto& shape : kTiledShapes) {
+    const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
+    CAPTURE(rows);
+    CAPTURE(in);
+    CAPTURE(out);
+    const Tensor w = test::uniform_tensor({in, out}, generator);
+    const DensePass pass = dense_pass(rows, w, generator);
+    const std::vector<float> wv = w.to_vector<float>();
+    double ratio = 0.0;
+    const ProductReference y = product_reference(pass.x1.to_vector<float>(), wv, rows, in, out);
+    CHECK(test::within_dot_product_bound(pass.y1, y.value, y.magnitude, in, &ratio));
+    const ProductReference dx = product_reference(pass.g1.to_vector<float>(), transposed(wv, in, out), rows, out, in);
+    CHECK(test::within_dot_product_bound(pass.x1_grad, dx.value, dx.magnitude, out, &ratio));
+    std::vector<double> dw(static_cast<std::size_t>(in * out)), dw_magnitude(dw.size());
+    test::add_weight_gradient_reference(pass.x1, pass.g1, dw, dw_magnitude);
+    test::add_weight_gradient_reference(pass.x2, pass.g2, dw, dw_magnitude);
+    CHECK(test::within_dot_product_bound(pass.w_grad, dw, dw_magnitude, 2 * rows, &ratio));
+  }
+}
+
+TEST_CASE("matmul past the small-product threshold: a batch against a shared matrix, each within float32's bound") {
+  Generator generator(406);
+  const std::int64_t batch = 3, m = 70, k = 130, n = 90;  // 2.5 M multiply-adds
+  const Tensor a = test::uniform_tensor({batch, m, k}, generator), b = test::uniform_tensor({k, n}, generator);
+  const Tensor c = matmul(a, b);
+  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+  ProductReference all;
+  for (std::int64_t p = 0; p < batch; ++p) {
+    const ProductReference part =
+        product_reference(std::vector<float>(av.begin() + p * m * k, av.begin() + (p + 1) * m * k), bv, m, k, n);
+    all.value.insert(all.value.end(), part.value.begin(), part.value.end());
+    all.magnitude.insert(all.magnitude.end(), part.magnitude.begin(), part.magnitude.end());
+  }
+  double ratio = 0.0;
+  CHECK(test::within_dot_product_bound(c, all.value, all.magnitude, k, &ratio));
+}
+
+// The tiles follow from the shape alone and each runs on one thread, so
+// the thread count changes only which thread computes a tile. (Each tile
+// shape's primitive is made once, on one thread: without that, the first
+// call's thread count would fix oneDNN's split of k for the process's
+// life, which this test, running the shapes once, cannot tell apart.)
+TEST_CASE("matmul past the small-product threshold: the same bits on one thread and on two") {
+  Generator generator(407);
+  const int threads = config::num_threads();
+  for (const auto& shape : kTiledShapes) {
+    const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
+    CAPTURE(rows);
+    CAPTURE(in);
+    CAPTURE(out);
+    const Tensor w = test::uniform_tensor({in, out}, generator);
+    Generator first(408), second(408);
+    set_num_threads(1);
+    const DensePass one = dense_pass(rows, w, first);
+    set_num_threads(2);
+    const DensePass two = dense_pass(rows, w, second);
+    set_num_threads(threads);
+    CHECK(one.y1.to_vector<float>() == two.y1.to_vector<float>());
+    CHECK(one.x1_grad.to_vector<float>() == two.x1_grad.to_vector<float>());
+    CHECK(one.w_grad.to_vector<float>() == two.w_grad.to_vector<float>());
+  }
 }
