@@ -29,7 +29,6 @@ bool is_materials(const std::string& model) { return model == "materials_mlp"; }
 // --weight-gradients names PipelineOptions::defer_weight_gradients by when
 // the gradients are computed.
 std::string_view weight_gradients_name(bool deferred) { return deferred ? "batch" : "micro-batch"; }
-std::string_view on_off(bool on) { return on ? "on" : "off"; }
 
 }  // namespace
 
@@ -308,11 +307,14 @@ void add_options(CLI::App& app, TrainOptions& o) {
              "the inputs and output gradients every micro-batch keeps until the last backward (batch: one "
              "large product instead of M small ones, the B/W split of zero-bubble schedules; costs those "
              "rows' memory), or one product per micro-batch right after its backward (micro-batch)");
-  add_choice(app, "--pack-weights", o.pack_weights, std::vector<bool>{true, false}, on_off,
-             "--parallel pipeline: with several micro-batches, pack each weight once per batch into the layout "
-             "the CPU's matrix kernel reads, for the forward and input-gradient products of every micro-batch "
-             "(on; oneDNN's blocked layout on AVX-512 machines, nothing on AVX2 ones; costs a copy of the "
-             "stage's weights per orientation during the step), or let each product pack it anew (off)");
+  add_choice(app, "--pack-weights", o.pack_weights, parallel::all_pack_weights(), parallel::pack_weights_name,
+             "--parallel pipeline: pack each weight once per batch into the layout the CPU's matrix kernel "
+             "reads, for the forward and input-gradient products of every micro-batch (oneDNN's blocked "
+             "layout on AVX-512 machines, nothing on AVX2 ones; costs a copy of the stage's weights per "
+             "orientation during the step): auto packs from " +
+                 std::to_string(parallel::kPackFromMicroBatches) +
+                 " micro-batches a batch on (with fewer, packing costs more than it saves), on with any "
+                 "M > 1, off lets each product pack it anew");
   app.add_option("--recompute", o.recompute,
                  "Activation recomputation: keep only the input of each listed range of layers (e.g. 2-5,8-10, "
                  "inclusive, by index or name; all: the whole model) between forward and backward, and run its "
@@ -413,7 +415,8 @@ void resolve_defaults(TrainOptions& o) {
     for (const auto& [set, name] :
          {std::pair{o.stages > 0, "--stages"}, std::pair{o.micro_batches > 0, "--micro-batches"},
           std::pair{!o.split.empty(), "--split"}, std::pair{!o.defer_weight_gradients, "--weight-gradients"},
-          std::pair{!o.pack_weights, "--pack-weights"}, std::pair{o.chunks > 0, "--chunks"}}) {
+          std::pair{o.pack_weights != parallel::PackWeights::Auto, "--pack-weights"},
+          std::pair{o.chunks > 0, "--chunks"}}) {
       if (set) throw UsageError(std::string(name) + " applies to --parallel pipeline or hybrid");
     }
   }

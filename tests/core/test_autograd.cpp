@@ -257,61 +257,71 @@ TEST_CASE("set_grad: a gradient of another shape throws naming both shapes") {
   CHECK(x.grad().to_vector<float>() == std::vector<float>{6, 6});
 }
 
-TEST_CASE("backward: a weight's product is added straight into a .grad viewing a bucket, without a temporary of "
-          "its size, and its hooks run once") {
+TEST_CASE(
+    "backward: a weight's product is added straight into a .grad viewing a bucket, without a temporary of "
+    "its size, and its hooks run once") {
   Generator generator(41);
-  const std::int64_t rows = 7, in = 300, out = 200;
-  // Named references, not a structured binding: clang 14 lets no lambda capture one.
-  const RandomProduct operands = random_product(rows, in, out, generator);
-  const Tensor &x = operands.x, &g = operands.g, &weight = operands.weight;
-  matmul(x, weight).backward(g);  // no .grad yet: the product becomes it
-  const std::vector<float> product = weight.grad().to_vector<float>();
-  weight.zero_grad();
+  // 7 rows: a product Eigen computes; 40: past the small-product threshold,
+  // one oneDNN computes in tiles (core/cpu/gemm_cpu.cpp).
+  for (const std::int64_t rows : {7, 40}) {
+    CAPTURE(rows);
+    const std::int64_t in = 300, out = 200;
+    // Named references, not a structured binding: clang 14 lets no lambda capture one.
+    const RandomProduct operands = random_product(rows, in, out, generator);
+    const Tensor &x = operands.x, &g = operands.g, &weight = operands.weight;
+    matmul(x, weight).backward(g);  // no .grad yet: the product becomes it
+    const std::vector<float> product = weight.grad().to_vector<float>();
+    weight.zero_grad();
 
-  // A gradient bucket: the weight's .grad a view into a larger buffer.
-  const Tensor bucket = zeros({in * out + 8});
-  weight.set_grad(bucket.flat_slice(4, weight.shape()));
-  int hooks = 0;
-  weight.register_grad_hook([&](Tensor&) { ++hooks; });
-  const std::size_t before = memory_stats(cpu()).bytes_in_use;
-  reset_peak_memory_stats(cpu());
-  matmul(x, weight).backward(g);
-  CHECK(hooks == 1);
-  const std::size_t product_bytes = static_cast<std::size_t>(in * out) * sizeof(float);
-  CHECK(memory_stats(cpu()).peak_bytes - before < product_bytes);
-  const std::vector<float> buffer = bucket.to_vector<float>();
-  CHECK(std::vector<float>(buffer.begin() + 4, buffer.end() - 4) == product);  // zeros plus it, bit for bit
-  CHECK(std::vector<float>(buffer.begin(), buffer.begin() + 4) == std::vector<float>(4, 0.0f));
-  CHECK(std::vector<float>(buffer.end() - 4, buffer.end()) == std::vector<float>(4, 0.0f));
+    // A gradient bucket: the weight's .grad a view into a larger buffer.
+    const Tensor bucket = zeros({in * out + 8});
+    weight.set_grad(bucket.flat_slice(4, weight.shape()));
+    int hooks = 0;
+    weight.register_grad_hook([&](Tensor&) { ++hooks; });
+    const std::size_t before = memory_stats(cpu()).bytes_in_use;
+    reset_peak_memory_stats(cpu());
+    matmul(x, weight).backward(g);
+    CHECK(hooks == 1);
+    const std::size_t product_bytes = static_cast<std::size_t>(in * out) * sizeof(float);
+    CHECK(memory_stats(cpu()).peak_bytes - before < product_bytes);
+    const std::vector<float> buffer = bucket.to_vector<float>();
+    CHECK(std::vector<float>(buffer.begin() + 4, buffer.end() - 4) == product);  // zeros plus it, bit for bit
+    CHECK(std::vector<float>(buffer.begin(), buffer.begin() + 4) == std::vector<float>(4, 0.0f));
+    CHECK(std::vector<float>(buffer.end() - 4, buffer.end()) == std::vector<float>(4, 0.0f));
 
-  // A weight used twice: its accumulator gets the engine's sum once, as
-  // without a .grad (its hooks once too).
-  const Tensor x2 = ddl::test::uniform_tensor({rows, in}, generator);
-  const auto twice = [&] { return sum(matmul(x, weight) * g) + sum(matmul(x2, weight) * g); };
-  weight.zero_grad();
-  twice().backward();
-  const std::vector<float> sum_of_uses = weight.grad().to_vector<float>();
-  weight.set_grad(zeros({in * out + 8}).flat_slice(4, weight.shape()));
-  hooks = 0;
-  twice().backward();
-  CHECK(hooks == 1);
-  CHECK(weight.grad().to_vector<float>() == sum_of_uses);
+    // A weight used twice: its accumulator gets the engine's sum once, as
+    // without a .grad (its hooks once too).
+    const Tensor x2 = ddl::test::uniform_tensor({rows, in}, generator);
+    const auto twice = [&] { return sum(matmul(x, weight) * g) + sum(matmul(x2, weight) * g); };
+    weight.zero_grad();
+    twice().backward();
+    const std::vector<float> sum_of_uses = weight.grad().to_vector<float>();
+    weight.set_grad(zeros({in * out + 8}).flat_slice(4, weight.shape()));
+    hooks = 0;
+    twice().backward();
+    CHECK(hooks == 1);
+    CHECK(weight.grad().to_vector<float>() == sum_of_uses);
+  }
 }
 
-TEST_CASE("backward: a weight's product added into a .grad that holds an earlier sum, over more rows than one of "
-          "the GEMM's depth blocks, is within float32's bound of the float64 sum") {
+TEST_CASE(
+    "backward: a weight's product added into a .grad that holds an earlier sum, over more rows than one of "
+    "the GEMM's depth blocks, is within float32's bound of the float64 sum") {
   Generator generator(42);
-  const std::int64_t rows = 700, in = 40, out = 30;
-  const auto [x, g, weight] = random_product(rows, in, out, generator);
-  const Tensor earlier = ddl::test::uniform_tensor({in, out}, generator);
-  weight.set_grad(earlier.clone());
-  matmul(x, weight).backward(g);
-  const std::vector<float> before = earlier.to_vector<float>();
-  std::vector<double> expected(before.begin(), before.end()), magnitude(before.size());
-  for (std::size_t k = 0; k < before.size(); ++k) magnitude[k] = std::abs(expected[k]);
-  ddl::test::add_weight_gradient_reference(x, g, expected, magnitude);
-  double worst = 0.0;
-  const bool within = ddl::test::within_dot_product_bound(weight.grad(), expected, magnitude, rows + 1, &worst);
-  CAPTURE(worst);
-  CHECK(within);
+  const std::int64_t rows = 700, out = 30;
+  for (const std::int64_t in : {40, 60}) {  // 60: past the small-product threshold (oneDNN's tiles)
+    CAPTURE(in);
+    const auto [x, g, weight] = random_product(rows, in, out, generator);
+    const Tensor earlier = ddl::test::uniform_tensor({in, out}, generator);
+    weight.set_grad(earlier.clone());
+    matmul(x, weight).backward(g);
+    const std::vector<float> before = earlier.to_vector<float>();
+    std::vector<double> expected(before.begin(), before.end()), magnitude(before.size());
+    for (std::size_t k = 0; k < before.size(); ++k) magnitude[k] = std::abs(expected[k]);
+    ddl::test::add_weight_gradient_reference(x, g, expected, magnitude);
+    double worst = 0.0;
+    const bool within = ddl::test::within_dot_product_bound(weight.grad(), expected, magnitude, rows + 1, &worst);
+    CAPTURE(worst);
+    CHECK(within);
+  }
 }

@@ -23,6 +23,7 @@ namespace ddl::test {
 namespace {
 
 using parallel::Communicator;
+using parallel::PackWeights;
 using parallel::Pipeline;
 using parallel::PipelineOptions;
 using parallel::PipelineSchedule;
@@ -161,13 +162,13 @@ TEST_CASE("Pipeline: weights packed once per batch train as weights packed by ev
 
   std::vector<std::vector<float>> by_mode;
   std::size_t packed_bytes = 0, dense_bytes = 0;
-  for (const bool pack : {true, false}) {
-    CAPTURE(pack);
+  for (const PackWeights pack : {PackWeights::On, PackWeights::Off}) {
+    CAPTURE(parallel::pack_weights_name(pack));
     Run run = pipeline_run(world, {.micro_batches = 5, .pack_weights = pack});
     run.trainer->fit(data, {.epochs = 2});
     CHECK(stage_difference(*run.model, *single.model) <= 1e-5);
     by_mode.push_back(flat_parameters(*run.model));
-    if (!pack) {
+    if (pack == PackWeights::Off) {
       CHECK(run.pipeline->statistics().peak_packed_bytes == 0);
       continue;
     }

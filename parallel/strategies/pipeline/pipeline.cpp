@@ -153,6 +153,32 @@ std::vector<Tensor> deferred_weights(const layers::Module& model, WeightGradient
 
 }  // namespace
 
+std::string_view pack_weights_name(PackWeights mode) {
+  switch (mode) {
+    case PackWeights::Auto:
+      return "auto";
+    case PackWeights::On:
+      return "on";
+    case PackWeights::Off:
+      return "off";
+  }
+  return "unknown";
+}
+
+std::vector<PackWeights> all_pack_weights() { return {PackWeights::Auto, PackWeights::On, PackWeights::Off}; }
+
+bool packs_weights(PackWeights mode, std::size_t micro_batches) {
+  switch (mode) {
+    case PackWeights::Auto:
+      return micro_batches >= kPackFromMicroBatches;
+    case PackWeights::On:
+      return micro_batches > 1;
+    case PackWeights::Off:
+      return false;
+  }
+  return false;
+}
+
 struct Pipeline::State {
   State(Communicator world_ranks, Communicator pipeline, std::vector<StageRange> stage_ranges,
         PipelineOptions pipeline_options)
@@ -303,7 +329,9 @@ class Pipeline::StageRun {
         device_(stage_device(model, batch)),
         deferred_(deferred_weights(model, state.weights)) {
     const auto count = cuts_.size();
-    if (s_.options.pack_weights && count > 1 && device_.type() == DeviceType::CPU) packed_.emplace(model.parameters());
+    if (packs_weights(s_.options.pack_weights, count) && device_.type() == DeviceType::CPU) {
+      packed_.emplace(model.parameters());
+    }
     const std::size_t slots = count * static_cast<std::size_t>(s_.chunks);
     inputs_.resize(slots);
     outputs_.resize(slots);

@@ -63,6 +63,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <ddl/core/random.hpp>
@@ -84,6 +85,24 @@ namespace ddl::parallel {
 // the bubble (p - 1)/(M + p - 1) stays under a third without cutting a
 // batch into slivers.
 inline constexpr int kMicroBatchesPerStage = 2;
+
+// When a stage packs its weights once per batch (PipelineOptions::pack_weights).
+// Packing a weight costs about as much as one product of 128 rows by it,
+// and saves a few milliseconds on each product of a micro-batch (wide_mlp,
+// docs/PERFORMANCE.md): with 2 micro-batches it costs more than it saves,
+// with 4 about as much, from 6 on it wins.
+enum class PackWeights {
+  Auto,  // from kPackFromMicroBatches micro-batches a batch on
+  On,    // whenever a batch has more than one micro-batch
+  Off,
+};
+inline constexpr std::size_t kPackFromMicroBatches = 4;
+
+// "auto", "on" or "off".
+std::string_view pack_weights_name(PackWeights mode);
+std::vector<PackWeights> all_pack_weights();
+// Whether a batch of `micro_batches` packs its weights under `mode`.
+bool packs_weights(PackWeights mode, std::size_t micro_batches);
 
 struct PipelineOptions {
   // Micro-batches per batch; a batch of fewer samples gets one per sample.
@@ -126,16 +145,16 @@ struct PipelineOptions {
   // micro-batch's weight gradients themselves, whatever this says: one
   // product each, the same bits as false.
   bool defer_weight_gradients = true;
-  // With M > 1 on the CPU, each weight packed once per batch into the
-  // layout the GEMM kernel reads (core/packed_weights.hpp) for the forward
-  // and input-gradient products of every micro-batch, instead of by each
-  // product anew. Costs a copy of the stage's 2-D weights per orientation
-  // (forward, transposed), kept by the thread between steps for the next
-  // one to pack into; where oneDNN reads weights plain (AVX2 machines)
-  // nothing is copied and nothing changes. Changes the
-  // rounding of those products, alike for every schedule; with M = 1 no
-  // weight is packed.
-  bool pack_weights = true;
+  // On the CPU, each weight packed once per batch into the layout the GEMM
+  // kernel reads (core/packed_weights.hpp) for the forward and
+  // input-gradient products of every micro-batch, instead of by each
+  // product anew (see PackWeights). Costs a copy of the stage's 2-D weights
+  // per orientation (forward, transposed), kept by the thread between steps
+  // for the next one to pack into; where oneDNN reads weights plain (AVX2
+  // machines) nothing is copied and nothing changes. Changes the rounding
+  // of those products, alike for every schedule; with M = 1 no weight is
+  // packed.
+  PackWeights pack_weights = PackWeights::Auto;
   // Activation recomputation: each stage runs as one recomputed segment
   // (layers/recompute.hpp), keeping of a micro-batch's activations only its
   // input (and its output, which backward starts from; with deferred weight

@@ -1,7 +1,8 @@
 // The pipeline's end-of-run report (parallel/strategies/pipeline/pipeline_report.cpp)
 // on reports made up here: the measured bubble leaves the first step out
 // (start-up, not the schedule), and names the busiest stage's idle share
-// beside the stages' mean.
+// beside the stages' mean; and which batches pack their weights
+// (PackWeights).
 #include <doctest/doctest.h>
 
 #include <string>
@@ -9,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <ddl/parallel/strategies/pipeline/pipeline.hpp>
 #include <ddl/parallel/strategies/pipeline/pipeline_report.hpp>
 
 using namespace ddl;
@@ -65,4 +67,16 @@ TEST_CASE("pipeline_report: the bubble line gives the stages' mean, the busiest 
   CAPTURE(short_run);
   CHECK(short_run.find("bubble: 37.5% of stage time idle, measured (the stages' mean; 25.0% on the busiest stage); ") !=
         std::string::npos);
+}
+
+TEST_CASE("pack_weights: auto packs from kPackFromMicroBatches micro-batches a batch on, on from 2, off never") {
+  for (std::size_t m = 1; m <= 9; ++m) {
+    CAPTURE(m);
+    CHECK(packs_weights(PackWeights::Auto, m) == (m >= kPackFromMicroBatches));
+    CHECK(packs_weights(PackWeights::On, m) == (m > 1));
+    CHECK_FALSE(packs_weights(PackWeights::Off, m));
+  }
+  std::vector<std::string> names;
+  for (const PackWeights mode : all_pack_weights()) names.emplace_back(pack_weights_name(mode));
+  CHECK(names == std::vector<std::string>{"auto", "on", "off"});
 }
