@@ -1,7 +1,8 @@
 // The Dense layers' products at the bundled models' shapes (wide_mlp:
 // 784 -> 4096, 4096 -> 4096, 4096 -> 10; mnist_cnn: 9216 -> 128, 128 -> 10),
 // batch 128, no bias: the forward product x·W alone, and forward + backward
-// (x·W, g·Wᵀ and xᵀ·g), for each thread count, with GFLOP/s. The PyTorch
+// (x·W, g·Wᵀ and xᵀ·g; without g·Wᵀ for wide_mlp's first layer, whose input
+// needs no gradient in training), for each thread count, with GFLOP/s. The PyTorch
 // peer is bench/torch_dense.py (same output); bench/compare_dense.sh runs
 // both side by side.
 //
@@ -13,7 +14,6 @@
 
 #include <array>
 #include <cstdint>
-#include <utility>
 
 #include "timing.hpp"
 
@@ -24,8 +24,12 @@ int main(int argc, char** argv) {
   bench::Options options;
   bench::add_options(app, options);
   CLI11_PARSE(app, argc, argv);
-  constexpr std::array<std::pair<std::int64_t, std::int64_t>, 5> kLayers{
-      {{784, 4096}, {4096, 4096}, {4096, 10}, {9216, 128}, {128, 10}}};
+  struct Layer {
+    std::int64_t in, out;
+    bool input_needs_grad;
+  };
+  constexpr std::array<Layer, 5> kLayers{
+      {{784, 4096, false}, {4096, 4096, true}, {4096, 10, true}, {9216, 128, true}, {128, 10, true}}};
 
   fmt::print("ddl {} CPU dense products, batch {}; ms = median of {} runs\n", build::kVersion, options.batch,
              options.reps);
@@ -33,9 +37,9 @@ int main(int argc, char** argv) {
   Generator generator(5);
   for (const int threads : options.thread_counts) {
     set_num_threads(threads);
-    for (const auto& [in, out] : kLayers) {
+    for (const auto& [in, out, input_needs_grad] : kLayers) {
       const Tensor w = uniform({in, out}, -0.05f, 0.05f, {}, &generator).set_requires_grad();
-      const Tensor x = uniform({options.batch, in}, -1.0f, 1.0f, {}, &generator).set_requires_grad();
+      const Tensor x = uniform({options.batch, in}, -1.0f, 1.0f, {}, &generator).set_requires_grad(input_needs_grad);
       const Tensor g = uniform({options.batch, out}, -1.0f, 1.0f, {}, &generator);
       const double flops = 2.0 * static_cast<double>(options.batch * in * out);
       const std::string layer = fmt::format("{}->{}", in, out);
@@ -59,7 +63,7 @@ int main(int argc, char** argv) {
                    layers::dense(x, w, {}).backward(g);
                  },
                  options.reps),
-             3 * flops);
+             (input_needs_grad ? 3 : 2) * flops);
     }
   }
   return 0;

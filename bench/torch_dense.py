@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """PyTorch peer for bench/dense.cpp: the Dense layers' products of wide_mlp
-and mnist_cnn (batch 128, no bias), forward and forward + backward, with an
-explicit thread count; the same output as ddl_bench_dense.
+and mnist_cnn (batch 128, no bias), forward and forward + backward (no
+input gradient for wide_mlp's first layer), with an explicit thread count;
+the same output as ddl_bench_dense.
 
 torch.nn.functional.linear with the weight in PyTorch's own [out, in]
 layout (its best: the forward is x·Wᵀ on MKL), from the peers' virtual
@@ -15,7 +16,7 @@ import time
 
 import torch
 
-LAYERS = [(784, 4096), (4096, 4096), (4096, 10), (9216, 128), (128, 10)]
+LAYERS = [(784, 4096, False), (4096, 4096, True), (4096, 10, True), (9216, 128, True), (128, 10, True)]
 
 
 def median_ms(fn, repeats):
@@ -41,9 +42,9 @@ def main():
     print(f"{'layer':<16} {'pass':<8} {'threads':>7} {'ms':>9} {'GFLOP/s':>9}")
     for threads in (int(t) for t in args.threads.split(",")):
         torch.set_num_threads(threads)
-        for fan_in, fan_out in LAYERS:
+        for fan_in, fan_out, input_needs_grad in LAYERS:
             w = (torch.rand(fan_out, fan_in) * 0.1 - 0.05).requires_grad_()
-            x = (torch.rand(args.batch, fan_in) * 2 - 1).requires_grad_()
+            x = (torch.rand(args.batch, fan_in) * 2 - 1).requires_grad_(input_needs_grad)
             g = torch.rand(args.batch, fan_out) * 2 - 1
             flops = 2.0 * args.batch * fan_in * fan_out
 
@@ -56,7 +57,7 @@ def main():
                 x.grad = None
                 torch.nn.functional.linear(x, w).backward(g)
 
-            for name, fn, pass_flops in (("forward", forward, flops), ("fwd+bwd", both, 3 * flops)):
+            for name, fn, pass_flops in (("forward", forward, flops), ("fwd+bwd", both, (3 if input_needs_grad else 2) * flops)):
                 ms = median_ms(fn, args.repeats)
                 print(f"{f'{fan_in}->{fan_out}':<16} {name:<8} {threads:>7} {ms:>9.3f} "
                       f"{pass_flops / (ms * 1e-3) * 1e-9:>9.1f}")

@@ -357,7 +357,7 @@ DensePass dense_pass(std::int64_t rows, const Tensor& w_values, Generator& gener
 
 // Products past kTiledMinMultiplyAdds (2^20, core/cpu/gemm_cpu.cpp) run on
 // oneDNN's matmul in tiles of C; these shapes leave tails in both
-// dimensions of C (tiles of 256 or fewer rows, 512 or fewer columns). The
+// dimensions of C (cut evenly into at most 256 x 512, finer down to 64 x 128). The
 // last one's weight gradient, a 64 x 10 sum over 4099 rows, is a shape
 // oneDNN's own threading splits across threads by k.
 constexpr std::array<std::array<std::int64_t, 3>, 4> kTiledShapes{
