@@ -20,13 +20,13 @@ using namespace ddl;
 
 namespace {
 
-using bench::time_it;
 using bench::Timing;
+using bench::time_it;
 
 struct ConvShape {
   std::string name;
   std::int64_t in_channels, out_channels, size;  // square images
-  bool input_needs_grad;                         // false for a network's first layer: no backward-data
+  bool input_needs_grad;  // false for a network's first layer: no backward-data
 };
 
 // 2 N K C kh kw OH OW per pass.
@@ -52,21 +52,19 @@ int main(int argc, char** argv) {
   const int reps = options.reps;
   const std::int64_t batch = options.batch;
 
-  const std::vector<ConvShape> shapes{{"conv 1->32, 28x28", 1, 32, 28, false},
-                                      {"conv 32->64, 26x26", 32, 64, 26, true}};
+  const std::vector<ConvShape> shapes{{"conv 1->32, 28x28", 1, 32, 28, false}, {"conv 32->64, 26x26", 32, 64, 26, true}};
   Generator generator(7);
   fmt::print("batch {}, 3x3 kernels, stride 1, no padding; ms = median (best) of {} runs\n", batch, reps);
-  fmt::print(
-      "fwd+bwd FLOPs = forward x (1 + 1 for backward-filter + 1 for backward-data where the input needs "
-      "its gradient)\n\n");
+  fmt::print("fwd+bwd FLOPs = forward x (1 + 1 for backward-filter + 1 for backward-data where the input needs "
+             "its gradient)\n\n");
   fmt::print("{:<34} {:>7} {:>10} {:>10} {:>9} {:>10}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
 
   for (const int threads : options.thread_counts) {
     set_num_threads(threads);
     const bench::GemmRate gemm = bench::measure_gemm(reps, generator);
     const double gemm_gflops = gemm.gflops;
-    fmt::print("{:<34} {:>7} {:>10.2f} {:>10.2f} {:>9.1f} {:>10}\n", "GEMM 1024^3", threads, gemm.timing.median_ms,
-               gemm.timing.best_ms, gemm_gflops, "100%");
+    fmt::print("{:<34} {:>7} {:>10.2f} {:>10.2f} {:>9.1f} {:>10}\n", "GEMM 1024^3", threads,
+               gemm.timing.median_ms, gemm.timing.best_ms, gemm_gflops, "100%");
 
     double total_ms = 0.0;
     for (const ConvShape& s : shapes) {

@@ -24,8 +24,8 @@
 #include "timing.hpp"
 
 using namespace ddl;
-using bench::time_it;
 using bench::Timing;
+using bench::time_it;
 
 namespace {
 
@@ -61,32 +61,17 @@ int main(int argc, char** argv) {
   Generator generator(3);
   const double n = static_cast<double>(batch);
   const std::vector<LayerCase> cases{
-      {"conv 1->32 28x28",
-       std::make_shared<layers::Conv2d>(1, 32, layers::Conv2dOptions{}, &generator),
-       {batch, 1, 28, 28},
-       2.0 * n * 32 * 9 * 26 * 26,
-       false},
+      {"conv 1->32 28x28", std::make_shared<layers::Conv2d>(1, 32, layers::Conv2dOptions{}, &generator),
+       {batch, 1, 28, 28}, 2.0 * n * 32 * 9 * 26 * 26, false},
       {"relu 32x26x26", std::make_shared<layers::ReLU>(), {batch, 32, 26, 26}, 0.0, true},
-      {"conv 32->64 26x26",
-       std::make_shared<layers::Conv2d>(32, 64, layers::Conv2dOptions{}, &generator),
-       {batch, 32, 26, 26},
-       2.0 * n * 64 * 32 * 9 * 24 * 24,
-       true},
-      {"maxpool 2 64x24x24",
-       std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{}),
-       {batch, 64, 24, 24},
-       0.0,
+      {"conv 32->64 26x26", std::make_shared<layers::Conv2d>(32, 64, layers::Conv2dOptions{}, &generator),
+       {batch, 32, 26, 26}, 2.0 * n * 64 * 32 * 9 * 24 * 24, true},
+      {"maxpool 2 64x24x24", std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{}), {batch, 64, 24, 24}, 0.0,
        true},
       {"dropout 0.25 64x12x12", std::make_shared<layers::Dropout>(0.25f, &generator), {batch, 64, 12, 12}, 0.0, true},
-      {"dense 9216->128",
-       std::make_shared<layers::Dense>(9216, 128, true, &generator),
-       {batch, 9216},
-       2.0 * n * 9216 * 128,
-       true},
-      {"dense 128->10",
-       std::make_shared<layers::Dense>(128, 10, true, &generator),
-       {batch, 128},
-       2.0 * n * 128 * 10,
+      {"dense 9216->128", std::make_shared<layers::Dense>(9216, 128, true, &generator), {batch, 9216},
+       2.0 * n * 9216 * 128, true},
+      {"dense 128->10", std::make_shared<layers::Dense>(128, 10, true, &generator), {batch, 128}, 2.0 * n * 128 * 10,
        true},
   };
 

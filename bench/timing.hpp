@@ -22,7 +22,8 @@ struct Options {
 
 inline void add_options(CLI::App& app, Options& options) {
   app.add_option("--threads", options.thread_counts, "thread counts to run")->delimiter(',');
-  app.add_option("--reps", options.reps, "timed repetitions per case (median reported)")->check(CLI::PositiveNumber);
+  app.add_option("--reps", options.reps, "timed repetitions per case (median reported)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--batch", options.batch, "batch size")->check(CLI::PositiveNumber);
 }
 

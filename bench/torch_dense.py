@@ -11,23 +11,12 @@ environment (bench/install-peers.sh):
 Times are medians of --repeats runs after a warm-up.
 """
 import argparse
-import statistics
-import time
 
 import torch
 
+from torch_cnn_step import median_ms  # the same warm-up and median
+
 LAYERS = [(784, 4096, False), (4096, 4096, True), (4096, 10, True), (9216, 128, True), (128, 10, True)]
-
-
-def median_ms(fn, repeats):
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * statistics.median(times)
 
 
 def main():

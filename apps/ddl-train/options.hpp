@@ -89,20 +89,21 @@ struct TrainOptions {
   parallel::Overlap overlap = parallel::Overlap::automatic;
   bool fp16_compression = false;
   parallel::Sharding shard = parallel::Sharding::none;  // data: ZeRO stage 1, 2 or 3; hybrid: 1 or 2
-  std::int64_t batch_per_rank = 0;                      // instead of --batch-size: Horovod's convention
-  std::string scale_lr = "none";                        // none | linear | sqrt, by the global batch over lr_batch
-  std::int64_t lr_batch = 0;                            // the batch --lr was tuned for (0: the model's default batch)
-  std::string placement;  // "0-6=cpu:0,7-10=cpu:1": a device per layer (empty: all on --device)
-  int stages = 0;         // pipeline: 0 is one per rank
-  int dp = 0;             // hybrid: pipelines
-  int pp = 0;             // hybrid: stages per pipeline
-  int tp = 0;             // tensor: ranks per tensor group (0: every rank)
-  int micro_batches = 0;  // pipeline: 0 is parallel::kMicroBatchesPerStage per stage
+  std::int64_t batch_per_rank = 0;  // instead of --batch-size: Horovod's convention
+  std::string scale_lr = "none";    // none | linear | sqrt, by the global batch over lr_batch
+  std::int64_t lr_batch = 0;        // the batch --lr was tuned for (0: the model's default batch)
+  std::string placement;            // "0-6=cpu:0,7-10=cpu:1": a device per layer (empty: all on --device)
+  int stages = 0;                   // pipeline: 0 is one per rank
+  int dp = 0;                       // hybrid: pipelines
+  int pp = 0;                       // hybrid: stages per pipeline
+  int tp = 0;                       // tensor: ranks per tensor group (0: every rank)
+  int micro_batches = 0;            // pipeline: 0 is parallel::kMicroBatchesPerStage per stage
   parallel::PipelineSchedule schedule = parallel::PipelineSchedule::OneFOneB;
   int chunks = 0;                      // pipeline: model chunks per rank (0: the schedule's own)
   bool defer_weight_gradients = true;  // pipeline --weight-gradients: batch (true) | micro-batch
-  parallel::PackWeights pack_weights = parallel::PackWeights::Auto;  // pipeline --pack-weights
-  std::string recompute;  // --recompute: "all" or layer ranges "2-5,8-10"; empty: none
+  // pipeline --pack-weights: auto | on | off
+  parallel::PackWeights pack_weights = parallel::PackWeights::Auto;
+  std::string recompute;               // --recompute: "all" or layer ranges "2-5,8-10"; empty: none
   parallel::StageBalance balance = parallel::StageBalance::Time;
   std::string split;   // pipeline: "4,7", the first layer of every stage after the first
   std::string search;  // "lr=0.5,1;batch-size=64,128": train every configuration of the grid

@@ -365,15 +365,33 @@ constexpr std::array<std::array<std::int64_t, 3>, 4> kTiledShapes{
 
 }  // namespace
 
-TEST_CASE("matmul past the small-product threshold: x·W, g·Wᵀ and accumulated xᵀ·g within float32's bound") {
+// Against float64, and the same bits on one thread and on two: the tiles
+// follow from the shape alone and each runs on one thread, so the thread
+// count changes only which thread computes a tile. (Each tile shape's
+// primitive is made once, on one thread: without that, the first call's
+// thread count would fix oneDNN's split of k for the process's life, which
+// this test, running each shape once, cannot tell apart.)
+TEST_CASE(
+    "matmul past the small-product threshold: x·W, g·Wᵀ and accumulated xᵀ·g within float32's bound, the same "
+    "bits on one thread and on two") {
   Generator generator(405);
+  const int threads = config::num_threads();
   for (const auto& shape : kTiledShapes) {
     const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
     CAPTURE(rows);
     CAPTURE(in);
     CAPTURE(out);
     const Tensor w = test::uniform_tensor({in, out}, generator);
-    const DensePass pass = dense_pass(rows, w, generator);
+    Generator first(408), second(408);
+    set_num_threads(1);
+    const DensePass pass = dense_pass(rows, w, first);
+    set_num_threads(2);
+    const DensePass two = dense_pass(rows, w, second);
+    set_num_threads(threads);
+    CHECK(pass.y1.to_vector<float>() == two.y1.to_vector<float>());
+    CHECK(pass.x1_grad.to_vector<float>() == two.x1_grad.to_vector<float>());
+    CHECK(pass.w_grad.to_vector<float>() == two.w_grad.to_vector<float>());
+
     const std::vector<float> wv = w.to_vector<float>();
     double ratio = 0.0;
     const ProductReference y = product_reference(pass.x1.to_vector<float>(), wv, rows, in, out);
@@ -402,30 +420,4 @@ TEST_CASE("matmul past the small-product threshold: a batch against a shared mat
   }
   double ratio = 0.0;
   CHECK(test::within_dot_product_bound(c, all.value, all.magnitude, k, &ratio));
-}
-
-// The tiles follow from the shape alone and each runs on one thread, so
-// the thread count changes only which thread computes a tile. (Each tile
-// shape's primitive is made once, on one thread: without that, the first
-// call's thread count would fix oneDNN's split of k for the process's
-// life, which this test, running the shapes once, cannot tell apart.)
-TEST_CASE("matmul past the small-product threshold: the same bits on one thread and on two") {
-  Generator generator(407);
-  const int threads = config::num_threads();
-  for (const auto& shape : kTiledShapes) {
-    const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
-    CAPTURE(rows);
-    CAPTURE(in);
-    CAPTURE(out);
-    const Tensor w = test::uniform_tensor({in, out}, generator);
-    Generator first(408), second(408);
-    set_num_threads(1);
-    const DensePass one = dense_pass(rows, w, first);
-    set_num_threads(2);
-    const DensePass two = dense_pass(rows, w, second);
-    set_num_threads(threads);
-    CHECK(one.y1.to_vector<float>() == two.y1.to_vector<float>());
-    CHECK(one.x1_grad.to_vector<float>() == two.x1_grad.to_vector<float>());
-    CHECK(one.w_grad.to_vector<float>() == two.w_grad.to_vector<float>());
-  }
 }
