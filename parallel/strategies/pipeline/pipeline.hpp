@@ -87,9 +87,9 @@ namespace ddl::parallel {
 inline constexpr int kMicroBatchesPerStage = 2;
 
 // When a stage packs its weights once per batch (PipelineOptions::pack_weights).
-// Packing a weight costs about as much as one product of 128 rows by it,
-// and saves a few milliseconds on each product of a micro-batch (wide_mlp,
-// docs/PERFORMANCE.md): with 2 micro-batches it costs more than it saves,
+// Packing a weight costs about half a product of 128 rows by it (wide_mlp:
+// 15.6 against 35 ms) and saves a few ms on each product of a micro-batch
+// (docs/PERFORMANCE.md): with 2 micro-batches it costs more than it saves,
 // with 4 about as much, from 6 on it wins.
 enum class PackWeights {
   Auto,  // from kPackFromMicroBatches micro-batches a batch on
