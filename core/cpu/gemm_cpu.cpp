@@ -1,8 +1,8 @@
-// CPU GEMM. A float32 product of any size runs on oneDNN's matmul, cut into
-// tiles of C that one thread each computes (tiled_gemm below: the tiles
-// depend on the shape alone, so the result does not depend on the thread
-// count); a small one runs on Eigen, whose call costs less than oneDNN's
-// set-up, on the row-major buffers mapped, not copied. Under bf16 mixed
+// CPU GEMM. A float32 product runs on oneDNN's matmul, cut into tiles of C
+// that one thread each computes (tiled_gemm below: the tiles depend on the
+// shape alone, so the result does not depend on the thread count); a small
+// one runs on Eigen, whose call costs less than oneDNN's set-up, on the
+// row-major buffers mapped, not copied. Under bf16 mixed
 // precision (config::cpu_precision()) oneDNN's matmul runs on operands
 // rounded to bfloat16, summing in float32; and x·op(W) for a weight W that
 // a PackedWeights scope holds reads the copy of W packed for it once
@@ -63,6 +63,19 @@ void run_matmul(std::string_view what, const dnnl::matmul::primitive_desc& pd, c
       {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}});
 }
 
+// A matmul's attributes for C = alpha AB + beta C: alpha as its output
+// scale, beta as a sum post-op, the scratchpad the caller's.
+dnnl::primitive_attr product_attributes(const backend::GemmArgs& g) {
+  dnnl::primitive_attr attributes = onednn::user_scratchpad();
+  if (g.alpha != 1.0f) attributes.set_output_scales(0, {g.alpha});
+  if (g.beta != 0.0f) {
+    dnnl::post_ops sum;
+    sum.append_sum(g.beta);
+    attributes.set_post_ops(sum);
+  }
+  return attributes;
+}
+
 // One bf16 GEMM shape's matmul, created once and shared by every thread.
 struct Matmul {
   dnnl::memory::desc a_user, b_user, c;  // the float32 operands as the caller lays them out
@@ -76,13 +89,7 @@ Matmul make_matmul(const backend::GemmArgs& g) {
   const memory::desc a_user = operand(g.batch, g.stride_a, g.m, g.k, g.trans_a, f32);
   const memory::desc b_user = operand(g.batch, g.stride_b, g.k, g.n, g.trans_b, f32);
   const memory::desc c = operand(g.batch, g.stride_c, g.m, g.n, false, f32);
-  dnnl::primitive_attr attributes = onednn::user_scratchpad();
-  attributes.set_output_scales(0, {g.alpha});
-  if (g.beta != 0.0f) {
-    dnnl::post_ops sum;
-    sum.append_sum(g.beta);
-    attributes.set_post_ops(sum);
-  }
+  const dnnl::primitive_attr attributes = product_attributes(g);
   const auto bf16 = [](const memory::desc& d) {
     return memory::desc(d.dims(), memory::data_type::bf16, memory::format_tag::any);
   };
@@ -234,13 +241,7 @@ std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std
       std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, float>;
   static onednn::Cache<Key, TileMatmul> cache;
   return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, rows, cols, g.alpha, g.beta}, [&] {
-    dnnl::primitive_attr attributes = onednn::user_scratchpad();
-    if (g.alpha != 1.0f) attributes.set_output_scales(0, {g.alpha});
-    if (g.beta != 0.0f) {
-      dnnl::post_ops sum;
-      sum.append_sum(g.beta);
-      attributes.set_post_ops(sum);
-    }
+    const dnnl::primitive_attr attributes = product_attributes(g);
     const onednn::OneThread one_thread;
     const auto pd = onednn::describe("tiled matmul", [&] {
       return dnnl::matmul::primitive_desc(
@@ -293,9 +294,11 @@ void tiled_gemm(const backend::GemmArgs& g) {
 
 void gemm(const backend::GemmArgs& g) {
   const bool empty = g.m == 0 || g.n == 0 || g.batch == 0;  // nothing to compute
-  if (!empty && g.k > 0 && config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
-  if (!empty && g.k > 0 && gemm_packed(g)) return;
-  if (!empty && g.k > 0 && g.batch * g.m * g.n * g.k >= kTiledMinMultiplyAdds) return tiled_gemm(g);
+  if (!empty && g.k > 0) {                                  // products to compute, not only a C to scale
+    if (config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
+    if (gemm_packed(g)) return;
+    if (g.batch * g.m * g.n * g.k >= kTiledMinMultiplyAdds) return tiled_gemm(g);
+  }
   for (std::int64_t i = 0; i < g.batch; ++i) {
     // Stored shapes: A is (k x m) when transposed, B is (n x k) when transposed.
     const ConstMap a(g.a + i * g.stride_a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k);
