@@ -11,7 +11,9 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -122,6 +124,92 @@ void settle(std::span<MPI_Request> requests, double timeout) {
   }
 }
 
+// A tag no other exchange uses (theirs are below 0x4000; MPI allows at
+// least 32767).
+constexpr int kLivenessTag = 32001;
+
+// The ranks of `comm` that stay silent: a rank stalled in a collective sends
+// every other a byte and waits up to `window` seconds for theirs. The ranks
+// stalled beside it in the same collective reach their own timeout at about
+// the same time and answer; a rank cut off (its link down), stopped, or
+// stuck on another path does not. Returns nullopt if MPI itself fails.
+std::optional<std::vector<int>> silent_ranks(const CommunicatorState& comm, double window) {
+  // Two threads probing at once would take each other's bytes.
+  static std::mutex probing;
+  const std::lock_guard lock(probing);
+  const auto others = static_cast<std::size_t>(comm.size - 1);
+  std::vector<unsigned char> sent(others, 1), received(others, 0);
+  std::vector<MPI_Request> sends(others, MPI_REQUEST_NULL), receives(others, MPI_REQUEST_NULL);
+  std::vector<int> peers;
+  for (int r = 0; r < comm.size; ++r) {
+    if (r != comm.rank) peers.push_back(r);
+  }
+  for (std::size_t i = 0; i < others; ++i) {
+    if (MPI_Irecv(&received[i], 1, MPI_BYTE, peers[i], kLivenessTag, comm.comm, &receives[i]) != MPI_SUCCESS ||
+        MPI_Isend(&sent[i], 1, MPI_BYTE, peers[i], kLivenessTag, comm.comm, &sends[i]) != MPI_SUCCESS) {
+      return std::nullopt;
+    }
+  }
+  std::vector<bool> answered(others, false);
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < window) {
+    bool all = true;
+    for (std::size_t i = 0; i < others; ++i) {
+      int done = 1;
+      if (!answered[i] && MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return std::nullopt;
+      answered[i] = answered[i] || done != 0;
+      all = all && answered[i];
+    }
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // The job ends next: what is still pending is let go, not waited for.
+  for (MPI_Request& request : receives) {
+    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request);
+  }
+  for (auto* requests : {&receives, &sends}) {
+    for (MPI_Request& request : *requests) {
+      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    }
+  }
+  std::vector<int> silent;
+  for (std::size_t i = 0; i < others; ++i) {
+    if (!answered[i]) silent.push_back(peers[i]);
+  }
+  return silent;
+}
+
+// "rank(s) 2, 3 on node1 and rank(s) 5 on node2" (job-wide ranks, grouped
+// by host as ddl-elastic reads them).
+std::string describe_ranks(const CommunicatorState& comm, const std::vector<int>& ranks) {
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < ranks.size();) {
+    const auto host = [&](std::size_t j) {
+      const auto r = static_cast<std::size_t>(ranks[j]);
+      return r < comm.hosts.size() ? comm.hosts[r] : std::string("an unknown host");
+    };
+    std::vector<int> same;
+    std::size_t j = i;
+    for (; j < ranks.size() && host(j) == host(i); ++j)
+      same.push_back(comm.world_ranks[static_cast<std::size_t>(ranks[j])]);
+    parts.push_back(fmt::format("rank(s) {} on {}", fmt::join(same, ", "), host(i)));
+    i = j;
+  }
+  return fmt::format("{}", fmt::join(parts, " and "));
+}
+
+// Who a collective that stalled is waiting for, found by a liveness probe.
+std::string stalled_on(const CommunicatorState& comm, double timeout) {
+  const double window = std::clamp(timeout / 4, 0.5, 5.0);
+  const auto silent = silent_ranks(comm, window);
+  const std::string path = "missing, stuck or took a different path";
+  if (!silent) return "one of them is " + path;
+  if (silent->empty())
+    return fmt::format("every rank answered a probe within {:g} s, so one of them took a different path", window);
+  return fmt::format("{} did not answer a probe within {:g} s: {} {}", describe_ranks(comm, *silent), window,
+                     silent->size() == 1 ? "it is" : "they are", path);
+}
+
 }  // namespace
 
 void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm, const Operation& what, int peer,
@@ -163,9 +251,11 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (seconds > timeout) {
       abort_job(
           comm,
-          fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} is missing, stuck or took a "
-                      "different path (DDL_STALL_TIMEOUT={:g} s); aborting every rank",
-                      what.describe(), whom(), seconds, named >= 0 ? whom() : std::string("one of them"), timeout),
+          fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} (DDL_STALL_TIMEOUT={:g} s); "
+                      "aborting every rank",
+                      what.describe(), whom(), seconds,
+                      named >= 0 ? whom() + " is missing, stuck or took a different path" : stalled_on(comm, timeout),
+                      timeout),
           1);
     }
     // Then yield between polls, and later back off, so a communication

@@ -163,6 +163,30 @@ case $case_name in
     echo "ok: node1 cut off: the job ended after $seconds s (DDL_STALL_TIMEOUT=10), naming rank 1 on node1;" \
       "$(grep -o "after epoch [0-9]* (step [0-9]*)" "$work/resumed") resumes"
     ;;
+  link-down-sum)
+    # A node cut off while every rank sums metrics (a collective, which does
+    # not say whom it waits for): the ranks left probe who answers and name
+    # the cut node's ranks and host, as ddl-elastic needs to leave it out.
+    export DDL_STALL_TIMEOUT=5
+    {
+      echo '#!/usr/bin/env bash'
+      printf '$DDL_CLUSTER_MPIEXEC -n 4 %q sums > %q 2>&1 &\n' "$build/tests/ddl_mpi_abort_cases" "$work/out"
+      echo 'job=$!'
+      echo 'sleep 2'
+      echo 'ip link set "${DDL_CLUSTER_LINKS##* }" down'
+      echo '(sleep 60; kill -KILL $job) 2> /dev/null &'
+      echo 'watchdog=$!'
+      echo 'status=0; wait $job || status=$?'
+      echo 'kill $watchdog 2> /dev/null'
+      printf 'echo "$status" > %q\n' "$work/result"
+    } > "$work/cut.sh"
+    chmod +x "$work/cut.sh"
+    BETWEEN=tcp on_cluster 2 2 "$work/cut.sh" || fail "the cluster run failed: $(tail "$work/out")"
+    [[ $(cat "$work/result") != 0 ]] || fail "the job went on after its node was cut off: $(tail "$work/out")"
+    grep -qE "^ddl: rank [01]: stalled: sum of 3 metric values .* rank\(s\) 2, 3 on node1 did not answer a probe" \
+      "$work/out" || fail "no message naming ranks 2, 3 on node1: $(tail "$work/out")"
+    echo "ok: node1 cut off during a sum: $(grep -o "rank(s) 2, 3 on node1 did not answer[^:]*" "$work/out" | head -1)"
+    ;;
   logs)
     # Per-node logs as the launcher writes them (Hydra's patterns: %h the
     # node, %r the rank; a file only for a rank that printed to it): each

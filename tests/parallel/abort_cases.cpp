@@ -4,6 +4,10 @@
 //     layout check names the tensor and what each rank has.
 //   stall: rank 1 never reaches its first step; rank 0's stall inspector
 //     names it after DDL_STALL_TIMEOUT seconds.
+//   collective-stall (3 ranks): rank 2 never joins a sum; ranks 0 and 1,
+//     stalled in it, probe who is there and name rank 2 and its host.
+//   sums: every rank sums a few values every 50 ms for two minutes; the
+//     multi-node tests cut a node's link under it.
 //   nccl-stall: rank 1 never joins an NCCL allreduce; rank 0's wait aborts
 //     the NCCL communicator and the job after DDL_STALL_TIMEOUT seconds.
 //     Needs a GPU per rank; prints "SKIPPED: ..." and exits 77 otherwise.
@@ -39,12 +43,36 @@ int nccl_stall(const parallel::Communicator& world) {
   return 0;
 }
 
+int collective_stall(const parallel::Communicator& world) {
+  if (world.rank() == 2) {
+    std::this_thread::sleep_for(std::chrono::minutes(5));
+    return 0;
+  }
+  std::array<double, 3> metrics{1.0, 2.0, 3.0};
+  world.sum_doubles(metrics);
+  std::printf("rank %d: the sum ended without rank 2\n", world.rank());
+  return 0;
+}
+
+int sums(const parallel::Communicator& world) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::array<double, 3> metrics{1.0, 2.0, 3.0};
+    world.sum_doubles(metrics);
+  }
+  std::printf("rank %d: summed for two minutes\n", world.rank());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string which = argc > 1 ? argv[1] : "";
   const parallel::Communicator world = parallel::Communicator::world();
   if (which == "nccl-stall") return nccl_stall(world);
+  if (which == "collective-stall") return collective_stall(world);
+  if (which == "sums") return sums(world);
   Generator generator(1);
   auto model = std::make_shared<layers::Sequential>();
   const std::int64_t hidden = which == "mismatch" && world.rank() == 1 ? 9 : 8;
