@@ -15,6 +15,8 @@ def add_recipe_options(parser):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--target", type=float, default=0.91)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--model", choices=["mnist_cnn", "resnet_small"], default="mnist_cnn",
+                        help="the network: ddl's mnist_cnn (the Keras MNIST CNN) or resnet_small")
     parser.add_argument("--bf16", action="store_true",
                         help="bf16 mixed precision: Keras's mixed_bfloat16 policy, torch.autocast(bfloat16)")
 

@@ -37,6 +37,35 @@ def keras_mnist_cnn():
     ])
 
 
+def keras_resnet_small():
+    """ddl's models::resnet_small in Keras (NHWC): conv-BN-ReLU, three basic
+    blocks (16, 32 and 64 channels; the last two halve the image, their
+    shortcut a strided 1x1 convolution with BN), a 7x7 average pool and a
+    Dense layer: 77,754 trainable parameters, as ddl's and torch's. BN's
+    momentum and epsilon are PyTorch's (ddl's defaults)."""
+    import keras
+    from keras import layers
+
+    def bn():
+        return layers.BatchNormalization(momentum=0.9, epsilon=1e-5)
+
+    def block(x, channels, stride):
+        body = layers.Conv2D(channels, 3, stride, padding="same", use_bias=False)(x)
+        body = layers.ReLU()(bn()(body))
+        body = bn()(layers.Conv2D(channels, 3, padding="same", use_bias=False)(body))
+        shortcut = x
+        if stride != 1 or x.shape[-1] != channels:
+            shortcut = bn()(layers.Conv2D(channels, 1, stride, use_bias=False)(x))
+        return layers.ReLU()(layers.Add()([body, shortcut]))
+
+    inputs = keras.Input(shape=(28, 28, 1))
+    x = layers.ReLU()(bn()(layers.Conv2D(16, 3, padding="same", use_bias=False)(inputs)))
+    for channels, stride in ((16, 1), (32, 2), (64, 2)):
+        x = block(x, channels, stride)
+    x = layers.Flatten()(layers.AveragePooling2D(7)(x))
+    return keras.Model(inputs, layers.Dense(10, dtype="float32")(x))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2, help="intra-op threads")

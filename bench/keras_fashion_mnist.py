@@ -42,7 +42,7 @@ def main():
     tf.config.threading.set_inter_op_parallelism_threads(1)
     import keras
 
-    from keras_cnn_step import keras_mnist_cnn
+    from keras_cnn_step import keras_mnist_cnn, keras_resnet_small
 
     def load(split):
         images = read_idx(f"{args.data}/{split}-images-idx3-ubyte.gz", np).astype(np.float32) / 255.0
@@ -54,11 +54,13 @@ def main():
     keras.utils.set_random_seed(args.seed)
     if args.bf16:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    model = keras_mnist_cnn()
+    model = keras_resnet_small() if args.model == "resnet_small" else keras_mnist_cnn()
     model.compile(optimizer=keras.optimizers.Adadelta(learning_rate=1.0, rho=0.95, epsilon=1e-7),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"],
                   jit_compile=False)
-    print(f"keras {keras.__version__} tensorflow {tf.__version__}, threads {args.threads}, batch {args.batch_size}, "
+    print(f"keras {keras.__version__} tensorflow {tf.__version__}, {args.model} "
+          f"({sum(int(np.prod(w.shape)) for w in model.trainable_weights)} trainable parameters), "
+          f"threads {args.threads}, batch {args.batch_size}, "
           f"policy {keras.mixed_precision.global_policy().name}, "
           f"{len(train_y)} training and {len(test_y)} test images")
     table = EpochTable(len(train_y), args.target)

@@ -24,6 +24,7 @@ import torch.nn as nn
 
 from fashion_mnist_peer import EpochTable, add_recipe_options
 from torch_cnn_step import keras_mnist_cnn
+from torch_gpu_step import resnet_small
 
 
 def read_idx(path):
@@ -45,7 +46,8 @@ def glorot(model):
     for layer in model.modules():
         if isinstance(layer, (nn.Conv2d, nn.Linear)):
             nn.init.xavier_uniform_(layer.weight)
-            nn.init.zeros_(layer.bias)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
 
 
 def evaluate(model, images, labels, batch=500):
@@ -74,7 +76,7 @@ def main():
 
     train_x, train_y = (t.to(device) for t in load(args.data, "train"))
     test_x, test_y = (t.to(device) for t in load(args.data, "t10k"))
-    model = keras_mnist_cnn()
+    model = resnet_small() if args.model == "resnet_small" else keras_mnist_cnn()
     glorot(model)
     model.to(device)
     if args.channels_last:
@@ -83,7 +85,9 @@ def main():
         test_x = test_x.contiguous(memory_format=torch.channels_last)
     optimizer = torch.optim.Adadelta(model.parameters(), lr=1.0, rho=0.95, eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
-    print(f"pytorch {torch.__version__} on {device}, threads {torch.get_num_threads()}, batch {args.batch_size}, "
+    parameters = sum(p.numel() for p in model.parameters())
+    print(f"pytorch {torch.__version__} on {device}, {args.model} ({parameters} trainable parameters), "
+          f"threads {torch.get_num_threads()}, batch {args.batch_size}, "
           f"{len(train_y)} training and {len(test_y)} test images")
     table = EpochTable(len(train_y), args.target)
     for epoch in range(1, args.epochs + 1):
