@@ -11,7 +11,6 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <numeric>
 #include <optional>
 #include <system_error>
@@ -46,19 +45,33 @@ CommunicatorState::~CommunicatorState() {
   if (owned) MPI_Comm_free(&comm);
 }
 
+namespace {
+
+// How long a rank that is ending the job (abort_job) waits for MPI_Abort
+// before it leaves on its own.
+constexpr std::chrono::milliseconds kAbortGrace{5500};
+
+// Ends the process with `code` after `delay`, whatever the calling thread
+// is blocked in by then.
+void exit_after(std::chrono::milliseconds delay, int code) {
+  try {
+    std::thread([delay, code] {
+      std::this_thread::sleep_for(delay);
+      std::_Exit(code);
+    }).detach();
+  } catch (const std::system_error&) {
+  }
+}
+
+}  // namespace
+
 [[noreturn]] void abort_job(const CommunicatorState& comm, const std::string& message, int code) {
   // MPI_Abort asks the launcher to end the job and waits for its answer; a
   // rank whose node has lost the launcher (its link down) waited in it
   // forever, and its output may block as well (nobody reads it). Its own
   // end is what this rank owes the job: it leaves on its own soon, whatever
   // blocks below. (Without a thread, MPI_Abort alone.)
-  try {
-    std::thread([code] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5500));
-      std::_Exit(code);
-    }).detach();
-  } catch (const std::system_error&) {
-  }
+  exit_after(kAbortGrace, code);
   std::fprintf(stderr, "ddl: rank %d: %s\n", comm.world_ranks[static_cast<std::size_t>(comm.rank)], message.c_str());
   std::fflush(stderr);
   // MPI_Abort makes the launcher kill every process at once, and it may
@@ -129,24 +142,30 @@ void settle(std::span<MPI_Request> requests, double timeout) {
 constexpr int kLivenessTag = 32001;
 
 // The ranks of `comm` that stay silent: a rank stalled in a collective sends
-// every other a byte and waits up to `window` seconds for theirs. The ranks
-// stalled beside it in the same collective reach their own timeout at about
-// the same time and answer; a rank cut off (its link down), stopped, or
-// stuck on another path does not. Returns nullopt if MPI itself fails.
+// every other a byte and waits up to `window` seconds for each of theirs.
+// The ranks stalled beside it in the same collective reach their own
+// timeout at about the same time and send theirs; a rank cut off (its link
+// down), stopped, or waiting elsewhere does not. Returns nullopt if MPI
+// itself fails.
 std::optional<std::vector<int>> silent_ranks(const CommunicatorState& comm, double window) {
-  // Two threads probing at once would take each other's bytes.
-  static std::mutex probing;
-  const std::lock_guard lock(probing);
+  // MPI may touch the bytes and requests until the job ends, which comes
+  // next: they are never freed, and nothing pending is cancelled.
+  struct Probe {
+    std::vector<unsigned char> sent, received;
+    std::vector<MPI_Request> sends, receives;
+  };
   const auto others = static_cast<std::size_t>(comm.size - 1);
-  std::vector<unsigned char> sent(others, 1), received(others, 0);
-  std::vector<MPI_Request> sends(others, MPI_REQUEST_NULL), receives(others, MPI_REQUEST_NULL);
+  auto* probe =
+      new Probe{std::vector<unsigned char>(others, 1), std::vector<unsigned char>(others, 0),
+                std::vector<MPI_Request>(others, MPI_REQUEST_NULL), std::vector<MPI_Request>(others, MPI_REQUEST_NULL)};
   std::vector<int> peers;
   for (int r = 0; r < comm.size; ++r) {
     if (r != comm.rank) peers.push_back(r);
   }
   for (std::size_t i = 0; i < others; ++i) {
-    if (MPI_Irecv(&received[i], 1, MPI_BYTE, peers[i], kLivenessTag, comm.comm, &receives[i]) != MPI_SUCCESS ||
-        MPI_Isend(&sent[i], 1, MPI_BYTE, peers[i], kLivenessTag, comm.comm, &sends[i]) != MPI_SUCCESS) {
+    if (MPI_Irecv(&probe->received[i], 1, MPI_BYTE, peers[i], kLivenessTag, comm.comm, &probe->receives[i]) !=
+            MPI_SUCCESS ||
+        MPI_Isend(&probe->sent[i], 1, MPI_BYTE, peers[i], kLivenessTag, comm.comm, &probe->sends[i]) != MPI_SUCCESS) {
       return std::nullopt;
     }
   }
@@ -156,21 +175,12 @@ std::optional<std::vector<int>> silent_ranks(const CommunicatorState& comm, doub
     bool all = true;
     for (std::size_t i = 0; i < others; ++i) {
       int done = 1;
-      if (!answered[i] && MPI_Test(&receives[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return std::nullopt;
+      if (!answered[i] && MPI_Test(&probe->receives[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return std::nullopt;
       answered[i] = answered[i] || done != 0;
       all = all && answered[i];
     }
     if (all) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  // The job ends next: what is still pending is let go, not waited for.
-  for (MPI_Request& request : receives) {
-    if (request != MPI_REQUEST_NULL) MPI_Cancel(&request);
-  }
-  for (auto* requests : {&receives, &sends}) {
-    for (MPI_Request& request : *requests) {
-      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
-    }
   }
   std::vector<int> silent;
   for (std::size_t i = 0; i < others; ++i) {
@@ -179,33 +189,43 @@ std::optional<std::vector<int>> silent_ranks(const CommunicatorState& comm, doub
   return silent;
 }
 
-// "rank(s) 2, 3 on node1 and rank(s) 5 on node2" (job-wide ranks, grouped
-// by host as ddl-elastic reads them).
+// "rank(s) 2, 3 on node1 and rank(s) 5 on node2": job-wide ranks grouped
+// by host, as ddl-elastic reads them ("rank(s) 2, 3" while the hosts are
+// not known yet).
 std::string describe_ranks(const CommunicatorState& comm, const std::vector<int>& ranks) {
+  const auto host = [&](std::size_t j) {
+    const auto r = static_cast<std::size_t>(ranks[j]);
+    return r < comm.hosts.size() ? fmt::format(" on {}", comm.hosts[r]) : std::string();
+  };
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < ranks.size();) {
-    const auto host = [&](std::size_t j) {
-      const auto r = static_cast<std::size_t>(ranks[j]);
-      return r < comm.hosts.size() ? comm.hosts[r] : std::string("an unknown host");
-    };
     std::vector<int> same;
     std::size_t j = i;
     for (; j < ranks.size() && host(j) == host(i); ++j)
       same.push_back(comm.world_ranks[static_cast<std::size_t>(ranks[j])]);
-    parts.push_back(fmt::format("rank(s) {} on {}", fmt::join(same, ", "), host(i)));
+    parts.push_back(fmt::format("rank(s) {}{}", fmt::join(same, ", "), host(i)));
     i = j;
   }
   return fmt::format("{}", fmt::join(parts, " and "));
 }
 
-// Who a collective that stalled is waiting for, found by a liveness probe.
-std::string stalled_on(const CommunicatorState& comm, double timeout) {
+// Who a collective that stalled waits for, found by a liveness probe. One
+// probe per communicator: a second thread stalled on it would find the
+// others' bytes taken and name every rank, so it waits for the first to
+// end the job.
+std::string stalled_on(const CommunicatorState& comm, double timeout, int code) {
+  if (comm.probed.exchange(true)) {
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
   const double window = std::clamp(timeout / 4, 0.5, 5.0);
+  // MPI may block in the probe itself (a connection to a node behind a
+  // dead link): the rank still leaves, as abort_job would make it.
+  exit_after(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(window)) + kAbortGrace,
+             code);
   const auto silent = silent_ranks(comm, window);
   const std::string path = "missing, stuck or took a different path";
   if (!silent) return "one of them is " + path;
-  if (silent->empty())
-    return fmt::format("every rank answered a probe within {:g} s, so one of them took a different path", window);
+  if (silent->empty()) return fmt::format("every rank answered a probe within {:g} s, so none is missing", window);
   return fmt::format("{} did not answer a probe within {:g} s: {} {}", describe_ranks(comm, *silent), window,
                      silent->size() == 1 ? "it is" : "they are", path);
 }
@@ -249,14 +269,14 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (busy) continue;
     const double seconds = std::chrono::duration<double>(waited).count();
     if (seconds > timeout) {
-      abort_job(
-          comm,
-          fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} (DDL_STALL_TIMEOUT={:g} s); "
-                      "aborting every rank",
-                      what.describe(), whom(), seconds,
-                      named >= 0 ? whom() + " is missing, stuck or took a different path" : stalled_on(comm, timeout),
-                      timeout),
-          1);
+      abort_job(comm,
+                fmt::format(
+                    "stalled: {} with {} has not completed after {:.0f} s; {} (DDL_STALL_TIMEOUT={:g} s); "
+                    "aborting every rank",
+                    what.describe(), whom(), seconds,
+                    named >= 0 ? whom() + " is missing, stuck or took a different path" : stalled_on(comm, timeout, 1),
+                    timeout),
+                1);
     }
     // Then yield between polls, and later back off, so a communication
     // thread waiting on a slow peer does not take the core from the backward

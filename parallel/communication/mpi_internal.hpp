@@ -46,6 +46,9 @@ struct CommunicatorState {
   // across_nodes() of, which counts them too (null for the others).
   std::shared_ptr<std::atomic<std::int64_t>> bytes_sent = std::make_shared<std::atomic<std::int64_t>>(0);
   std::shared_ptr<std::atomic<std::int64_t>> parent_bytes_sent;
+  // Set by the first stalled wait that probes which ranks are there (one
+  // probe per communicator: a second would find the others' bytes taken).
+  mutable std::atomic<bool> probed{false};
   void count_sent(std::size_t bytes) {
     bytes_sent->fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
     if (parent_bytes_sent) parent_bytes_sent->fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);

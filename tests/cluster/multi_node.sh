@@ -172,7 +172,9 @@ case $case_name in
       echo '#!/usr/bin/env bash'
       printf '$DDL_CLUSTER_MPIEXEC -n 4 %q sums > %q 2>&1 &\n' "$build/tests/ddl_mpi_abort_cases" "$work/out"
       echo 'job=$!'
-      echo 'sleep 2'
+      printf 'summing() { [[ $(grep -c ": summing$" %q 2> /dev/null) == 4 ]]; }\n' "$work/out"
+      echo 'for _ in $(seq 600); do summing && break; sleep 0.1; done'
+      echo 'summing || { echo "the ranks did not all sum within 60 s"; kill $job; exit 1; }'
       echo 'ip link set "${DDL_CLUSTER_LINKS##* }" down'
       echo '(sleep 60; kill -KILL $job) 2> /dev/null &'
       echo 'watchdog=$!'

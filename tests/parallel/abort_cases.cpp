@@ -6,8 +6,9 @@
 //     names it after DDL_STALL_TIMEOUT seconds.
 //   collective-stall (3 ranks): rank 2 never joins a sum; ranks 0 and 1,
 //     stalled in it, probe who is there and name rank 2 and its host.
-//   sums: every rank sums a few values every 50 ms for two minutes; the
-//     multi-node tests cut a node's link under it.
+//   sums: every rank sums a few values every 50 ms for two minutes, and
+//     says so after the first; the multi-node tests cut a node's link
+//     under it.
 //   nccl-stall: rank 1 never joins an NCCL allreduce; rank 0's wait aborts
 //     the NCCL communicator and the job after DDL_STALL_TIMEOUT seconds.
 //     Needs a GPU per rank; prints "SKIPPED: ..." and exits 77 otherwise.
@@ -56,10 +57,14 @@ int collective_stall(const parallel::Communicator& world) {
 
 int sums(const parallel::Communicator& world) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  while (std::chrono::steady_clock::now() < end) {
+  for (int round = 0; std::chrono::steady_clock::now() < end; ++round) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::array<double, 3> metrics{1.0, 2.0, 3.0};
     world.sum_doubles(metrics);
+    if (round == 0) {
+      std::printf("rank %d: summing\n", world.rank());  // the test cuts a link once every rank has said so
+      std::fflush(stdout);
+    }
   }
   std::printf("rank %d: summed for two minutes\n", world.rank());
   return 0;
