@@ -6,6 +6,9 @@
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/layer_kernels.hpp>
 
+#include <bit>
+#include <cstdint>
+
 #include <fmt/format.h>
 
 namespace ddl::layers {
@@ -18,18 +21,26 @@ void check_rate(float p, const char* who) {
 
 namespace {
 
-// The output and its backward for the keep bits `mask` of every element.
+// A mask's words as the bytes DropoutMask stored in them, byte l of word j
+// the decision for element 8j + l: little-endian, as the CPUs and GPUs ddl
+// runs on are.
+static_assert(std::endian::native == std::endian::little, "dropout masks are read as bytes of little-endian words");
+const std::uint8_t* keep_bytes(const Tensor& mask) {
+  return reinterpret_cast<const std::uint8_t*>(mask.data<std::int64_t>());
+}
+
+// The output and its backward for the keep decisions `mask` of every element.
 Tensor apply_mask(const Tensor& input, const Tensor& mask, float p) {
   const std::int64_t n = input.numel();
   Tensor output = empty_float(input.shape(), input.device());
   backend::launch(input.device(), n,
-                  kernels::DropoutApply{input.data<float>(), output.data<float>(), mask.data<std::int32_t>(), p});
+                  kernels::DropoutApply{input.data<float>(), output.data<float>(), keep_bytes(mask), p});
   if (autograd::needs_grad({&input})) {
-    // The gradient flows where the input did: the same bits applied to it.
+    // The gradient flows where the input did: the same decisions applied to it.
     autograd::record("DropoutBackward", {&input}, output, [mask, n, p](const Tensor& grad) {
       Tensor grad_in = empty_float(grad.shape(), grad.device());
       backend::launch(grad.device(), n,
-                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), mask.data<std::int32_t>(), p});
+                      kernels::DropoutApply{grad.data<float>(), grad_in.data<float>(), keep_bytes(mask), p});
       return std::vector{grad_in};
     });
   }
@@ -47,10 +58,10 @@ Tensor dropout(const Tensor& input, float p, bool training, Generator* generator
   require_float(input, "dropout");
   if (!training || p == 0.0f) return input;
   Generator& g = generator_or_default(generator);
-  const std::int64_t calls = kernels::DropoutBits::calls(input.numel());
+  const std::int64_t calls = kernels::DropoutMask::calls(input.numel());
   const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(calls));
-  Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
-  backend::launch(input.device(), calls, kernels::DropoutBits{mask.data<std::int32_t>(), g.seed(), offset, p});
+  Tensor mask = Tensor::empty({calls}, {DType::Int64, input.device(), false});
+  backend::launch(input.device(), calls, kernels::DropoutMask{mask.data<std::int64_t>(), g.seed(), offset, p});
   return apply_mask(input, mask, p);
 }
 
@@ -69,12 +80,12 @@ Tensor dropout_of_part(const Tensor& input, float p, bool training, int dim, std
   for (int d = dim + 1; d < input.dim(); ++d) inner *= input.size(d);
   const std::int64_t whole_numel = size == 0 ? 0 : input.numel() / size * whole;
   Generator& g = generator_or_default(generator);
-  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(kernels::DropoutBits::calls(whole_numel)));
-  const std::int64_t calls = kernels::DropoutBits::calls(input.numel());
-  Tensor mask = Tensor::empty({calls}, {DType::Int32, input.device(), false});
+  const std::uint64_t offset = g.advance(static_cast<std::uint64_t>(kernels::DropoutMask::calls(whole_numel)));
+  const std::int64_t calls = kernels::DropoutMask::calls(input.numel());
+  Tensor mask = Tensor::empty({calls}, {DType::Int64, input.device(), false});
   if (input.numel() > 0) {
     backend::launch(input.device(), calls,
-                    kernels::DropoutBitsOfPart{mask.data<std::int32_t>(), g.seed(), offset, p, size * inner,
+                    kernels::DropoutMaskOfPart{mask.data<std::int64_t>(), g.seed(), offset, p, size * inner,
                                                whole * inner, begin * inner});
   }
   return apply_mask(input, mask, p);

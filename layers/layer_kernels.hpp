@@ -11,7 +11,7 @@
 
 // clang-format off
 #define DDL_LAYER_KERNELS(X)                                                                          \
-  X(DropoutBits) X(DropoutBitsOfPart) X(DropoutApply) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>) \
+  X(DropoutMask) X(DropoutMaskOfPart) X(DropoutApply) X(CrossEntropyRows<std::int32_t>) X(CrossEntropyRows<std::int64_t>) \
   X(CrossEntropyGradRows<std::int32_t>) X(CrossEntropyGradRows<std::int64_t>) X(Upsample2dForward)         \
   X(Upsample2dBackward)
 // clang-format on
