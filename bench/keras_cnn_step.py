@@ -49,17 +49,22 @@ def keras_resnet_small():
     def bn():
         return layers.BatchNormalization(momentum=0.9, epsilon=1e-5)
 
+    def conv3x3(x, channels, stride):
+        # Padding 1 on every side, as ddl and torch pad: Keras's "same"
+        # pads a stride-2 convolution at the bottom and right only.
+        return layers.Conv2D(channels, 3, stride, use_bias=False)(layers.ZeroPadding2D(1)(x))
+
     def block(x, channels, stride):
-        body = layers.Conv2D(channels, 3, stride, padding="same", use_bias=False)(x)
+        body = conv3x3(x, channels, stride)
         body = layers.ReLU()(bn()(body))
-        body = bn()(layers.Conv2D(channels, 3, padding="same", use_bias=False)(body))
+        body = bn()(conv3x3(body, channels, 1))
         shortcut = x
         if stride != 1 or x.shape[-1] != channels:
             shortcut = bn()(layers.Conv2D(channels, 1, stride, use_bias=False)(x))
         return layers.ReLU()(layers.Add()([body, shortcut]))
 
     inputs = keras.Input(shape=(28, 28, 1))
-    x = layers.ReLU()(bn()(layers.Conv2D(16, 3, padding="same", use_bias=False)(inputs)))
+    x = layers.ReLU()(bn()(conv3x3(inputs, 16, 1)))
     for channels, stride in ((16, 1), (32, 2), (64, 2)):
         x = block(x, channels, stride)
     x = layers.Flatten()(layers.AveragePooling2D(7)(x))

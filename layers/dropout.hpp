@@ -2,7 +2,7 @@
 // element is zeroed with probability p and the survivors scaled by 1/(1-p);
 // in evaluation it is the identity. The keep/drop decision of element i
 // comes from Philox(seed, offset + i / 8), so a seed gives the same mask on
-// CPU and GPU; forward keeps the decisions as bits (n/8 bytes) for backward.
+// CPU and GPU; forward keeps the decisions for backward, a byte each (n bytes).
 #pragma once
 
 #include <cstdint>
