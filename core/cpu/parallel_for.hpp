@@ -10,7 +10,6 @@ namespace ddl::cpu_backend {
 
 constexpr std::int64_t kParallelGrain = 1 << 15;
 
-//
 // Each thread runs its own copy of the kernel: through the caller's object
 // the compiler must assume that a store to the output (a float*) may change
 // the kernel's own float members (a dropout rate, a scalar), reloads them

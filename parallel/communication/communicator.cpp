@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <optional>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -137,6 +138,9 @@ void settle(std::span<MPI_Request> requests, double timeout) {
   }
 }
 
+// What a stall message says of the rank or ranks it names.
+constexpr std::string_view kMissing = "missing, stuck or took a different path";
+
 // A tag no other exchange uses (theirs are below 0x4000; MPI allows at
 // least 32767).
 constexpr int kLivenessTag = 32001;
@@ -223,11 +227,10 @@ std::string stalled_on(const CommunicatorState& comm, double timeout, int code) 
   exit_after(std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::duration<double>(window)) + kAbortGrace,
              code);
   const auto silent = silent_ranks(comm, window);
-  const std::string path = "missing, stuck or took a different path";
-  if (!silent) return "one of them is " + path;
+  if (!silent) return fmt::format("one of them is {}", kMissing);
   if (silent->empty()) return fmt::format("every rank answered a probe within {:g} s, so none is missing", window);
   return fmt::format("{} did not answer a probe within {:g} s: {} {}", describe_ranks(comm, *silent), window,
-                     silent->size() == 1 ? "it is" : "they are", path);
+                     silent->size() == 1 ? "it is" : "they are", kMissing);
 }
 
 }  // namespace
@@ -269,14 +272,13 @@ void wait_bounded(std::span<MPI_Request> requests, const CommunicatorState& comm
     if (busy) continue;
     const double seconds = std::chrono::duration<double>(waited).count();
     if (seconds > timeout) {
-      abort_job(comm,
-                fmt::format(
-                    "stalled: {} with {} has not completed after {:.0f} s; {} (DDL_STALL_TIMEOUT={:g} s); "
-                    "aborting every rank",
-                    what.describe(), whom(), seconds,
-                    named >= 0 ? whom() + " is missing, stuck or took a different path" : stalled_on(comm, timeout, 1),
-                    timeout),
-                1);
+      abort_job(
+          comm,
+          fmt::format("stalled: {} with {} has not completed after {:.0f} s; {} (DDL_STALL_TIMEOUT={:g} s); "
+                      "aborting every rank",
+                      what.describe(), whom(), seconds,
+                      named >= 0 ? fmt::format("{} is {}", whom(), kMissing) : stalled_on(comm, timeout, 1), timeout),
+          1);
     }
     // Then yield between polls, and later back off, so a communication
     // thread waiting on a slow peer does not take the core from the backward
