@@ -28,8 +28,13 @@ void set_num_threads(int threads);
 //   direct:   the direct sum of products everywhere.
 //   winograd: Winograd wherever oneDNN has it (3x3, stride 1, no dilation,
 //             channels in 16s, AVX-512), direct elsewhere.
+// Where oneDNN has no Winograd kernel (CPUs without AVX-512), ddl's own
+// F(4x4, 3x3) takes its place in float32: in auto where the channels come
+// in 16s, in winograd for every 3x3 stride-1 convolution with padding up to
+// 2 (layers/conv2d_winograd_cpu.cpp).
 // Winograd's rounding error is larger than the direct sum's but stays
-// within the same worst-case bound (tests/layers/test_conv2d.cpp).
+// within float32's worst-case bound for the algorithm
+// (tests/layers/test_conv2d.cpp).
 enum class CpuConvolution { Auto, Direct, Winograd };
 CpuConvolution cpu_convolution();
 void set_cpu_convolution(CpuConvolution algorithm);

@@ -13,6 +13,10 @@
 // Winograd's F(4x4, 3x3) (Lavin & Gray 2016), which computes each 6x6 input
 // tile's 4x4 outputs in 36 multiplications per channel pair instead of 144,
 // 2-4x faster here, at a rounding error a few times the direct sum's.
+// oneDNN has that kernel for AVX-512 only; where it has none (AVX2 CPUs),
+// the same convolutions run on ddl's own F(4x4, 3x3)
+// (conv2d_winograd_cpu.cpp), 1.3-1.7x faster than oneDNN's direct kernel
+// there (docs/PERFORMANCE.md). On AVX-512 oneDNN's is the faster of the two.
 //
 // Measured alternative: im2col + one Eigen GEMM per image (Chellapilla et
 // al. 2006; ddl's kernel until oneDNN replaced it) ran the Keras MNIST CNN's
@@ -32,6 +36,7 @@
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
+#include <ddl/layers/conv2d_winograd.hpp>
 
 #include <memory>
 #include <mutex>
@@ -63,6 +68,7 @@ memory::dims output_dims(const Conv2dGeometry& g) { return {g.batch, g.filters, 
 // One geometry's primitives, created the first time each direction runs.
 struct Convolution {
   dnnl::algorithm algorithm;  // the backward primitives' too
+  bool own_winograd;          // runs on ddl's Winograd kernels instead (conv2d_winograd_cpu.cpp)
   dnnl::convolution_forward::primitive_desc forward_pd;
   dnnl::convolution_forward forward;
   std::optional<std::pair<dnnl::convolution_backward_data::primitive_desc, dnnl::convolution_backward_data>>
@@ -77,8 +83,19 @@ using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, s
                        std::int64_t, std::int64_t, std::int64_t, bool, config::CpuConvolution, config::CpuPrecision>;
 
 Key key_of(const Conv2dGeometry& g, bool bias) {
-  return {g.batch,    g.channels, g.height, g.width, g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding,
-          g.dilation, bias,       config::cpu_convolution(), config::cpu_precision()};
+  return {g.batch,
+          g.channels,
+          g.height,
+          g.width,
+          g.filters,
+          g.kernel_h,
+          g.kernel_w,
+          g.stride,
+          g.padding,
+          g.dilation,
+          bias,
+          config::cpu_convolution(),
+          config::cpu_precision()};
 }
 
 // The algorithm to ask oneDNN for (config::CpuConvolution). Winograd and
@@ -100,6 +117,22 @@ dnnl::algorithm wanted_algorithm(const Conv2dGeometry& g) {
   return dnnl::algorithm::convolution_direct;
 }
 
+// Whether g would run on Winograd's algorithm if oneDNN had it: where
+// oneDNN's choice is asked for (the channels fill its blocks) or Winograd
+// is, in float32.
+bool wanted_winograd(const Conv2dGeometry& g) {
+  if (config::cpu_precision() != config::CpuPrecision::Float32) return false;
+  switch (config::cpu_convolution()) {
+    case config::CpuConvolution::Auto:
+      return wanted_algorithm(g) == dnnl::algorithm::convolution_auto;
+    case config::CpuConvolution::Winograd:
+      return true;
+    case config::CpuConvolution::Direct:
+      break;
+  }
+  return false;
+}
+
 // Strides, padding and dilation as oneDNN counts them (dilation 0 = dense).
 struct Steps {
   memory::dims strides, padding, dilation;
@@ -118,18 +151,29 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
                                             any_layout(output_dims(g)), s.strides, s.dilation, s.padding, s.padding);
     return dnnl::convolution_forward::primitive_desc(d, onednn::user_scratchpad(), onednn::engine());
   };
-  dnnl::algorithm algorithm = wanted_algorithm(g);
-  auto pd = onednn::describe("conv2d forward", [&] {
+  // The primitive for `algorithm`, or none where oneDNN has no kernel for
+  // it (Winograd without AVX-512, or in bf16).
+  const auto kernel_for = [&](dnnl::algorithm algorithm) -> std::optional<dnnl::convolution_forward::primitive_desc> {
     try {
       return forward_pd(algorithm);
     } catch (const dnnl::error& error) {
-      // Winograd asked for where oneDNN has no kernel for it (no AVX-512, or bf16).
-      if (error.status != dnnl_unimplemented || algorithm != dnnl::algorithm::convolution_winograd) throw;
-      algorithm = dnnl::algorithm::convolution_direct;
-      return forward_pd(algorithm);
+      if (error.status != dnnl_unimplemented) throw;
+      return std::nullopt;
     }
-  });
-  return {algorithm, pd, dnnl::convolution_forward(pd), std::nullopt, std::nullopt};
+  };
+  dnnl::algorithm algorithm = wanted_algorithm(g);
+  auto pd = onednn::describe("conv2d forward", [&] { return kernel_for(algorithm); });
+  if (!pd) {
+    algorithm = dnnl::algorithm::convolution_direct;
+    pd = onednn::describe("conv2d forward", [&] { return forward_pd(algorithm); });
+  }
+  // ddl's own Winograd kernels take the place of oneDNN's where it has none.
+  const bool own_winograd = wanted_winograd(g) && winograd::applies(g) &&
+                            std::string(pd->impl_info_str()).find("wino") == std::string::npos &&
+                            !onednn::describe("conv2d forward", [&] {
+                               return kernel_for(dnnl::algorithm::convolution_winograd);
+                             }).has_value();
+  return {algorithm, own_winograd, *pd, dnnl::convolution_forward(*pd), std::nullopt, std::nullopt};
 }
 
 // The primitives of `g`, made once per geometry and shared by every thread
@@ -179,6 +223,7 @@ void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* we
                     float* output) {
   const std::shared_ptr<const Convolution> held = convolution_of(g, bias != nullptr);
   const Convolution& c = *held;
+  if (c.own_winograd) return winograd::forward(g, input, weight, bias, output);
   const auto& pd = c.forward_pd;
   const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, input), pd.src_desc(), Slot::Input,
                                      "conv2d forward: reordering the input");
@@ -196,11 +241,13 @@ void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* we
 }
 
 std::string conv2d_implementation(const Conv2dGeometry& g) {
-  return convolution_of(g, false)->forward_pd.impl_info_str();
+  const std::shared_ptr<const Convolution> held = convolution_of(g, false);
+  return held->own_winograd ? "ddl_winograd_4x3" : held->forward_pd.impl_info_str();
 }
 
 Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
   const std::shared_ptr<const Convolution> held = convolution_of(g, false);
+  if (held->own_winograd) return winograd::forward_staging(g);
   const auto& pd = held->forward_pd;
   // A slot is used only when the layouts differ (onednn::to_layout).
   const auto staged = [](const memory::dims& dims, Tag plain, const memory::desc& wanted) {
@@ -218,6 +265,14 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
   const bool weight_side = operands.grad_weight != nullptr || with_bias;
   const std::shared_ptr<Convolution> held = convolution_of(g, with_bias);
   Convolution& c = *held;
+  if (c.own_winograd) {
+    if (operands.grad_input != nullptr)
+      winograd::backward_data(g, operands.weight, operands.grad_output, operands.grad_input);
+    if (weight_side) {
+      winograd::backward_weights(g, operands.input, operands.grad_output, operands.grad_weight, operands.grad_bias);
+    }
+    return;
+  }
   if (operands.grad_input != nullptr) add_backward_data(g, c);
   if (weight_side) add_backward_weights(g, c);
   // Both directions read the output's gradient, normally in the same

@@ -2,6 +2,7 @@
 // conv2d_cuda.cpp) and the geometry they share. Internal: not installed.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -13,18 +14,18 @@ namespace ddl::layers {
 // The extents of one convolution, the contract between conv2d()
 // (which checks them) and the backend kernels below.
 struct Conv2dGeometry {
-  std::int64_t batch = 0;         // N
-  std::int64_t channels = 0;      // C, input channels
-  std::int64_t height = 0;        // H
-  std::int64_t width = 0;         // W
-  std::int64_t filters = 0;       // K, output channels
-  std::int64_t kernel_h = 0;      // kh
-  std::int64_t kernel_w = 0;      // kw
+  std::int64_t batch = 0;     // N
+  std::int64_t channels = 0;  // C, input channels
+  std::int64_t height = 0;    // H
+  std::int64_t width = 0;     // W
+  std::int64_t filters = 0;   // K, output channels
+  std::int64_t kernel_h = 0;  // kh
+  std::int64_t kernel_w = 0;  // kw
   std::int64_t stride = 1;
   std::int64_t padding = 0;
   std::int64_t dilation = 1;
-  std::int64_t out_height = 0;    // OH
-  std::int64_t out_width = 0;     // OW
+  std::int64_t out_height = 0;  // OH
+  std::int64_t out_width = 0;   // OW
 
   std::int64_t input_image_size() const { return channels * height * width; }  // C H W
   std::int64_t output_image_size() const { return filters * out_pixels(); }    // K OH OW
@@ -49,7 +50,6 @@ struct Conv2dBackward {
 
 }  // namespace ddl::layers
 
-
 // The kernels, one set per backend. Pointers are memory of the tensors'
 // device; the gradients are overwritten, not added to.
 namespace ddl::cpu_backend {
@@ -63,6 +63,20 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands);
 // use and is kept, outside the allocator's count.
 struct Conv2dStaging {
   std::size_t input = 0, weights = 0, output = 0, scratchpad = 0;
+  std::size_t input_channels_last = 0, output_channels_last = 0;  // ddl's Winograd kernels' reordered copies
+
+  // Each slot's buffer grows to its largest use: the larger of each.
+  void keep_largest(const Conv2dStaging& other) {
+    input = std::max(input, other.input);
+    weights = std::max(weights, other.weights);
+    output = std::max(output, other.output);
+    scratchpad = std::max(scratchpad, other.scratchpad);
+    input_channels_last = std::max(input_channels_last, other.input_channels_last);
+    output_channels_last = std::max(output_channels_last, other.output_channels_last);
+  }
+  std::size_t total() const {
+    return input + weights + output + scratchpad + input_channels_last + output_channels_last;
+  }
 };
 Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g);
 // The forward primitive oneDNN chose for g, e.g. "jit_wino_4x3:avx512_core".

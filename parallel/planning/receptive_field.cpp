@@ -225,7 +225,7 @@ std::size_t float_bytes(const Shape& shape) { return static_cast<std::size_t>(sh
 // an output) while it runs.
 struct Walk {
   DeviceType device = DeviceType::CPU;
-  std::size_t peak = 0;    // the most bytes alive at once
+  std::size_t peak = 0;                // the most bytes alive at once
   cpu_backend::Conv2dStaging staging;  // per staging buffer, the largest use
 
   struct Result {
@@ -282,11 +282,7 @@ struct Walk {
                                      .dilation = layer.conv.dilation,
                                      .out_height = rows,
                                      .out_width = cols};
-      const cpu_backend::Conv2dStaging used = cpu_backend::conv2d_forward_staging(g);
-      staging.input = std::max(staging.input, used.input);
-      staging.weights = std::max(staging.weights, used.weights);
-      staging.output = std::max(staging.output, used.output);
-      staging.scratchpad = std::max(staging.scratchpad, used.scratchpad);
+      staging.keep_largest(cpu_backend::conv2d_forward_staging(g));
     }
     return {out, true};
   }
@@ -380,8 +376,7 @@ TileMemory SpatialModel::memory(const Shape& input, DeviceType device) const {
   const std::size_t input_bytes = float_bytes(input);
   walk.alive(input_bytes);
   walk.sequence(layers_, input, input_bytes);
-  const cpu_backend::Conv2dStaging& s = walk.staging;
-  return {parameter_bytes_ + walk.peak, s.input + s.weights + s.output + s.scratchpad};
+  return {parameter_bytes_ + walk.peak, walk.staging.total()};
 }
 
 ReceptiveField receptive_field(const layers::Module& model) { return SpatialModel(model).receptive_field(); }

@@ -8,6 +8,7 @@
 #include <ddl/ddl.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
+#include <ddl/layers/conv2d_winograd.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -437,10 +438,10 @@ ReferenceGradients reference_conv2d_backward(const ConvCase& t, const std::vecto
 
 }  // namespace
 
-TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within float32's error bound, both ways") {
+TEST_CASE("conv2d with the Winograd and direct algorithms stays within float32's error bound, both ways") {
   // 3x3 at stride 1 with channels in multiples of 16, where oneDNN has a
-  // Winograd F(4x4, 3x3) kernel (on AVX-512); sides that are no multiple
-  // of the 4x4 output tiles.
+  // Winograd F(4x4, 3x3) kernel (on AVX-512) and ddl's own takes its place
+  // elsewhere; sides that are no multiple of the 4x4 output tiles.
   Generator generator(81);
   const config::CpuConvolution before = config::cpu_convolution();
   for (const std::int64_t padding : {0, 1}) {
@@ -456,7 +457,7 @@ TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within floa
       const std::string implementation = cpu_backend::conv2d_implementation(
           {t.n, t.c, t.h, t.w, t.k, t.kh, t.kw, 1, padding, 1, t.h - 2 + 2 * padding, t.w - 2 + 2 * padding});
       CAPTURE(implementation);
-      if (winograd && __builtin_cpu_supports("avx512f")) CHECK(implementation.find("wino") != std::string::npos);
+      if (winograd) CHECK(implementation.find("wino") != std::string::npos);
       if (!winograd) CHECK(implementation.find("wino") == std::string::npos);
       const Tensor xs = x.clone().set_requires_grad(), ws = w.clone().set_requires_grad();
       const Tensor y = layers::conv2d(xs, ws, Tensor(), t.options);
@@ -478,6 +479,178 @@ TEST_CASE("conv2d with oneDNN's Winograd and direct algorithms stays within floa
     }
   }
   set_cpu_convolution(before);
+}
+
+namespace {
+
+// What float32's error bound for Winograd's F(4x4, 3x3) is measured
+// against: the forward convolution computed the Winograd way with every
+// matrix entry and operand made positive, in double (a bound on each
+// rounded operation's operands, tile by tile). The matrices are Lavin &
+// Gray's, written out here independently of the kernels'.
+std::vector<double> winograd_magnitudes(const ConvCase& t, const std::vector<float>& x, const std::vector<float>& w,
+                                        const std::vector<float>& b) {
+  using Matrix = std::vector<std::vector<double>>;
+  const Matrix bt = {{4, 0, 5, 0, 1, 0}, {0, 4, 4, 1, 1, 0}, {0, 4, 4, 1, 1, 0},
+                     {0, 2, 1, 2, 1, 0}, {0, 2, 1, 2, 1, 0}, {0, 4, 0, 5, 0, 1}};
+  const Matrix g = {{1.0 / 4, 0, 0},
+                    {1.0 / 6, 1.0 / 6, 1.0 / 6},
+                    {1.0 / 6, 1.0 / 6, 1.0 / 6},
+                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                    {0, 0, 1}};
+  const Matrix at = {{1, 1, 1, 1, 1, 0}, {0, 1, 1, 2, 2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, 1, 8, 8, 1}};
+  // m · in · mᵀ
+  const auto sandwich = [](const Matrix& m, const Matrix& in) {
+    const std::size_t rows = m.size(), inner = in.size();
+    Matrix half(rows, std::vector<double>(inner)), out(rows, std::vector<double>(rows));
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < inner; ++j) {
+        for (std::size_t s = 0; s < inner; ++s) half[i][j] += m[i][s] * in[s][j];
+      }
+    }
+    for (std::size_t i = 0; i < rows; ++i) {
+      for (std::size_t j = 0; j < rows; ++j) {
+        for (std::size_t s = 0; s < inner; ++s) out[i][j] += half[i][s] * m[j][s];
+      }
+    }
+    return out;
+  };
+  const std::int64_t p = t.options.padding, oh = t.h + 2 * p - 2, ow = t.w + 2 * p - 2;
+  const auto at_index = [](std::int64_t i) { return static_cast<std::size_t>(i); };
+  std::vector<Matrix> u(at_index(t.k * t.c));  // |G| |w[k][c]| |G|ᵀ
+  for (std::int64_t f = 0; f < t.k * t.c; ++f) {
+    Matrix filter(3, std::vector<double>(3));
+    for (std::int64_t r = 0; r < 9; ++r) filter[at_index(r / 3)][at_index(r % 3)] = std::abs(w[at_index(f * 9 + r)]);
+    u[at_index(f)] = sandwich(g, filter);
+  }
+  std::vector<double> magnitude(at_index(t.n * t.k * oh * ow));
+  for (std::int64_t n = 0; n < t.n; ++n) {
+    for (std::int64_t row = 0; row < oh; row += 4) {
+      for (std::int64_t col = 0; col < ow; col += 4) {
+        std::vector<Matrix> v(at_index(t.c));  // |Bᵀ| |patch of channel c| |B|
+        for (std::int64_t c = 0; c < t.c; ++c) {
+          Matrix patch(6, std::vector<double>(6));
+          for (std::int64_t i = 0; i < 6; ++i) {
+            for (std::int64_t j = 0; j < 6; ++j) {
+              const std::int64_t y = row - p + i, xx = col - p + j;
+              if (y < 0 || y >= t.h || xx < 0 || xx >= t.w) continue;
+              patch[at_index(i)][at_index(j)] = std::abs(x[at_index(((n * t.c + c) * t.h + y) * t.w + xx)]);
+            }
+          }
+          v[at_index(c)] = sandwich(bt, patch);
+        }
+        for (std::int64_t k = 0; k < t.k; ++k) {
+          Matrix product(6, std::vector<double>(6));
+          for (std::int64_t c = 0; c < t.c; ++c) {
+            for (std::size_t i = 0; i < 6; ++i) {
+              for (std::size_t j = 0; j < 6; ++j)
+                product[i][j] += u[at_index(k * t.c + c)][i][j] * v[at_index(c)][i][j];
+            }
+          }
+          const Matrix tile = sandwich(at, product);
+          for (std::int64_t i = 0; i < 4 && row + i < oh; ++i) {
+            for (std::int64_t j = 0; j < 4 && col + j < ow; ++j) {
+              magnitude[at_index(((n * t.k + k) * oh + row + i) * ow + col + j)] =
+                  tile[at_index(i)][at_index(j)] + (b.empty() ? 0.0 : std::abs(b[at_index(k)]));
+            }
+          }
+        }
+      }
+    }
+  }
+  return magnitude;
+}
+
+// The rounded operations on the way to one output beyond the sum over the
+// C input channels: Bᵀ d B two passes of at most 4 terms (8), G g Gᵀ two
+// passes of 3 with 1/6 and 1/24 rounded in G (8), the product (1), Aᵀ M A
+// two passes of 5 (10) and the bias (1). Float32's bound for an output is
+// then (C + 28) 2^-24 times its Winograd magnitude.
+constexpr std::int64_t kWinogradRoundings = 28;
+
+}  // namespace
+
+TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bound, both ways, on any thread count") {
+  // The kernels called directly: conv2d runs them only where oneDNN has no
+  // Winograd kernel (CPUs without AVX-512). Channels that fill no block of
+  // 16 lanes or one and a bit, sides that are no multiple of the 4x4 tiles,
+  // every padding they take, and a batch of more than one chunk.
+  Generator generator(87);
+  const int threads_before = config::num_threads();
+  for (const ConvCase& t :
+       {ConvCase{3, 17, 13, 11, 33, 3, 3, options(1, 0, 1)}, ConvCase{2, 5, 9, 10, 7, 3, 3, options(1, 1, 1)},
+        ConvCase{4, 32, 6, 7, 16, 3, 3, options(1, 2, 1)}, ConvCase{58, 3, 66, 66, 5, 3, 3, options(1, 0, 1)}}) {
+    const std::string conv_case = describe(t);
+    CAPTURE(conv_case);
+    const std::int64_t p = t.options.padding, oh = t.h + 2 * p - 2, ow = t.w + 2 * p - 2;
+    const layers::Conv2dGeometry g{t.n, t.c, t.h, t.w, t.k, 3, 3, 1, p, 1, oh, ow};
+    REQUIRE(cpu_backend::winograd::applies(g));
+    const bool chunked = cpu_backend::winograd::images_per_chunk(g) < t.n;
+    const std::vector<float> x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator).to_vector<float>();
+    const std::vector<float> w = test::uniform_tensor({t.k, t.c, 3, 3}, generator).to_vector<float>();
+    const std::vector<float> b = test::uniform_tensor({t.k}, generator).to_vector<float>();
+    const std::vector<float> dy = test::uniform_tensor({t.n, t.k, oh, ow}, generator).to_vector<float>();
+    const std::vector<float> y_expected = reference_conv2d(t, x, w, b);
+    const std::vector<double> ym = winograd_magnitudes(t, x, w, b);
+    const ReferenceGradients r = reference_conv2d_backward(t, x, w, dy);
+    // The input's gradient is the forward convolution of dy with the filters
+    // turned and the channel roles swapped, at padding 2 - p.
+    std::vector<float> turned(w.size());
+    for (std::int64_t k = 0; k < t.k; ++k) {
+      for (std::int64_t c = 0; c < t.c; ++c) {
+        for (std::int64_t r9 = 0; r9 < 9; ++r9) {
+          turned[static_cast<std::size_t>((c * t.k + k) * 9 + r9)] =
+              w[static_cast<std::size_t>((k * t.c + c) * 9 + 8 - r9)];
+        }
+      }
+    }
+    const std::vector<double> dx_magnitude =
+        winograd_magnitudes({t.n, t.k, oh, ow, t.c, 3, 3, options(1, 2 - p, 1)}, dy, turned, {});
+    std::vector<double> db(static_cast<std::size_t>(t.k)), db_magnitude(db.size());
+    for (std::size_t i = 0; i < dy.size(); ++i) {
+      const auto k = static_cast<std::size_t>(static_cast<std::int64_t>(i) / (oh * ow) % t.k);
+      db[k] += dy[i];
+      db_magnitude[k] += std::abs(dy[i]);
+    }
+
+    std::vector<std::vector<float>> first_run;
+    for (const int threads : {1, 2}) {
+      CAPTURE(threads);
+      set_num_threads(threads);
+      std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), dbias(b.size());
+      cpu_backend::winograd::forward(g, x.data(), w.data(), b.data(), y.data());
+      cpu_backend::winograd::backward_data(g, w.data(), dy.data(), dx.data());
+      cpu_backend::winograd::backward_weights(g, x.data(), dy.data(), dw.data(), dbias.data());
+      if (threads == 2) {
+        CHECK(y == first_run[0]);
+        CHECK(dx == first_run[1]);
+        CHECK(dw == first_run[2]);
+        CHECK(dbias == first_run[3]);
+        continue;
+      }
+      double ratio_y = 0, ratio_dx = 0, ratio_dw = 0, ratio_db = 0;
+      CHECK(within_dot_product_bound(from_vector(y, {t.n, t.k, oh, ow}), {y_expected.begin(), y_expected.end()}, ym,
+                                     t.c + kWinogradRoundings, &ratio_y));
+      CHECK(within_dot_product_bound(from_vector(dx, {t.n, t.c, t.h, t.w}), r.dx, dx_magnitude,
+                                     t.k + kWinogradRoundings, &ratio_dx));
+      CHECK(
+          within_dot_product_bound(from_vector(dw, {t.k, t.c, 3, 3}), r.dw, r.dw_magnitude, t.n * oh * ow, &ratio_dw));
+      CHECK(within_dot_product_bound(from_vector(dbias, {t.k}), db, db_magnitude, t.n * oh * ow, &ratio_db));
+      MESSAGE(
+          fmt::format("ddl_winograd_4x3{}: worst error / (2^-24 magnitude): forward {:.2f}, input gradient {:.2f} "
+                      "(of Winograd's magnitudes), weight gradient {:.2f}, bias gradient {:.2f}",
+                      chunked ? " (batch in chunks)" : "", ratio_y, ratio_dx, ratio_dw, ratio_db));
+      first_run = {y, dx, dw, dbias};
+    }
+    // The bias's gradient alone (a frozen weight) is the same sum.
+    std::vector<float> dbias_alone(b.size());
+    cpu_backend::winograd::backward_weights(g, x.data(), dy.data(), nullptr, dbias_alone.data());
+    CHECK(dbias_alone == first_run[3]);
+  }
+  set_num_threads(threads_before);
+  // The last case really went through in chunks.
+  CHECK(cpu_backend::winograd::images_per_chunk({58, 3, 66, 66, 5, 3, 3, 1, 0, 1, 64, 64}) < 58);
 }
 
 TEST_CASE("conv2d in bf16 mixed precision multiplies bf16-rounded operands and sums them within float32's bound") {

@@ -1,0 +1,25 @@
+// ddl's own Winograd F(4x4, 3x3) convolution on the CPU (conv2d_winograd_cpu.cpp
+// explains it), which conv2d_cpu.cpp runs where oneDNN has no Winograd
+// kernel. Internal: not installed.
+#pragma once
+
+#include <ddl/layers/conv2d_kernels.hpp>
+
+namespace ddl::cpu_backend::winograd {
+
+// Whether g is a convolution these kernels compute: 3x3, stride 1, no
+// dilation, padding at most 2.
+bool applies(const layers::Conv2dGeometry& g);
+
+// y = conv(x, w) + bias (bias may be null). Tensors are NCHW / OIHW.
+void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y);
+// dx, the input's gradient, from the output's, dy.
+void backward_data(const layers::Conv2dGeometry& g, const float* w, const float* dy, float* dx);
+// dw and dbias (either may be null) from the input x and dy.
+void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias);
+// How many images forward() and backward_weights() take through at once.
+std::int64_t images_per_chunk(const layers::Conv2dGeometry& g);
+// The staging buffers forward() uses (conv2d_forward_staging).
+Conv2dStaging forward_staging(const layers::Conv2dGeometry& g);
+
+}  // namespace ddl::cpu_backend::winograd

@@ -1,0 +1,421 @@
+// Winograd's minimal filtering F(4x4, 3x3) (Winograd 1980; Lavin & Gray
+// 2016) for 3x3 convolutions at stride 1 on the CPU, forward and both
+// backward directions: ddl's own, for CPUs where oneDNN has no Winograd
+// kernel (it has one for AVX-512 only; see conv2d_cpu.cpp for who runs
+// what).
+//
+// The output is cut into 4x4 tiles. Each tile's 6x6 input patch d and each
+// 3x3 filter g go to a 6x6 "transformed" domain, V = Bᵀ d B and
+// U = G g Gᵀ, where the convolution becomes a pointwise product summed over
+// channels, M = Σ_c U ⊙ V, and the tile comes back as Y = Aᵀ M A. The
+// 36 pointwise products, one per point ξ of the 6x6 domain, are 36 GEMMs
+// over the whole batch's tiles: M[ξ] (tiles x K) = V[ξ] (tiles x C) ·
+// U[ξ] (C x K). They hold 36 multiply-adds per tile and channel pair where
+// the direct sum holds 16 x 9 = 144, so 4x fewer; the transforms are cheap
+// beside them. The price is rounding: the transforms' coefficients (up to
+// 8 in Aᵀ, 5 in Bᵀ, 1/24 in G) amplify float32's error a few times over the
+// direct sum's (tests/layers/test_conv2d.cpp measures it).
+//
+// The backward directions are the same algebra:
+//   dX is a forward convolution of dY (padded by 2 - p) with each filter
+//      turned by 180° and the channel roles swapped;
+//   dW comes from differentiating Y = Aᵀ (U ⊙ V) A: the tile's gradient in
+//      the transformed domain is dM = A dY Aᵀ, then dU[ξ] (C x K) =
+//      V[ξ]ᵀ · dM[ξ] summed over all tiles (one GEMM per ξ, the sum over
+//      tiles as its depth), and dW = Gᵀ dU G.
+//
+// The batch goes through in chunks of images whose transformed tiles fit a
+// few MiB (kChunkBytes), so that what the transforms write is still in
+// cache when the GEMMs read it. Every loop splits its work by tile or by
+// channel and the GEMMs are ddl's (results independent of the thread
+// count), so a result is the same bits on any thread count.
+#include <ddl/core/backend.hpp>
+#include <ddl/core/cpu/onednn.hpp>
+#include <ddl/layers/conv2d_winograd.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace ddl::cpu_backend::winograd {
+namespace {
+
+constexpr std::int64_t kTile = 4;     // output tile side
+constexpr std::int64_t kPatch = 6;    // input patch side: kTile + 3 - 1
+constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
+// Channels transformed together: the transforms' loops over them are the
+// vectorised ones (two AVX2 registers, one AVX-512 register).
+constexpr std::int64_t kLanes = 16;
+// The transformed tiles (V and M, or V and dM) of one chunk of images.
+constexpr std::int64_t kChunkBytes = std::int64_t{16} << 20;
+
+template <std::size_t Rows, std::size_t Cols>
+using Matrix = std::array<std::array<float, Cols>, Rows>;
+
+template <std::size_t Rows, std::size_t Cols>
+constexpr Matrix<Cols, Rows> transpose(const Matrix<Rows, Cols>& m) {
+  Matrix<Cols, Rows> t{};
+  for (std::size_t i = 0; i < Rows; ++i) {
+    for (std::size_t j = 0; j < Cols; ++j) t[j][i] = m[i][j];
+  }
+  return t;
+}
+
+// Lavin & Gray's matrices for F(4x4, 3x3), interpolating at 0, ±1, ±2, ∞.
+constexpr Matrix<6, 6> kBt = {{{4, 0, -5, 0, 1, 0},
+                               {0, -4, -4, 1, 1, 0},
+                               {0, 4, -4, -1, 1, 0},
+                               {0, -2, -1, 2, 1, 0},
+                               {0, 2, -1, -2, 1, 0},
+                               {0, 4, 0, -5, 0, 1}}};
+constexpr Matrix<6, 3> kG = {{{1.0f / 4, 0, 0},
+                              {-1.0f / 6, -1.0f / 6, -1.0f / 6},
+                              {-1.0f / 6, 1.0f / 6, -1.0f / 6},
+                              {1.0f / 24, 1.0f / 12, 1.0f / 6},
+                              {1.0f / 24, -1.0f / 12, 1.0f / 6},
+                              {0, 0, 1}}};
+constexpr Matrix<4, 6> kAt = {{{1, 1, 1, 1, 1, 0}, {0, 1, -1, 2, -2, 0}, {0, 1, 1, 4, 4, 0}, {0, 1, -1, 8, -8, 1}}};
+constexpr Matrix<6, 4> kA = transpose(kAt);
+constexpr Matrix<3, 6> kGt = transpose(kG);
+
+// kLanes channels' values at one point: one SIMD operand (GCC's vector
+// extension; two AVX2 registers, one AVX-512 register).
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+// A square of points, each holding kLanes channels.
+template <std::size_t Side>
+using Block = std::array<std::array<Lanes, Side>, Side>;
+
+// m · in · mᵀ, for kLanes channels at once. The matrices are constants, so
+// once this is inlined and unrolled the compiler drops the zero terms.
+template <std::size_t Rows, std::size_t Cols>
+[[gnu::always_inline]] inline Block<Rows> sandwich(const Matrix<Rows, Cols>& m, const Block<Cols>& in) {
+  std::array<std::array<Lanes, Cols>, Rows> half;  // m · in
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < Rows; ++i) {
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < Cols; ++j) {
+      Lanes sum = {};
+#pragma GCC unroll 8
+      for (std::size_t s = 0; s < Cols; ++s) {
+        if (m[i][s] != 0) sum += m[i][s] * in[s][j];
+      }
+      half[i][j] = sum;
+    }
+  }
+  Block<Rows> out;
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < Rows; ++i) {
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < Rows; ++j) {
+      Lanes sum = {};
+#pragma GCC unroll 8
+      for (std::size_t s = 0; s < Cols; ++s) {
+        if (m[j][s] != 0) sum += m[j][s] * half[i][s];
+      }
+      out[i][j] = sum;
+    }
+  }
+  return out;
+}
+
+// Lanes as they lie in a tensor: aligned to a float only, and allowed to
+// alias the floats around them.
+using Unaligned = float __attribute__((vector_size(sizeof(Lanes)), aligned(alignof(float)), may_alias));
+
+// v = the first `lanes` values at `from` (zeros after them), and back. A
+// full set is one vector move; a copy of a variable length is a loop.
+void load(const float* from, std::int64_t lanes, Lanes& v) {
+  if (lanes == kLanes) {
+    v = *reinterpret_cast<const Unaligned*>(from);
+  } else {
+    v = Lanes{};
+    std::memcpy(&v, from, static_cast<std::size_t>(lanes) * sizeof(float));
+  }
+}
+void store(const Lanes& v, float* to, std::int64_t lanes) {
+  if (lanes == kLanes) {
+    *reinterpret_cast<Unaligned*>(to) = v;
+  } else {
+    std::memcpy(to, &v, static_cast<std::size_t>(lanes) * sizeof(float));
+  }
+}
+
+// One stride-1 3x3 convolution as the tiles see it: `in_channels` planes
+// of height x width in, `out_channels` planes of out_height x out_width
+// out, `padding` on every side.
+struct Plan {
+  std::int64_t in_channels, height, width;
+  std::int64_t out_channels, out_height, out_width;
+  std::int64_t padding;
+  std::int64_t rows() const { return (out_height + kTile - 1) / kTile; }  // tiles per column of an image
+  std::int64_t cols() const { return (out_width + kTile - 1) / kTile; }   // tiles per row
+  std::int64_t tiles_per_image() const { return rows() * cols(); }
+  // Images per chunk: as many as fit kChunkBytes, at least one.
+  std::int64_t chunk(std::int64_t batch) const {
+    const std::int64_t per_image = kPoints * tiles_per_image() * (in_channels + out_channels) * 4;
+    return std::clamp<std::int64_t>(kChunkBytes / per_image, 1, batch);
+  }
+};
+
+// Where a tile sits: its image and the top-left corner of its outputs.
+struct TileAt {
+  std::int64_t image, row, col;
+};
+TileAt tile_at(const Plan& p, std::int64_t tile) {
+  return {tile / p.tiles_per_image(), tile / p.cols() % p.rows() * kTile, tile % p.cols() * kTile};
+}
+
+// V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
+// `images` images from x (channels-last: NHWC), zeros outside the input.
+void transform_inputs(const Plan& p, std::int64_t images, const float* x, float* v) {
+  const std::int64_t tiles = images * p.tiles_per_image(), channels = p.in_channels;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const TileAt at = tile_at(p, t);
+    const std::int64_t top = at.row - p.padding, left = at.col - p.padding;
+    const std::int64_t i_begin = std::max<std::int64_t>(0, -top), i_end = std::min(kPatch, p.height - top);
+    const std::int64_t j_begin = std::max<std::int64_t>(0, -left), j_end = std::min(kPatch, p.width - left);
+    for (std::int64_t c0 = 0; c0 < channels; c0 += kLanes) {
+      const std::int64_t lanes = std::min(kLanes, channels - c0);
+      Block<kPatch> d = {};
+      for (std::int64_t i = i_begin; i < i_end; ++i) {
+        for (std::int64_t j = j_begin; j < j_end; ++j) {
+          load(x + ((at.image * p.height + top + i) * p.width + left + j) * channels + c0, lanes, d[i][j]);
+        }
+      }
+      const Block<kPatch> transformed = sandwich(kBt, d);
+      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+        store(transformed[xi / kPatch][xi % kPatch], v + (xi * tiles + t) * channels + c0, lanes);
+      }
+    }
+  }
+}
+
+// y (channels-last: NHWC) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t
+// and output channel k, the parts of the 4x4 tiles that fall inside the
+// output.
+void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, float* y) {
+  const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const TileAt at = tile_at(p, t);
+    const std::int64_t rows = std::min(kTile, p.out_height - at.row), cols = std::min(kTile, p.out_width - at.col);
+    for (std::int64_t k0 = 0; k0 < channels; k0 += kLanes) {
+      const std::int64_t lanes = std::min(kLanes, channels - k0);
+      Block<kPatch> transformed;
+      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+        load(m + (xi * tiles + t) * channels + k0, lanes, transformed[xi / kPatch][xi % kPatch]);
+      }
+      const Block<kTile> out = sandwich(kAt, transformed);
+      Lanes b = {};
+      if (bias != nullptr) load(bias + k0, lanes, b);
+      for (std::int64_t i = 0; i < rows; ++i) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+          store(out[i][j] + b, y + ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels + k0,
+                lanes);
+        }
+      }
+    }
+  }
+}
+
+// dM[ξ][t][k] = (A dy Aᵀ)[ξ] for tile t's 4x4 of output channel k's
+// gradient (channels-last: NHWC; zeros past the output's edge).
+void transform_output_gradients(const Plan& p, std::int64_t images, const float* dy, float* dm) {
+  const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const TileAt at = tile_at(p, t);
+    const std::int64_t rows = std::min(kTile, p.out_height - at.row), cols = std::min(kTile, p.out_width - at.col);
+    for (std::int64_t k0 = 0; k0 < channels; k0 += kLanes) {
+      const std::int64_t lanes = std::min(kLanes, channels - k0);
+      Block<kTile> g = {};
+      for (std::int64_t i = 0; i < rows; ++i) {
+        for (std::int64_t j = 0; j < cols; ++j) {
+          load(dy + ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels + k0, lanes,
+               g[i][j]);
+        }
+      }
+      const Block<kPatch> transformed = sandwich(kA, g);
+      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+        store(transformed[xi / kPatch][xi % kPatch], dm + (xi * tiles + t) * channels + k0, lanes);
+      }
+    }
+  }
+}
+
+// U[ξ][i][o] = (G g Gᵀ)[ξ] for the filter g from input channel i to output
+// channel o. Forward, g is w[o][i]; for the input's gradient (the channel
+// roles swapped) it is w[i][o] turned by 180°.
+void transform_filters(const float* w, std::int64_t in_channels, std::int64_t out_channels, bool turned, float* u) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < in_channels; ++i) {
+    for (std::int64_t o0 = 0; o0 < out_channels; o0 += kLanes) {
+      const std::int64_t lanes = std::min(kLanes, out_channels - o0);
+      Block<3> g = {};
+      for (std::int64_t l = 0; l < lanes; ++l) {
+        const float* filter = w + (turned ? (i * out_channels + o0 + l) : ((o0 + l) * in_channels + i)) * 9;
+        for (std::int64_t r = 0; r < 9; ++r) g[r / 3][r % 3][l] = filter[turned ? 8 - r : r];
+      }
+      const Block<kPatch> transformed = sandwich(kG, g);
+      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+        store(transformed[xi / kPatch][xi % kPatch], u + (xi * in_channels + i) * out_channels + o0, lanes);
+      }
+    }
+  }
+}
+
+// dw[k][c] = Gᵀ dU[.][c][k] G: the filters' gradient from the transformed domain's.
+void untransform_filter_gradients(const float* du, std::int64_t channels, std::int64_t filters, float* dw) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < channels; ++c) {
+    for (std::int64_t k0 = 0; k0 < filters; k0 += kLanes) {
+      const std::int64_t lanes = std::min(kLanes, filters - k0);
+      Block<kPatch> transformed;
+      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+        load(du + (xi * channels + c) * filters + k0, lanes, transformed[xi / kPatch][xi % kPatch]);
+      }
+      const Block<3> g = sandwich(kGt, transformed);
+      for (std::int64_t l = 0; l < lanes; ++l) {
+        float* filter = dw + ((k0 + l) * channels + c) * 9;
+        for (std::int64_t r = 0; r < 9; ++r) filter[r] = g[r / 3][r % 3][l];
+      }
+    }
+  }
+}
+
+// The 36 products of a chunk, c[ξ] = op(a[ξ]) · b[ξ] (+ c[ξ] when accumulating).
+void multiply_points(bool transpose_a, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
+                     float* c, bool accumulate) {
+  backend::GemmArgs args;
+  args.trans_a = transpose_a;
+  args.m = m, args.n = n, args.k = k;
+  args.beta = accumulate ? 1.0f : 0.0f;
+  args.a = a, args.b = b, args.c = c;
+  args.batch = kPoints;
+  args.stride_a = m * k, args.stride_b = k * n, args.stride_c = m * n;
+  cpu_backend::gemm(args);
+}
+
+float* buffer(onednn::Slot slot, std::int64_t floats) {
+  return static_cast<float*>(onednn::staging(slot, static_cast<std::size_t>(floats) * sizeof(float)));
+}
+
+// `images` images of channels x height x width from `from` to `to`,
+// NCHW to NHWC (channels-last) or back: the transforms read and write whole
+// vectors of channels, which NCHW would scatter a plane apart.
+enum class Direction { ToChannelsLast, FromChannelsLast };
+void reorder(Direction direction, std::int64_t images, std::int64_t channels, std::int64_t height, std::int64_t width,
+             const float* from, float* to) {
+  using Tag = dnnl::memory::format_tag;
+  const bool forward = direction == Direction::ToChannelsLast;
+  const dnnl::memory::dims dims{images, channels, height, width};
+  const dnnl::memory source = onednn::wrap(dims, forward ? Tag::nchw : Tag::nhwc, from);
+  const dnnl::memory target = onednn::wrap(dims, forward ? Tag::nhwc : Tag::nchw, to);
+  onednn::execute(
+      forward ? "winograd conv2d: reordering to channels-last" : "winograd conv2d: reordering from channels-last",
+      dnnl::reorder(source, target), {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, target}});
+}
+
+// y = the convolution of x with the filters whose transforms are u.
+void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u, const float* bias, float* y) {
+  const std::int64_t chunk = p.chunk(batch);
+  float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * p.in_channels);
+  float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * p.out_channels);
+  const std::int64_t in_size = p.in_channels * p.height * p.width,
+                     out_size = p.out_channels * p.out_height * p.out_width;
+  float* x_last = buffer(onednn::Slot::InputChannelsLast, chunk * in_size);
+  float* y_last = buffer(onednn::Slot::OutputChannelsLast, chunk * out_size);
+  for (std::int64_t first = 0; first < batch; first += chunk) {
+    const std::int64_t images = std::min(chunk, batch - first);
+    reorder(Direction::ToChannelsLast, images, p.in_channels, p.height, p.width, x + first * in_size, x_last);
+    transform_inputs(p, images, x_last, v);
+    multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
+    transform_outputs(p, images, m, bias, y_last);
+    reorder(Direction::FromChannelsLast, images, p.out_channels, p.out_height, p.out_width, y_last,
+            y + first * out_size);
+  }
+}
+
+// sums[k] = the sum of plane k of every image of x (N x K x size): the
+// bias's gradient. kLanes partial sums, so that the loop vectorises.
+void sum_planes(const float* x, std::int64_t images, std::int64_t planes, std::int64_t size, float* sums) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < planes; ++k) {
+    float partial[kLanes] = {};
+    for (std::int64_t n = 0; n < images; ++n) {
+      const float* plane = x + (n * planes + k) * size;
+      std::int64_t i = 0;
+      for (; i + kLanes <= size; i += kLanes) {
+        for (std::int64_t l = 0; l < kLanes; ++l) partial[l] += plane[i + l];
+      }
+      for (; i < size; ++i) partial[i % kLanes] += plane[i];
+    }
+    float sum = 0;
+    for (const float s : partial) sum += s;
+    sums[k] = sum;
+  }
+}
+
+Plan forward_plan(const layers::Conv2dGeometry& g) {
+  return {g.channels, g.height, g.width, g.filters, g.out_height, g.out_width, g.padding};
+}
+
+}  // namespace
+
+bool applies(const layers::Conv2dGeometry& g) {
+  return g.kernel_h == 3 && g.kernel_w == 3 && g.stride == 1 && g.dilation == 1 && g.padding <= 2;
+}
+
+void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+  float* u = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
+  transform_filters(w, g.channels, g.filters, false, u);
+  convolve(forward_plan(g), g.batch, x, u, bias, y);
+}
+
+void backward_data(const layers::Conv2dGeometry& g, const float* w, const float* dy, float* dx) {
+  // dX = dY convolved with the turned filters at padding 2 - p, which makes
+  // an out_height x out_width input give height x width.
+  const Plan p{g.filters, g.out_height, g.out_width, g.channels, g.height, g.width, 2 - g.padding};
+  float* u = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
+  transform_filters(w, g.filters, g.channels, true, u);
+  convolve(p, g.batch, dy, u, nullptr, dx);
+}
+
+void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias) {
+  const Plan p = forward_plan(g);
+  const std::int64_t chunk = p.chunk(g.batch);
+  float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
+  float* dm = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
+  float* du = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
+  float* x_last = buffer(onednn::Slot::InputChannelsLast, chunk * g.input_image_size());
+  float* dy_last = buffer(onednn::Slot::OutputChannelsLast, chunk * g.output_image_size());
+  for (std::int64_t first = 0; dw != nullptr && first < g.batch; first += chunk) {
+    const std::int64_t images = std::min(chunk, g.batch - first);
+    reorder(Direction::ToChannelsLast, images, g.channels, g.height, g.width, x + first * g.input_image_size(), x_last);
+    reorder(Direction::ToChannelsLast, images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size(),
+            dy_last);
+    transform_inputs(p, images, x_last, v);
+    transform_output_gradients(p, images, dy_last, dm);
+    multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, du, first > 0);
+  }
+  if (dw != nullptr) untransform_filter_gradients(du, g.channels, g.filters, dw);
+  if (dbias != nullptr) sum_planes(dy, g.batch, g.filters, g.out_pixels(), dbias);
+}
+
+std::int64_t images_per_chunk(const layers::Conv2dGeometry& g) { return forward_plan(g).chunk(g.batch); }
+
+Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
+  const Plan p = forward_plan(g);
+  const auto bytes = [](std::int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
+  const std::int64_t images = p.chunk(g.batch), tiles = images * p.tiles_per_image();
+  Conv2dStaging staging;
+  staging.input = bytes(kPoints * tiles * g.channels);
+  staging.weights = bytes(kPoints * g.channels * g.filters);
+  staging.output = bytes(kPoints * tiles * g.filters);
+  staging.input_channels_last = bytes(images * g.input_image_size());
+  staging.output_channels_last = bytes(images * g.output_image_size());
+  return staging;
+}
+
+}  // namespace ddl::cpu_backend::winograd
