@@ -19,8 +19,8 @@ install(FILES ddl.hpp ${DDL_GENERATED_ROOT}/ddl/build_config.hpp DESTINATION ${C
 # needed one of these would fail it.
 set(ddl_internal_headers_core backend.hpp caching_pool.hpp check.hpp dispatch.hpp functors.hpp gemm_args.hpp
     kernel_list.hpp kernels.hpp log_sum_exp.hpp ops/helpers.hpp)
-set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp conv2d_winograd.hpp dropout_kernels.hpp
-    layer_kernels.hpp loss_kernels.hpp pool2d_kernels.hpp upsample2d_kernels.hpp)
+set(ddl_internal_headers_layers batchnorm2d_kernels.hpp conv2d_kernels.hpp conv2d_unfold.hpp conv2d_winograd.hpp
+    dropout_kernels.hpp layer_kernels.hpp loss_kernels.hpp pool2d_kernels.hpp upsample2d_kernels.hpp)
 set(ddl_internal_headers_optim update_kernels.hpp)
 set(ddl_internal_headers_parallel choice_by_name.hpp config.hpp communication/mpi_internal.hpp
     strategies/pipeline/stage_links.hpp strategies/pipeline/stage_state.hpp collectives/half.hpp

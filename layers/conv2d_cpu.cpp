@@ -36,6 +36,7 @@
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
+#include <ddl/layers/conv2d_unfold.hpp>
 #include <ddl/layers/conv2d_winograd.hpp>
 
 #include <memory>
@@ -258,6 +259,28 @@ Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
           staged(output_dims(g), Tag::nchw, pd.dst_desc()), pd.scratchpad_desc().get_size()};
 }
 
+void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
+  // kLanes partial sums, so that the loop vectorises; the same order on
+  // any thread count.
+  constexpr std::int64_t kLanes = 16;
+  const std::int64_t size = g.out_pixels();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < g.filters; ++k) {
+    float partial[kLanes] = {};
+    for (std::int64_t n = 0; n < g.batch; ++n) {
+      const float* plane = grad_output + (n * g.filters + k) * size;
+      std::int64_t i = 0;
+      for (; i + kLanes <= size; i += kLanes) {
+        for (std::int64_t l = 0; l < kLanes; ++l) partial[l] += plane[i + l];
+      }
+      for (; i < size; ++i) partial[i % kLanes] += plane[i];
+    }
+    float sum = 0;
+    for (const float s : partial) sum += s;
+    grad_bias[k] = sum;
+  }
+}
+
 void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
   // Backward-weights gives the bias gradient as well; a frozen weight's
   // gradient (only the bias's wanted) goes to a staging buffer.
@@ -273,8 +296,14 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
     }
     return;
   }
+  // The weight's side by unfolding where oneDNN would pad few channels to
+  // a block; the input's side stays oneDNN's.
+  const bool unfold = weight_side && products_type() == memory::data_type::f32 && unfolded::suits(g);
+  if (unfold) {
+    unfolded::backward_weights(g, operands.input, operands.grad_output, operands.grad_weight, operands.grad_bias);
+  }
   if (operands.grad_input != nullptr) add_backward_data(g, c);
-  if (weight_side) add_backward_weights(g, c);
+  if (weight_side && !unfold) add_backward_weights(g, c);
   // Both directions read the output's gradient, normally in the same
   // layout: it is reordered once.
   const memory dy_user = onednn::wrap(output_dims(g), Tag::nchw, operands.grad_output);
@@ -298,7 +327,7 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
                      {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}});
     onednn::copy_back(dx, dx_user, "conv2d backward-data: reordering the input's gradient");
   }
-  if (weight_side) {
+  if (weight_side && !unfold) {
     const auto& [pd, primitive] = *c.backward_weights;
     const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, operands.input), pd.src_desc(),
                                        Slot::Input, "conv2d backward-filter: reordering the input");

@@ -58,6 +58,9 @@ using layers::Conv2dGeometry;
 // output = conv(input, weight) + bias; bias may be null.
 void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias, float* output);
 void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands);
+// grad_bias[k] = the sum of the output's gradient over images and pixels,
+// for the kernels that leave the bias's gradient to it.
+void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
 // The bytes of the staging buffers (core/cpu/onednn.hpp) conv2d_forward
 // uses for g on the calling thread: each slot's buffer grows to the largest
 // use and is kept, outside the allocator's count.

@@ -337,26 +337,6 @@ void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u,
   }
 }
 
-// sums[k] = the sum of plane k of every image of x (N x K x size): the
-// bias's gradient. kLanes partial sums, so that the loop vectorises.
-void sum_planes(const float* x, std::int64_t images, std::int64_t planes, std::int64_t size, float* sums) {
-#pragma omp parallel for schedule(static)
-  for (std::int64_t k = 0; k < planes; ++k) {
-    float partial[kLanes] = {};
-    for (std::int64_t n = 0; n < images; ++n) {
-      const float* plane = x + (n * planes + k) * size;
-      std::int64_t i = 0;
-      for (; i + kLanes <= size; i += kLanes) {
-        for (std::int64_t l = 0; l < kLanes; ++l) partial[l] += plane[i + l];
-      }
-      for (; i < size; ++i) partial[i % kLanes] += plane[i];
-    }
-    float sum = 0;
-    for (const float s : partial) sum += s;
-    sums[k] = sum;
-  }
-}
-
 Plan forward_plan(const layers::Conv2dGeometry& g) {
   return {g.channels, g.height, g.width, g.filters, g.out_height, g.out_width, g.padding};
 }
@@ -400,7 +380,7 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
     multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, du, first > 0);
   }
   if (dw != nullptr) untransform_filter_gradients(du, g.channels, g.filters, dw);
-  if (dbias != nullptr) sum_planes(dy, g.batch, g.filters, g.out_pixels(), dbias);
+  if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
 }
 
 std::int64_t images_per_chunk(const layers::Conv2dGeometry& g) { return forward_plan(g).chunk(g.batch); }

@@ -653,6 +653,41 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
   CHECK(cpu_backend::winograd::images_per_chunk({58, 3, 66, 66, 5, 3, 3, 1, 0, 1, 64, 64}) < 58);
 }
 
+TEST_CASE("conv2d's weight and bias gradients for few input channels (unfolded) stay within float32's bound") {
+  // Fewer than 8 input channels: the weight's side runs on the unfolded
+  // patches (conv2d_unfold_cpu.cpp) on every CPU. Strides, dilation,
+  // padding wider than the kernel, a non-square kernel, and batches that
+  // share the 16 groups unevenly or leave some empty.
+  Generator generator(89);
+  for (const ConvCase& t : {ConvCase{19, 1, 28, 28, 32, 3, 3, options(1, 0, 1)},
+                            ConvCase{5, 3, 11, 9, 6, 5, 3, options(2, 3, 1)},
+                            ConvCase{17, 7, 10, 12, 4, 3, 3, options(1, 1, 2)},
+                            ConvCase{3, 2, 9, 8, 5, 2, 4, options(3, 2, 2)}}) {
+    const std::string conv_case = describe(t);
+    CAPTURE(conv_case);
+    const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+    const Tensor w = test::uniform_tensor({t.k, t.c, t.kh, t.kw}, generator).set_requires_grad();
+    const Tensor b = test::uniform_tensor({t.k}, generator).set_requires_grad();
+    const Tensor y = layers::conv2d(x, w, b, t.options);
+    const Tensor dy = test::uniform_tensor(y.shape(), generator);
+    y.backward(dy);
+    const std::vector<float> dys = dy.to_vector<float>();
+    const ReferenceGradients r = reference_conv2d_backward(t, x.to_vector<float>(), w.to_vector<float>(), dys);
+    const std::int64_t pixels = y.size(2) * y.size(3);
+    std::vector<double> db(static_cast<std::size_t>(t.k)), db_magnitude(db.size());
+    for (std::size_t i = 0; i < dys.size(); ++i) {
+      const auto k = static_cast<std::size_t>(static_cast<std::int64_t>(i) / pixels % t.k);
+      db[k] += dys[i];
+      db_magnitude[k] += std::abs(dys[i]);
+    }
+    double ratio_dw = 0, ratio_db = 0;
+    CHECK(within_dot_product_bound(w.grad(), r.dw, r.dw_magnitude, t.n * pixels, &ratio_dw));
+    CHECK(within_dot_product_bound(b.grad(), db, db_magnitude, t.n * pixels, &ratio_db));
+    MESSAGE(fmt::format("unfolded: worst error / (2^-24 sum |terms|): weight gradient {:.2f}, bias gradient {:.2f}",
+                        ratio_dw, ratio_db));
+  }
+}
+
 TEST_CASE("conv2d in bf16 mixed precision multiplies bf16-rounded operands and sums them within float32's bound") {
   const test::CpuPrecisionGuard guard;
   if (!config::cpu_has_bf16()) {
