@@ -17,6 +17,9 @@
 // the same convolutions run on ddl's own F(4x4, 3x3)
 // (conv2d_winograd_cpu.cpp), 1.3-1.7x faster than oneDNN's direct kernel
 // there (docs/PERFORMANCE.md). On AVX-512 oneDNN's is the faster of the two.
+// The weight's gradient of a convolution with fewer than 8 input channels
+// (a first layer's), which oneDNN pads to its block of channels, comes
+// from unfolding the input instead (conv2d_unfold_cpu.cpp).
 //
 // Measured alternative: im2col + one Eigen GEMM per image (Chellapilla et
 // al. 2006; ddl's kernel until oneDNN replaced it) ran the Keras MNIST CNN's
@@ -84,19 +87,8 @@ using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t, s
                        std::int64_t, std::int64_t, std::int64_t, bool, config::CpuConvolution, config::CpuPrecision>;
 
 Key key_of(const Conv2dGeometry& g, bool bias) {
-  return {g.batch,
-          g.channels,
-          g.height,
-          g.width,
-          g.filters,
-          g.kernel_h,
-          g.kernel_w,
-          g.stride,
-          g.padding,
-          g.dilation,
-          bias,
-          config::cpu_convolution(),
-          config::cpu_precision()};
+  return {g.batch,    g.channels, g.height, g.width, g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding,
+          g.dilation, bias,       config::cpu_convolution(), config::cpu_precision()};
 }
 
 // The algorithm to ask oneDNN for (config::CpuConvolution). Winograd and

@@ -9,10 +9,10 @@
 // U = G g Gᵀ, where the convolution becomes a pointwise product summed over
 // channels, M = Σ_c U ⊙ V, and the tile comes back as Y = Aᵀ M A. The
 // 36 pointwise products, one per point ξ of the 6x6 domain, are 36 GEMMs
-// over the whole batch's tiles: M[ξ] (tiles x K) = V[ξ] (tiles x C) ·
-// U[ξ] (C x K). They hold 36 multiply-adds per tile and channel pair where
-// the direct sum holds 16 x 9 = 144, so 4x fewer; the transforms are cheap
-// beside them. The price is rounding: the transforms' coefficients (up to
+// over the tiles: M[ξ] (tiles x K) = V[ξ] (tiles x C) · U[ξ] (C x K).
+// They hold 36 multiply-adds per tile and channel pair where the direct
+// sum holds 16 x 9 = 144, so 4x fewer; the transforms are cheap beside
+// them. The price is rounding: the transforms' coefficients (up to
 // 8 in Aᵀ, 5 in Bᵀ, 1/24 in G) amplify float32's error a few times over the
 // direct sum's (tests/layers/test_conv2d.cpp measures it).
 //
@@ -24,9 +24,11 @@
 //      V[ξ]ᵀ · dM[ξ] summed over all tiles (one GEMM per ξ, the sum over
 //      tiles as its depth), and dW = Gᵀ dU G.
 //
-// The batch goes through in chunks of images whose transformed tiles fit a
-// few MiB (kChunkBytes), so that what the transforms write is still in
-// cache when the GEMMs read it. Every loop splits its work by tile or by
+// The batch goes through in chunks of images whose transformed tiles fit
+// kChunkBytes, so that what the transforms write is still in cache when
+// the GEMMs read it, each chunk first reordered channels-last (NHWC): a
+// patch point's 16 channels are then one vector load, where from NCHW
+// they were 16 scalar ones. Every loop splits its work by tile or by
 // channel and the GEMMs are ddl's (results independent of the thread
 // count), so a result is the same bits on any thread count.
 #include <ddl/core/backend.hpp>
@@ -46,7 +48,9 @@ constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
 // Channels transformed together: the transforms' loops over them are the
 // vectorised ones (two AVX2 registers, one AVX-512 register).
 constexpr std::int64_t kLanes = 16;
-// The transformed tiles (V and M, or V and dM) of one chunk of images.
+// The transformed tiles (V and M, or V and dM) of one chunk of images:
+// of 2, 4, 8, 16 and 32 MiB and the whole batch, 16 ran the MNIST CNN's
+// 32->64 layer fastest (docs/PERFORMANCE.md).
 constexpr std::int64_t kChunkBytes = std::int64_t{16} << 20;
 
 template <std::size_t Rows, std::size_t Cols>
@@ -152,7 +156,8 @@ struct Plan {
   std::int64_t tiles_per_image() const { return rows() * cols(); }
   // Images per chunk: as many as fit kChunkBytes, at least one.
   std::int64_t chunk(std::int64_t batch) const {
-    const std::int64_t per_image = kPoints * tiles_per_image() * (in_channels + out_channels) * 4;
+    const std::int64_t per_image =
+        kPoints * tiles_per_image() * (in_channels + out_channels) * static_cast<std::int64_t>(sizeof(float));
     return std::clamp<std::int64_t>(kChunkBytes / per_image, 1, batch);
   }
 };

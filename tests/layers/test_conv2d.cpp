@@ -659,10 +659,9 @@ TEST_CASE("conv2d's weight and bias gradients for few input channels (unfolded) 
   // padding wider than the kernel, a non-square kernel, and batches that
   // share the 16 groups unevenly or leave some empty.
   Generator generator(89);
-  for (const ConvCase& t : {ConvCase{19, 1, 28, 28, 32, 3, 3, options(1, 0, 1)},
-                            ConvCase{5, 3, 11, 9, 6, 5, 3, options(2, 3, 1)},
-                            ConvCase{17, 7, 10, 12, 4, 3, 3, options(1, 1, 2)},
-                            ConvCase{3, 2, 9, 8, 5, 2, 4, options(3, 2, 2)}}) {
+  for (const ConvCase& t :
+       {ConvCase{19, 1, 28, 28, 32, 3, 3, options(1, 0, 1)}, ConvCase{5, 3, 11, 9, 6, 5, 3, options(2, 3, 1)},
+        ConvCase{17, 7, 10, 12, 4, 3, 3, options(1, 1, 2)}, ConvCase{3, 2, 9, 8, 5, 2, 4, options(3, 2, 2)}}) {
     const std::string conv_case = describe(t);
     CAPTURE(conv_case);
     const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
