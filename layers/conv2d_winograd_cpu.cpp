@@ -85,39 +85,42 @@ constexpr Matrix<3, 6> kGt = transpose(kG);
 // kLanes channels' values at one point: one SIMD operand (GCC's vector
 // extension; two AVX2 registers, one AVX-512 register).
 using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
-// A square of points, each holding kLanes channels.
-template <std::size_t Side>
-using Block = std::array<std::array<Lanes, Side>, Side>;
-
-// m · in · mᵀ, for kLanes channels at once. The matrices are constants, so
-// once this is inlined and unrolled the compiler drops the zero terms.
+// A grid of points, each holding kLanes channels; a square one is a Block.
 template <std::size_t Rows, std::size_t Cols>
-[[gnu::always_inline]] inline Block<Rows> sandwich(const Matrix<Rows, Cols>& m, const Block<Cols>& in) {
-  std::array<std::array<Lanes, Cols>, Rows> half;  // m · in
+using Grid = std::array<std::array<Lanes, Cols>, Rows>;
+template <std::size_t Side>
+using Block = Grid<Side, Side>;
+
+// m · x for the Cols x Width grid x(s, j), for kLanes channels at once.
+// The matrices are constants, so once this is inlined and unrolled the
+// compiler drops the zero terms.
+template <std::size_t Width, std::size_t Rows, std::size_t Cols, class X>
+[[gnu::always_inline]] inline Grid<Rows, Width> times(const Matrix<Rows, Cols>& m, const X& x) {
+  Grid<Rows, Width> out;
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < Rows; ++i) {
 #pragma GCC unroll 8
-    for (std::size_t j = 0; j < Cols; ++j) {
+    for (std::size_t j = 0; j < Width; ++j) {
       Lanes sum = {};
 #pragma GCC unroll 8
       for (std::size_t s = 0; s < Cols; ++s) {
-        if (m[i][s] != 0) sum += m[i][s] * in[s][j];
-      }
-      half[i][j] = sum;
-    }
-  }
-  Block<Rows> out;
-#pragma GCC unroll 8
-  for (std::size_t i = 0; i < Rows; ++i) {
-#pragma GCC unroll 8
-    for (std::size_t j = 0; j < Rows; ++j) {
-      Lanes sum = {};
-#pragma GCC unroll 8
-      for (std::size_t s = 0; s < Cols; ++s) {
-        if (m[j][s] != 0) sum += m[j][s] * half[i][s];
+        if (m[i][s] != 0) sum += m[i][s] * x(s, j);
       }
       out[i][j] = sum;
     }
+  }
+  return out;
+}
+
+// m · in · mᵀ: m applied down the columns, then along the rows (as m times
+// the transposed half-way grid, transposed back).
+template <std::size_t Rows, std::size_t Cols>
+[[gnu::always_inline]] inline Block<Rows> sandwich(const Matrix<Rows, Cols>& m, const Block<Cols>& in) {
+  const Grid<Rows, Cols> half = times<Cols>(m, [&](std::size_t s, std::size_t j) { return in[s][j]; });
+  const Block<Rows> turned = times<Rows>(m, [&](std::size_t s, std::size_t i) { return half[i][s]; });
+  Block<Rows> out;
+  for (std::size_t i = 0; i < Rows; ++i) {
+    for (std::size_t j = 0; j < Rows; ++j) out[i][j] = turned[j][i];
   }
   return out;
 }
