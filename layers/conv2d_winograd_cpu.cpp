@@ -125,15 +125,13 @@ template <std::size_t Rows, std::size_t Cols>
   return out;
 }
 
-// Lanes as they lie in a tensor: aligned to a float only, and allowed to
-// alias the floats around them.
-using Unaligned = float __attribute__((vector_size(sizeof(Lanes)), aligned(alignof(float)), may_alias));
-
 // v = the first `lanes` values at `from` (zeros after them), and back. A
-// full set is one vector move; a copy of a variable length is a loop.
+// full set is a copy of constant size, one vector move (a cast to a vector
+// pointer would need `may_alias`, and then every store could change any
+// value the loops keep in registers); a copy of a variable length is a loop.
 void load(const float* from, std::int64_t lanes, Lanes& v) {
   if (lanes == kLanes) {
-    v = *reinterpret_cast<const Unaligned*>(from);
+    std::memcpy(&v, from, sizeof(Lanes));
   } else {
     v = Lanes{};
     std::memcpy(&v, from, static_cast<std::size_t>(lanes) * sizeof(float));
@@ -141,7 +139,7 @@ void load(const float* from, std::int64_t lanes, Lanes& v) {
 }
 void store(const Lanes& v, float* to, std::int64_t lanes) {
   if (lanes == kLanes) {
-    *reinterpret_cast<Unaligned*>(to) = v;
+    std::memcpy(to, &v, sizeof(Lanes));
   } else {
     std::memcpy(to, &v, static_cast<std::size_t>(lanes) * sizeof(float));
   }
@@ -165,38 +163,50 @@ struct Plan {
   }
 };
 
-// Where a tile sits: its image and the top-left corner of its outputs.
+// Where a tile sits: its image, the top-left corner of its outputs, and
+// how many of its 4x4 outputs fall inside the output.
 struct TileAt {
   std::int64_t image, row, col;
+  std::int64_t rows, cols;
 };
-TileAt tile_at(const Plan& p, std::int64_t tile) {
-  return {tile / p.tiles_per_image(), tile / p.cols() % p.rows() * kTile, tile % p.cols() * kTile};
+
+// Runs body(t, at, c0, lanes) for every tile t of `images` images and each
+// block of kLanes of `channels` channels from c0 (`lanes` of them), the
+// tiles split over the threads.
+template <class Body>
+void for_each_tile(const Plan& p, std::int64_t images, std::int64_t channels, const Body& body) {
+  const std::int64_t tiles = images * p.tiles_per_image();
+#pragma omp parallel for schedule(static)
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const std::int64_t row = t / p.cols() % p.rows() * kTile, col = t % p.cols() * kTile;
+    const TileAt at{t / p.tiles_per_image(), row, col, std::min(kTile, p.out_height - row),
+                    std::min(kTile, p.out_width - col)};
+    for (std::int64_t c0 = 0; c0 < channels; c0 += kLanes) body(t, at, c0, std::min(kLanes, channels - c0));
+  }
+}
+
+// Output (i, j) of tile `at` in a channels-last (NHWC) output of `channels`.
+std::int64_t output_at(const Plan& p, const TileAt& at, std::int64_t i, std::int64_t j, std::int64_t channels) {
+  return ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels;
 }
 
 // V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
 // `images` images from x (channels-last: NHWC), zeros outside the input.
 void transform_inputs(const Plan& p, std::int64_t images, const float* x, float* v) {
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.in_channels;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const TileAt at = tile_at(p, t);
+  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t c0, std::int64_t lanes) {
     const std::int64_t top = at.row - p.padding, left = at.col - p.padding;
-    const std::int64_t i_begin = std::max<std::int64_t>(0, -top), i_end = std::min(kPatch, p.height - top);
-    const std::int64_t j_begin = std::max<std::int64_t>(0, -left), j_end = std::min(kPatch, p.width - left);
-    for (std::int64_t c0 = 0; c0 < channels; c0 += kLanes) {
-      const std::int64_t lanes = std::min(kLanes, channels - c0);
-      Block<kPatch> d = {};
-      for (std::int64_t i = i_begin; i < i_end; ++i) {
-        for (std::int64_t j = j_begin; j < j_end; ++j) {
-          load(x + ((at.image * p.height + top + i) * p.width + left + j) * channels + c0, lanes, d[i][j]);
-        }
-      }
-      const Block<kPatch> transformed = sandwich(kBt, d);
-      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-        store(transformed[xi / kPatch][xi % kPatch], v + (xi * tiles + t) * channels + c0, lanes);
+    Block<kPatch> d = {};
+    for (std::int64_t i = std::max<std::int64_t>(0, -top); i < std::min(kPatch, p.height - top); ++i) {
+      for (std::int64_t j = std::max<std::int64_t>(0, -left); j < std::min(kPatch, p.width - left); ++j) {
+        load(x + ((at.image * p.height + top + i) * p.width + left + j) * channels + c0, lanes, d[i][j]);
       }
     }
-  }
+    const Block<kPatch> transformed = sandwich(kBt, d);
+    for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+      store(transformed[xi / kPatch][xi % kPatch], v + (xi * tiles + t) * channels + c0, lanes);
+    }
+  });
 }
 
 // y (channels-last: NHWC) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t
@@ -204,52 +214,34 @@ void transform_inputs(const Plan& p, std::int64_t images, const float* x, float*
 // output.
 void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, float* y) {
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const TileAt at = tile_at(p, t);
-    const std::int64_t rows = std::min(kTile, p.out_height - at.row), cols = std::min(kTile, p.out_width - at.col);
-    for (std::int64_t k0 = 0; k0 < channels; k0 += kLanes) {
-      const std::int64_t lanes = std::min(kLanes, channels - k0);
-      Block<kPatch> transformed;
-      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-        load(m + (xi * tiles + t) * channels + k0, lanes, transformed[xi / kPatch][xi % kPatch]);
-      }
-      const Block<kTile> out = sandwich(kAt, transformed);
-      Lanes b = {};
-      if (bias != nullptr) load(bias + k0, lanes, b);
-      for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j) {
-          store(out[i][j] + b, y + ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels + k0,
-                lanes);
-        }
-      }
+  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, std::int64_t lanes) {
+    Block<kPatch> transformed;
+    for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+      load(m + (xi * tiles + t) * channels + k0, lanes, transformed[xi / kPatch][xi % kPatch]);
     }
-  }
+    const Block<kTile> out = sandwich(kAt, transformed);
+    Lanes b = {};
+    if (bias != nullptr) load(bias + k0, lanes, b);
+    for (std::int64_t i = 0; i < at.rows; ++i) {
+      for (std::int64_t j = 0; j < at.cols; ++j) store(out[i][j] + b, y + output_at(p, at, i, j, channels) + k0, lanes);
+    }
+  });
 }
 
 // dM[ξ][t][k] = (A dy Aᵀ)[ξ] for tile t's 4x4 of output channel k's
 // gradient (channels-last: NHWC; zeros past the output's edge).
 void transform_output_gradients(const Plan& p, std::int64_t images, const float* dy, float* dm) {
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const TileAt at = tile_at(p, t);
-    const std::int64_t rows = std::min(kTile, p.out_height - at.row), cols = std::min(kTile, p.out_width - at.col);
-    for (std::int64_t k0 = 0; k0 < channels; k0 += kLanes) {
-      const std::int64_t lanes = std::min(kLanes, channels - k0);
-      Block<kTile> g = {};
-      for (std::int64_t i = 0; i < rows; ++i) {
-        for (std::int64_t j = 0; j < cols; ++j) {
-          load(dy + ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels + k0, lanes,
-               g[i][j]);
-        }
-      }
-      const Block<kPatch> transformed = sandwich(kA, g);
-      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-        store(transformed[xi / kPatch][xi % kPatch], dm + (xi * tiles + t) * channels + k0, lanes);
-      }
+  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, std::int64_t lanes) {
+    Block<kTile> g = {};
+    for (std::int64_t i = 0; i < at.rows; ++i) {
+      for (std::int64_t j = 0; j < at.cols; ++j) load(dy + output_at(p, at, i, j, channels) + k0, lanes, g[i][j]);
     }
-  }
+    const Block<kPatch> transformed = sandwich(kA, g);
+    for (std::int64_t xi = 0; xi < kPoints; ++xi) {
+      store(transformed[xi / kPatch][xi % kPatch], dm + (xi * tiles + t) * channels + k0, lanes);
+    }
+  });
 }
 
 // U[ξ][i][o] = (G g Gᵀ)[ξ] for the filter g from input channel i to output
