@@ -110,16 +110,17 @@ dnnl::algorithm wanted_algorithm(const Conv2dGeometry& g) {
   return dnnl::algorithm::convolution_direct;
 }
 
-// Whether g would run on Winograd's algorithm if oneDNN had it: where
-// oneDNN's choice is asked for (the channels fill its blocks) or Winograd
-// is, in float32.
+// Whether g should run on ddl's own Winograd kernels if oneDNN has none:
+// in float32, where oneDNN's choice is asked for (the channels fill its
+// blocks) and they pay off, or wherever they apply when Winograd is asked
+// for.
 bool wanted_winograd(const Conv2dGeometry& g) {
   if (config::cpu_precision() != config::CpuPrecision::Float32) return false;
   switch (config::cpu_convolution()) {
     case config::CpuConvolution::Auto:
-      return wanted_algorithm(g) == dnnl::algorithm::convolution_auto;
+      return wanted_algorithm(g) == dnnl::algorithm::convolution_auto && winograd::pays_off(g);
     case config::CpuConvolution::Winograd:
-      return true;
+      return winograd::applies(g);
     case config::CpuConvolution::Direct:
       break;
   }
@@ -161,7 +162,7 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
     pd = onednn::describe("conv2d forward", [&] { return forward_pd(algorithm); });
   }
   // ddl's own Winograd kernels take the place of oneDNN's where it has none.
-  const bool own_winograd = wanted_winograd(g) && winograd::applies(g) &&
+  const bool own_winograd = wanted_winograd(g) &&
                             std::string(pd->impl_info_str()).find("wino") == std::string::npos &&
                             !onednn::describe("conv2d forward", [&] {
                                return kernel_for(dnnl::algorithm::convolution_winograd);

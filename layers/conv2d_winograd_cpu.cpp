@@ -383,6 +383,12 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
   if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
 }
 
+bool pays_off(const layers::Conv2dGeometry& g) {
+  constexpr std::int64_t kMinChannels = 32, kMinSide = 16;
+  return applies(g) && g.channels >= kMinChannels && g.filters >= kMinChannels && g.out_height >= kMinSide &&
+         g.out_width >= kMinSide;
+}
+
 std::int64_t images_per_chunk(const layers::Conv2dGeometry& g) { return forward_plan(g).chunk(g.batch); }
 
 Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
