@@ -363,6 +363,8 @@ void backward_data(const layers::Conv2dGeometry& g, const float* w, const float*
 }
 
 void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias) {
+  if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
+  if (dw == nullptr) return;
   const Plan p = forward_plan(g);
   const std::int64_t chunk = p.chunk(g.batch);
   float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
@@ -370,7 +372,7 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
   float* du = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
   float* x_last = buffer(onednn::Slot::InputChannelsLast, chunk * g.input_image_size());
   float* dy_last = buffer(onednn::Slot::OutputChannelsLast, chunk * g.output_image_size());
-  for (std::int64_t first = 0; dw != nullptr && first < g.batch; first += chunk) {
+  for (std::int64_t first = 0; first < g.batch; first += chunk) {
     const std::int64_t images = std::min(chunk, g.batch - first);
     reorder(Direction::ToChannelsLast, images, g.channels, g.height, g.width, x + first * g.input_image_size(), x_last);
     reorder(Direction::ToChannelsLast, images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size(),
@@ -379,8 +381,7 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
     transform_output_gradients(p, images, dy_last, dm);
     multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, du, first > 0);
   }
-  if (dw != nullptr) untransform_filter_gradients(du, g.channels, g.filters, dw);
-  if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
+  untransform_filter_gradients(du, g.channels, g.filters, dw);
 }
 
 bool pays_off(const layers::Conv2dGeometry& g) {
