@@ -301,21 +301,18 @@ float* buffer(onednn::Slot slot, std::int64_t floats) {
   return static_cast<float*>(onednn::staging(slot, static_cast<std::size_t>(floats) * sizeof(float)));
 }
 
-// `images` images of channels x height x width from `from` to `to`,
-// NCHW to NHWC (channels-last) or back: the transforms read and write whole
-// vectors of channels, which NCHW would scatter a plane apart.
-enum class Direction { ToChannelsLast, FromChannelsLast };
-void reorder(Direction direction, std::int64_t images, std::int64_t channels, std::int64_t height, std::int64_t width,
-             const float* from, float* to) {
-  using Tag = dnnl::memory::format_tag;
-  const bool forward = direction == Direction::ToChannelsLast;
-  const dnnl::memory::dims dims{images, channels, height, width};
-  const dnnl::memory source = onednn::wrap(dims, forward ? Tag::nchw : Tag::nhwc, from);
-  const dnnl::memory target = onednn::wrap(dims, forward ? Tag::nhwc : Tag::nchw, to);
-  onednn::execute(
-      forward ? "winograd conv2d: reordering to channels-last" : "winograd conv2d: reordering from channels-last",
-      dnnl::reorder(source, target), {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, target}});
+// `images` NCHW images of channels x height x width at `data`, and the
+// channels-last (NHWC) layout the transforms read and write whole vectors
+// of channels in (NCHW would scatter them a plane apart). The reorders
+// between the two go through onednn::to_layout, for_output and copy_back.
+dnnl::memory plain(std::int64_t images, std::int64_t channels, std::int64_t height, std::int64_t width,
+                   const float* data) {
+  return onednn::wrap({images, channels, height, width}, dnnl::memory::format_tag::nchw, data);
 }
+dnnl::memory::desc channels_last(const dnnl::memory& plain) {
+  return {plain.get_desc().dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc};
+}
+const float* data_of(const dnnl::memory& m) { return static_cast<const float*>(m.get_data_handle()); }
 
 // y = the convolution of x with the filters whose transforms are u.
 void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u, const float* bias, float* y) {
@@ -324,16 +321,17 @@ void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u,
   float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * p.out_channels);
   const std::int64_t in_size = p.in_channels * p.height * p.width,
                      out_size = p.out_channels * p.out_height * p.out_width;
-  float* x_last = buffer(onednn::Slot::InputChannelsLast, chunk * in_size);
-  float* y_last = buffer(onednn::Slot::OutputChannelsLast, chunk * out_size);
   for (std::int64_t first = 0; first < batch; first += chunk) {
     const std::int64_t images = std::min(chunk, batch - first);
-    reorder(Direction::ToChannelsLast, images, p.in_channels, p.height, p.width, x + first * in_size, x_last);
-    transform_inputs(p, images, x_last, v);
+    const dnnl::memory x_plain = plain(images, p.in_channels, p.height, p.width, x + first * in_size);
+    const dnnl::memory x_last = onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
+                                                  "winograd conv2d: reordering the input channels-last");
+    transform_inputs(p, images, data_of(x_last), v);
     multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
-    transform_outputs(p, images, m, bias, y_last);
-    reorder(Direction::FromChannelsLast, images, p.out_channels, p.out_height, p.out_width, y_last,
-            y + first * out_size);
+    const dnnl::memory y_plain = plain(images, p.out_channels, p.out_height, p.out_width, y + first * out_size);
+    const dnnl::memory y_last = onednn::for_output(y_plain, channels_last(y_plain), onednn::Slot::OutputChannelsLast);
+    transform_outputs(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
+    onednn::copy_back(y_last, y_plain, "winograd conv2d: reordering the output from channels-last");
   }
 }
 
@@ -370,15 +368,20 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
   float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
   float* dm = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
   float* du = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
-  float* x_last = buffer(onednn::Slot::InputChannelsLast, chunk * g.input_image_size());
-  float* dy_last = buffer(onednn::Slot::OutputChannelsLast, chunk * g.output_image_size());
   for (std::int64_t first = 0; first < g.batch; first += chunk) {
     const std::int64_t images = std::min(chunk, g.batch - first);
-    reorder(Direction::ToChannelsLast, images, g.channels, g.height, g.width, x + first * g.input_image_size(), x_last);
-    reorder(Direction::ToChannelsLast, images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size(),
-            dy_last);
-    transform_inputs(p, images, x_last, v);
-    transform_output_gradients(p, images, dy_last, dm);
+    const dnnl::memory x_plain = plain(images, g.channels, g.height, g.width, x + first * g.input_image_size());
+    const dnnl::memory dy_plain =
+        plain(images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size());
+    transform_inputs(p, images,
+                     data_of(onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
+                                               "winograd conv2d: reordering the input channels-last")),
+                     v);
+    transform_output_gradients(
+        p, images,
+        data_of(onednn::to_layout(dy_plain, channels_last(dy_plain), onednn::Slot::OutputChannelsLast,
+                                  "winograd conv2d: reordering the output's gradient channels-last")),
+        dm);
     multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, du, first > 0);
   }
   untransform_filter_gradients(du, g.channels, g.filters, dw);
