@@ -4,8 +4,9 @@
 //   mpiexec -n 2 build/bench/ddl_bench_allreduce [--min-bytes 4] [--max-bytes 268435456]
 // For each size the columns are interleaved: every iteration runs each of
 // them once, in an order that rotates from iteration to iteration, so all
-// see the same machine load. time is the median over the iterations of the
-// slowest rank's time; algbw = bytes / time; busbw = algbw · 2(n-1)/n
+// see the same machine load. time is the median over the iterations (at
+// least --min-iterations, more while --budget lasts) of the slowest rank's
+// time; algbw = bytes / time; busbw = algbw · 2(n-1)/n
 // (nccl-tests' definitions, so the numbers compare with theirs: busbw is the
 // link speed an optimal ring would need). "wrong" counts elements that
 // differ from MPI_Allreduce's result by more than a few ulps.
@@ -166,7 +167,8 @@ class InterfaceCounter {
 // Per column, the median of the per-iteration maxima over ranks, and (with
 // an interface counted) the bytes the nodes sent per run.
 std::vector<Result> measure(const Communicator& comm, const std::vector<Column>& columns, std::int64_t count,
-                            double budget_seconds, const Device& gpu, const InterfaceCounter* interface) {
+                            double budget_seconds, int min_iterations, const Device& gpu,
+                            const InterfaceCounter* interface) {
   Generator generator(7 + static_cast<std::uint64_t>(comm.rank()));
   const std::vector<float> original =
       count > 0 ? uniform({count}, -1.0f, 1.0f, {}, &generator).to_vector<float>() : std::vector<float>{};
@@ -209,7 +211,7 @@ std::vector<Result> measure(const Communicator& comm, const std::vector<Column>&
       times[c].push_back(*std::max_element(slots.begin(), slots.end()));
       spent += times[c].back();  // the same on every rank, so all stop together
     }
-    if (iteration >= 4 && spent > budget) break;
+    if (iteration + 1 >= min_iterations && spent > budget) break;
   }
   if (interface) comm.sum_doubles(sent);
   for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -226,6 +228,7 @@ int main(int argc, char** argv) {
   CLI::App app{"nccl-tests-style allreduce table for ddl's algorithms and MPI_Allreduce", "ddl_bench_allreduce"};
   std::int64_t min_bytes = 4, max_bytes = std::int64_t{256} << 20;
   double budget = 0.3;
+  int min_iterations = 5;
   std::vector<std::string> names{"ring", "textbook", "rhd", "tree", "naive", "shm", "builtin"};
   const std::vector<std::string> gpu_names{"gpu-ring", "gpu-rhd", "gpu-tree", "gpu-naive", "nccl"};
   const auto on_gpu = [&](const std::string& name) {
@@ -234,6 +237,10 @@ int main(int argc, char** argv) {
   app.add_option("--min-bytes", min_bytes, "smallest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--max-bytes", max_bytes, "largest message")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--budget", budget, "seconds of timed iterations per size and column")->capture_default_str();
+  app.add_option("--min-iterations", min_iterations,
+                 "timed iterations per size at least, whatever the budget (more steady medians of large messages)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
   std::string interface;
   app.add_option("--interface", interface,
                  "on several nodes: also count the bytes this network interface sent per allreduce (eth0)");
@@ -288,7 +295,8 @@ int main(int argc, char** argv) {
   for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 2) {
     const std::int64_t count = bytes / 4;
     std::string line = fmt::format("{:>12} {:>12}", bytes, count);
-    for (const Result& result : measure(world, columns, count, budget, gpu, counter ? &*counter : nullptr)) {
+    for (const Result& result :
+         measure(world, columns, count, budget, min_iterations, gpu, counter ? &*counter : nullptr)) {
       const double algbw = static_cast<double>(bytes) / (result.microseconds * 1e-6) * 1e-9;
       line += fmt::format(" | {:>8} {:>9.1f} {:>7.3f} {:>7.3f} {:>5}", "", result.microseconds, algbw,
                           algbw * bus_factor, result.wrong);
