@@ -48,10 +48,13 @@ constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
 // Channels transformed together: the transforms' loops over them are the
 // vectorised ones (two AVX2 registers, one AVX-512 register).
 constexpr std::int64_t kLanes = 16;
-// The transformed tiles (V and M, or V and dM) of one chunk of images:
-// of 2, 4, 8, 16 and 32 MiB and the whole batch, 16 ran the MNIST CNN's
-// 32->64 layer fastest (docs/PERFORMANCE.md).
-constexpr std::int64_t kChunkBytes = std::int64_t{16} << 20;
+// The transformed tiles (V and M, or V and dM) of one chunk of images.
+// They must still be in cache when the GEMMs read them, and the last-level
+// cache is shared with whatever else the machine runs: on a Zen 3 (512 KiB
+// of L2 a core, 32 MiB of L3 shared), 2 MiB ran the MNIST CNN's 32->64
+// layer fastest of 1-16 MiB, and 16 MiB a third slower
+// (docs/PERFORMANCE.md).
+constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
 
 template <std::size_t Rows, std::size_t Cols>
 using Matrix = std::array<std::array<float, Cols>, Rows>;
