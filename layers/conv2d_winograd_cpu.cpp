@@ -116,11 +116,13 @@ template <std::size_t Width, std::size_t Rows, std::size_t Cols, class X>
 }
 
 // m · in · mᵀ: m applied down the columns, then along the rows (as m times
-// the transposed half-way grid, transposed back).
+// the transposed half-way grid, transposed back). The lambdas hand out
+// references: a 16-lane vector returned by value has no register to go in
+// without AVX-512 (GCC warns of the ABI change).
 template <std::size_t Rows, std::size_t Cols>
 [[gnu::always_inline]] inline Block<Rows> sandwich(const Matrix<Rows, Cols>& m, const Block<Cols>& in) {
-  const Grid<Rows, Cols> half = times<Cols>(m, [&](std::size_t s, std::size_t j) { return in[s][j]; });
-  const Block<Rows> turned = times<Rows>(m, [&](std::size_t s, std::size_t i) { return half[i][s]; });
+  const Grid<Rows, Cols> half = times<Cols>(m, [&](std::size_t s, std::size_t j) -> const Lanes& { return in[s][j]; });
+  const Block<Rows> turned = times<Rows>(m, [&](std::size_t s, std::size_t i) -> const Lanes& { return half[i][s]; });
   Block<Rows> out;
   for (std::size_t i = 0; i < Rows; ++i) {
     for (std::size_t j = 0; j < Rows; ++j) out[i][j] = turned[j][i];
