@@ -25,7 +25,7 @@ budget=$([[ $quick == 1 ]] && echo 0.02 || echo 0.1)
 # 4 ranks busy-wait on this machine's 2 cores (MPICH over UCX polls), so
 # each large allreduce's time depends on how the scheduler shares them out.
 # The claims below read medians of 9 iterations, not the bench's 5: over 5,
-# one CI run once measured hierarchical no faster than the ring.
+# a CI run measured hierarchical no faster than the ring.
 iterations=9
 rates=$([[ $quick == 1 ]] && echo 1gbit || echo "1gbit 10gbit")
 algorithms=ring,rhd,tree,hierarchical,builtin
