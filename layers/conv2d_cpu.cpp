@@ -162,10 +162,9 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
     pd = onednn::describe("conv2d forward", [&] { return forward_pd(algorithm); });
   }
   // ddl's own Winograd kernels take the place of oneDNN's where it has none.
-  const bool own_winograd =
-      wanted_winograd(g) && !onednn::describe("conv2d forward", [&] {
-                               return kernel_for(dnnl::algorithm::convolution_winograd);
-                             }).has_value();
+  const bool own_winograd = wanted_winograd(g) && !onednn::describe("conv2d forward", [&] {
+                                                     return kernel_for(dnnl::algorithm::convolution_winograd);
+                                                   }).has_value();
   return {algorithm, own_winograd, *pd, dnnl::convolution_forward(*pd), std::nullopt, std::nullopt};
 }
 
