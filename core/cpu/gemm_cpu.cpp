@@ -18,6 +18,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <string_view>
@@ -230,23 +231,61 @@ dnnl::memory::desc block(std::int64_t rows, std::int64_t cols, std::int64_t lead
           transposed ? dnnl::memory::dims{1, leading} : dnnl::memory::dims{leading, 1}};
 }
 
+// An operand as the tiles read it: matrix i of the batch at data + i *
+// stride (0: one matrix shared by the batch), its stored rows `leading`
+// elements apart.
+struct Operand {
+  const float* data;
+  std::int64_t leading, stride;
+};
+
+// For tiles of C this small, oneDNN's kernels read the operands in place
+// (no packed copy), and one read along k with a stride (B as it is, A
+// transposed) walks down a column of stored rows. When those rows are a
+// multiple of 1 KiB long, the column's elements fall into a few cache sets
+// and evict each other: on a Zen 3, x·W ran at 31 GFLOP/s for a 4096-wide
+// W against 58 for the same W with rows 64 bytes longer, and xᵀ·g 2.4x
+// slower (docs/PERFORMANCE.md). Such an operand is copied first, each row
+// one cache line longer, when the product reads each element at least
+// kMinReuse times, so that the copy costs less than the conflicts (with 8
+// reads the two were even).
+constexpr std::int64_t kConflictingRowBytes = 1024, kRowPadding = 64 / sizeof(float), kMinReuse = 16;
+
+// `batch` stored matrices of rows x cols (see Operand) as the tiles should
+// read them: in place, or copied with longer rows into `slot`.
+Operand readable(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t batch, std::int64_t stride,
+                 bool read_along_columns, std::int64_t reuse, onednn::Slot slot) {
+  const bool conflicting = read_along_columns && cols * std::int64_t{sizeof(float)} % kConflictingRowBytes == 0;
+  if (!conflicting || reuse < kMinReuse) return {data, cols, stride};
+  const std::int64_t leading = cols + kRowPadding, matrices = stride == 0 ? 1 : batch;
+  auto* copy =
+      static_cast<float*>(onednn::staging(slot, static_cast<std::size_t>(matrices * rows * leading) * sizeof(float)));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < matrices * rows; ++row) {
+    std::memcpy(copy + row * leading, data + row / rows * stride + row % rows * cols,
+                static_cast<std::size_t>(cols) * sizeof(float));
+  }
+  return {copy, leading, stride == 0 ? 0 : rows * leading};
+}
+
 // One tile shape's matmul, made for one thread (OneThread) and shared.
 struct TileMatmul {
   dnnl::matmul::primitive_desc pd;
   dnnl::matmul primitive;
 };
 
-std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std::int64_t rows, std::int64_t cols) {
-  using Key =
-      std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float, float>;
+std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std::int64_t lda, std::int64_t ldb,
+                                                 std::int64_t rows, std::int64_t cols) {
+  using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, float, float>;
   static onednn::Cache<Key, TileMatmul> cache;
-  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, rows, cols, g.alpha, g.beta}, [&] {
+  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb, rows, cols, g.alpha, g.beta}, [&] {
     const dnnl::primitive_attr attributes = product_attributes(g);
     const onednn::OneThread one_thread;
     const auto pd = onednn::describe("tiled matmul", [&] {
       return dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(block(rows, g.k, g.trans_a ? g.m : g.k, g.trans_a),
-                             block(g.k, cols, g.trans_b ? g.k : g.n, g.trans_b), block(rows, cols, g.n, false)),
+          dnnl::matmul::desc(block(rows, g.k, lda, g.trans_a), block(g.k, cols, ldb, g.trans_b),
+                             block(rows, cols, g.n, false)),
           attributes, onednn::engine());
     });
     return TileMatmul{pd, dnnl::matmul(pd)};
@@ -261,11 +300,19 @@ std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std
 void tiled_gemm(const backend::GemmArgs& g) {
   const Tiling t = tiling(g.batch, g.m, g.n);
   const std::int64_t row_tiles = (g.m + t.rows - 1) / t.rows, col_tiles = (g.n + t.cols - 1) / t.cols;
+  // Stored, A is k x m when transposed and B is k x n when not: read along k
+  // down their columns. Each element of A is read n times, of B m times.
+  const Operand a = readable(g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.batch, g.stride_a, g.trans_a, g.n,
+                             onednn::Slot::ProductA);
+  const Operand b = readable(g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.batch, g.stride_b, !g.trans_b, g.m,
+                             onednn::Slot::ProductB);
   // The (at most four) tile shapes' matmuls, made before the threads start.
   const std::int64_t last_rows = g.m - (row_tiles - 1) * t.rows, last_cols = g.n - (col_tiles - 1) * t.cols;
-  const std::shared_ptr<const TileMatmul> kernels[2][2] = {
-      {tile_matmul_of(g, t.rows, t.cols), tile_matmul_of(g, t.rows, last_cols)},
-      {tile_matmul_of(g, last_rows, t.cols), tile_matmul_of(g, last_rows, last_cols)}};
+  const auto kernel = [&](std::int64_t rows, std::int64_t cols) {
+    return tile_matmul_of(g, a.leading, b.leading, rows, cols);
+  };
+  const std::shared_ptr<const TileMatmul> kernels[2][2] = {{kernel(t.rows, t.cols), kernel(t.rows, last_cols)},
+                                                           {kernel(last_rows, t.cols), kernel(last_rows, last_cols)}};
   const std::int64_t tiles = g.batch * row_tiles * col_tiles;
   std::exception_ptr failure;
 #pragma omp parallel for schedule(static) if (tiles > 1)
@@ -273,15 +320,16 @@ void tiled_gemm(const backend::GemmArgs& g) {
     const std::int64_t matrix = tile / (row_tiles * col_tiles), i = tile / col_tiles % row_tiles, j = tile % col_tiles;
     const TileMatmul& mm = *kernels[i == row_tiles - 1][j == col_tiles - 1];
     const std::int64_t row = i * t.rows, col = j * t.cols;
-    const float* a = g.a + matrix * g.stride_a + (g.trans_a ? row : row * g.k);
-    const float* b = g.b + matrix * g.stride_b + (g.trans_b ? col * g.k : col);
-    float* c = g.c + matrix * g.stride_c + row * g.n + col;
+    const float* a_tile = a.data + matrix * a.stride + (g.trans_a ? row : row * a.leading);
+    const float* b_tile = b.data + matrix * b.stride + (g.trans_b ? col * b.leading : col);
+    float* c_tile = g.c + matrix * g.stride_c + row * g.n + col;
     try {
       const onednn::OneThread one_thread;
       const dnnl::engine& engine = onednn::engine();
-      run_matmul("tiled matmul", mm.pd, mm.primitive, dnnl::memory(mm.pd.src_desc(), engine, const_cast<float*>(a)),
-                 dnnl::memory(mm.pd.weights_desc(), engine, const_cast<float*>(b)),
-                 dnnl::memory(mm.pd.dst_desc(), engine, c));
+      run_matmul("tiled matmul", mm.pd, mm.primitive,
+                 dnnl::memory(mm.pd.src_desc(), engine, const_cast<float*>(a_tile)),
+                 dnnl::memory(mm.pd.weights_desc(), engine, const_cast<float*>(b_tile)),
+                 dnnl::memory(mm.pd.dst_desc(), engine, c_tile));
     } catch (...) {
 #pragma omp critical(ddl_tiled_gemm_failure)
       if (!failure) failure = std::current_exception();

@@ -50,7 +50,17 @@ dnnl::memory wrap(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag, 
 
 // The staging buffers, one set per thread; a slot's buffer grows to the
 // largest request and is kept. The slots a call uses must differ.
-enum class Slot { Input, Weights, Output, Scratchpad, InputChannelsLast, OutputChannelsLast, Count };
+enum class Slot {
+  Input,
+  Weights,
+  Output,
+  Scratchpad,
+  InputChannelsLast,
+  OutputChannelsLast,
+  ProductA,  // a GEMM's operands, copied with longer rows (gemm_cpu.cpp)
+  ProductB,
+  Count
+};
 void* staging(Slot slot, std::size_t bytes);
 
 // `user`'s data in the layout `wanted`: `user` itself when they agree,

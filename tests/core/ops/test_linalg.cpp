@@ -358,10 +358,12 @@ DensePass dense_pass(std::int64_t rows, const Tensor& w_values, Generator& gener
 // Products past kTiledMinMultiplyAdds (2^20, core/cpu/gemm_cpu.cpp) run on
 // oneDNN's matmul in tiles of C; these shapes leave tails in both
 // dimensions of C (cut evenly into at most 256 x 512, finer down to 64 x 128). The
-// last one's weight gradient, a 64 x 10 sum over 4099 rows, is a shape
-// oneDNN's own threading splits across threads by k.
-constexpr std::array<std::array<std::int64_t, 3>, 4> kTiledShapes{
-    {{300, 97, 600}, {129, 1000, 70}, {64, 4099, 10}, {4099, 64, 10}}};
+// fourth one's weight gradient, a 64 x 10 sum over 4099 rows, is a shape
+// oneDNN's own threading splits across threads by k. The last one's rows
+// of w (1 KiB), of x and of g are copied with padding first: w in x·W, x
+// and g in xᵀ·g.
+constexpr std::array<std::array<std::int64_t, 3>, 5> kTiledShapes{
+    {{300, 97, 600}, {129, 1000, 70}, {64, 4099, 10}, {4099, 64, 10}, {130, 512, 256}}};
 
 }  // namespace
 
@@ -405,19 +407,33 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("matmul past the small-product threshold: a batch against a shared matrix, each within float32's bound") {
+// n = 256 makes rows of B 1 KiB long, which the product copies with padding
+// first: one copy of a shared B, one per matrix of a batched one.
+TEST_CASE(
+    "matmul past the small-product threshold: a batch against a shared or a batched matrix, each within float32's "
+    "bound") {
   Generator generator(406);
-  const std::int64_t batch = 3, m = 70, k = 130, n = 90;  // 2.5 M multiply-adds
-  const Tensor a = test::uniform_tensor({batch, m, k}, generator), b = test::uniform_tensor({k, n}, generator);
-  const Tensor c = matmul(a, b);
-  const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
-  ProductReference all;
-  for (std::int64_t p = 0; p < batch; ++p) {
-    const ProductReference part =
-        product_reference(std::vector<float>(av.begin() + p * m * k, av.begin() + (p + 1) * m * k), bv, m, k, n);
-    all.value.insert(all.value.end(), part.value.begin(), part.value.end());
-    all.magnitude.insert(all.magnitude.end(), part.magnitude.begin(), part.magnitude.end());
+  const std::int64_t batch = 3, m = 70, k = 130;  // 2.5 M multiply-adds and more
+  for (const std::int64_t n : {90, 256}) {
+    for (const bool b_batched : {false, true}) {
+      CAPTURE(n);
+      CAPTURE(b_batched);
+      const Tensor a = test::uniform_tensor({batch, m, k}, generator);
+      const Tensor b = test::uniform_tensor(b_batched ? Shape{batch, k, n} : Shape{k, n}, generator);
+      const Tensor c = matmul(a, b);
+      const std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+      const auto matrix = [](const std::vector<float>& values, std::int64_t p, std::int64_t size) {
+        return std::vector<float>(values.begin() + p * size, values.begin() + (p + 1) * size);
+      };
+      ProductReference all;
+      for (std::int64_t p = 0; p < batch; ++p) {
+        const ProductReference part =
+            product_reference(matrix(av, p, m * k), b_batched ? matrix(bv, p, k * n) : bv, m, k, n);
+        all.value.insert(all.value.end(), part.value.begin(), part.value.end());
+        all.magnitude.insert(all.magnitude.end(), part.magnitude.begin(), part.magnitude.end());
+      }
+      double ratio = 0.0;
+      CHECK(test::within_dot_product_bound(c, all.value, all.magnitude, k, &ratio));
+    }
   }
-  double ratio = 0.0;
-  CHECK(test::within_dot_product_bound(c, all.value, all.magnitude, k, &ratio));
 }
