@@ -62,8 +62,10 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands);
 // for the kernels that leave the bias's gradient to it.
 void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
 // The bytes of the staging buffers (core/cpu/onednn.hpp) conv2d_forward
-// uses for g on the calling thread: each slot's buffer grows to the largest
-// use and is kept, outside the allocator's count.
+// uses for g, on the calling thread and on any other that runs a part of
+// it on buffers of its own (ddl's Winograd kernels: a chunk of images
+// each): each slot's buffer grows to the largest use and is kept, outside
+// the allocator's count.
 struct Conv2dStaging {
   std::size_t input = 0, weights = 0, output = 0, scratchpad = 0;
   std::size_t input_channels_last = 0, output_channels_last = 0;  // ddl's Winograd kernels' reordered copies

@@ -28,16 +28,23 @@
 // kChunkBytes, so that what the transforms write is still in cache when
 // the GEMMs read it, each chunk first reordered channels-last (NHWC): a
 // patch point's 16 channels are then one vector load, where from NCHW
-// they were 16 scalar ones. Every loop splits its work by tile or by
-// channel and the GEMMs are ddl's (results independent of the thread
-// count), so a result is the same bits on any thread count.
+// they were 16 scalar ones. With at least 4 chunks a thread, each chunk
+// runs on one thread, reorders, transforms and GEMMs with no barrier
+// between them (the filters' gradient summed per group of chunks, 8 groups
+// at most, fixed by the shape, then the groups added in order); with fewer,
+// the chunks go one after another and the work inside each is split.
+// Every loop splits its work by image, tile or channel and the GEMMs are
+// ddl's (results independent of the thread count), so a result is the same
+// bits on any thread count, in either mode.
 #include <ddl/core/backend.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/layers/conv2d_winograd.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <exception>
 
 namespace ddl::cpu_backend::winograd {
 namespace {
@@ -55,6 +62,10 @@ constexpr std::int64_t kLanes = 16;
 // layer fastest of 1-16 MiB, and 16 MiB a third slower
 // (docs/PERFORMANCE.md).
 constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
+// The filters' gradient is summed in up to this many groups of chunks at
+// once, each group's sum (36 x channels x filters) kept apart, in at most
+// kWeightGradientGroupBytes of them all.
+constexpr std::int64_t kWeightGradientGroups = 8, kWeightGradientGroupBytes = std::int64_t{16} << 20;
 
 template <std::size_t Rows, std::size_t Cols>
 using Matrix = std::array<std::array<float, Cols>, Rows>;
@@ -319,15 +330,46 @@ dnnl::memory::desc channels_last(const dnnl::memory& plain) {
 }
 const float* data_of(const dnnl::memory& m) { return static_cast<const float*>(m.get_data_handle()); }
 
+// Runs run(i) for each of `parts` independent parts of the work (chunks of
+// images, or groups of them): each part on one thread when there are
+// enough to share out (kPartsPerThread a thread), so that a thread's
+// transforms, GEMMs and reorders run with no barrier between them on data
+// in its own cache; otherwise one part after another, the work inside each
+// split over the threads. The two give the same bits: the kernels inside a
+// part do.
+constexpr std::int64_t kPartsPerThread = 4;
+
+template <class Run>
+void for_each_part(std::int64_t parts, const Run& run) {
+  // Not an `if` clause on one loop: a region it turns off still makes the
+  // loops inside nested ones, which run on one thread.
+  if (parts < kPartsPerThread * config::num_threads()) {
+    for (std::int64_t i = 0; i < parts; ++i) run(i);
+    return;
+  }
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < parts; ++i) {
+    try {
+      run(i);
+    } catch (...) {
+#pragma omp critical(ddl_winograd_part_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
 // y = the convolution of x with the filters whose transforms are u.
 void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u, const float* bias, float* y) {
   const std::int64_t chunk = p.chunk(batch);
-  float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * p.in_channels);
-  float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * p.out_channels);
   const std::int64_t in_size = p.in_channels * p.height * p.width,
                      out_size = p.out_channels * p.out_height * p.out_width;
-  for (std::int64_t first = 0; first < batch; first += chunk) {
-    const std::int64_t images = std::min(chunk, batch - first);
+  for_each_part((batch + chunk - 1) / chunk, [&](std::int64_t c) {
+    const std::int64_t first = c * chunk, images = std::min(chunk, batch - first);
+    // The running thread's buffers.
+    float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * p.in_channels);
+    float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * p.out_channels);
     const dnnl::memory x_plain = plain(images, p.in_channels, p.height, p.width, x + first * in_size);
     const dnnl::memory x_last = onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
                                                   "winograd conv2d: reordering the input channels-last");
@@ -337,7 +379,7 @@ void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u,
     const dnnl::memory y_last = onednn::for_output(y_plain, channels_last(y_plain), onednn::Slot::OutputChannelsLast);
     transform_outputs(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
     onednn::copy_back(y_last, y_plain, "winograd conv2d: reordering the output from channels-last");
-  }
+  });
 }
 
 Plan forward_plan(const layers::Conv2dGeometry& g) {
@@ -369,27 +411,42 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
   if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
   if (dw == nullptr) return;
   const Plan p = forward_plan(g);
-  const std::int64_t chunk = p.chunk(g.batch);
-  float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
-  float* dm = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
-  float* du = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
-  for (std::int64_t first = 0; first < g.batch; first += chunk) {
-    const std::int64_t images = std::min(chunk, g.batch - first);
-    const dnnl::memory x_plain = plain(images, g.channels, g.height, g.width, x + first * g.input_image_size());
-    const dnnl::memory dy_plain =
-        plain(images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size());
-    transform_inputs(p, images,
-                     data_of(onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
-                                               "winograd conv2d: reordering the input channels-last")),
-                     v);
-    transform_output_gradients(
-        p, images,
-        data_of(onednn::to_layout(dy_plain, channels_last(dy_plain), onednn::Slot::OutputChannelsLast,
-                                  "winograd conv2d: reordering the output's gradient channels-last")),
-        dm);
-    multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, du, first > 0);
+  const std::int64_t chunk = p.chunk(g.batch), chunks = (g.batch + chunk - 1) / chunk;
+  // dU summed over the tiles of consecutive chunks in each of `groups`
+  // groups, fixed by the shape (not the thread count), so that the groups
+  // can run on threads of their own; then the groups' sums added in order.
+  const std::int64_t du_size = kPoints * g.channels * g.filters;
+  const std::int64_t groups = std::clamp<std::int64_t>(
+      std::min(kWeightGradientGroupBytes / (du_size * std::int64_t{sizeof(float)}), chunks), 1, kWeightGradientGroups);
+  float* sums = buffer(onednn::Slot::Weights, groups * du_size);
+  for_each_part(groups, [&](std::int64_t group) {
+    // The running thread's buffers.
+    float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
+    float* dm = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
+    const std::int64_t begin = group * chunks / groups, end = (group + 1) * chunks / groups;
+    for (std::int64_t c = begin; c < end; ++c) {
+      const std::int64_t first = c * chunk, images = std::min(chunk, g.batch - first);
+      const dnnl::memory x_plain = plain(images, g.channels, g.height, g.width, x + first * g.input_image_size());
+      const dnnl::memory dy_plain =
+          plain(images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size());
+      transform_inputs(p, images,
+                       data_of(onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
+                                                 "winograd conv2d: reordering the input channels-last")),
+                       v);
+      transform_output_gradients(
+          p, images,
+          data_of(onednn::to_layout(dy_plain, channels_last(dy_plain), onednn::Slot::OutputChannelsLast,
+                                    "winograd conv2d: reordering the output's gradient channels-last")),
+          dm);
+      multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, sums + group * du_size,
+                      c > begin);
+    }
+  });
+#pragma omp parallel for schedule(static)
+  for (std::int64_t e = 0; e < du_size; ++e) {
+    for (std::int64_t group = 1; group < groups; ++group) sums[e] += sums[group * du_size + e];
   }
-  untransform_filter_gradients(du, g.channels, g.filters, dw);
+  untransform_filter_gradients(sums, g.channels, g.filters, dw);
 }
 
 bool pays_off(const layers::Conv2dGeometry& g) {
@@ -404,12 +461,15 @@ Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
   const Plan p = forward_plan(g);
   const auto bytes = [](std::int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
   const std::int64_t images = p.chunk(g.batch), tiles = images * p.tiles_per_image();
+  // Each thread that runs chunks holds its own chunk's buffers.
+  const std::int64_t chunks = (g.batch + images - 1) / images, threads = config::num_threads(),
+                     holders = chunks >= kPartsPerThread * threads ? threads : 1;
   Conv2dStaging staging;
-  staging.input = bytes(kPoints * tiles * g.channels);
+  staging.input = bytes(holders * kPoints * tiles * g.channels);
   staging.weights = bytes(kPoints * g.channels * g.filters);
-  staging.output = bytes(kPoints * tiles * g.filters);
-  staging.input_channels_last = bytes(images * g.input_image_size());
-  staging.output_channels_last = bytes(images * g.output_image_size());
+  staging.output = bytes(holders * kPoints * tiles * g.filters);
+  staging.input_channels_last = bytes(holders * images * g.input_image_size());
+  staging.output_channels_last = bytes(holders * images * g.output_image_size());
   return staging;
 }
 
