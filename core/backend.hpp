@@ -42,5 +42,8 @@ void fill_zero(const Device& device, void* data, std::size_t bytes);
 
 namespace ddl::cpu_backend {
 void gemm(const backend::GemmArgs& args);
+// The bytes of the staging buffers gemm(args) fills on the calling thread
+// (its operands copied with longer rows), for memory plans.
+std::size_t gemm_staging_bytes(const backend::GemmArgs& args);
 void sum_all(const float* x, std::int64_t n, float* out);
 }  // namespace ddl::cpu_backend

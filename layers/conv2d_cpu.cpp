@@ -246,8 +246,11 @@ Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
     const memory::desc user(dims, memory::data_type::f32, plain);
     return user == wanted ? std::size_t{0} : wanted.get_size();
   };
-  return {staged(input_dims(g), Tag::nchw, pd.src_desc()), staged(weight_dims(g), Tag::oihw, pd.weights_desc()),
-          staged(output_dims(g), Tag::nchw, pd.dst_desc()), pd.scratchpad_desc().get_size()};
+  Conv2dStaging staging;
+  staging.caller = {staged(input_dims(g), Tag::nchw, pd.src_desc()),
+                    staged(weight_dims(g), Tag::oihw, pd.weights_desc()),
+                    staged(output_dims(g), Tag::nchw, pd.dst_desc()), pd.scratchpad_desc().get_size()};
+  return staging;
 }
 
 void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {

@@ -62,26 +62,38 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands);
 // for the kernels that leave the bias's gradient to it.
 void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
 // The bytes of the staging buffers (core/cpu/onednn.hpp) conv2d_forward
-// uses for g, on the calling thread and on any other that runs a part of
-// it on buffers of its own (ddl's Winograd kernels: a chunk of images
-// each): each slot's buffer grows to the largest use and is kept, outside
-// the allocator's count.
+// uses for g: each slot's buffer, one per thread, grows to the largest use
+// and is kept, outside the allocator's count.
 struct Conv2dStaging {
-  std::size_t input = 0, weights = 0, output = 0, scratchpad = 0;
-  std::size_t input_channels_last = 0, output_channels_last = 0;  // ddl's Winograd kernels' reordered copies
+  struct Slots {
+    std::size_t input = 0, weights = 0, output = 0, scratchpad = 0;
+    std::size_t input_channels_last = 0, output_channels_last = 0;  // ddl's Winograd kernels' reordered copies
+    std::size_t products = 0;  // the GEMM's operands copied with longer rows (ProductA and ProductB)
 
-  // Each slot's buffer grows to its largest use: the larger of each.
+    // Each slot's buffer grows to its largest use: the larger of each.
+    void keep_largest(const Slots& other) {
+      input = std::max(input, other.input);
+      weights = std::max(weights, other.weights);
+      output = std::max(output, other.output);
+      scratchpad = std::max(scratchpad, other.scratchpad);
+      input_channels_last = std::max(input_channels_last, other.input_channels_last);
+      output_channels_last = std::max(output_channels_last, other.output_channels_last);
+      products = std::max(products, other.products);
+    }
+    std::size_t total() const {
+      return input + weights + output + scratchpad + input_channels_last + output_channels_last + products;
+    }
+  };
+  Slots caller;             // the calling thread's
+  Slots each_worker;        // each other thread's, where a kernel runs parts of the work on threads of their own
+  std::size_t workers = 0;  // how many other threads hold them
+
   void keep_largest(const Conv2dStaging& other) {
-    input = std::max(input, other.input);
-    weights = std::max(weights, other.weights);
-    output = std::max(output, other.output);
-    scratchpad = std::max(scratchpad, other.scratchpad);
-    input_channels_last = std::max(input_channels_last, other.input_channels_last);
-    output_channels_last = std::max(output_channels_last, other.output_channels_last);
+    caller.keep_largest(other.caller);
+    each_worker.keep_largest(other.each_worker);
+    workers = std::max(workers, other.workers);
   }
-  std::size_t total() const {
-    return input + weights + output + scratchpad + input_channels_last + output_channels_last;
-  }
+  std::size_t total() const { return caller.total() + workers * each_worker.total(); }
 };
 Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g);
 // The forward primitive oneDNN chose for g, e.g. "jit_wino_4x3:avx512_core".

@@ -30,8 +30,9 @@
 // patch point's 16 channels are then one vector load, where from NCHW
 // they were 16 scalar ones. With at least 4 chunks a thread, each chunk
 // runs on one thread, reorders, transforms and GEMMs with no barrier
-// between them (the filters' gradient summed per group of chunks, 8 groups
-// at most, fixed by the shape, then the groups added in order); with fewer,
+// between them (the filters' gradient summed per group of chunks, 16 groups
+// at most, fixed by the shape, then the groups added in order: a group to
+// a thread on up to 4 threads); with fewer,
 // the chunks go one after another and the work inside each is split.
 // Every loop splits its work by image, tile or channel and the GEMMs are
 // ddl's (results independent of the thread count), so a result is the same
@@ -65,7 +66,7 @@ constexpr std::int64_t kChunkBytes = std::int64_t{2} << 20;
 // The filters' gradient is summed in up to this many groups of chunks at
 // once, each group's sum (36 x channels x filters) kept apart, in at most
 // kWeightGradientGroupBytes of them all.
-constexpr std::int64_t kWeightGradientGroups = 8, kWeightGradientGroupBytes = std::int64_t{16} << 20;
+constexpr std::int64_t kWeightGradientGroups = 16, kWeightGradientGroupBytes = std::int64_t{16} << 20;
 
 template <std::size_t Rows, std::size_t Cols>
 using Matrix = std::array<std::array<float, Cols>, Rows>;
@@ -301,8 +302,8 @@ void untransform_filter_gradients(const float* du, std::int64_t channels, std::i
 }
 
 // The 36 products of a chunk, c[ξ] = op(a[ξ]) · b[ξ] (+ c[ξ] when accumulating).
-void multiply_points(bool transpose_a, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
-                     float* c, bool accumulate) {
+backend::GemmArgs point_products(bool transpose_a, std::int64_t m, std::int64_t n, std::int64_t k, const float* a,
+                                 const float* b, float* c, bool accumulate) {
   backend::GemmArgs args;
   args.trans_a = transpose_a;
   args.m = m, args.n = n, args.k = k;
@@ -310,7 +311,11 @@ void multiply_points(bool transpose_a, std::int64_t m, std::int64_t n, std::int6
   args.a = a, args.b = b, args.c = c;
   args.batch = kPoints;
   args.stride_a = m * k, args.stride_b = k * n, args.stride_c = m * n;
-  cpu_backend::gemm(args);
+  return args;
+}
+void multiply_points(bool transpose_a, std::int64_t m, std::int64_t n, std::int64_t k, const float* a, const float* b,
+                     float* c, bool accumulate) {
+  cpu_backend::gemm(point_products(transpose_a, m, n, k, a, b, c, accumulate));
 }
 
 float* buffer(onednn::Slot slot, std::int64_t floats) {
@@ -341,8 +346,9 @@ constexpr std::int64_t kPartsPerThread = 4;
 
 template <class Run>
 void for_each_part(std::int64_t parts, const Run& run) {
-  // Not an `if` clause on one loop: a region it turns off still makes the
-  // loops inside nested ones, which run on one thread.
+  // Two loops, not one with an `if` clause: measured with GCC's libgomp,
+  // the work inside a region that clause turned off ran at one thread's
+  // speed.
   if (parts < kPartsPerThread * config::num_threads()) {
     for (std::int64_t i = 0; i < parts; ++i) run(i);
     return;
@@ -351,6 +357,9 @@ void for_each_part(std::int64_t parts, const Run& run) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < parts; ++i) {
     try {
+      // Each thread one part: the loops and oneDNN calls inside on it alone,
+      // even where nested parallel regions are allowed.
+      const onednn::OneThread one_thread;
       run(i);
     } catch (...) {
 #pragma omp critical(ddl_winograd_part_failure)
@@ -367,7 +376,7 @@ void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u,
                      out_size = p.out_channels * p.out_height * p.out_width;
   for_each_part((batch + chunk - 1) / chunk, [&](std::int64_t c) {
     const std::int64_t first = c * chunk, images = std::min(chunk, batch - first);
-    // The running thread's buffers.
+    // Asked for here: running a chunk to a thread, each thread's own.
     float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * p.in_channels);
     float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * p.out_channels);
     const dnnl::memory x_plain = plain(images, p.in_channels, p.height, p.width, x + first * in_size);
@@ -420,7 +429,7 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
       std::min(kWeightGradientGroupBytes / (du_size * std::int64_t{sizeof(float)}), chunks), 1, kWeightGradientGroups);
   float* sums = buffer(onednn::Slot::Weights, groups * du_size);
   for_each_part(groups, [&](std::int64_t group) {
-    // The running thread's buffers.
+    // Asked for here: running a group to a thread, each thread's own.
     float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
     float* dm = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
     const std::int64_t begin = group * chunks / groups, end = (group + 1) * chunks / groups;
@@ -461,15 +470,20 @@ Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
   const Plan p = forward_plan(g);
   const auto bytes = [](std::int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
   const std::int64_t images = p.chunk(g.batch), tiles = images * p.tiles_per_image();
-  // Each thread that runs chunks holds its own chunk's buffers.
-  const std::int64_t chunks = (g.batch + images - 1) / images, threads = config::num_threads(),
-                     holders = chunks >= kPartsPerThread * threads ? threads : 1;
+  const std::int64_t chunks = (g.batch + images - 1) / images, threads = config::num_threads();
   Conv2dStaging staging;
-  staging.input = bytes(holders * kPoints * tiles * g.channels);
-  staging.weights = bytes(kPoints * g.channels * g.filters);
-  staging.output = bytes(holders * kPoints * tiles * g.filters);
-  staging.input_channels_last = bytes(holders * images * g.input_image_size());
-  staging.output_channels_last = bytes(holders * images * g.output_image_size());
+  Conv2dStaging::Slots& chunk = staging.caller;
+  chunk.input = bytes(kPoints * tiles * g.channels);
+  chunk.output = bytes(kPoints * tiles * g.filters);
+  chunk.input_channels_last = bytes(images * g.input_image_size());
+  chunk.output_channels_last = bytes(images * g.output_image_size());
+  chunk.products = cpu_backend::gemm_staging_bytes(
+      point_products(false, tiles, g.filters, g.channels, nullptr, nullptr, nullptr, false));
+  if (chunks >= kPartsPerThread * threads) {  // every thread holds a chunk's buffers
+    staging.each_worker = chunk;
+    staging.workers = static_cast<std::size_t>(threads - 1);
+  }
+  staging.caller.weights = bytes(kPoints * g.channels * g.filters);
   return staging;
 }
 

@@ -239,33 +239,60 @@ struct Operand {
   std::int64_t leading, stride;
 };
 
-// For tiles of C this small, oneDNN's kernels read the operands in place
-// (no packed copy), and one read along k with a stride (B as it is, A
-// transposed) walks down a column of stored rows. When those rows are a
-// multiple of 1 KiB long, the column's elements fall into a few cache sets
-// and evict each other: on a Zen 3, x·W ran at 31 GFLOP/s for a 4096-wide
-// W against 58 for the same W with rows 64 bytes longer, and xᵀ·g 2.4x
-// slower (docs/PERFORMANCE.md). Such an operand is copied first, each row
-// one cache line longer, when the product reads each element at least
-// kMinReuse times, so that the copy costs less than the conflicts (with 8
-// reads the two were even).
-constexpr std::int64_t kConflictingRowBytes = 1024, kRowPadding = 64 / sizeof(float), kMinReuse = 16;
+// For tiles of C as small as these, oneDNN's AVX2 kernels mostly read the
+// operands in place (no packed copy), and one read along k with a stride
+// (B as it is, A transposed) walks down a column of stored rows. When
+// those rows are a multiple of 2 KiB long, the column's elements fall into
+// a few cache sets and evict each other: on a Zen 3, x·W ran at 31
+// GFLOP/s for a 4096-wide W against 58 for the same W with rows 64 bytes
+// longer, xᵀ·g 2.4x slower, and rows of 2-12 KiB 1.4-2.1x slower
+// (multiples of 1 KiB alone: 1.1-1.3x, docs/PERFORMANCE.md). Such an
+// operand is copied first, each row one cache line longer, when the
+// product reads each element at least kMinReuse times: at the 2x penalty
+// the copy cost what 8 reads lost, at 1.4x what about 20 did.
+constexpr std::int64_t kConflictingRowBytes = 2048, kRowPadding = 64 / sizeof(float), kMinReuse = 32;
 
-// `batch` stored matrices of rows x cols (see Operand) as the tiles should
-// read them: in place, or copied with longer rows into `slot`.
-Operand readable(const float* data, std::int64_t rows, std::int64_t cols, std::int64_t batch, std::int64_t stride,
-                 bool read_along_columns, std::int64_t reuse, onednn::Slot slot) {
-  const bool conflicting = read_along_columns && cols * std::int64_t{sizeof(float)} % kConflictingRowBytes == 0;
-  if (!conflicting || reuse < kMinReuse) return {data, cols, stride};
-  const std::int64_t leading = cols + kRowPadding, matrices = stride == 0 ? 1 : batch;
-  auto* copy =
-      static_cast<float*>(onednn::staging(slot, static_cast<std::size_t>(matrices * rows * leading) * sizeof(float)));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t row = 0; row < matrices * rows; ++row) {
-    std::memcpy(copy + row * leading, data + row / rows * stride + row % rows * cols,
-                static_cast<std::size_t>(cols) * sizeof(float));
+// How one operand is stored and read: `batch` matrices of rows x cols,
+// `stride` apart (0: one matrix shared by the batch), read along k down its
+// columns or not, each element by `reuse` products of a matrix.
+struct Stored {
+  const float* data;
+  std::int64_t rows, cols, batch, stride;
+  bool read_along_columns;
+  std::int64_t reuse;
+
+  std::int64_t matrices() const { return stride == 0 ? 1 : batch; }
+  bool padded() const {
+    // A shared matrix is read by every product of the batch.
+    const std::int64_t reads = reuse * (stride == 0 ? batch : 1);
+    return read_along_columns && cols * std::int64_t{sizeof(float)} % kConflictingRowBytes == 0 && reads >= kMinReuse;
   }
-  return {copy, leading, stride == 0 ? 0 : rows * leading};
+  std::size_t padded_bytes() const {
+    return padded() ? static_cast<std::size_t>(matrices() * rows * (cols + kRowPadding)) * sizeof(float) : 0;
+  }
+};
+
+// Stored, A is k x m when transposed and B is k x n when not: read along k
+// down their columns. Each element of A is read n times, of B m times.
+Stored stored_a(const backend::GemmArgs& g) {
+  return {g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.batch, g.stride_a, g.trans_a, g.n};
+}
+Stored stored_b(const backend::GemmArgs& g) {
+  return {g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.batch, g.stride_b, !g.trans_b, g.m};
+}
+
+// The operand as the tiles should read it: in place, or copied with longer
+// rows into `slot` (by the calling thread's team).
+Operand readable(const Stored& s, onednn::Slot slot) {
+  if (!s.padded()) return {s.data, s.cols, s.stride};
+  const std::int64_t leading = s.cols + kRowPadding, rows = s.matrices() * s.rows;
+  auto* copy = static_cast<float*>(onednn::staging(slot, s.padded_bytes()));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::memcpy(copy + row * leading, s.data + row / s.rows * s.stride + row % s.rows * s.cols,
+                static_cast<std::size_t>(s.cols) * sizeof(float));
+  }
+  return {copy, leading, s.stride == 0 ? 0 : s.rows * leading};
 }
 
 // One tile shape's matmul, made for one thread (OneThread) and shared.
@@ -300,12 +327,7 @@ std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std
 void tiled_gemm(const backend::GemmArgs& g) {
   const Tiling t = tiling(g.batch, g.m, g.n);
   const std::int64_t row_tiles = (g.m + t.rows - 1) / t.rows, col_tiles = (g.n + t.cols - 1) / t.cols;
-  // Stored, A is k x m when transposed and B is k x n when not: read along k
-  // down their columns. Each element of A is read n times, of B m times.
-  const Operand a = readable(g.a, g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.batch, g.stride_a, g.trans_a, g.n,
-                             onednn::Slot::ProductA);
-  const Operand b = readable(g.b, g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.batch, g.stride_b, !g.trans_b, g.m,
-                             onednn::Slot::ProductB);
+  const Operand a = readable(stored_a(g), onednn::Slot::ProductA), b = readable(stored_b(g), onednn::Slot::ProductB);
   // The (at most four) tile shapes' matmuls, made before the threads start.
   const std::int64_t last_rows = g.m - (row_tiles - 1) * t.rows, last_cols = g.n - (col_tiles - 1) * t.cols;
   const auto kernel = [&](std::int64_t rows, std::int64_t cols) {
@@ -338,14 +360,24 @@ void tiled_gemm(const backend::GemmArgs& g) {
   if (failure) std::rethrow_exception(failure);
 }
 
+// Whether there are products to compute (not only a C to scale), and
+// enough of them for the tiles.
+bool computes(const backend::GemmArgs& g) { return g.m > 0 && g.n > 0 && g.batch > 0 && g.k > 0; }
+bool large(const backend::GemmArgs& g) { return g.batch * g.m * g.n * g.k >= kTiledMinMultiplyAdds; }
+
 }  // namespace
 
+std::size_t gemm_staging_bytes(const backend::GemmArgs& g) {
+  // An upper bound inside a PackedWeights scope, which may read B packed instead.
+  if (!computes(g) || config::cpu_precision() == config::CpuPrecision::BFloat16 || !large(g)) return 0;
+  return stored_a(g).padded_bytes() + stored_b(g).padded_bytes();
+}
+
 void gemm(const backend::GemmArgs& g) {
-  const bool empty = g.m == 0 || g.n == 0 || g.batch == 0;  // nothing to compute
-  if (!empty && g.k > 0) {                                  // products to compute, not only a C to scale
+  if (computes(g)) {
     if (config::cpu_precision() == config::CpuPrecision::BFloat16) return gemm_bf16(g);
     if (gemm_packed(g)) return;
-    if (g.batch * g.m * g.n * g.k >= kTiledMinMultiplyAdds) return tiled_gemm(g);
+    if (large(g)) return tiled_gemm(g);
   }
   for (std::int64_t i = 0; i < g.batch; ++i) {
     // Stored shapes: A is (k x m) when transposed, B is (n x k) when transposed.

@@ -597,7 +597,8 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
   const int threads_before = config::num_threads();
   for (const ConvCase& t :
        {ConvCase{3, 17, 13, 11, 33, 3, 3, options(1, 0, 1)}, ConvCase{2, 5, 9, 10, 7, 3, 3, options(1, 1, 1)},
-        ConvCase{4, 32, 6, 7, 16, 3, 3, options(1, 2, 1)}, ConvCase{58, 3, 66, 66, 5, 3, 3, options(1, 0, 1)}}) {
+        ConvCase{4, 32, 6, 7, 16, 3, 3, options(1, 2, 1)}, ConvCase{58, 3, 66, 66, 5, 3, 3, options(1, 0, 1)},
+        ConvCase{8, 32, 46, 46, 32, 3, 3, options(1, 0, 1)}}) {
     const std::string conv_case = describe(t);
     CAPTURE(conv_case);
     const std::int64_t p = t.options.padding, oh = t.h + 2 * p - 2, ow = t.w + 2 * p - 2;
@@ -631,9 +632,11 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
       db_magnitude[k] += std::abs(dy[i]);
     }
 
-    // The last case's 9 chunks (and 8 weight-gradient groups) run one to a
-    // thread on 1 and 2 threads, and one after another, each split over
-    // the threads, on 3 (fewer than 4 a thread): the same bits either way.
+    // The last two cases' chunks (9 and 8) and weight-gradient groups (9
+    // and 8) run one to a thread on 1 and 2 threads, and one after another,
+    // each split over the threads, on 3 (fewer than 4 a thread): the same
+    // bits either way. The last one's products are large enough for the
+    // tiled oneDNN GEMM inside each thread's chunk.
     std::vector<std::vector<float>> first_run;
     for (const int threads : {1, 2, 3}) {
       CAPTURE(threads);
@@ -669,8 +672,9 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
     CHECK(dbias_alone == first_run[3]);
   }
   set_num_threads(threads_before);
-  // The last case really went through in 9 chunks.
+  // The last two cases really went through in 9 and 8 chunks.
   CHECK(cpu_backend::winograd::images_per_chunk({58, 3, 66, 66, 5, 3, 3, 1, 0, 1, 64, 64}) == 7);
+  CHECK(cpu_backend::winograd::images_per_chunk({8, 32, 46, 46, 32, 3, 3, 1, 0, 1, 44, 44}) == 1);
 }
 
 TEST_CASE("conv2d's weight and bias gradients for few input channels (unfolded) stay within float32's bound") {

@@ -360,10 +360,10 @@ DensePass dense_pass(std::int64_t rows, const Tensor& w_values, Generator& gener
 // dimensions of C (cut evenly into at most 256 x 512, finer down to 64 x 128). The
 // fourth one's weight gradient, a 64 x 10 sum over 4099 rows, is a shape
 // oneDNN's own threading splits across threads by k. The last one's rows
-// of w (1 KiB), of x and of g are copied with padding first: w in x·W, x
-// and g in xᵀ·g.
+// of w (2 KiB), of x (4 KiB) and of g are copied with padding first: w in
+// x·W, x and g in xᵀ·g.
 constexpr std::array<std::array<std::int64_t, 3>, 5> kTiledShapes{
-    {{300, 97, 600}, {129, 1000, 70}, {64, 4099, 10}, {4099, 64, 10}, {130, 512, 256}}};
+    {{300, 97, 600}, {129, 1000, 70}, {64, 4099, 10}, {4099, 64, 10}, {130, 1024, 512}}};
 
 }  // namespace
 
@@ -407,14 +407,37 @@ TEST_CASE(
   }
 }
 
-// n = 256 makes rows of B 1 KiB long, which the product copies with padding
-// first: one copy of a shared B, one per matrix of a batched one.
+// A shared left matrix with rows of 2 KiB: the right one's gradient, one
+// product per matrix of the batch reading the same Aᵀ, copies A with
+// padding once for all of them.
+TEST_CASE("matmul past the small-product threshold: a shared matrix's rows copied once for the batch's gradients") {
+  Generator generator(407);
+  const std::int64_t batch = 3, m = 70, k = 512, n = 40;  // 4.3 M multiply-adds a gradient
+  const Tensor a = test::uniform_tensor({m, k}, generator);
+  const Tensor b = test::uniform_tensor({batch, k, n}, generator).set_requires_grad();
+  const Tensor g = test::uniform_tensor({batch, m, n}, generator);
+  matmul(a, b).backward(g);
+  const std::vector<float> at = transposed(a.to_vector<float>(), m, k), gv = g.to_vector<float>();
+  ProductReference all;
+  for (std::int64_t p = 0; p < batch; ++p) {
+    const ProductReference part =
+        product_reference(at, std::vector<float>(gv.begin() + p * m * n, gv.begin() + (p + 1) * m * n), k, m, n);
+    all.value.insert(all.value.end(), part.value.begin(), part.value.end());
+    all.magnitude.insert(all.magnitude.end(), part.magnitude.begin(), part.magnitude.end());
+  }
+  double ratio = 0.0;
+  CHECK(test::within_dot_product_bound(b.grad(), all.value, all.magnitude, m, &ratio));
+}
+
+// n = 512 makes rows of B 2 KiB long, which the product copies with padding
+// first, one copy per matrix of a batched B (a shared one is folded into
+// the rows of one product).
 TEST_CASE(
     "matmul past the small-product threshold: a batch against a shared or a batched matrix, each within float32's "
     "bound") {
   Generator generator(406);
   const std::int64_t batch = 3, m = 70, k = 130;  // 2.5 M multiply-adds and more
-  for (const std::int64_t n : {90, 256}) {
+  for (const std::int64_t n : {90, 512}) {
     for (const bool b_batched : {false, true}) {
       CAPTURE(n);
       CAPTURE(b_batched);
