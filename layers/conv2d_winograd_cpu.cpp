@@ -40,12 +40,12 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
+#include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/layers/conv2d_winograd.hpp>
 
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <exception>
 
 namespace ddl::cpu_backend::winograd {
 namespace {
@@ -178,6 +178,7 @@ struct Plan {
         kPoints * tiles_per_image() * (in_channels + out_channels) * static_cast<std::int64_t>(sizeof(float));
     return std::clamp<std::int64_t>(kChunkBytes / per_image, 1, batch);
   }
+  std::int64_t chunks(std::int64_t batch) const { return (batch + chunk(batch) - 1) / chunk(batch); }
 };
 
 // Where a tile sits: its image, the top-left corner of its outputs, and
@@ -344,29 +345,23 @@ const float* data_of(const dnnl::memory& m) { return static_cast<const float*>(m
 // part do.
 constexpr std::int64_t kPartsPerThread = 4;
 
+bool part_per_thread(std::int64_t parts) { return parts >= kPartsPerThread * config::num_threads(); }
+
 template <class Run>
 void for_each_part(std::int64_t parts, const Run& run) {
   // Two loops, not one with an `if` clause: measured with GCC's libgomp,
   // the work inside a region that clause turned off ran at one thread's
   // speed.
-  if (parts < kPartsPerThread * config::num_threads()) {
+  if (!part_per_thread(parts)) {
     for (std::int64_t i = 0; i < parts; ++i) run(i);
     return;
   }
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < parts; ++i) {
-    try {
-      // Each thread one part: the loops and oneDNN calls inside on it alone,
-      // even where nested parallel regions are allowed.
-      const onednn::OneThread one_thread;
-      run(i);
-    } catch (...) {
-#pragma omp critical(ddl_winograd_part_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+  parallel_tasks(parts, [&](std::int64_t i) {
+    // Each thread one part: the loops and oneDNN calls inside on it alone,
+    // even where nested parallel regions are allowed.
+    const onednn::OneThread one_thread;
+    run(i);
+  });
 }
 
 // y = the convolution of x with the filters whose transforms are u.
@@ -374,7 +369,7 @@ void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u,
   const std::int64_t chunk = p.chunk(batch);
   const std::int64_t in_size = p.in_channels * p.height * p.width,
                      out_size = p.out_channels * p.out_height * p.out_width;
-  for_each_part((batch + chunk - 1) / chunk, [&](std::int64_t c) {
+  for_each_part(p.chunks(batch), [&](std::int64_t c) {
     const std::int64_t first = c * chunk, images = std::min(chunk, batch - first);
     // Asked for here: running a chunk to a thread, each thread's own.
     float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * p.in_channels);
@@ -420,7 +415,7 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
   if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
   if (dw == nullptr) return;
   const Plan p = forward_plan(g);
-  const std::int64_t chunk = p.chunk(g.batch), chunks = (g.batch + chunk - 1) / chunk;
+  const std::int64_t chunk = p.chunk(g.batch), chunks = p.chunks(g.batch);
   // dU summed over the tiles of consecutive chunks in each of `groups`
   // groups, fixed by the shape (not the thread count), so that the groups
   // can run on threads of their own; then the groups' sums added in order.
@@ -470,7 +465,6 @@ Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
   const Plan p = forward_plan(g);
   const auto bytes = [](std::int64_t floats) { return static_cast<std::size_t>(floats) * sizeof(float); };
   const std::int64_t images = p.chunk(g.batch), tiles = images * p.tiles_per_image();
-  const std::int64_t chunks = (g.batch + images - 1) / images, threads = config::num_threads();
   Conv2dStaging staging;
   Conv2dStaging::Slots& chunk = staging.caller;
   chunk.input = bytes(kPoints * tiles * g.channels);
@@ -479,9 +473,9 @@ Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
   chunk.output_channels_last = bytes(images * g.output_image_size());
   chunk.products = cpu_backend::gemm_staging_bytes(
       point_products(false, tiles, g.filters, g.channels, nullptr, nullptr, nullptr, false));
-  if (chunks >= kPartsPerThread * threads) {  // every thread holds a chunk's buffers
+  if (part_per_thread(p.chunks(g.batch))) {  // every thread holds a chunk's buffers
     staging.each_worker = chunk;
-    staging.workers = static_cast<std::size_t>(threads - 1);
+    staging.workers = static_cast<std::size_t>(config::num_threads() - 1);
   }
   staging.caller.weights = bytes(kPoints * g.channels * g.filters);
   return staging;

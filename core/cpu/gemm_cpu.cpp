@@ -10,6 +10,7 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
+#include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/core/packed_weights.hpp>
 
 #include <fmt/format.h>
@@ -19,7 +20,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <exception>
 #include <memory>
 #include <string_view>
 #include <tuple>
@@ -335,29 +335,19 @@ void tiled_gemm(const backend::GemmArgs& g) {
   };
   const std::shared_ptr<const TileMatmul> kernels[2][2] = {{kernel(t.rows, t.cols), kernel(t.rows, last_cols)},
                                                            {kernel(last_rows, t.cols), kernel(last_rows, last_cols)}};
-  const std::int64_t tiles = g.batch * row_tiles * col_tiles;
-  std::exception_ptr failure;
-#pragma omp parallel for schedule(static) if (tiles > 1)
-  for (std::int64_t tile = 0; tile < tiles; ++tile) {
+  parallel_tasks(g.batch * row_tiles * col_tiles, [&](std::int64_t tile) {
     const std::int64_t matrix = tile / (row_tiles * col_tiles), i = tile / col_tiles % row_tiles, j = tile % col_tiles;
     const TileMatmul& mm = *kernels[i == row_tiles - 1][j == col_tiles - 1];
     const std::int64_t row = i * t.rows, col = j * t.cols;
     const float* a_tile = a.data + matrix * a.stride + (g.trans_a ? row : row * a.leading);
     const float* b_tile = b.data + matrix * b.stride + (g.trans_b ? col * b.leading : col);
     float* c_tile = g.c + matrix * g.stride_c + row * g.n + col;
-    try {
-      const onednn::OneThread one_thread;
-      const dnnl::engine& engine = onednn::engine();
-      run_matmul("tiled matmul", mm.pd, mm.primitive,
-                 dnnl::memory(mm.pd.src_desc(), engine, const_cast<float*>(a_tile)),
-                 dnnl::memory(mm.pd.weights_desc(), engine, const_cast<float*>(b_tile)),
-                 dnnl::memory(mm.pd.dst_desc(), engine, c_tile));
-    } catch (...) {
-#pragma omp critical(ddl_tiled_gemm_failure)
-      if (!failure) failure = std::current_exception();
-    }
-  }
-  if (failure) std::rethrow_exception(failure);
+    const onednn::OneThread one_thread;
+    const dnnl::engine& engine = onednn::engine();
+    run_matmul("tiled matmul", mm.pd, mm.primitive, dnnl::memory(mm.pd.src_desc(), engine, const_cast<float*>(a_tile)),
+               dnnl::memory(mm.pd.weights_desc(), engine, const_cast<float*>(b_tile)),
+               dnnl::memory(mm.pd.dst_desc(), engine, c_tile));
+  });
 }
 
 // Whether there are products to compute (not only a C to scale), and

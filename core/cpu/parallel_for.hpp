@@ -1,10 +1,12 @@
 // The CPU backend's elementwise loop: runs kernel(i) for i in [0, n) over
 // OpenMP threads with a static schedule, so a given thread count always
 // splits the work the same way. Small loops stay on one thread because
-// waking the team costs more than they do.
+// waking the team costs more than they do. And a loop of coarse tasks
+// that may throw.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 
 namespace ddl::cpu_backend {
 
@@ -28,6 +30,24 @@ void parallel_for(std::int64_t n, const Kernel& kernel) {
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) local(i);
   }
+}
+
+// Runs task(i) for i in [0, n) over OpenMP threads with a static schedule.
+// An exception may not leave an OpenMP region: the first one a task throws
+// is kept, the other tasks still run, and it is rethrown here after them.
+template <class Task>
+void parallel_tasks(std::int64_t n, const Task& task) {
+  std::exception_ptr failure;
+#pragma omp parallel for schedule(static) if (n > 1)
+  for (std::int64_t i = 0; i < n; ++i) {
+    try {
+      task(i);
+    } catch (...) {
+#pragma omp critical(ddl_parallel_tasks_failure)
+      if (!failure) failure = std::current_exception();
+    }
+  }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace ddl::cpu_backend
