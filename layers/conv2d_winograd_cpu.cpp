@@ -27,8 +27,8 @@
 // The batch goes through in chunks of images whose transformed tiles fit
 // kChunkBytes, so that what the transforms write is still in cache when
 // the GEMMs read it, each chunk first reordered channels-last (NHWC): a
-// patch point's 16 channels are then one vector load, where from NCHW
-// they were 16 scalar ones. With at least 4 chunks a thread, each chunk
+// patch point's 8 channels are then one vector load, where from NCHW
+// they were 8 scalar ones. With at least 4 chunks a thread, each chunk
 // runs on one thread, reorders, transforms and GEMMs with no barrier
 // between them (the filters' gradient summed per group of chunks, 16 groups
 // at most, fixed by the shape, then the groups added in order: a group to
@@ -46,6 +46,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <type_traits>
 
 namespace ddl::cpu_backend::winograd {
 namespace {
@@ -54,8 +55,9 @@ constexpr std::int64_t kTile = 4;     // output tile side
 constexpr std::int64_t kPatch = 6;    // input patch side: kTile + 3 - 1
 constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
 // Channels transformed together: the transforms' loops over them are the
-// vectorised ones (two AVX2 registers, one AVX-512 register).
-constexpr std::int64_t kLanes = 16;
+// vectorised ones, one AVX2 register (half an AVX-512 one; where there is
+// AVX-512, oneDNN's own Winograd kernel runs instead).
+constexpr std::int64_t kLanes = 8;
 // The transformed tiles (V and M, or V and dM) of one chunk of images.
 // They must still be in cache when the GEMMs read them, and the last-level
 // cache is shared with whatever else the machine runs: on a Zen 3 (512 KiB
@@ -98,55 +100,77 @@ constexpr Matrix<6, 4> kA = transpose(kAt);
 constexpr Matrix<3, 6> kGt = transpose(kG);
 
 // kLanes channels' values at one point: one SIMD operand (GCC's vector
-// extension; two AVX2 registers, one AVX-512 register).
+// extension), and a column of them.
 using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
-// A grid of points, each holding kLanes channels; a square one is a Block.
-template <std::size_t Rows, std::size_t Cols>
-using Grid = std::array<std::array<Lanes, Cols>, Rows>;
-template <std::size_t Side>
-using Block = Grid<Side, Side>;
+template <std::size_t N>
+using Column = std::array<Lanes, N>;
 
-// m · x for the Cols x Width grid x(s, j), for kLanes channels at once.
-// The matrices are constants, so once this is inlined and unrolled the
-// compiler drops the zero terms.
-template <std::size_t Width, std::size_t Rows, std::size_t Cols, class X>
-[[gnu::always_inline]] inline Grid<Rows, Width> times(const Matrix<Rows, Cols>& m, const X& x) {
-  Grid<Rows, Width> out;
+// y = m · x, for kLanes channels at once. The matrices are constants, so
+// once this is inlined and unrolled the compiler drops the zero terms, and
+// each sum starts from its first term, not from an added zero.
+template <std::size_t Rows, std::size_t Cols>
+[[gnu::always_inline]] inline void times(const Matrix<Rows, Cols>& m, const Column<Cols>& x, Column<Rows>& y) {
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < Rows; ++i) {
+    bool first = true;
 #pragma GCC unroll 8
-    for (std::size_t j = 0; j < Width; ++j) {
-      Lanes sum = {};
-#pragma GCC unroll 8
-      for (std::size_t s = 0; s < Cols; ++s) {
-        if (m[i][s] != 0) sum += m[i][s] * x(s, j);
-      }
-      out[i][j] = sum;
+    for (std::size_t s = 0; s < Cols; ++s) {
+      if (m[i][s] == 0) continue;
+      y[i] = first ? m[i][s] * x[s] : y[i] + m[i][s] * x[s];
+      first = false;
     }
   }
-  return out;
 }
 
-// m · in · mᵀ: m applied down the columns, then along the rows (as m times
-// the transposed half-way grid, transposed back). The lambdas hand out
-// references: a 16-lane vector returned by value has no register to go in
-// without AVX-512 (GCC warns of the ABI change).
-template <std::size_t Rows, std::size_t Cols>
-[[gnu::always_inline]] inline Block<Rows> sandwich(const Matrix<Rows, Cols>& m, const Block<Cols>& in) {
-  const Grid<Rows, Cols> half = times<Cols>(m, [&](std::size_t s, std::size_t j) -> const Lanes& { return in[s][j]; });
-  const Block<Rows> turned = times<Rows>(m, [&](std::size_t s, std::size_t i) -> const Lanes& { return half[i][s]; });
-  Block<Rows> out;
-  for (std::size_t i = 0; i < Rows; ++i) {
-    for (std::size_t j = 0; j < Rows; ++j) out[i][j] = turned[j][i];
+// m · in · mᵀ for the Cols x Cols block read by in(s, j, value), each
+// result handed to out(i, j, value): m down each column of the block, then
+// along each row of the half-way result. One column's inputs and sums fit
+// in registers (at most 12 of AVX2's 16), where the whole block does not:
+// the compiler kept it on the stack and the transforms ran 3x slower.
+template <std::size_t Rows, std::size_t Cols, class In, class Out>
+[[gnu::always_inline]] inline void sandwich(const Matrix<Rows, Cols>& m, const In& in, const Out& out) {
+  std::array<Column<Cols>, Rows> half;
+#pragma GCC unroll 8
+  for (std::size_t j = 0; j < Cols; ++j) {
+    Column<Cols> column;
+    Column<Rows> product;
+#pragma GCC unroll 8
+    for (std::size_t s = 0; s < Cols; ++s) in(s, j, column[s]);
+    times(m, column, product);
+#pragma GCC unroll 8
+    for (std::size_t i = 0; i < Rows; ++i) half[i][j] = product[i];
   }
-  return out;
+#pragma GCC unroll 8
+  for (std::size_t i = 0; i < Rows; ++i) {
+    Column<Rows> product;
+    times(m, half[i], product);
+#pragma GCC unroll 8
+    for (std::size_t j = 0; j < Rows; ++j) out(i, j, product[j]);
+  }
+}
+
+// A whole block of kLanes channels, as a compile-time count: its loads and
+// stores below are then single vector moves, where a count known only at
+// run time leaves the compiler keeping every value in memory.
+constexpr std::integral_constant<std::int64_t, kLanes> kWholeBlock{};
+
+// Runs body(c0, lanes) for each block of kLanes of `channels` channels
+// from c0: `lanes` is kWholeBlock for a whole one, the count for a last
+// partial one.
+template <class Body>
+[[gnu::always_inline]] inline void for_each_lane_block(std::int64_t channels, const Body& body) {
+  std::int64_t c0 = 0;
+  for (; c0 + kLanes <= channels; c0 += kLanes) body(c0, kWholeBlock);
+  if (c0 < channels) body(c0, channels - c0);
 }
 
 // v = the first `lanes` values at `from` (zeros after them), and back. A
-// full set is a copy of constant size, one vector move (a cast to a vector
-// pointer would need `may_alias`, and then every store could change any
-// value the loops keep in registers); a copy of a variable length is a loop.
-void load(const float* from, std::int64_t lanes, Lanes& v) {
+// whole block is a copy of constant size, one vector move (a cast to a
+// vector pointer would need `may_alias`, and then every store could change
+// any value the loops keep in registers); a part is a copy of variable
+// length.
+template <class Count>
+void load(const float* from, Count lanes, Lanes& v) {
   if (lanes == kLanes) {
     std::memcpy(&v, from, sizeof(Lanes));
   } else {
@@ -154,7 +178,8 @@ void load(const float* from, std::int64_t lanes, Lanes& v) {
     std::memcpy(&v, from, static_cast<std::size_t>(lanes) * sizeof(float));
   }
 }
-void store(const Lanes& v, float* to, std::int64_t lanes) {
+template <class Count>
+void store(const Lanes& v, float* to, Count lanes) {
   if (lanes == kLanes) {
     std::memcpy(to, &v, sizeof(Lanes));
   } else {
@@ -189,7 +214,7 @@ struct TileAt {
 };
 
 // Runs body(t, at, c0, lanes) for every tile t of `images` images and each
-// block of kLanes of `channels` channels from c0 (`lanes` of them), the
+// block of kLanes of `channels` channels from c0 (for_each_lane_block), the
 // tiles split over the threads.
 template <class Body>
 void for_each_tile(const Plan& p, std::int64_t images, std::int64_t channels, const Body& body) {
@@ -199,7 +224,7 @@ void for_each_tile(const Plan& p, std::int64_t images, std::int64_t channels, co
     const std::int64_t row = t / p.cols() % p.rows() * kTile, col = t % p.cols() * kTile;
     const TileAt at{t / p.tiles_per_image(), row, col, std::min(kTile, p.out_height - row),
                     std::min(kTile, p.out_width - col)};
-    for (std::int64_t c0 = 0; c0 < channels; c0 += kLanes) body(t, at, c0, std::min(kLanes, channels - c0));
+    for_each_lane_block(channels, [&](std::int64_t c0, auto lanes) { body(t, at, c0, lanes); });
   }
 }
 
@@ -208,22 +233,33 @@ std::int64_t output_at(const Plan& p, const TileAt& at, std::int64_t i, std::int
   return ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels;
 }
 
+// Each transform below runs sandwich() in two versions: one for the tiles
+// whose points all lie inside the image, which tests nothing, and one for
+// those over its edge.
+
 // V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
 // `images` images from x (channels-last: NHWC), zeros outside the input.
 void transform_inputs(const Plan& p, std::int64_t images, const float* x, float* v) {
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.in_channels;
-  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t c0, std::int64_t lanes) {
+  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t c0, auto lanes) {
     const std::int64_t top = at.row - p.padding, left = at.col - p.padding;
-    Block<kPatch> d = {};
-    for (std::int64_t i = std::max<std::int64_t>(0, -top); i < std::min(kPatch, p.height - top); ++i) {
-      for (std::int64_t j = std::max<std::int64_t>(0, -left); j < std::min(kPatch, p.width - left); ++j) {
-        load(x + ((at.image * p.height + top + i) * p.width + left + j) * channels + c0, lanes, d[i][j]);
+    const std::int64_t corner = ((at.image * p.height + top) * p.width + left) * channels + c0;
+    const auto read = [&](std::int64_t i, std::int64_t j, Lanes& d) {
+      load(x + corner + (i * p.width + j) * channels, lanes, d);
+    };
+    const auto write = [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+      store(value, v + ((i * kPatch + j) * tiles + t) * channels + c0, lanes);
+    };
+    if (top >= 0 && left >= 0 && top + kPatch <= p.height && left + kPatch <= p.width)
+      return sandwich(kBt, read, write);
+    const auto read_or_zero = [&](std::int64_t i, std::int64_t j, Lanes& d) {
+      if (top + i >= 0 && top + i < p.height && left + j >= 0 && left + j < p.width) {
+        read(i, j, d);
+      } else {
+        d = Lanes{};
       }
-    }
-    const Block<kPatch> transformed = sandwich(kBt, d);
-    for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-      store(transformed[xi / kPatch][xi % kPatch], v + (xi * tiles + t) * channels + c0, lanes);
-    }
+    };
+    sandwich(kBt, read_or_zero, write);
   });
 }
 
@@ -232,17 +268,20 @@ void transform_inputs(const Plan& p, std::int64_t images, const float* x, float*
 // output.
 void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, float* y) {
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, std::int64_t lanes) {
-    Block<kPatch> transformed;
-    for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-      load(m + (xi * tiles + t) * channels + k0, lanes, transformed[xi / kPatch][xi % kPatch]);
-    }
-    const Block<kTile> out = sandwich(kAt, transformed);
+  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
     Lanes b = {};
     if (bias != nullptr) load(bias + k0, lanes, b);
-    for (std::int64_t i = 0; i < at.rows; ++i) {
-      for (std::int64_t j = 0; j < at.cols; ++j) store(out[i][j] + b, y + output_at(p, at, i, j, channels) + k0, lanes);
-    }
+    const std::int64_t corner = output_at(p, at, 0, 0, channels) + k0;
+    const auto read = [&](std::int64_t i, std::int64_t j, Lanes& value) {
+      load(m + ((i * kPatch + j) * tiles + t) * channels + k0, lanes, value);
+    };
+    const auto write = [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+      store(value + b, y + corner + (i * p.out_width + j) * channels, lanes);
+    };
+    if (at.rows == kTile && at.cols == kTile) return sandwich(kAt, read, write);
+    sandwich(kAt, read, [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+      if (i < at.rows && j < at.cols) write(i, j, value);
+    });
   });
 }
 
@@ -250,15 +289,23 @@ void transform_outputs(const Plan& p, std::int64_t images, const float* m, const
 // gradient (channels-last: NHWC; zeros past the output's edge).
 void transform_output_gradients(const Plan& p, std::int64_t images, const float* dy, float* dm) {
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, std::int64_t lanes) {
-    Block<kTile> g = {};
-    for (std::int64_t i = 0; i < at.rows; ++i) {
-      for (std::int64_t j = 0; j < at.cols; ++j) load(dy + output_at(p, at, i, j, channels) + k0, lanes, g[i][j]);
-    }
-    const Block<kPatch> transformed = sandwich(kA, g);
-    for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-      store(transformed[xi / kPatch][xi % kPatch], dm + (xi * tiles + t) * channels + k0, lanes);
-    }
+  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
+    const std::int64_t corner = output_at(p, at, 0, 0, channels) + k0;
+    const auto read = [&](std::int64_t i, std::int64_t j, Lanes& g) {
+      load(dy + corner + (i * p.out_width + j) * channels, lanes, g);
+    };
+    const auto write = [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+      store(value, dm + ((i * kPatch + j) * tiles + t) * channels + k0, lanes);
+    };
+    if (at.rows == kTile && at.cols == kTile) return sandwich(kA, read, write);
+    const auto read_or_zero = [&](std::int64_t i, std::int64_t j, Lanes& g) {
+      if (i < at.rows && j < at.cols) {
+        read(i, j, g);
+      } else {
+        g = Lanes{};
+      }
+    };
+    sandwich(kA, read_or_zero, write);
   });
 }
 
@@ -268,18 +315,18 @@ void transform_output_gradients(const Plan& p, std::int64_t images, const float*
 void transform_filters(const float* w, std::int64_t in_channels, std::int64_t out_channels, bool turned, float* u) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < in_channels; ++i) {
-    for (std::int64_t o0 = 0; o0 < out_channels; o0 += kLanes) {
-      const std::int64_t lanes = std::min(kLanes, out_channels - o0);
-      Block<3> g = {};
+    for_each_lane_block(out_channels, [&](std::int64_t o0, auto lanes) {
+      std::array<Column<3>, 3> g = {};
       for (std::int64_t l = 0; l < lanes; ++l) {
         const float* filter = w + (turned ? (i * out_channels + o0 + l) : ((o0 + l) * in_channels + i)) * 9;
         for (std::int64_t r = 0; r < 9; ++r) g[r / 3][r % 3][l] = filter[turned ? 8 - r : r];
       }
-      const Block<kPatch> transformed = sandwich(kG, g);
-      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-        store(transformed[xi / kPatch][xi % kPatch], u + (xi * in_channels + i) * out_channels + o0, lanes);
-      }
-    }
+      sandwich(
+          kG, [&](std::int64_t r, std::int64_t s, Lanes& value) { value = g[r][s]; },
+          [&](std::int64_t r, std::int64_t s, const Lanes& value) {
+            store(value, u + ((r * kPatch + s) * in_channels + i) * out_channels + o0, lanes);
+          });
+    });
   }
 }
 
@@ -287,18 +334,16 @@ void transform_filters(const float* w, std::int64_t in_channels, std::int64_t ou
 void untransform_filter_gradients(const float* du, std::int64_t channels, std::int64_t filters, float* dw) {
 #pragma omp parallel for schedule(static)
   for (std::int64_t c = 0; c < channels; ++c) {
-    for (std::int64_t k0 = 0; k0 < filters; k0 += kLanes) {
-      const std::int64_t lanes = std::min(kLanes, filters - k0);
-      Block<kPatch> transformed;
-      for (std::int64_t xi = 0; xi < kPoints; ++xi) {
-        load(du + (xi * channels + c) * filters + k0, lanes, transformed[xi / kPatch][xi % kPatch]);
-      }
-      const Block<3> g = sandwich(kGt, transformed);
-      for (std::int64_t l = 0; l < lanes; ++l) {
-        float* filter = dw + ((k0 + l) * channels + c) * 9;
-        for (std::int64_t r = 0; r < 9; ++r) filter[r] = g[r / 3][r % 3][l];
-      }
-    }
+    for_each_lane_block(filters, [&](std::int64_t k0, auto lanes) {
+      sandwich(
+          kGt,
+          [&](std::int64_t r, std::int64_t s, Lanes& value) {
+            load(du + ((r * kPatch + s) * channels + c) * filters + k0, lanes, value);
+          },
+          [&](std::int64_t r, std::int64_t s, const Lanes& value) {
+            for (std::int64_t l = 0; l < lanes; ++l) dw[((k0 + l) * channels + c) * 9 + r * 3 + s] = value[l];
+          });
+    });
   }
 }
 

@@ -590,9 +590,10 @@ TEST_CASE("conv2d under auto takes a Winograd kernel for the MNIST CNN's 32->64 
 
 TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bound, both ways, on any thread count") {
   // The kernels called directly: conv2d runs them only where oneDNN has no
-  // Winograd kernel (CPUs without AVX-512). Channels that fill no block of
-  // 16 lanes or one and a bit, sides that are no multiple of the 4x4 tiles,
-  // every padding they take, and a batch of more than one chunk.
+  // Winograd kernel (CPUs without AVX-512). Channel counts short of a block
+  // of 8 lanes, of whole blocks, and of blocks and a bit, sides that are no
+  // multiple of the 4x4 tiles, every padding they take, and a batch of more
+  // than one chunk.
   Generator generator(87);
   const int threads_before = config::num_threads();
   for (const ConvCase& t :
