@@ -1,4 +1,4 @@
-// CPU GEMM. A float32 product runs on oneDNN's sgemm, cut into tiles of C
+// CPU GEMM. A float32 product runs on oneDNN's matmul, cut into tiles of C
 // that one thread each computes (tiled_gemm below: the tiles depend on the
 // shape alone, so the result does not depend on the thread count); a small
 // one runs on Eigen, whose call costs less than oneDNN's set-up, on the
@@ -224,6 +224,14 @@ Tiling tiling(std::int64_t batch, std::int64_t m, std::int64_t n) {
   return {std::min(m, even(m, row_parts)), std::min(n, even(n, col_parts))};
 }
 
+// A rows x cols block of a row-major matrix whose rows are `leading`
+// elements long, read transposed when `transposed` (stored cols x rows).
+dnnl::memory::desc block(std::int64_t rows, std::int64_t cols, std::int64_t leading, bool transposed) {
+  return {{rows, cols},
+          dnnl::memory::data_type::f32,
+          transposed ? dnnl::memory::dims{1, leading} : dnnl::memory::dims{leading, 1}};
+}
+
 // An operand as the tiles read it: matrix i of the batch at data + i *
 // stride (0: one matrix shared by the batch), its stored rows `leading`
 // elements apart.
@@ -288,30 +296,75 @@ Operand readable(const Stored& s, onednn::Slot slot) {
   return {copy, leading, s.stride == 0 ? 0 : s.rows * leading};
 }
 
-// C = alpha op(A) op(B) + beta C, each tile of C by one thread running
-// oneDNN's sgemm on one thread: the tiles follow from the shape alone, so
-// every element is summed in the same order whatever the thread count.
-// oneDNN run on all threads at once splits the sum over k for some shapes,
-// and the split follows the thread count. sgemm, not a matmul primitive:
-// a primitive's call (its memory objects, argument map and stream) cost
-// about 4 us, and a Winograd chunk's 36 products of 144x64x32 took 461 us
-// that way against 274 as sgemm calls (the same bits).
+// One tile shape's matmul, made for one thread (OneThread) and shared.
+// Where oneDNN would run it on its sgemm ("gemm:jit", as on AVX2; on
+// AVX-512 its brgemm kernels), the tiles call that sgemm directly and no
+// primitive is made: the same kernel without a primitive's call, whose
+// memory objects, argument map and stream cost about 4 us (a Winograd
+// chunk's 36 products of 144x64x32: 461 us through the primitive, 274 by
+// sgemm).
+struct TileMatmul {
+  dnnl::matmul::primitive_desc pd;
+  bool sgemm;
+  dnnl::matmul primitive;  // where not sgemm
+};
+
+std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std::int64_t lda, std::int64_t ldb,
+                                                 std::int64_t rows, std::int64_t cols) {
+  using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                         std::int64_t, float, float>;
+  static onednn::Cache<Key, TileMatmul> cache;
+  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb, rows, cols, g.alpha, g.beta}, [&] {
+    const dnnl::primitive_attr attributes = product_attributes(g);
+    const onednn::OneThread one_thread;
+    const auto pd = onednn::describe("tiled matmul", [&] {
+      return dnnl::matmul::primitive_desc(
+          dnnl::matmul::desc(block(rows, g.k, lda, g.trans_a), block(g.k, cols, ldb, g.trans_b),
+                             block(rows, cols, g.n, false)),
+          attributes, onednn::engine());
+    });
+    const bool sgemm = std::string_view(pd.impl_info_str()) == "gemm:jit";
+    return TileMatmul{pd, sgemm, sgemm ? dnnl::matmul() : dnnl::matmul(pd)};
+  });
+}
+
+// C = alpha op(A) op(B) + beta C, each tile of C by one thread running a
+// oneDNN matmul on one thread: the tiles and their kernels follow from the
+// shape alone, so every element is summed in the same order whatever the
+// thread count. oneDNN run on all threads at once splits the sum over k
+// for some shapes, and the split follows the thread count.
 void tiled_gemm(const backend::GemmArgs& g) {
   const Tiling t = tiling(g.batch, g.m, g.n);
   const std::int64_t row_tiles = (g.m + t.rows - 1) / t.rows, col_tiles = (g.n + t.cols - 1) / t.cols;
   const Operand a = readable(stored_a(g), onednn::Slot::ProductA), b = readable(stored_b(g), onednn::Slot::ProductB);
+  // The (at most four) tile shapes' matmuls, made before the threads start.
+  const std::int64_t last_rows = g.m - (row_tiles - 1) * t.rows, last_cols = g.n - (col_tiles - 1) * t.cols;
+  const auto kernel = [&](std::int64_t rows, std::int64_t cols) {
+    return tile_matmul_of(g, a.leading, b.leading, rows, cols);
+  };
+  const std::shared_ptr<const TileMatmul> kernels[2][2] = {{kernel(t.rows, t.cols), kernel(t.rows, last_cols)},
+                                                           {kernel(last_rows, t.cols), kernel(last_rows, last_cols)}};
   parallel_tasks(g.batch * row_tiles * col_tiles, [&](std::int64_t tile) {
     const std::int64_t matrix = tile / (row_tiles * col_tiles), i = tile / col_tiles % row_tiles, j = tile % col_tiles;
+    const bool last_row = i == row_tiles - 1, last_col = j == col_tiles - 1;
+    const TileMatmul& mm = *kernels[last_row][last_col];
     const std::int64_t row = i * t.rows, col = j * t.cols;
-    const std::int64_t rows = std::min(t.rows, g.m - row), cols = std::min(t.cols, g.n - col);
     const float* a_tile = a.data + matrix * a.stride + (g.trans_a ? row : row * a.leading);
     const float* b_tile = b.data + matrix * b.stride + (g.trans_b ? col * b.leading : col);
     float* c_tile = g.c + matrix * g.stride_c + row * g.n + col;
     const onednn::OneThread one_thread;
-    const dnnl_status_t status = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', rows, cols, g.k, g.alpha,
-                                            a_tile, a.leading, b_tile, b.leading, g.beta, c_tile, g.n);
-    DDL_CHECK(status == dnnl_success, "tiled GEMM: oneDNN's sgemm failed on a {}x{}x{} tile (status {})", rows, cols,
-              g.k, static_cast<int>(status));
+    if (mm.sgemm) {
+      const std::int64_t rows = last_row ? last_rows : t.rows, cols = last_col ? last_cols : t.cols;
+      const dnnl_status_t status = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', rows, cols, g.k, g.alpha,
+                                              a_tile, a.leading, b_tile, b.leading, g.beta, c_tile, g.n);
+      DDL_CHECK(status == dnnl_success, "tiled GEMM: oneDNN's sgemm failed on a {}x{}x{} tile (status {})", rows,
+                cols, g.k, static_cast<int>(status));
+      return;
+    }
+    const dnnl::engine& engine = onednn::engine();
+    run_matmul("tiled matmul", mm.pd, mm.primitive, dnnl::memory(mm.pd.src_desc(), engine, const_cast<float*>(a_tile)),
+               dnnl::memory(mm.pd.weights_desc(), engine, const_cast<float*>(b_tile)),
+               dnnl::memory(mm.pd.dst_desc(), engine, c_tile));
   });
 }
 
