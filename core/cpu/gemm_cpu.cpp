@@ -357,8 +357,8 @@ void tiled_gemm(const backend::GemmArgs& g) {
       const std::int64_t rows = last_row ? last_rows : t.rows, cols = last_col ? last_cols : t.cols;
       const dnnl_status_t status = dnnl_sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', rows, cols, g.k, g.alpha,
                                               a_tile, a.leading, b_tile, b.leading, g.beta, c_tile, g.n);
-      DDL_CHECK(status == dnnl_success, "tiled GEMM: oneDNN's sgemm failed on a {}x{}x{} tile (status {})", rows,
-                cols, g.k, static_cast<int>(status));
+      DDL_CHECK(status == dnnl_success, "tiled GEMM: oneDNN's sgemm failed on a {}x{}x{} tile (status {})", rows, cols,
+                g.k, static_cast<int>(status));
       return;
     }
     const dnnl::engine& engine = onednn::engine();
