@@ -14,7 +14,9 @@ struct Neg { DDL_HOST_DEVICE float operator()(float x) const { return -x; } };
 struct Exp { DDL_HOST_DEVICE float operator()(float x) const { return expf(x); } };
 struct Log { DDL_HOST_DEVICE float operator()(float x) const { return logf(x); } };
 struct Sqrt { DDL_HOST_DEVICE float operator()(float x) const { return sqrtf(x); } };
-struct Relu { DDL_HOST_DEVICE float operator()(float x) const { return x > 0.0f ? x : 0.0f; } };
+// NaN passes through, as in PyTorch and TensorFlow: a diverged value must
+// reach the loss, where training stops on it, not vanish here.
+struct Relu { DDL_HOST_DEVICE float operator()(float x) const { return x > 0.0f || x != x ? x : 0.0f; } };
 struct Abs { DDL_HOST_DEVICE float operator()(float x) const { return fabsf(x); } };
 struct Tanh { DDL_HOST_DEVICE float operator()(float x) const { return tanhf(x); } };
 // Split by sign so expf never overflows: for x < 0, e^x / (1 + e^x).

@@ -174,6 +174,19 @@ TEST_CASE("relu: the gradient is zero for negative inputs and at zero, one for p
   CHECK(x.grad().to_vector<float>() == std::vector<float>{0.0f, 0.0f, 1.0f});
 }
 
+TEST_CASE("relu: NaN passes through, infinities clamp as numbers do, and the gradient at NaN is zero") {
+  // As PyTorch's and TensorFlow's: a diverged value must reach the loss.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const Tensor x = from_vector(std::vector<float>{nan, -inf, inf, -nan}, {4}, TensorOptions{}.with_requires_grad());
+  const std::vector<float> y = relu(x).to_vector<float>();
+  CHECK(std::isnan(y[0]));
+  CHECK(y[1] == 0.0f);
+  CHECK(y[2] == inf);
+  CHECK(std::isnan(y[3]));
+  sum(relu(x)).backward();
+  CHECK(x.grad().to_vector<float>() == std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f});
+}
+
 TEST_CASE("abs: the gradient is the sign of the input, and zero at zero") {
   const Tensor x = from_vector(std::vector<float>{-2.0f, 0.0f, 3.0f}, {3}, TensorOptions{}.with_requires_grad());
   sum(abs(x)).backward();
