@@ -282,14 +282,7 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
   const bool weight_side = operands.grad_weight != nullptr || with_bias;
   const std::shared_ptr<Convolution> held = convolution_of(g, with_bias);
   Convolution& c = *held;
-  if (c.own_winograd) {
-    if (operands.grad_input != nullptr)
-      winograd::backward_data(g, operands.weight, operands.grad_output, operands.grad_input);
-    if (weight_side) {
-      winograd::backward_weights(g, operands.input, operands.grad_output, operands.grad_weight, operands.grad_bias);
-    }
-    return;
-  }
+  if (c.own_winograd) return winograd::backward(g, operands);
   // The weight's side by unfolding where oneDNN would pad few channels to
   // a block; the input's side stays oneDNN's.
   const bool unfold = weight_side && products_type() == memory::data_type::f32 && unfolded::suits(g);

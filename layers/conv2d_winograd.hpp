@@ -20,11 +20,10 @@ bool pays_off(const layers::Conv2dGeometry& g);
 
 // y = conv(x, w) + bias (bias may be null). Tensors are NCHW / OIHW.
 void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y);
-// dx, the input's gradient, from the output's, dy.
-void backward_data(const layers::Conv2dGeometry& g, const float* w, const float* dy, float* dx);
-// dw and dbias (either may be null) from the input x and dy.
-void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias);
-// How many images forward() and backward_weights() take through at once.
+// The gradients `o` points to (any may be null): dx from w and dy, dw
+// and dbias from x and dy, each chunk of dy reordered once for all of them.
+void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o);
+// How many images forward() takes through at once.
 std::int64_t images_per_chunk(const layers::Conv2dGeometry& g);
 // The staging buffers forward() uses (conv2d_forward_staging).
 Conv2dStaging forward_staging(const layers::Conv2dGeometry& g);

@@ -34,6 +34,9 @@
 // at most, fixed by the shape, then the groups added in order: a group to
 // a thread on up to 4 threads); with fewer,
 // the chunks go one after another and the work inside each is split.
+// Backward takes both directions through each chunk together, so that
+// dY's chunk is reordered once for both and read again while in cache
+// (7-9% faster than a pass for each, docs/PERFORMANCE.md).
 // Every loop splits its work by image, tile or channel and the GEMMs are
 // ddl's (results independent of the thread count), so a result is the same
 // bits on any thread count, in either mode.
@@ -427,30 +430,29 @@ void for_each_part(std::int64_t parts, const Run& run) {
   });
 }
 
-// y = the convolution of x with the filters whose transforms are u.
-void convolve(const Plan& p, std::int64_t batch, const float* x, const float* u, const float* bias, float* y) {
-  const std::int64_t chunk = p.chunk(batch);
-  const std::int64_t in_size = p.in_channels * p.height * p.width,
-                     out_size = p.out_channels * p.out_height * p.out_width;
-  for_each_part(p.chunks(batch), [&](std::int64_t c) {
-    const std::int64_t first = c * chunk, images = std::min(chunk, batch - first);
-    // Asked for here: running a chunk to a thread, each thread's own.
-    float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * p.in_channels);
-    float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * p.out_channels);
-    const dnnl::memory x_plain = plain(images, p.in_channels, p.height, p.width, x + first * in_size);
-    const dnnl::memory x_last = onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
-                                                  "winograd conv2d: reordering the input channels-last");
-    transform_inputs(p, images, data_of(x_last), v);
-    multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
-    const dnnl::memory y_plain = plain(images, p.out_channels, p.out_height, p.out_width, y + first * out_size);
-    const dnnl::memory y_last = onednn::for_output(y_plain, channels_last(y_plain), onednn::Slot::OutputChannelsLast);
-    transform_outputs(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
-    onednn::copy_back(y_last, y_plain, "winograd conv2d: reordering the output from channels-last");
-  });
+// y (`images` NCHW images) = x (the same images channels-last) convolved
+// with the filters whose transforms are u, + bias (if any), through v and
+// m (the chunk's V and M) and `y_slot`'s buffer, where y is made
+// channels-last before its reorder back.
+void convolve_chunk(const Plan& p, std::int64_t images, const float* x, const float* u, const float* bias, float* v,
+                    float* m, float* y, onednn::Slot y_slot) {
+  transform_inputs(p, images, x, v);
+  multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
+  const dnnl::memory y_plain = plain(images, p.out_channels, p.out_height, p.out_width, y);
+  const dnnl::memory y_last = onednn::for_output(y_plain, channels_last(y_plain), y_slot);
+  transform_outputs(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
+  onednn::copy_back(y_last, y_plain, "winograd conv2d: reordering the result from channels-last");
 }
 
 Plan forward_plan(const layers::Conv2dGeometry& g) {
   return {g.channels, g.height, g.width, g.filters, g.out_height, g.out_width, g.padding};
+}
+
+// The input's side of backward as the tiles see it: dX = dY convolved
+// with the turned filters at padding 2 - p, which makes an out_height x
+// out_width input give height x width.
+Plan data_plan(const layers::Conv2dGeometry& g) {
+  return {g.filters, g.out_height, g.out_width, g.channels, g.height, g.width, 2 - g.padding};
 }
 
 }  // namespace
@@ -462,58 +464,78 @@ bool applies(const layers::Conv2dGeometry& g) {
 void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
   float* u = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
   transform_filters(w, g.channels, g.filters, false, u);
-  convolve(forward_plan(g), g.batch, x, u, bias, y);
-}
-
-void backward_data(const layers::Conv2dGeometry& g, const float* w, const float* dy, float* dx) {
-  // dX = dY convolved with the turned filters at padding 2 - p, which makes
-  // an out_height x out_width input give height x width.
-  const Plan p{g.filters, g.out_height, g.out_width, g.channels, g.height, g.width, 2 - g.padding};
-  float* u = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
-  transform_filters(w, g.filters, g.channels, true, u);
-  convolve(p, g.batch, dy, u, nullptr, dx);
-}
-
-void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias) {
-  if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
-  if (dw == nullptr) return;
   const Plan p = forward_plan(g);
-  const std::int64_t chunk = p.chunk(g.batch), chunks = p.chunks(g.batch);
+  const std::int64_t chunk = p.chunk(g.batch);
+  for_each_part(p.chunks(g.batch), [&](std::int64_t c) {
+    const std::int64_t first = c * chunk, images = std::min(chunk, g.batch - first);
+    // Asked for here: running a chunk to a thread, each thread's own.
+    float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
+    float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
+    const dnnl::memory x_plain = plain(images, g.channels, g.height, g.width, x + first * g.input_image_size());
+    const dnnl::memory x_last = onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
+                                                  "winograd conv2d: reordering the input channels-last");
+    convolve_chunk(p, images, data_of(x_last), u, bias, v, m, y + first * g.output_image_size(),
+                   onednn::Slot::OutputChannelsLast);
+  });
+}
+
+void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {
+  if (o.grad_bias != nullptr) conv2d_bias_gradient(g, o.grad_output, o.grad_bias);
+  if (o.grad_input == nullptr && o.grad_weight == nullptr) return;
+  // Both sides read dY's chunks, each reordered channels-last once: the
+  // chunk is the smaller of the two sides' (the input's side has the more
+  // tiles where p < 1), fixed by the shape, so that dW's sum does not
+  // depend on whether dX is wanted.
+  const Plan p = forward_plan(g), turned = data_plan(g);
+  const std::int64_t chunk = std::min(p.chunk(g.batch), turned.chunk(g.batch));
+  const std::int64_t chunks = (g.batch + chunk - 1) / chunk;
   // dU summed over the tiles of consecutive chunks in each of `groups`
   // groups, fixed by the shape (not the thread count), so that the groups
   // can run on threads of their own; then the groups' sums added in order.
   const std::int64_t du_size = kPoints * g.channels * g.filters;
   const std::int64_t groups = std::clamp<std::int64_t>(
       std::min(kWeightGradientGroupBytes / (du_size * std::int64_t{sizeof(float)}), chunks), 1, kWeightGradientGroups);
-  float* sums = buffer(onednn::Slot::Weights, groups * du_size);
+  // The turned filters' transforms, U, then the groups' sums of dU.
+  float* u = buffer(onednn::Slot::Weights, (1 + groups) * du_size);
+  float* sums = u + du_size;
+  if (o.grad_input != nullptr) transform_filters(o.weight, g.filters, g.channels, true, u);
+  const std::int64_t tiles = chunk * std::max(p.tiles_per_image(), turned.tiles_per_image());
   for_each_part(groups, [&](std::int64_t group) {
-    // Asked for here: running a group to a thread, each thread's own.
-    float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
-    float* dm = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
+    // Asked for here: running a group to a thread, each thread's own. V,
+    // then dM or M, of whichever side runs.
+    float* v = buffer(onednn::Slot::Input, kPoints * tiles * std::max(g.channels, g.filters));
+    float* m = buffer(onednn::Slot::Output, kPoints * tiles * std::max(g.channels, g.filters));
     const std::int64_t begin = group * chunks / groups, end = (group + 1) * chunks / groups;
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t first = c * chunk, images = std::min(chunk, g.batch - first);
-      const dnnl::memory x_plain = plain(images, g.channels, g.height, g.width, x + first * g.input_image_size());
       const dnnl::memory dy_plain =
-          plain(images, g.filters, g.out_height, g.out_width, dy + first * g.output_image_size());
-      transform_inputs(p, images,
-                       data_of(onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
-                                                 "winograd conv2d: reordering the input channels-last")),
-                       v);
-      transform_output_gradients(
-          p, images,
-          data_of(onednn::to_layout(dy_plain, channels_last(dy_plain), onednn::Slot::OutputChannelsLast,
-                                    "winograd conv2d: reordering the output's gradient channels-last")),
-          dm);
-      multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, dm, sums + group * du_size,
-                      c > begin);
+          plain(images, g.filters, g.out_height, g.out_width, o.grad_output + first * g.output_image_size());
+      const float* dy = data_of(onednn::to_layout(dy_plain, channels_last(dy_plain), onednn::Slot::OutputChannelsLast,
+                                                  "winograd conv2d: reordering the output's gradient channels-last"));
+      if (o.grad_weight != nullptr) {
+        const dnnl::memory x_plain =
+            plain(images, g.channels, g.height, g.width, o.input + first * g.input_image_size());
+        transform_inputs(p, images,
+                         data_of(onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
+                                                   "winograd conv2d: reordering the input channels-last")),
+                         v);
+        transform_output_gradients(p, images, dy, m);
+        multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, m, sums + group * du_size,
+                        c > begin);
+      }
+      // dX's chunk channels-last where x's was (no longer read).
+      if (o.grad_input != nullptr) {
+        convolve_chunk(turned, images, dy, u, nullptr, v, m, o.grad_input + first * g.input_image_size(),
+                       onednn::Slot::InputChannelsLast);
+      }
     }
   });
+  if (o.grad_weight == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (std::int64_t e = 0; e < du_size; ++e) {
     for (std::int64_t group = 1; group < groups; ++group) sums[e] += sums[group * du_size + e];
   }
-  untransform_filter_gradients(sums, g.channels, g.filters, dw);
+  untransform_filter_gradients(sums, g.channels, g.filters, o.grad_weight);
 }
 
 bool pays_off(const layers::Conv2dGeometry& g) {

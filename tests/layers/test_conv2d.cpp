@@ -644,8 +644,7 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
       set_num_threads(threads);
       std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), dbias(b.size());
       cpu_backend::winograd::forward(g, x.data(), w.data(), b.data(), y.data());
-      cpu_backend::winograd::backward_data(g, w.data(), dy.data(), dx.data());
-      cpu_backend::winograd::backward_weights(g, x.data(), dy.data(), dw.data(), dbias.data());
+      cpu_backend::winograd::backward(g, {x.data(), w.data(), dy.data(), dx.data(), dw.data(), dbias.data()});
       if (threads > 1) {
         CHECK(y == first_run[0]);
         CHECK(dx == first_run[1]);
@@ -667,9 +666,13 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
                       chunked ? " (batch in chunks)" : "", ratio_y, ratio_dx, ratio_dw, ratio_db));
       first_run = {y, dx, dw, dbias};
     }
-    // The bias's gradient alone (a frozen weight) is the same sum.
-    std::vector<float> dbias_alone(b.size());
-    cpu_backend::winograd::backward_weights(g, x.data(), dy.data(), nullptr, dbias_alone.data());
+    // Each gradient alone (the others frozen) is the same sum.
+    std::vector<float> dx_alone(x.size()), dw_alone(w.size()), dbias_alone(b.size());
+    cpu_backend::winograd::backward(g, {nullptr, w.data(), dy.data(), dx_alone.data(), nullptr, nullptr});
+    cpu_backend::winograd::backward(g, {x.data(), nullptr, dy.data(), nullptr, dw_alone.data(), nullptr});
+    cpu_backend::winograd::backward(g, {x.data(), nullptr, dy.data(), nullptr, nullptr, dbias_alone.data()});
+    CHECK(dx_alone == first_run[1]);
+    CHECK(dw_alone == first_run[2]);
     CHECK(dbias_alone == first_run[3]);
   }
   set_num_threads(threads_before);
