@@ -100,9 +100,11 @@ int num_threads() { return thread_setting(); }
 
 namespace {
 CpuConvolution& convolution_setting() {
-  static CpuConvolution algorithm = read_choice<CpuConvolution>(
-      "DDL_CPU_CONV",
-      {{"auto", CpuConvolution::Auto}, {"direct", CpuConvolution::Direct}, {"winograd", CpuConvolution::Winograd}});
+  static CpuConvolution algorithm =
+      read_choice<CpuConvolution>("DDL_CPU_CONV", {{"auto", CpuConvolution::Auto},
+                                                   {"direct", CpuConvolution::Direct},
+                                                   {"winograd", CpuConvolution::Winograd},
+                                                   {"ddl-winograd", CpuConvolution::DdlWinograd}});
   return algorithm;
 }
 }  // namespace

@@ -33,10 +33,14 @@ void set_num_threads(int threads);
 // in 16s, at least 32, and the output is at least 16x16 (where it measured
 // faster than oneDNN's direct kernel), in winograd for every 3x3 stride-1
 // convolution with padding up to 2 (layers/conv2d_winograd_cpu.cpp).
+//   ddl-winograd: ddl's own F(4x4, 3x3) for every 3x3 stride-1 convolution
+//             with padding up to 2 in float32, also where oneDNN has a
+//             Winograd kernel (to compare the two on AVX-512); elsewhere
+//             as winograd.
 // Winograd's rounding error is larger than the direct sum's but stays
 // within float32's worst-case bound for the algorithm
 // (tests/layers/test_conv2d.cpp).
-enum class CpuConvolution { Auto, Direct, Winograd };
+enum class CpuConvolution { Auto, Direct, Winograd, DdlWinograd };
 CpuConvolution cpu_convolution();
 void set_cpu_convolution(CpuConvolution algorithm);
 

@@ -16,7 +16,9 @@
 // oneDNN has that kernel for AVX-512 only; where it has none (AVX2 CPUs),
 // the same convolutions run on ddl's own F(4x4, 3x3)
 // (conv2d_winograd_cpu.cpp), 1.3-1.7x faster than oneDNN's direct kernel
-// there (docs/PERFORMANCE.md). On AVX-512 oneDNN's is the faster of the two.
+// there (docs/PERFORMANCE.md). On AVX-512 oneDNN's was the faster of the two
+// (54 ms against 76, before ddl's transforms moved into registers);
+// `ddl-winograd` runs ddl's there too, to compare them again.
 // The weight's gradient of a convolution with fewer than 8 input channels
 // (a first layer's), which oneDNN pads to its block of channels, comes
 // from unfolding the input instead (conv2d_unfold_cpu.cpp).
@@ -103,6 +105,7 @@ dnnl::algorithm wanted_algorithm(const Conv2dGeometry& g) {
     case config::CpuConvolution::Auto:
       return blocks_fill ? dnnl::algorithm::convolution_auto : dnnl::algorithm::convolution_direct;
     case config::CpuConvolution::Winograd:
+    case config::CpuConvolution::DdlWinograd:
       return winograd_shape ? dnnl::algorithm::convolution_winograd : dnnl::algorithm::convolution_direct;
     case config::CpuConvolution::Direct:
       break;
@@ -110,16 +113,17 @@ dnnl::algorithm wanted_algorithm(const Conv2dGeometry& g) {
   return dnnl::algorithm::convolution_direct;
 }
 
-// Whether g should run on ddl's own Winograd kernels if oneDNN has none:
-// in float32, where oneDNN's choice is asked for (the channels fill its
-// blocks) and they pay off, or wherever they apply when Winograd is asked
-// for.
+// Whether g should run on ddl's own Winograd kernels if oneDNN has none
+// (or, for ddl-winograd, even if it has one): in float32, where oneDNN's
+// choice is asked for (the channels fill its blocks) and they pay off, or
+// wherever they apply when Winograd is asked for.
 bool wanted_winograd(const Conv2dGeometry& g) {
   if (config::cpu_precision() != config::CpuPrecision::Float32) return false;
   switch (config::cpu_convolution()) {
     case config::CpuConvolution::Auto:
       return wanted_algorithm(g) == dnnl::algorithm::convolution_auto && winograd::pays_off(g);
     case config::CpuConvolution::Winograd:
+    case config::CpuConvolution::DdlWinograd:
       return winograd::applies(g);
     case config::CpuConvolution::Direct:
       break;
@@ -161,10 +165,14 @@ Convolution make_convolution(const Conv2dGeometry& g, bool bias) {
     algorithm = dnnl::algorithm::convolution_direct;
     pd = onednn::describe("conv2d forward", [&] { return forward_pd(algorithm); });
   }
-  // ddl's own Winograd kernels take the place of oneDNN's where it has none.
-  const bool own_winograd = wanted_winograd(g) && !onednn::describe("conv2d forward", [&] {
-                                                     return kernel_for(dnnl::algorithm::convolution_winograd);
-                                                   }).has_value();
+  // ddl's own Winograd kernels take the place of oneDNN's where it has
+  // none, or where they are asked for by name.
+  const auto onednn_has_winograd = [&] {
+    return onednn::describe("conv2d forward", [&] { return kernel_for(dnnl::algorithm::convolution_winograd); })
+        .has_value();
+  };
+  const bool own_winograd = wanted_winograd(g) && (config::cpu_convolution() == config::CpuConvolution::DdlWinograd ||
+                                                   !onednn_has_winograd());
   return {algorithm, own_winograd, *pd, dnnl::convolution_forward(*pd), std::nullopt, std::nullopt};
 }
 

@@ -588,6 +588,27 @@ TEST_CASE("conv2d under auto takes a Winograd kernel for the MNIST CNN's 32->64 
   set_cpu_convolution(before);
 }
 
+TEST_CASE("conv2d under ddl-winograd runs ddl's own Winograd kernels on any CPU, and not where they do not apply") {
+  // On AVX-512 too, where auto and winograd take oneDNN's kernel; the
+  // layer's result is then the kernel's own bits.
+  Generator generator(89);
+  const config::CpuConvolution before = config::cpu_convolution();
+  set_cpu_convolution(config::CpuConvolution::DdlWinograd);
+  const ConvCase t{2, 16, 9, 10, 16, 3, 3, options(1, 1, 1)};
+  const layers::Conv2dGeometry g{t.n, t.c, t.h, t.w, t.k, 3, 3, 1, 1, 1, t.h, t.w};
+  CHECK(cpu_backend::conv2d_implementation(g) == "ddl_winograd_4x3");
+  const Tensor x = test::uniform_tensor({t.n, t.c, t.h, t.w}, generator);
+  const Tensor w = test::uniform_tensor({t.k, t.c, 3, 3}, generator);
+  const Tensor b = test::uniform_tensor({t.k}, generator);
+  std::vector<float> y(static_cast<std::size_t>(t.n * t.k * t.h * t.w));
+  cpu_backend::winograd::forward(g, x.data<float>(), w.data<float>(), b.data<float>(), y.data());
+  CHECK(layers::conv2d(x, w, b, t.options).to_vector<float>() == y);
+  // Stride 2 and a 5x5 kernel are not Winograd F(4x4, 3x3)'s.
+  CHECK(cpu_backend::conv2d_implementation({2, 16, 9, 10, 16, 3, 3, 2, 1, 1, 5, 5}) != "ddl_winograd_4x3");
+  CHECK(cpu_backend::conv2d_implementation({2, 16, 9, 10, 16, 5, 5, 1, 2, 1, 9, 10}) != "ddl_winograd_4x3");
+  set_cpu_convolution(before);
+}
+
 TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bound, both ways, on any thread count") {
   // The kernels called directly: conv2d runs them only where oneDNN has no
   // Winograd kernel (CPUs without AVX-512). Channel counts short of a block
