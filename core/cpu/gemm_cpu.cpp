@@ -10,6 +10,7 @@
 #include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
+#include <ddl/core/cpu/gemm_tiles.hpp>
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/core/cpu/parallel_for.hpp>
 #include <ddl/core/packed_weights.hpp>
@@ -20,6 +21,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -302,19 +304,22 @@ Operand readable(const Stored& s, onednn::Slot slot) {
 // primitive is made: the same kernel without a primitive's call, whose
 // memory objects, argument map and stream cost about 4 us (a Winograd
 // chunk's 36 products of 144x64x32: 461 us through the primitive, 274 by
-// sgemm).
+// sgemm). set_tile_kernel (gemm_tiles.hpp) forces either one.
 struct TileMatmul {
   dnnl::matmul::primitive_desc pd;
   bool sgemm;
   dnnl::matmul primitive;  // where not sgemm
 };
 
+std::atomic<TileKernel> tile_kernel{TileKernel::Auto};
+
 std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std::int64_t lda, std::int64_t ldb,
                                                  std::int64_t rows, std::int64_t cols) {
   using Key = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                         std::int64_t, float, float>;
+                         std::int64_t, float, float, TileKernel>;
   static onednn::Cache<Key, TileMatmul> cache;
-  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb, rows, cols, g.alpha, g.beta}, [&] {
+  const TileKernel kernel = tile_kernel.load();
+  return cache.get({g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb, rows, cols, g.alpha, g.beta, kernel}, [&] {
     const dnnl::primitive_attr attributes = product_attributes(g);
     const onednn::OneThread one_thread;
     const auto pd = onednn::describe("tiled matmul", [&] {
@@ -323,7 +328,8 @@ std::shared_ptr<const TileMatmul> tile_matmul_of(const backend::GemmArgs& g, std
                              block(rows, cols, g.n, false)),
           attributes, onednn::engine());
     });
-    const bool sgemm = std::string_view(pd.impl_info_str()) == "gemm:jit";
+    const bool sgemm =
+        kernel == TileKernel::Auto ? std::string_view(pd.impl_info_str()) == "gemm:jit" : kernel == TileKernel::Sgemm;
     return TileMatmul{pd, sgemm, sgemm ? dnnl::matmul() : dnnl::matmul(pd)};
   });
 }
@@ -374,6 +380,8 @@ bool computes(const backend::GemmArgs& g) { return g.m > 0 && g.n > 0 && g.batch
 bool large(const backend::GemmArgs& g) { return g.batch * g.m * g.n * g.k >= kTiledMinMultiplyAdds; }
 
 }  // namespace
+
+void set_tile_kernel(TileKernel kernel) { tile_kernel = kernel; }
 
 std::size_t gemm_staging_bytes(const backend::GemmArgs& g) {
   // An upper bound inside a PackedWeights scope, which may read B packed instead.

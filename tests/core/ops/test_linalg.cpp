@@ -3,6 +3,7 @@
 // errors for operands that do not fit.
 #include <doctest/doctest.h>
 
+#include <ddl/core/cpu/gemm_tiles.hpp>
 #include <ddl/ddl.hpp>
 
 #include <algorithm>
@@ -372,39 +373,46 @@ constexpr std::array<std::array<std::int64_t, 3>, 5> kTiledShapes{
 // count changes only which thread computes a tile. (Each tile shape's
 // primitive is made once, on one thread: without that, the first call's
 // thread count would fix oneDNN's split of k for the process's life, which
-// this test, running each shape once, cannot tell apart.)
+// this test, running each shape once, cannot tell apart.) Both kernels a
+// tile may run, whichever this CPU's default is.
 TEST_CASE(
     "matmul past the small-product threshold: x·W, g·Wᵀ and accumulated xᵀ·g within float32's bound, the same "
-    "bits on one thread and on two") {
+    "bits on one thread and on two, through oneDNN's sgemm and its matmul primitive") {
   Generator generator(405);
   const int threads = config::num_threads();
-  for (const auto& shape : kTiledShapes) {
-    const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
-    CAPTURE(rows);
-    CAPTURE(in);
-    CAPTURE(out);
-    const Tensor w = test::uniform_tensor({in, out}, generator);
-    Generator first(408), second(408);
-    set_num_threads(1);
-    const DensePass pass = dense_pass(rows, w, first);
-    set_num_threads(2);
-    const DensePass two = dense_pass(rows, w, second);
-    set_num_threads(threads);
-    CHECK(pass.y1.to_vector<float>() == two.y1.to_vector<float>());
-    CHECK(pass.x1_grad.to_vector<float>() == two.x1_grad.to_vector<float>());
-    CHECK(pass.w_grad.to_vector<float>() == two.w_grad.to_vector<float>());
+  for (const auto& [kernel, name] : {std::pair{cpu_backend::TileKernel::Sgemm, "sgemm"},
+                                     std::pair{cpu_backend::TileKernel::Primitive, "matmul primitive"}}) {
+    CAPTURE(name);
+    cpu_backend::set_tile_kernel(kernel);
+    for (const auto& shape : kTiledShapes) {
+      const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
+      CAPTURE(rows);
+      CAPTURE(in);
+      CAPTURE(out);
+      const Tensor w = test::uniform_tensor({in, out}, generator);
+      Generator first(408), second(408);
+      set_num_threads(1);
+      const DensePass pass = dense_pass(rows, w, first);
+      set_num_threads(2);
+      const DensePass two = dense_pass(rows, w, second);
+      set_num_threads(threads);
+      CHECK(pass.y1.to_vector<float>() == two.y1.to_vector<float>());
+      CHECK(pass.x1_grad.to_vector<float>() == two.x1_grad.to_vector<float>());
+      CHECK(pass.w_grad.to_vector<float>() == two.w_grad.to_vector<float>());
 
-    const std::vector<float> wv = w.to_vector<float>();
-    double ratio = 0.0;
-    const ProductReference y = product_reference(pass.x1.to_vector<float>(), wv, rows, in, out);
-    CHECK(test::within_dot_product_bound(pass.y1, y.value, y.magnitude, in, &ratio));
-    const ProductReference dx = product_reference(pass.g1.to_vector<float>(), transposed(wv, in, out), rows, out, in);
-    CHECK(test::within_dot_product_bound(pass.x1_grad, dx.value, dx.magnitude, out, &ratio));
-    std::vector<double> dw(static_cast<std::size_t>(in * out)), dw_magnitude(dw.size());
-    test::add_weight_gradient_reference(pass.x1, pass.g1, dw, dw_magnitude);
-    test::add_weight_gradient_reference(pass.x2, pass.g2, dw, dw_magnitude);
-    CHECK(test::within_dot_product_bound(pass.w_grad, dw, dw_magnitude, 2 * rows, &ratio));
+      const std::vector<float> wv = w.to_vector<float>();
+      double ratio = 0.0;
+      const ProductReference y = product_reference(pass.x1.to_vector<float>(), wv, rows, in, out);
+      CHECK(test::within_dot_product_bound(pass.y1, y.value, y.magnitude, in, &ratio));
+      const ProductReference dx = product_reference(pass.g1.to_vector<float>(), transposed(wv, in, out), rows, out, in);
+      CHECK(test::within_dot_product_bound(pass.x1_grad, dx.value, dx.magnitude, out, &ratio));
+      std::vector<double> dw(static_cast<std::size_t>(in * out)), dw_magnitude(dw.size());
+      test::add_weight_gradient_reference(pass.x1, pass.g1, dw, dw_magnitude);
+      test::add_weight_gradient_reference(pass.x2, pass.g2, dw, dw_magnitude);
+      CHECK(test::within_dot_product_bound(pass.w_grad, dw, dw_magnitude, 2 * rows, &ratio));
+    }
   }
+  cpu_backend::set_tile_kernel(cpu_backend::TileKernel::Auto);
 }
 
 // A shared left matrix with rows of 2 KiB: the right one's gradient, one
