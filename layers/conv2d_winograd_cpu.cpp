@@ -496,7 +496,7 @@ void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) 
   const std::int64_t groups = std::clamp<std::int64_t>(
       std::min(kWeightGradientGroupBytes / (du_size * std::int64_t{sizeof(float)}), chunks), 1, kWeightGradientGroups);
   // The turned filters' transforms, U, then the groups' sums of dU.
-  float* u = buffer(onednn::Slot::Weights, (1 + groups) * du_size);
+  float* u = buffer(onednn::Slot::Weights, (o.grad_weight != nullptr ? 1 + groups : 1) * du_size);
   float* sums = u + du_size;
   if (o.grad_input != nullptr) transform_filters(o.weight, g.filters, g.channels, true, u);
   const std::int64_t tiles = chunk * std::max(p.tiles_per_image(), turned.tiles_per_image());
