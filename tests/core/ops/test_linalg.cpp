@@ -380,10 +380,12 @@ TEST_CASE(
     "bits on one thread and on two, through oneDNN's sgemm and its matmul primitive") {
   Generator generator(405);
   const int threads = config::num_threads();
-  for (const auto& [kernel, name] : {std::pair{cpu_backend::TileKernel::Sgemm, "sgemm"},
-                                     std::pair{cpu_backend::TileKernel::Primitive, "matmul primitive"}}) {
+  // Not a structured binding: clang before 16 cannot capture one (CAPTURE).
+  for (const auto& kernel : {std::pair{cpu_backend::TileKernel::Sgemm, "sgemm"},
+                             std::pair{cpu_backend::TileKernel::Primitive, "matmul primitive"}}) {
+    const char* name = kernel.second;
     CAPTURE(name);
-    cpu_backend::set_tile_kernel(kernel);
+    cpu_backend::set_tile_kernel(kernel.first);
     for (const auto& shape : kTiledShapes) {
       const std::int64_t rows = shape[0], in = shape[1], out = shape[2];
       CAPTURE(rows);
