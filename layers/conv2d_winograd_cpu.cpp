@@ -36,7 +36,7 @@
 // the chunks go one after another and the work inside each is split.
 // Backward takes both directions through each chunk together, so that
 // dY's chunk is reordered once for both and read again while in cache
-// (7-9% faster than a pass for each, docs/PERFORMANCE.md).
+// (6-9% faster than a pass for each, docs/PERFORMANCE.md).
 // Every loop splits its work by image, tile or channel and the GEMMs are
 // ddl's (results independent of the thread count), so a result is the same
 // bits on any thread count, in either mode.
@@ -49,6 +49,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 
 namespace ddl::cpu_backend::winograd {
@@ -400,7 +401,14 @@ dnnl::memory plain(std::int64_t images, std::int64_t channels, std::int64_t heig
 dnnl::memory::desc channels_last(const dnnl::memory& plain) {
   return {plain.get_desc().dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc};
 }
-const float* data_of(const dnnl::memory& m) { return static_cast<const float*>(m.get_data_handle()); }
+// The same images channels-last: a copy in `slot`'s buffer (kept by the
+// thread until its next request of that slot), or the images themselves
+// where the two layouts agree (one channel, or one pixel).
+const float* to_channels_last(std::int64_t images, std::int64_t channels, std::int64_t height, std::int64_t width,
+                              const float* data, onednn::Slot slot, std::string_view what) {
+  const dnnl::memory nchw = plain(images, channels, height, width, data);
+  return static_cast<const float*>(onednn::to_layout(nchw, channels_last(nchw), slot, what).get_data_handle());
+}
 
 // Runs run(i) for each of `parts` independent parts of the work (chunks of
 // images, or groups of them): each part on one thread when there are
@@ -471,10 +479,10 @@ void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, co
     // Asked for here: running a chunk to a thread, each thread's own.
     float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
     float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
-    const dnnl::memory x_plain = plain(images, g.channels, g.height, g.width, x + first * g.input_image_size());
-    const dnnl::memory x_last = onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
-                                                  "winograd conv2d: reordering the input channels-last");
-    convolve_chunk(p, images, data_of(x_last), u, bias, v, m, y + first * g.output_image_size(),
+    const float* x_last =
+        to_channels_last(images, g.channels, g.height, g.width, x + first * g.input_image_size(),
+                         onednn::Slot::InputChannelsLast, "winograd conv2d: reordering the input channels-last");
+    convolve_chunk(p, images, x_last, u, bias, v, m, y + first * g.output_image_size(),
                    onednn::Slot::OutputChannelsLast);
   });
 }
@@ -508,17 +516,15 @@ void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) 
     const std::int64_t begin = group * chunks / groups, end = (group + 1) * chunks / groups;
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t first = c * chunk, images = std::min(chunk, g.batch - first);
-      const dnnl::memory dy_plain =
-          plain(images, g.filters, g.out_height, g.out_width, o.grad_output + first * g.output_image_size());
-      const float* dy = data_of(onednn::to_layout(dy_plain, channels_last(dy_plain), onednn::Slot::OutputChannelsLast,
-                                                  "winograd conv2d: reordering the output's gradient channels-last"));
+      const float* dy = to_channels_last(
+          images, g.filters, g.out_height, g.out_width, o.grad_output + first * g.output_image_size(),
+          onednn::Slot::OutputChannelsLast, "winograd conv2d: reordering the output's gradient channels-last");
       if (o.grad_weight != nullptr) {
-        const dnnl::memory x_plain =
-            plain(images, g.channels, g.height, g.width, o.input + first * g.input_image_size());
-        transform_inputs(p, images,
-                         data_of(onednn::to_layout(x_plain, channels_last(x_plain), onednn::Slot::InputChannelsLast,
-                                                   "winograd conv2d: reordering the input channels-last")),
-                         v);
+        transform_inputs(
+            p, images,
+            to_channels_last(images, g.channels, g.height, g.width, o.input + first * g.input_image_size(),
+                             onednn::Slot::InputChannelsLast, "winograd conv2d: reordering the input channels-last"),
+            v);
         transform_output_gradients(p, images, dy, m);
         multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, m, sums + group * du_size,
                         c > begin);
