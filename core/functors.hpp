@@ -51,8 +51,8 @@ struct Mul { DDL_HOST_DEVICE float operator()(float a, float b) const { return a
 struct Div { DDL_HOST_DEVICE float operator()(float a, float b) const { return a / b; } };
 
 // Backward ops: (saved value, upstream gradient) -> input gradient.
-struct ReluGrad {  // saved: input x
-  DDL_HOST_DEVICE float operator()(float x, float g) const { return x > 0.0f ? g : 0.0f; }
+struct ReluGrad {  // saved: output y, positive exactly where the input is (NaN: neither, gradient 0)
+  DDL_HOST_DEVICE float operator()(float y, float g) const { return y > 0.0f ? g : 0.0f; }
 };
 struct AbsGrad {  // saved: input x; the subgradient 0 at x = 0, as PyTorch
   DDL_HOST_DEVICE float operator()(float x, float g) const { return x > 0.0f ? g : (x < 0.0f ? -g : 0.0f); }

@@ -149,7 +149,10 @@ Tensor pow(const Tensor& x, float exponent) {
 Tensor relu(const Tensor& x) {
   require_float(x, "relu");
   Tensor y = map1(x, fn::Relu{});
-  record_unary("ReluBackward", x, y, x, fn::ReluGrad{});
+  // The output, not the input, kept for backward: the same mask, and the
+  // input (a convolution's or a Dense layer's output, which nothing else
+  // keeps) is freed now.
+  record_unary("ReluBackward", x, y, y, fn::ReluGrad{});
   return y;
 }
 

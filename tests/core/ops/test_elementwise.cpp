@@ -187,6 +187,19 @@ TEST_CASE("relu: NaN passes through, infinities clamp as numbers do, and the gra
   CHECK(x.grad().to_vector<float>() == std::vector<float>{0.0f, 0.0f, 1.0f, 0.0f});
 }
 
+TEST_CASE("relu: keeps its output for backward, so that its input is freed, and the gradient is unchanged") {
+  // A pre-activation nothing else keeps (mul by a scalar keeps nothing):
+  // after the forward pass only x and relu's output are held.
+  Generator generator(178);
+  const Tensor x = test::uniform_tensor({1000}, generator).set_requires_grad();
+  const std::size_t before = memory_stats(cpu()).bytes_in_use;
+  const Tensor y = relu(x * 2.0f);
+  CHECK(memory_stats(cpu()).bytes_in_use - before == 1000 * sizeof(float));
+  sum(y).backward();
+  const std::vector<float> xs = x.to_vector<float>(), grad = x.grad().to_vector<float>();
+  for (std::size_t i = 0; i < xs.size(); ++i) CHECK(grad[i] == (xs[i] > 0.0f ? 2.0f : 0.0f));
+}
+
 TEST_CASE("abs: the gradient is the sign of the input, and zero at zero") {
   const Tensor x = from_vector(std::vector<float>{-2.0f, 0.0f, 3.0f}, {3}, TensorOptions{}.with_requires_grad());
   sum(abs(x)).backward();
