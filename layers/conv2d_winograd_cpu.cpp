@@ -27,13 +27,13 @@
 // The batch goes through in chunks of images whose transformed tiles fit
 // kChunkBytes, so that what the transforms write is still in cache when
 // the GEMMs read it, each chunk first reordered channels-last (NHWC): a
-// patch point's 8 channels are then one vector load, where from NCHW
-// they were 8 scalar ones. With at least 4 chunks a thread, each chunk
-// runs on one thread, reorders, transforms and GEMMs with no barrier
-// between them (the filters' gradient summed per group of chunks, 16 groups
-// at most, fixed by the shape, then the groups added in order: a group to
-// a thread on up to 4 threads); with fewer,
-// the chunks go one after another and the work inside each is split.
+// patch point's 8 (AVX2) or 16 (AVX-512) channels are then one vector
+// load, where from NCHW they were as many scalar ones. With at least 4
+// chunks a thread, each chunk runs on one thread, reorders, transforms and
+// GEMMs with no barrier between them (the filters' gradient summed per
+// group of chunks, 16 groups at most, fixed by the shape, then the groups
+// added in order: a group to a thread on up to 4 threads); with fewer, the
+// chunks go one after another and the work inside each is split.
 // Backward takes both directions through each chunk together, so that
 // dY's chunk is reordered once for both and read again while in cache
 // (6-9% faster than a pass for each, docs/PERFORMANCE.md).
@@ -41,6 +41,7 @@
 // ddl's (results independent of the thread count), so a result is the same
 // bits on any thread count, in either mode.
 #include <ddl/core/backend.hpp>
+#include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/core/cpu/parallel_for.hpp>
@@ -48,6 +49,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <string_view>
 #include <type_traits>
@@ -59,9 +61,16 @@ constexpr std::int64_t kTile = 4;     // output tile side
 constexpr std::int64_t kPatch = 6;    // input patch side: kTile + 3 - 1
 constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
 // Channels transformed together: the transforms' loops over them are the
-// vectorised ones, one AVX2 register (half an AVX-512 one; where there is
-// AVX-512, oneDNN's own Winograd kernel runs instead).
-constexpr std::int64_t kLanes = 8;
+// vectorised ones, one register of the widest the build targets, AVX-512's
+// 16 floats or AVX2's 8. set_transform_lanes forces either, so that the
+// tests run both on any CPU. 16 on AVX2, two registers a vector, ran the
+// MNIST CNN's 32->64 layer forward 5% faster but forward and backward 6-7%
+// slower (docs/PERFORMANCE.md), so AVX2 keeps 8.
+#ifdef __AVX512F__
+constexpr int kNativeLanes = 16;
+#else
+constexpr int kNativeLanes = 8;
+#endif
 // The transformed tiles (V and M, or V and dM) of one chunk of images.
 // They must still be in cache when the GEMMs read them, and the last-level
 // cache is shared with whatever else the machine runs: on a Zen 3 (512 KiB
@@ -111,18 +120,30 @@ constexpr bool no_zero_row(const Matrix<Rows, Cols>& m) {
 }
 static_assert(no_zero_row(kBt) && no_zero_row(kG) && no_zero_row(kAt) && no_zero_row(kA) && no_zero_row(kGt));
 
-// kLanes channels' values at one point: one SIMD operand (GCC's vector
-// extension), and a column of them.
-using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
-template <std::size_t N>
-using Column = std::array<Lanes, N>;
+// L channels' values at one point: one SIMD operand (GCC's vector
+// extension), and a column of them. One definition per width: GCC drops
+// the attribute from a type whose size depends on a template parameter.
+template <int L>
+struct Simd;
+template <>
+struct Simd<8> {
+  using Lanes = float __attribute__((vector_size(8 * sizeof(float))));
+};
+template <>
+struct Simd<16> {
+  using Lanes = float __attribute__((vector_size(16 * sizeof(float))));
+};
+template <int L>
+using Lanes = typename Simd<L>::Lanes;
+template <class V, std::size_t N>
+using Column = std::array<V, N>;
 
-// y = m · x, for kLanes channels at once. The matrices are constants, so
+// y = m · x, for a vector of channels at once. The matrices are constants, so
 // once this is inlined and unrolled the compiler drops the zero terms, and
 // each sum starts from its first term, not from an added zero (every row
 // of the matrices above has a nonzero term).
-template <std::size_t Rows, std::size_t Cols>
-[[gnu::always_inline]] inline void times(const Matrix<Rows, Cols>& m, const Column<Cols>& x, Column<Rows>& y) {
+template <std::size_t Rows, std::size_t Cols, class V>
+[[gnu::always_inline]] inline void times(const Matrix<Rows, Cols>& m, const Column<V, Cols>& x, Column<V, Rows>& y) {
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < Rows; ++i) {
     bool first = true;
@@ -143,13 +164,13 @@ template <std::size_t Rows, std::size_t Cols>
 // slower. The callbacks take and hand references: a vector returned by
 // value has no register to go in on a build without AVX (GCC warns of the
 // ABI change).
-template <std::size_t Rows, std::size_t Cols, class In, class Out>
+template <class V, std::size_t Rows, std::size_t Cols, class In, class Out>
 [[gnu::always_inline]] inline void sandwich(const Matrix<Rows, Cols>& m, const In& in, const Out& out) {
-  std::array<Column<Cols>, Rows> half;
+  std::array<Column<V, Cols>, Rows> half;
 #pragma GCC unroll 8
   for (std::size_t j = 0; j < Cols; ++j) {
-    Column<Cols> column;
-    Column<Rows> product;
+    Column<V, Cols> column;
+    Column<V, Rows> product;
 #pragma GCC unroll 8
     for (std::size_t s = 0; s < Cols; ++s) in(s, j, column[s]);
     times(m, column, product);
@@ -158,26 +179,28 @@ template <std::size_t Rows, std::size_t Cols, class In, class Out>
   }
 #pragma GCC unroll 8
   for (std::size_t i = 0; i < Rows; ++i) {
-    Column<Rows> product;
+    Column<V, Rows> product;
     times(m, half[i], product);
 #pragma GCC unroll 8
     for (std::size_t j = 0; j < Rows; ++j) out(i, j, product[j]);
   }
 }
 
-// A whole block of kLanes channels, as a compile-time count: its loads and
+// A whole block of L channels, as a compile-time count: its loads and
 // stores below are then single vector moves, where a count known only at
 // run time leaves the compiler keeping every value in memory.
-using WholeBlock = std::integral_constant<std::int64_t, kLanes>;
-constexpr WholeBlock kWholeBlock{};
+template <int L>
+using WholeBlock = std::integral_constant<std::int64_t, L>;
+template <class Count>
+constexpr bool kWhole = !std::is_integral_v<Count>;  // a WholeBlock, not a count known at run time
 
-// Runs body(c0, lanes) for each block of kLanes of `channels` channels
-// from c0: `lanes` is kWholeBlock for a whole one, the count for a last
+// Runs body(c0, lanes) for each block of L of `channels` channels from
+// c0: `lanes` is WholeBlock<L> for a whole one, the count for a last
 // partial one.
-template <class Body>
+template <int L, class Body>
 [[gnu::always_inline]] inline void for_each_lane_block(std::int64_t channels, const Body& body) {
   std::int64_t c0 = 0;
-  for (; c0 + kLanes <= channels; c0 += kLanes) body(c0, kWholeBlock);
+  for (; c0 + L <= channels; c0 += L) body(c0, WholeBlock<L>{});
   if (c0 < channels) body(c0, channels - c0);
 }
 
@@ -186,19 +209,19 @@ template <class Body>
 // vector pointer would need `may_alias`, and then every store could change
 // any value the loops keep in registers); a part is a copy of variable
 // length.
-template <class Count>
-void load(const float* from, Count lanes, Lanes& v) {
-  if constexpr (std::is_same_v<Count, WholeBlock>) {
-    std::memcpy(&v, from, sizeof(Lanes));
+template <class V, class Count>
+void load(const float* from, Count lanes, V& v) {
+  if constexpr (kWhole<Count>) {
+    std::memcpy(&v, from, sizeof(V));
   } else {
-    v = Lanes{};
+    v = V{};
     std::memcpy(&v, from, static_cast<std::size_t>(lanes) * sizeof(float));
   }
 }
-template <class Count>
-void store(const Lanes& v, float* to, Count lanes) {
-  if constexpr (std::is_same_v<Count, WholeBlock>) {
-    std::memcpy(to, &v, sizeof(Lanes));
+template <class V, class Count>
+void store(const V& v, float* to, Count lanes) {
+  if constexpr (kWhole<Count>) {
+    std::memcpy(to, &v, sizeof(V));
   } else {
     std::memcpy(to, &v, static_cast<std::size_t>(lanes) * sizeof(float));
   }
@@ -231,9 +254,9 @@ struct TileAt {
 };
 
 // Runs body(t, at, c0, lanes) for every tile t of `images` images and each
-// block of kLanes of `channels` channels from c0 (for_each_lane_block), the
+// block of L of `channels` channels from c0 (for_each_lane_block), the
 // tiles split over the threads.
-template <class Body>
+template <int L, class Body>
 void for_each_tile(const Plan& p, std::int64_t images, std::int64_t channels, const Body& body) {
   const std::int64_t tiles = images * p.tiles_per_image();
 #pragma omp parallel for schedule(static)
@@ -241,7 +264,7 @@ void for_each_tile(const Plan& p, std::int64_t images, std::int64_t channels, co
     const std::int64_t row = t / p.cols() % p.rows() * kTile, col = t % p.cols() * kTile;
     const TileAt at{t / p.tiles_per_image(), row, col, std::min(kTile, p.out_height - row),
                     std::min(kTile, p.out_width - col)};
-    for_each_lane_block(channels, [&](std::int64_t c0, auto lanes) { body(t, at, c0, lanes); });
+    for_each_lane_block<L>(channels, [&](std::int64_t c0, auto lanes) { body(t, at, c0, lanes); });
   }
 }
 
@@ -259,55 +282,59 @@ std::int64_t output_at(const Plan& p, const TileAt& at, std::int64_t i, std::int
 // points past the image.
 template <class Inside, class Read>
 auto zeros_outside(const Inside& inside, const Read& read) {
-  return [=](std::int64_t i, std::int64_t j, Lanes& value) {
+  return [=](std::int64_t i, std::int64_t j, auto& value) {
     if (inside(i, j)) {
       read(i, j, value);
     } else {
-      value = Lanes{};
+      value = std::remove_reference_t<decltype(value)>{};
     }
   };
 }
 
 // V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
 // `images` images from x (channels-last: NHWC), zeros outside the input.
+template <int L>
 void transform_inputs(const Plan& p, std::int64_t images, const float* x, float* v) {
+  using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.in_channels;
-  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t c0, auto lanes) {
+  for_each_tile<L>(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t c0, auto lanes) {
     const std::int64_t top = at.row - p.padding, left = at.col - p.padding;
     // Negative for a tile over the top left edge: only the points inside are read.
     const std::int64_t corner = ((at.image * p.height + top) * p.width + left) * channels + c0;
-    const auto read = [&](std::int64_t i, std::int64_t j, Lanes& d) {
+    const auto read = [&](std::int64_t i, std::int64_t j, V& d) {
       load(x + (corner + (i * p.width + j) * channels), lanes, d);
     };
-    const auto write = [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+    const auto write = [&](std::int64_t i, std::int64_t j, const V& value) {
       store(value, v + ((i * kPatch + j) * tiles + t) * channels + c0, lanes);
     };
     if (top >= 0 && left >= 0 && top + kPatch <= p.height && left + kPatch <= p.width)
-      return sandwich(kBt, read, write);
+      return sandwich<V>(kBt, read, write);
     const auto inside = [&](std::int64_t i, std::int64_t j) {
       return top + i >= 0 && top + i < p.height && left + j >= 0 && left + j < p.width;
     };
-    sandwich(kBt, zeros_outside(inside, read), write);
+    sandwich<V>(kBt, zeros_outside(inside, read), write);
   });
 }
 
 // y (channels-last: NHWC) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t
 // and output channel k, the parts of the 4x4 tiles that fall inside the
 // output.
+template <int L>
 void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, float* y) {
+  using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
-    Lanes b = {};
+  for_each_tile<L>(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
+    V b = {};
     if (bias != nullptr) load(bias + k0, lanes, b);
     const std::int64_t corner = output_at(p, at, 0, 0, channels) + k0;
-    const auto read = [&](std::int64_t i, std::int64_t j, Lanes& value) {
+    const auto read = [&](std::int64_t i, std::int64_t j, V& value) {
       load(m + ((i * kPatch + j) * tiles + t) * channels + k0, lanes, value);
     };
-    const auto write = [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+    const auto write = [&](std::int64_t i, std::int64_t j, const V& value) {
       store(value + b, y + (corner + (i * p.out_width + j) * channels), lanes);
     };
-    if (at.rows == kTile && at.cols == kTile) return sandwich(kAt, read, write);
-    sandwich(kAt, read, [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+    if (at.rows == kTile && at.cols == kTile) return sandwich<V>(kAt, read, write);
+    sandwich<V>(kAt, read, [&](std::int64_t i, std::int64_t j, const V& value) {
       if (i < at.rows && j < at.cols) write(i, j, value);
     });
   });
@@ -315,37 +342,41 @@ void transform_outputs(const Plan& p, std::int64_t images, const float* m, const
 
 // dM[ξ][t][k] = (A dy Aᵀ)[ξ] for tile t's 4x4 of output channel k's
 // gradient (channels-last: NHWC; zeros past the output's edge).
+template <int L>
 void transform_output_gradients(const Plan& p, std::int64_t images, const float* dy, float* dm) {
+  using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
+  for_each_tile<L>(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
     const std::int64_t corner = output_at(p, at, 0, 0, channels) + k0;
-    const auto read = [&](std::int64_t i, std::int64_t j, Lanes& g) {
+    const auto read = [&](std::int64_t i, std::int64_t j, V& g) {
       load(dy + (corner + (i * p.out_width + j) * channels), lanes, g);
     };
-    const auto write = [&](std::int64_t i, std::int64_t j, const Lanes& value) {
+    const auto write = [&](std::int64_t i, std::int64_t j, const V& value) {
       store(value, dm + ((i * kPatch + j) * tiles + t) * channels + k0, lanes);
     };
-    if (at.rows == kTile && at.cols == kTile) return sandwich(kA, read, write);
+    if (at.rows == kTile && at.cols == kTile) return sandwich<V>(kA, read, write);
     const auto inside = [&](std::int64_t i, std::int64_t j) { return i < at.rows && j < at.cols; };
-    sandwich(kA, zeros_outside(inside, read), write);
+    sandwich<V>(kA, zeros_outside(inside, read), write);
   });
 }
 
 // U[ξ][i][o] = (G g Gᵀ)[ξ] for the filter g from input channel i to output
 // channel o. Forward, g is w[o][i]; for the input's gradient (the channel
 // roles swapped) it is w[i][o] turned by 180°.
+template <int L>
 void transform_filters(const float* w, std::int64_t in_channels, std::int64_t out_channels, bool turned, float* u) {
+  using V = Lanes<L>;
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < in_channels; ++i) {
-    for_each_lane_block(out_channels, [&](std::int64_t o0, auto lanes) {
-      std::array<Column<3>, 3> g = {};
+    for_each_lane_block<L>(out_channels, [&](std::int64_t o0, auto lanes) {
+      std::array<Column<V, 3>, 3> g = {};
       for (std::int64_t l = 0; l < lanes; ++l) {
         const float* filter = w + (turned ? (i * out_channels + o0 + l) : ((o0 + l) * in_channels + i)) * 9;
         for (std::int64_t r = 0; r < 9; ++r) g[r / 3][r % 3][l] = filter[turned ? 8 - r : r];
       }
-      sandwich(
-          kG, [&](std::int64_t r, std::int64_t s, Lanes& value) { value = g[r][s]; },
-          [&](std::int64_t r, std::int64_t s, const Lanes& value) {
+      sandwich<V>(
+          kG, [&](std::int64_t r, std::int64_t s, V& value) { value = g[r][s]; },
+          [&](std::int64_t r, std::int64_t s, const V& value) {
             store(value, u + ((r * kPatch + s) * in_channels + i) * out_channels + o0, lanes);
           });
     });
@@ -353,16 +384,18 @@ void transform_filters(const float* w, std::int64_t in_channels, std::int64_t ou
 }
 
 // dw[k][c] = Gᵀ dU[.][c][k] G: the filters' gradient from the transformed domain's.
+template <int L>
 void untransform_filter_gradients(const float* du, std::int64_t channels, std::int64_t filters, float* dw) {
+  using V = Lanes<L>;
 #pragma omp parallel for schedule(static)
   for (std::int64_t c = 0; c < channels; ++c) {
-    for_each_lane_block(filters, [&](std::int64_t k0, auto lanes) {
-      sandwich(
+    for_each_lane_block<L>(filters, [&](std::int64_t k0, auto lanes) {
+      sandwich<V>(
           kGt,
-          [&](std::int64_t r, std::int64_t s, Lanes& value) {
+          [&](std::int64_t r, std::int64_t s, V& value) {
             load(du + ((r * kPatch + s) * channels + c) * filters + k0, lanes, value);
           },
-          [&](std::int64_t r, std::int64_t s, const Lanes& value) {
+          [&](std::int64_t r, std::int64_t s, const V& value) {
             for (std::int64_t l = 0; l < lanes; ++l) dw[((k0 + l) * channels + c) * 9 + r * 3 + s] = value[l];
           });
     });
@@ -442,13 +475,14 @@ void for_each_part(std::int64_t parts, const Run& run) {
 // with the filters whose transforms are u, + bias (if any), through v and
 // m (the chunk's V and M) and `y_slot`'s buffer, where y is made
 // channels-last before its reorder back.
+template <int L>
 void convolve_chunk(const Plan& p, std::int64_t images, const float* x, const float* u, const float* bias, float* v,
                     float* m, float* y, onednn::Slot y_slot) {
-  transform_inputs(p, images, x, v);
+  transform_inputs<L>(p, images, x, v);
   multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
   const dnnl::memory y_plain = plain(images, p.out_channels, p.out_height, p.out_width, y);
   const dnnl::memory y_last = onednn::for_output(y_plain, channels_last(y_plain), y_slot);
-  transform_outputs(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
+  transform_outputs<L>(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
   onednn::copy_back(y_last, y_plain, "winograd conv2d: reordering the result from channels-last");
 }
 
@@ -463,15 +497,10 @@ Plan data_plan(const layers::Conv2dGeometry& g) {
   return {g.filters, g.out_height, g.out_width, g.channels, g.height, g.width, 2 - g.padding};
 }
 
-}  // namespace
-
-bool applies(const layers::Conv2dGeometry& g) {
-  return g.kernel_h == 3 && g.kernel_w == 3 && g.stride == 1 && g.dilation == 1 && g.padding <= 2;
-}
-
-void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+template <int L>
+void forward_at(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
   float* u = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
-  transform_filters(w, g.channels, g.filters, false, u);
+  transform_filters<L>(w, g.channels, g.filters, false, u);
   const Plan p = forward_plan(g);
   const std::int64_t chunk = p.chunk(g.batch);
   for_each_part(p.chunks(g.batch), [&](std::int64_t c) {
@@ -482,12 +511,13 @@ void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, co
     const float* x_last =
         to_channels_last(images, g.channels, g.height, g.width, x + first * g.input_image_size(),
                          onednn::Slot::InputChannelsLast, "winograd conv2d: reordering the input channels-last");
-    convolve_chunk(p, images, x_last, u, bias, v, m, y + first * g.output_image_size(),
-                   onednn::Slot::OutputChannelsLast);
+    convolve_chunk<L>(p, images, x_last, u, bias, v, m, y + first * g.output_image_size(),
+                      onednn::Slot::OutputChannelsLast);
   });
 }
 
-void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {
+template <int L>
+void backward_at(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {
   if (o.grad_bias != nullptr) conv2d_bias_gradient(g, o.grad_output, o.grad_bias);
   if (o.grad_input == nullptr && o.grad_weight == nullptr) return;
   // Both sides read dY's chunks, each reordered channels-last once: the
@@ -506,7 +536,7 @@ void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) 
   // The turned filters' transforms, U, then the groups' sums of dU.
   float* u = buffer(onednn::Slot::Weights, (o.grad_weight != nullptr ? 1 + groups : 1) * du_size);
   float* sums = u + du_size;
-  if (o.grad_input != nullptr) transform_filters(o.weight, g.filters, g.channels, true, u);
+  if (o.grad_input != nullptr) transform_filters<L>(o.weight, g.filters, g.channels, true, u);
   const std::int64_t tiles = chunk * std::max(p.tiles_per_image(), turned.tiles_per_image());
   for_each_part(groups, [&](std::int64_t group) {
     // Asked for here: running a group to a thread, each thread's own. V,
@@ -520,19 +550,19 @@ void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) 
           images, g.filters, g.out_height, g.out_width, o.grad_output + first * g.output_image_size(),
           onednn::Slot::OutputChannelsLast, "winograd conv2d: reordering the output's gradient channels-last");
       if (o.grad_weight != nullptr) {
-        transform_inputs(
+        transform_inputs<L>(
             p, images,
             to_channels_last(images, g.channels, g.height, g.width, o.input + first * g.input_image_size(),
                              onednn::Slot::InputChannelsLast, "winograd conv2d: reordering the input channels-last"),
             v);
-        transform_output_gradients(p, images, dy, m);
+        transform_output_gradients<L>(p, images, dy, m);
         multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, m, sums + group * du_size,
                         c > begin);
       }
       // dX's chunk channels-last where x's was (no longer read).
       if (o.grad_input != nullptr) {
-        convolve_chunk(turned, images, dy, u, nullptr, v, m, o.grad_input + first * g.input_image_size(),
-                       onednn::Slot::InputChannelsLast);
+        convolve_chunk<L>(turned, images, dy, u, nullptr, v, m, o.grad_input + first * g.input_image_size(),
+                          onednn::Slot::InputChannelsLast);
       }
     }
   });
@@ -541,7 +571,37 @@ void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) 
   for (std::int64_t e = 0; e < du_size; ++e) {
     for (std::int64_t group = 1; group < groups; ++group) sums[e] += sums[group * du_size + e];
   }
-  untransform_filter_gradients(sums, g.channels, g.filters, o.grad_weight);
+  untransform_filter_gradients<L>(sums, g.channels, g.filters, o.grad_weight);
+}
+
+// set_transform_lanes's width; 0: the build's (kNativeLanes).
+std::atomic<int> forced_lanes{0};
+
+// Runs run(lanes), the transforms' width as a compile-time count.
+template <class Run>
+void at_width(const Run& run) {
+  const int forced = forced_lanes.load();
+  if ((forced != 0 ? forced : kNativeLanes) == 16) return run(std::integral_constant<int, 16>{});
+  run(std::integral_constant<int, 8>{});
+}
+
+}  // namespace
+
+bool applies(const layers::Conv2dGeometry& g) {
+  return g.kernel_h == 3 && g.kernel_w == 3 && g.stride == 1 && g.dilation == 1 && g.padding <= 2;
+}
+
+void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+  at_width([&](auto lanes) { forward_at<decltype(lanes)::value>(g, x, w, bias, y); });
+}
+
+void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {
+  at_width([&](auto lanes) { backward_at<decltype(lanes)::value>(g, o); });
+}
+
+void set_transform_lanes(int lanes) {
+  DDL_CHECK(lanes == 0 || lanes == 8 || lanes == 16, "winograd::set_transform_lanes: {} lanes (0, 8 or 16)", lanes);
+  forced_lanes = lanes;
 }
 
 bool pays_off(const layers::Conv2dGeometry& g) {

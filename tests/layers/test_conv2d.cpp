@@ -609,7 +609,17 @@ TEST_CASE("conv2d under ddl-winograd runs ddl's own Winograd kernels on any CPU,
   set_cpu_convolution(before);
 }
 
-TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bound, both ways, on any thread count") {
+// Forces the Winograd transforms' width while in scope.
+struct TransformLanes {
+  explicit TransformLanes(int lanes) { cpu_backend::winograd::set_transform_lanes(lanes); }
+  ~TransformLanes() { cpu_backend::winograd::set_transform_lanes(0); }
+  TransformLanes(const TransformLanes&) = delete;
+  TransformLanes& operator=(const TransformLanes&) = delete;
+};
+
+TEST_CASE(
+    "conv2d by ddl's own Winograd kernels stays within float32's error bound, both ways, on any thread count and "
+    "vector width") {
   // The kernels called directly: conv2d runs them only where oneDNN has no
   // Winograd kernel (CPUs without AVX-512). Channel counts short of a block
   // of 8 lanes, of whole blocks, and of blocks and a bit, sides that are no
@@ -654,49 +664,59 @@ TEST_CASE("conv2d by ddl's own Winograd kernels stays within float32's error bou
       db_magnitude[k] += std::abs(dy[i]);
     }
 
+    // The transforms take 8 channels at once (AVX2's width) or 16
+    // (AVX-512's), each checked against the bound: on a CPU without the
+    // width, its vectors are pairs of registers, and GCC fuses multiplies
+    // and adds into FMAs differently, so the bits differ in the last place.
     // The last two cases' chunks (9 and 8) and weight-gradient groups (9
     // and 8) run one to a thread on 1 and 2 threads, and one after another,
     // each split over the threads, on 3 (fewer than 4 a thread): the same
     // bits either way. The last one's products are large enough for the
     // tiled oneDNN GEMM inside each thread's chunk.
-    std::vector<std::vector<float>> first_run;
-    for (const int threads : {1, 2, 3}) {
-      CAPTURE(threads);
-      set_num_threads(threads);
-      std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), dbias(b.size());
-      cpu_backend::winograd::forward(g, x.data(), w.data(), b.data(), y.data());
-      cpu_backend::winograd::backward(g, {x.data(), w.data(), dy.data(), dx.data(), dw.data(), dbias.data()});
-      if (threads > 1) {
-        CHECK(y == first_run[0]);
-        CHECK(dx == first_run[1]);
-        CHECK(dw == first_run[2]);
-        CHECK(dbias == first_run[3]);
-        continue;
+    for (const int lanes : {8, 16}) {
+      CAPTURE(lanes);
+      const TransformLanes forced(lanes);
+      std::vector<std::vector<float>> first_run;
+      for (const int threads : {1, 2, 3}) {
+        CAPTURE(threads);
+        set_num_threads(threads);
+        std::vector<float> y(dy.size()), dx(x.size()), dw(w.size()), dbias(b.size());
+        cpu_backend::winograd::forward(g, x.data(), w.data(), b.data(), y.data());
+        cpu_backend::winograd::backward(g, {x.data(), w.data(), dy.data(), dx.data(), dw.data(), dbias.data()});
+        if (threads > 1) {
+          CHECK(y == first_run[0]);
+          CHECK(dx == first_run[1]);
+          CHECK(dw == first_run[2]);
+          CHECK(dbias == first_run[3]);
+          continue;
+        }
+        double ratio_y = 0, ratio_dx = 0, ratio_dw = 0, ratio_db = 0;
+        CHECK(within_dot_product_bound(from_vector(y, {t.n, t.k, oh, ow}), {y_expected.begin(), y_expected.end()}, ym,
+                                       t.c + kWinogradRoundings, &ratio_y));
+        CHECK(within_dot_product_bound(from_vector(dx, {t.n, t.c, t.h, t.w}), r.dx, dx_magnitude,
+                                       t.k + kWinogradRoundings, &ratio_dx));
+        CHECK(within_dot_product_bound(from_vector(dw, {t.k, t.c, 3, 3}), r.dw, r.dw_magnitude, t.n * oh * ow,
+                                       &ratio_dw));
+        CHECK(within_dot_product_bound(from_vector(dbias, {t.k}), db, db_magnitude, t.n * oh * ow, &ratio_db));
+        MESSAGE(
+            fmt::format("ddl_winograd_4x3{}, {} lanes: worst error / (2^-24 magnitude): forward {:.2f}, input "
+                        "gradient {:.2f} (of Winograd's magnitudes), weight gradient {:.2f}, bias gradient {:.2f}",
+                        chunked ? " (batch in chunks)" : "", lanes, ratio_y, ratio_dx, ratio_dw, ratio_db));
+        first_run = {y, dx, dw, dbias};
       }
-      double ratio_y = 0, ratio_dx = 0, ratio_dw = 0, ratio_db = 0;
-      CHECK(within_dot_product_bound(from_vector(y, {t.n, t.k, oh, ow}), {y_expected.begin(), y_expected.end()}, ym,
-                                     t.c + kWinogradRoundings, &ratio_y));
-      CHECK(within_dot_product_bound(from_vector(dx, {t.n, t.c, t.h, t.w}), r.dx, dx_magnitude,
-                                     t.k + kWinogradRoundings, &ratio_dx));
-      CHECK(
-          within_dot_product_bound(from_vector(dw, {t.k, t.c, 3, 3}), r.dw, r.dw_magnitude, t.n * oh * ow, &ratio_dw));
-      CHECK(within_dot_product_bound(from_vector(dbias, {t.k}), db, db_magnitude, t.n * oh * ow, &ratio_db));
-      MESSAGE(
-          fmt::format("ddl_winograd_4x3{}: worst error / (2^-24 magnitude): forward {:.2f}, input gradient {:.2f} "
-                      "(of Winograd's magnitudes), weight gradient {:.2f}, bias gradient {:.2f}",
-                      chunked ? " (batch in chunks)" : "", ratio_y, ratio_dx, ratio_dw, ratio_db));
-      first_run = {y, dx, dw, dbias};
+      // Each gradient alone (the others frozen) is the same sum.
+      std::vector<float> dx_alone(x.size()), dw_alone(w.size()), dbias_alone(b.size());
+      cpu_backend::winograd::backward(g, {nullptr, w.data(), dy.data(), dx_alone.data(), nullptr, nullptr});
+      cpu_backend::winograd::backward(g, {x.data(), nullptr, dy.data(), nullptr, dw_alone.data(), nullptr});
+      cpu_backend::winograd::backward(g, {x.data(), nullptr, dy.data(), nullptr, nullptr, dbias_alone.data()});
+      CHECK(dx_alone == first_run[1]);
+      CHECK(dw_alone == first_run[2]);
+      CHECK(dbias_alone == first_run[3]);
     }
-    // Each gradient alone (the others frozen) is the same sum.
-    std::vector<float> dx_alone(x.size()), dw_alone(w.size()), dbias_alone(b.size());
-    cpu_backend::winograd::backward(g, {nullptr, w.data(), dy.data(), dx_alone.data(), nullptr, nullptr});
-    cpu_backend::winograd::backward(g, {x.data(), nullptr, dy.data(), nullptr, dw_alone.data(), nullptr});
-    cpu_backend::winograd::backward(g, {x.data(), nullptr, dy.data(), nullptr, nullptr, dbias_alone.data()});
-    CHECK(dx_alone == first_run[1]);
-    CHECK(dw_alone == first_run[2]);
-    CHECK(dbias_alone == first_run[3]);
   }
   set_num_threads(threads_before);
+  CHECK(test::throws_error_mentioning([] { cpu_backend::winograd::set_transform_lanes(4); },
+                                      {"set_transform_lanes", "4 lanes", "8 or 16"}));
   // The last two cases really went through in 9 and 8 chunks.
   CHECK(cpu_backend::winograd::images_per_chunk({58, 3, 66, 66, 5, 3, 3, 1, 0, 1, 64, 64}) == 7);
   CHECK(cpu_backend::winograd::images_per_chunk({8, 32, 46, 46, 32, 3, 3, 1, 0, 1, 44, 44}) == 1);
