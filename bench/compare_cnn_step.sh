@@ -16,6 +16,9 @@
 # With PRECISION=bf16 the programs train in bf16 mixed precision instead
 # (ddl's DDL_CPU_PRECISION=bf16, Keras's mixed_bfloat16 policy, PyTorch's
 # torch.autocast), torch 1.13 gives way to ddl in float32 (the speed-up).
+# With CONV=<DDL_CPU_CONV value> (e.g. ddl-winograd: ddl's own Winograd
+# kernels where oneDNN has one, on AVX-512) ddl also runs under that
+# setting, a column of its own in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -34,12 +37,22 @@ bf16=${PRECISION:-float32}
 keras_bf16=() torch_bf16=()
 [[ $bf16 == bf16 ]] && keras_bf16=(--mixed-bfloat16) torch_bf16=(--autocast-bf16)
 
+conv=${CONV:-}
+if [[ -n $conv ]]; then
+  # A one-image step, for ddl's own message on a setting it does not know.
+  if ! message=$(DDL_CPU_CONV=$conv "$build"/bench/ddl_bench_layers --step-only --threads 1 --reps 1 --batch 1 2>&1); then
+    echo "compare_cnn_step: CONV=$conv: $(grep -m1 DDL_CPU_CONV <<< "$message")" >&2
+    exit 2
+  fi
+fi
+
 # One measurement of `program` at `threads`, in ms.
 measure() {
   local program=$1 threads=$2
   case $program in
-    ddl | ddl-float32)
-      DDL_CPU_PRECISION=$([[ $program == ddl ]] && echo "$bf16" || echo float32) \
+    ddl | ddl-float32 | ddl-conv)
+      DDL_CPU_PRECISION=$([[ $program == ddl-float32 ]] && echo float32 || echo "$bf16") \
+        DDL_CPU_CONV=$([[ $program == ddl-conv ]] && echo "$conv" || echo "${DDL_CPU_CONV:-auto}") \
         "$build"/bench/ddl_bench_layers --step-only --threads "$threads" --reps 10 | awk '/training step/ {print $4}' ;;
     keras) "$venv" bench/keras_cnn_step.py --threads "$threads" --repeats 10 "${keras_bf16[@]}" 2>/dev/null |
              awk '/training step/ {print $3}' ;;
@@ -52,6 +65,7 @@ measure() {
 
 programs=(ddl keras torch torch1.13)
 [[ $bf16 == bf16 ]] && programs=(ddl keras torch ddl-float32)
+[[ -n $conv ]] && programs+=(ddl-conv)
 for threads in "${thread_counts[@]}"; do
   declare -A times=()
   for ((r = 0; r < rounds; r++)); do
@@ -60,11 +74,13 @@ for threads in "${thread_counts[@]}"; do
       times[$program]+="$(measure "$program" "$threads") "
     done
   done
-  python3 - "$threads" "${programs[*]}" "${times[ddl]}" "${times[keras]}" "${times[torch]}" "${times[${programs[3]}]}" <<'PY'
+  columns=()
+  for program in "${programs[@]}"; do columns+=("${times[$program]}"); done
+  python3 - "$threads" "${programs[*]}" "$conv" "${columns[@]}" <<'PY'
 import statistics, sys
-threads = sys.argv[1]
+threads, conv = sys.argv[1], sys.argv[3]
 names = sys.argv[2].split()
-runs = {n: [float(x) for x in v.split()] for n, v in zip(names, sys.argv[3:])}
+runs = {n: [float(x) for x in v.split()] for n, v in zip(names, sys.argv[4:])}
 med = {n: statistics.median(v) for n, v in runs.items()}
 for n in names:
     print(f"threads {threads}: {n:<10} {med[n]:7.1f} ms ({128e3 / med[n]:5.0f} samples/s)  runs {runs[n]}")
@@ -72,6 +88,9 @@ fastest = min(("keras", "torch"), key=lambda n: med[n])
 print(f"threads {threads}: ddl vs the fastest peer ({fastest}): {med[fastest] / med['ddl']:.2f}x")
 if "ddl-float32" in med:
     print(f"threads {threads}: ddl in bf16 vs ddl in float32: {med['ddl-float32'] / med['ddl']:.2f}x")
+if "ddl-conv" in med:
+    print(f"threads {threads}: ddl under DDL_CPU_CONV={conv} vs the fastest peer ({fastest}): "
+          f"{med[fastest] / med['ddl-conv']:.2f}x; vs ddl as set: {med['ddl'] / med['ddl-conv']:.2f}x")
 PY
   unset times
 done

@@ -227,6 +227,9 @@ void store(const V& v, float* to, Count lanes) {
   }
 }
 
+// How many chunks of `chunk` images make up `batch` images.
+std::int64_t chunks_of(std::int64_t batch, std::int64_t chunk) { return (batch + chunk - 1) / chunk; }
+
 // One stride-1 3x3 convolution as the tiles see it: `in_channels` planes
 // of height x width in, `out_channels` planes of out_height x out_width
 // out, `padding` on every side.
@@ -243,7 +246,7 @@ struct Plan {
         kPoints * tiles_per_image() * (in_channels + out_channels) * static_cast<std::int64_t>(sizeof(float));
     return std::clamp<std::int64_t>(kChunkBytes / per_image, 1, batch);
   }
-  std::int64_t chunks(std::int64_t batch) const { return (batch + chunk(batch) - 1) / chunk(batch); }
+  std::int64_t chunks(std::int64_t batch) const { return chunks_of(batch, chunk(batch)); }
 };
 
 // Where a tile sits: its image, the top-left corner of its outputs, and
@@ -526,7 +529,7 @@ void backward_at(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& 
   // depend on whether dX is wanted.
   const Plan p = forward_plan(g), turned = data_plan(g);
   const std::int64_t chunk = std::min(p.chunk(g.batch), turned.chunk(g.batch));
-  const std::int64_t chunks = (g.batch + chunk - 1) / chunk;
+  const std::int64_t chunks = chunks_of(g.batch, chunk);
   // dU summed over the tiles of consecutive chunks in each of `groups`
   // groups, fixed by the shape (not the thread count), so that the groups
   // can run on threads of their own; then the groups' sums added in order.
