@@ -18,7 +18,8 @@
 # torch.autocast), torch 1.13 gives way to ddl in float32 (the speed-up).
 # With CONV=<DDL_CPU_CONV value> (e.g. ddl-winograd: ddl's own Winograd
 # kernels where oneDNN has one, on AVX-512) ddl also runs under that
-# setting, a column of its own in the same rounds.
+# setting, a column of its own in the same rounds, at PRECISION's
+# precision (under bf16 ddl's own Winograd never runs: float32 only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -41,7 +42,7 @@ conv=${CONV:-}
 if [[ -n $conv ]]; then
   # A one-image step, for ddl's own message on a setting it does not know.
   if ! message=$(DDL_CPU_CONV=$conv "$build"/bench/ddl_bench_layers --step-only --threads 1 --reps 1 --batch 1 2>&1); then
-    echo "compare_cnn_step: CONV=$conv: $(grep -m1 DDL_CPU_CONV <<< "$message")" >&2
+    echo "compare_cnn_step: CONV=$conv: $(grep -m1 DDL_CPU_CONV <<< "$message" || tail -n 3 <<< "$message")" >&2
     exit 2
   fi
 fi

@@ -29,11 +29,13 @@ std::int64_t images_per_chunk(const layers::Conv2dGeometry& g);
 Conv2dStaging forward_staging(const layers::Conv2dGeometry& g);
 
 // The channels the transforms take at once, one vector: by default (0)
-// the widest register the build targets (16 floats with AVX-512, else 8);
-// 8 or 16 by number, so that the tests run both on any CPU. Anything else
-// throws. The results agree to float32's rounding, not always to the bit
-// (a width the CPU lacks is emulated, and its multiply-adds fused
+// 16 where the build targets AVX-512, else 8; 8 or 16 by number, so that
+// the tests run both on any CPU. Anything else throws, leaving the width
+// as it was. The results agree to float32's rounding, not always to the
+// bit (a width the CPU lacks is emulated, and its multiply-adds fused
 // differently).
 void set_transform_lanes(int lanes);
+// The width the transforms run at now.
+int transform_lanes();
 
 }  // namespace ddl::cpu_backend::winograd

@@ -64,8 +64,9 @@ constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
 // vectorised ones, one register of the widest the build targets, AVX-512's
 // 16 floats or AVX2's 8. set_transform_lanes forces either, so that the
 // tests run both on any CPU. 16 on AVX2, two registers a vector, ran the
-// MNIST CNN's 32->64 layer forward 5% faster but forward and backward 6-7%
-// slower (docs/PERFORMANCE.md), so AVX2 keeps 8.
+// MNIST CNN's 32->64 layer forward 4-7% faster but forward and backward
+// 6-8% slower (docs/PERFORMANCE.md), so AVX2 keeps 8; 16 against 8 on
+// AVX-512 is not measured yet.
 #ifdef __AVX512F__
 constexpr int kNativeLanes = 16;
 #else
@@ -121,20 +122,15 @@ constexpr bool no_zero_row(const Matrix<Rows, Cols>& m) {
 static_assert(no_zero_row(kBt) && no_zero_row(kG) && no_zero_row(kAt) && no_zero_row(kA) && no_zero_row(kGt));
 
 // L channels' values at one point: one SIMD operand (GCC's vector
-// extension), and a column of them. One definition per width: GCC drops
-// the attribute from a type whose size depends on a template parameter.
+// extension), and a column of them. A typedef in a class, as GCC (12)
+// drops the attribute from an alias template whose size depends on L.
 template <int L>
-struct Simd;
-template <>
-struct Simd<8> {
-  using Lanes = float __attribute__((vector_size(8 * sizeof(float))));
-};
-template <>
-struct Simd<16> {
-  using Lanes = float __attribute__((vector_size(16 * sizeof(float))));
+struct Simd {
+  typedef float Lanes __attribute__((vector_size(L * sizeof(float))));
 };
 template <int L>
 using Lanes = typename Simd<L>::Lanes;
+static_assert(sizeof(Lanes<8>) == 8 * sizeof(float) && sizeof(Lanes<16>) == 16 * sizeof(float));
 template <class V, std::size_t N>
 using Column = std::array<V, N>;
 
@@ -227,7 +223,6 @@ void store(const V& v, float* to, Count lanes) {
   }
 }
 
-// How many chunks of `chunk` images make up `batch` images.
 std::int64_t chunks_of(std::int64_t batch, std::int64_t chunk) { return (batch + chunk - 1) / chunk; }
 
 // One stride-1 3x3 convolution as the tiles see it: `in_channels` planes
@@ -583,8 +578,7 @@ std::atomic<int> forced_lanes{0};
 // Runs run(lanes), the transforms' width as a compile-time count.
 template <class Run>
 void at_width(const Run& run) {
-  const int forced = forced_lanes.load();
-  if ((forced != 0 ? forced : kNativeLanes) == 16) return run(std::integral_constant<int, 16>{});
+  if (transform_lanes() == 16) return run(std::integral_constant<int, 16>{});
   run(std::integral_constant<int, 8>{});
 }
 
@@ -605,6 +599,11 @@ void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) 
 void set_transform_lanes(int lanes) {
   DDL_CHECK(lanes == 0 || lanes == 8 || lanes == 16, "winograd::set_transform_lanes: {} lanes (0, 8 or 16)", lanes);
   forced_lanes = lanes;
+}
+
+int transform_lanes() {
+  const int forced = forced_lanes.load();
+  return forced != 0 ? forced : kNativeLanes;
 }
 
 bool pays_off(const layers::Conv2dGeometry& g) {

@@ -55,17 +55,17 @@ done
 # scratch cancel: GPipe's peak less 1F1B's is (M - 2) a / M, the micro-
 # batches GPipe keeps beyond 1F1B's two. So the gap at M = 4, a / 2, is 4/7
 # of the gap at M = 16, 7a / 8, whatever f and s weigh (measured 0.57, with
-# f 36, a 11 and s 29 MiB on mnist_cnn's stage 0; 0.5-0.65 asked).
+# f 36.1, a 10.8 and s 28.6 MiB on mnist_cnn's stage 0; 0.5-0.65 asked).
 row() { cell "$out/$1.dat" "$2" "$3"; }
 claim "GPipe's stage 0 keeps all M micro-batches' activations, 1F1B's 2: the gap between their peaks at M = 4 is 4/7 of that at M = 16" \
-  "gap_16 > 0 && gap_4 > 0.5 * gap_16 && gap_4 < 0.65 * gap_16" \
-  gap_4="$(awk -v g="$(row gpipe 4 4)" -v o="$(row 1f1b 4 4)" 'BEGIN { print g - o }')" \
-  gap_16="$(awk -v g="$(row gpipe 16 4)" -v o="$(row 1f1b 16 4)" 'BEGIN { print g - o }')"
+  "gpipe_16 > onef_16 && gpipe_4 - onef_4 > 0.5 * (gpipe_16 - onef_16) && gpipe_4 - onef_4 < 0.65 * (gpipe_16 - onef_16)" \
+  gpipe_4="$(row gpipe 4 4)" onef_4="$(row 1f1b 4 4)" gpipe_16="$(row gpipe 16 4)" onef_16="$(row 1f1b 16 4)"
 # The bubble is measured in time: each stage's share of the step spent
 # waiting, which a busy machine inflates at every M. The textbook drop from
-# M = 1 to 4 is 30 points; this pipeline's stages are unequal (56/44), and
-# the drop measured here was 6-16 points, so the check asks only that the
-# two schedules' mean idle share fall by 3 points or more.
+# M = 1 to 4 is 30 points; this pipeline's stages are unequal (about 2 to
+# 1), and the drop measured was 6-16 points on an Intel Xeon and 20-21 on
+# a Zen 3, so the check asks only that the two schedules' mean idle share
+# fall by 3 points or more.
 claim "more micro-batches shrink the bubble: the measured idle share at M = 4 is below M = 1's" \
   "(gpipe_4 + onef_4) / 2 < (gpipe_1 + onef_1) / 2 - 3" gpipe_1="$(row gpipe 1 2)" onef_1="$(row 1f1b 1 2)" \
   gpipe_4="$(row gpipe 4 2)" onef_4="$(row 1f1b 4 2)"

@@ -194,9 +194,8 @@ TEST_CASE("conv2d gives the same bits with one thread and with two") {
     y.backward(g);
     return std::vector{y, xs.grad(), ws.grad(), bs.grad()};
   };
-  const int threads_before = config::num_threads();
+  const test::NumThreadsGuard threads_before;
   const std::vector<Tensor> one = run(1), two = run(2);
-  set_num_threads(threads_before);
   for (std::size_t i = 0; i < one.size(); ++i) {
     CAPTURE(i);
     CHECK(all_close(two[i], one[i], 0, 0));
@@ -609,7 +608,8 @@ TEST_CASE("conv2d under ddl-winograd runs ddl's own Winograd kernels on any CPU,
   set_cpu_convolution(before);
 }
 
-// Forces the Winograd transforms' width while in scope.
+// Forces the Winograd transforms' width while in scope, then puts back the
+// build's own.
 struct TransformLanes {
   explicit TransformLanes(int lanes) { cpu_backend::winograd::set_transform_lanes(lanes); }
   ~TransformLanes() { cpu_backend::winograd::set_transform_lanes(0); }
@@ -622,11 +622,11 @@ TEST_CASE(
     "vector width") {
   // The kernels called directly: conv2d runs them only where oneDNN has no
   // Winograd kernel (CPUs without AVX-512). Channel counts short of a block
-  // of 8 lanes, of whole blocks, and of blocks and a bit, sides that are no
+  // of 8 or 16 lanes, of whole blocks, and of blocks and a bit, sides that are no
   // multiple of the 4x4 tiles, every padding they take, and a batch of more
   // than one chunk.
   Generator generator(87);
-  const int threads_before = config::num_threads();
+  const test::NumThreadsGuard threads_before;
   for (const ConvCase& t :
        {ConvCase{3, 17, 13, 11, 33, 3, 3, options(1, 0, 1)}, ConvCase{2, 5, 9, 10, 7, 3, 3, options(1, 1, 1)},
         ConvCase{4, 32, 6, 7, 16, 3, 3, options(1, 2, 1)}, ConvCase{58, 3, 66, 66, 5, 3, 3, options(1, 0, 1)},
@@ -665,9 +665,10 @@ TEST_CASE(
     }
 
     // The transforms take 8 channels at once (AVX2's width) or 16
-    // (AVX-512's), each checked against the bound: on a CPU without the
-    // width, its vectors are pairs of registers, and GCC fuses multiplies
-    // and adds into FMAs differently, so the bits differ in the last place.
+    // (AVX-512's), each checked against the bound: a width the CPU lacks is
+    // emulated (16 lanes on AVX2: a pair of registers a vector), where GCC
+    // fuses multiplies and adds into FMAs differently, so the bits may
+    // differ in the last place.
     // The last two cases' chunks (9 and 8) and weight-gradient groups (9
     // and 8) run one to a thread on 1 and 2 threads, and one after another,
     // each split over the threads, on 3 (fewer than 4 a thread): the same
@@ -676,6 +677,7 @@ TEST_CASE(
     for (const int lanes : {8, 16}) {
       CAPTURE(lanes);
       const TransformLanes forced(lanes);
+      CHECK(cpu_backend::winograd::transform_lanes() == lanes);
       std::vector<std::vector<float>> first_run;
       for (const int threads : {1, 2, 3}) {
         CAPTURE(threads);
@@ -714,9 +716,14 @@ TEST_CASE(
       CHECK(dbias_alone == first_run[3]);
     }
   }
-  set_num_threads(threads_before);
-  CHECK(test::throws_error_mentioning([] { cpu_backend::winograd::set_transform_lanes(4); },
-                                      {"set_transform_lanes", "4 lanes", "8 or 16"}));
+  {
+    const TransformLanes kept(16);
+    CHECK(test::throws_error_mentioning([] { cpu_backend::winograd::set_transform_lanes(4); },
+                                        {"set_transform_lanes", "4 lanes", "8 or 16"}));
+    CHECK(cpu_backend::winograd::transform_lanes() == 16);
+  }
+  const int native = cpu_backend::winograd::transform_lanes();
+  CHECK((native == 8 || native == 16));
   // The last two cases really went through in 9 and 8 chunks.
   CHECK(cpu_backend::winograd::images_per_chunk({58, 3, 66, 66, 5, 3, 3, 1, 0, 1, 64, 64}) == 7);
   CHECK(cpu_backend::winograd::images_per_chunk({8, 32, 46, 46, 32, 3, 3, 1, 0, 1, 44, 44}) == 1);

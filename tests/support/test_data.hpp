@@ -101,6 +101,16 @@ std::vector<float> transposed(const std::vector<float>& x, std::int64_t rows, st
 void add_weight_gradient_reference(const Tensor& x, const Tensor& g, std::vector<double>& expected,
                                    std::vector<double>& magnitude);
 
+// Puts the thread count back as it was when the guard goes out of scope,
+// also when a check throws.
+struct NumThreadsGuard {
+  int saved = config::num_threads();
+  NumThreadsGuard() = default;
+  NumThreadsGuard(const NumThreadsGuard&) = delete;
+  NumThreadsGuard& operator=(const NumThreadsGuard&) = delete;
+  ~NumThreadsGuard() { set_num_threads(saved); }
+};
+
 // Puts the CPU precision back as it was when the guard goes out of scope,
 // also when a check throws, so no test leaks bf16 into the next.
 struct CpuPrecisionGuard {
