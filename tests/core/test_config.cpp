@@ -57,7 +57,7 @@ TEST_CASE("config: results are bitwise the same with one thread and with two") {
   // elements, full sums in 2^14-element chunks).
   Generator generator(11);
   const Tensor x = uniform({1 << 17}, -1.0f, 1.0f, {}, &generator);
-  const int threads = config::num_threads();
+  const test::NumThreadsGuard threads;
   set_num_threads(1);
   const float sum_one = sum(x).item();
   const std::vector<float> tanh_one = tanh(x).to_vector<float>();
@@ -66,7 +66,6 @@ TEST_CASE("config: results are bitwise the same with one thread and with two") {
   const float sum_two = sum(x).item();
   const std::vector<float> tanh_two = tanh(x).to_vector<float>();
   const std::vector<float> row_sums_two = sum(x.reshape({1 << 16, 2}), 1).to_vector<float>();
-  set_num_threads(threads);
   CHECK(std::memcmp(&sum_one, &sum_two, sizeof(float)) == 0);
   CHECK(tanh_one == tanh_two);
   CHECK(row_sums_one == row_sums_two);

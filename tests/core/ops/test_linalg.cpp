@@ -379,7 +379,7 @@ TEST_CASE(
     "matmul past the small-product threshold: x·W, g·Wᵀ and accumulated xᵀ·g within float32's bound, the same "
     "bits on one thread and on two, through oneDNN's sgemm and its matmul primitive") {
   Generator generator(405);
-  const int threads = config::num_threads();
+  const test::NumThreadsGuard threads;
   // Not a structured binding: clang before 16 cannot capture one (CAPTURE).
   for (const auto& kernel : {std::pair{cpu_backend::TileKernel::Sgemm, "sgemm"},
                              std::pair{cpu_backend::TileKernel::Primitive, "matmul primitive"}}) {
@@ -397,7 +397,6 @@ TEST_CASE(
       const DensePass pass = dense_pass(rows, w, first);
       set_num_threads(2);
       const DensePass two = dense_pass(rows, w, second);
-      set_num_threads(threads);
       CHECK(pass.y1.to_vector<float>() == two.y1.to_vector<float>());
       CHECK(pass.x1_grad.to_vector<float>() == two.x1_grad.to_vector<float>());
       CHECK(pass.w_grad.to_vector<float>() == two.w_grad.to_vector<float>());
