@@ -67,7 +67,7 @@ void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, flo
 struct Conv2dStaging {
   struct Slots {
     std::size_t input = 0, weights = 0, output = 0, scratchpad = 0;
-    std::size_t input_channels_last = 0, output_channels_last = 0;  // ddl's Winograd kernels' reordered copies
+    std::size_t strip = 0;     // ddl's Winograd kernels' rows of an image for a row of tiles
     std::size_t products = 0;  // the GEMM's operands copied with longer rows (ProductA and ProductB)
 
     // Each slot's buffer grows to its largest use: the larger of each.
@@ -76,12 +76,11 @@ struct Conv2dStaging {
       weights = std::max(weights, other.weights);
       output = std::max(output, other.output);
       scratchpad = std::max(scratchpad, other.scratchpad);
-      input_channels_last = std::max(input_channels_last, other.input_channels_last);
-      output_channels_last = std::max(output_channels_last, other.output_channels_last);
+      strip = std::max(strip, other.strip);
       products = std::max(products, other.products);
     }
     std::size_t total() const {
-      return input + weights + output + scratchpad + input_channels_last + output_channels_last + products;
+      return input + weights + output + scratchpad + strip + products;
     }
   };
   Slots caller;             // the calling thread's

@@ -26,17 +26,20 @@
 //
 // The batch goes through in chunks of images whose transformed tiles fit
 // kChunkBytes, so that what the transforms write is still in cache when
-// the GEMMs read it, each chunk first reordered channels-last (NHWC): a
-// patch point's 8 (AVX2) or 16 (AVX-512) channels are then one vector
-// load, where from NCHW they were as many scalar ones. With at least 4
-// chunks a thread, each chunk runs on one thread, reorders, transforms and
-// GEMMs with no barrier between them (the filters' gradient summed per
-// group of chunks, 16 groups at most, fixed by the shape, then the groups
-// added in order: a group to a thread on up to 4 threads); with fewer, the
-// chunks go one after another and the work inside each is split.
+// the GEMMs read it. The transforms take 8 (AVX2) or 16 (AVX-512)
+// channels at once, a patch point's channels one vector: each row of tiles
+// gathers the image rows it needs into a small strip, channels side by
+// side, by transposes in registers, and the outputs go back to NCHW the
+// same way. With at least 4 chunks a thread, each chunk runs on one
+// thread, transforms and GEMMs with no barrier between them (the filters'
+// gradient summed per group of chunks, 16 groups at most, fixed by the
+// shape, then the groups added in order: a group to a thread on up to 4
+// threads); with fewer, the chunks go one after another and the work
+// inside each is split.
 // Backward takes both directions through each chunk together, so that
-// dY's chunk is reordered once for both and read again while in cache
-// (6-9% faster than a pass for each, docs/PERFORMANCE.md).
+// dY's chunk is read for the second while still in cache (with the
+// chunk reordered channels-last, 6-9% faster than a pass for each,
+// docs/PERFORMANCE.md).
 // Every loop splits its work by image, tile or channel and the GEMMs are
 // ddl's (results independent of the thread count), so a result is the same
 // bits on any thread count, in either mode.
@@ -51,8 +54,8 @@
 #include <array>
 #include <atomic>
 #include <cstring>
-#include <string_view>
 #include <type_traits>
+#include <utility>
 
 namespace ddl::cpu_backend::winograd {
 namespace {
@@ -244,117 +247,211 @@ struct Plan {
   std::int64_t chunks(std::int64_t batch) const { return chunks_of(batch, chunk(batch)); }
 };
 
-// Where a tile sits: its image, the top-left corner of its outputs, and
-// how many of its 4x4 outputs fall inside the output.
-struct TileAt {
-  std::int64_t image, row, col;
-  std::int64_t rows, cols;
-};
+// The transforms read and write the images in NCHW, as the layers hold
+// them, but work on L channels at once, a point's L channels one vector.
+// So each row of tiles first gathers the rows of the image its patches
+// cover into a strip, a point's L channels side by side, by L x L
+// transposes in registers; the outputs go back the same way. A strip is
+// small enough to stay in L1 for the whole row of tiles, where the chunk's
+// reorder to channels-last went through the caches at about 10 GB/s (a
+// quarter of the 32->64 layer's time, docs/PERFORMANCE.md). With zeros
+// in the strip outside the image, a tile over its edge needs no test.
 
-// Runs body(t, at, c0, lanes) for every tile t of `images` images and each
-// block of L of `channels` channels from c0 (for_each_lane_block), the
-// tiles split over the threads.
-template <int L, class Body>
-void for_each_tile(const Plan& p, std::int64_t images, std::int64_t channels, const Body& body) {
-  const std::int64_t tiles = images * p.tiles_per_image();
-#pragma omp parallel for schedule(static)
-  for (std::int64_t t = 0; t < tiles; ++t) {
-    const std::int64_t row = t / p.cols() % p.rows() * kTile, col = t % p.cols() * kTile;
-    const TileAt at{t / p.tiles_per_image(), row, col, std::min(kTile, p.out_height - row),
-                    std::min(kTile, p.out_width - col)};
-    for_each_lane_block<L>(channels, [&](std::int64_t c0, auto lanes) { body(t, at, c0, lanes); });
+// r[j][l] = r[l][j] for L vectors of L: log2(L) rounds, the round for bit
+// D exchanging, between rows i and i + D, the elements whose row and column
+// differ in that bit (the off-diagonal D x D blocks of each 2D x 2D block).
+template <int L, int D, std::size_t... J>
+[[gnu::always_inline]] inline void exchange(Lanes<L>& a, Lanes<L>& b, std::index_sequence<J...>) {
+  const Lanes<L> low = __builtin_shufflevector(a, b, ((J & D) == 0 ? J : L + J - D)...);
+  b = __builtin_shufflevector(a, b, ((J & D) == 0 ? J + D : L + J)...);
+  a = low;
+}
+template <int L, int D = 1>
+[[gnu::always_inline]] inline void transpose(std::array<Lanes<L>, L>& r) {
+  if constexpr (D < L) {
+#pragma GCC unroll 16
+    for (int i = 0; i < L; ++i) {
+      if ((i & D) == 0) exchange<L, D>(r[i], r[i + D], std::make_index_sequence<L>{});
+    }
+    transpose<L, 2 * D>(r);
   }
 }
 
-// Output (i, j) of tile `at` in a channels-last (NHWC) output of `channels`.
-std::int64_t output_at(const Plan& p, const TileAt& at, std::int64_t i, std::int64_t j, std::int64_t channels) {
-  return ((at.image * p.out_height + at.row + i) * p.out_width + at.col + j) * channels;
+// out[j * out_stride + l] = in[l * in_stride + j] for j, l < L.
+template <int L>
+[[gnu::always_inline]] inline void transpose_block(const float* in, std::int64_t in_stride, float* out,
+                                                   std::int64_t out_stride) {
+  std::array<Lanes<L>, L> r;
+#pragma GCC unroll 16
+  for (int l = 0; l < L; ++l) std::memcpy(&r[l], in + l * in_stride, sizeof(Lanes<L>));
+  transpose<L>(r);
+#pragma GCC unroll 16
+  for (int j = 0; j < L; ++j) std::memcpy(out + j * out_stride, &r[j], sizeof(Lanes<L>));
 }
 
-// The tile transforms below run sandwich() in two versions: one for the
-// tiles whose points all lie inside the image, and one for those over its
-// edge. Only the edge tiles need a test at each point: tested at every
-// tile, the input transform ran up to 1.8x slower.
+std::int64_t round_up(std::int64_t n, std::int64_t to) { return (n + to - 1) / to * to; }
 
-// read(i, j, value) where inside(i, j), zeros elsewhere: an edge tile's
-// points past the image.
-template <class Inside, class Read>
-auto zeros_outside(const Inside& inside, const Read& read) {
-  return [=](std::int64_t i, std::int64_t j, auto& value) {
-    if (inside(i, j)) {
-      read(i, j, value);
-    } else {
-      value = std::remove_reference_t<decltype(value)>{};
+// `rows` rows of a row of tiles' points, each point L channels' values (L
+// floats), the width rounded up to whole L x L blocks. In the thread's
+// staging buffer: a thread holds one at a time.
+template <int L>
+struct Strip {
+  std::int64_t rows, width;
+  float* points;  // rows x width x L
+
+  static std::int64_t floats(std::int64_t rows, std::int64_t width) { return rows * round_up(width, L) * L; }
+  Strip(std::int64_t rows, std::int64_t width)
+      : rows(rows),
+        width(round_up(width, L)),
+        points(static_cast<float*>(
+            onednn::staging(onednn::Slot::Strip, static_cast<std::size_t>(floats(rows, width)) * sizeof(float)))) {}
+  float* at(std::int64_t i, std::int64_t j) const { return points + (i * width + j) * L; }
+};
+
+// Strip point (i, j) = the first `lanes` of the L planes (NCHW, height x
+// width) at `planes`, at row top + i, column left + j; zeros outside the
+// planes and in the lanes past `lanes`. A block of L columns wholly inside
+// is transposed from the planes; one over their edge (or short of lanes)
+// from a copy with the zeros in.
+template <int L, class Count>
+void gather(const float* planes, std::int64_t height, std::int64_t width, Count lanes, std::int64_t top,
+            std::int64_t left, const Strip<L>& s) {
+  const std::int64_t plane = height * width;
+  for (std::int64_t i = 0; i < s.rows; ++i) {
+    const std::int64_t row = top + i;
+    if (row < 0 || row >= height) {
+      std::fill(s.at(i, 0), s.at(i + 1, 0), 0.0f);
+      continue;
     }
-  };
+    const float* line = planes + row * width;
+    for (std::int64_t j = 0; j < s.width; j += L) {
+      const std::int64_t col = left + j;
+      if (kWhole<Count> && col >= 0 && col + L <= width) {
+        transpose_block<L>(line + col, plane, s.at(i, j), L);
+        continue;
+      }
+      std::array<float, L * L> block{};
+      for (std::int64_t l = 0; l < lanes; ++l) {
+        for (std::int64_t c = std::max<std::int64_t>(col, 0); c < std::min(col + L, width); ++c) {
+          block[l * L + c - col] = line[l * plane + c];
+        }
+      }
+      transpose_block<L>(block.data(), L, s.at(i, j), L);
+    }
+  }
+}
+
+// The other way: the first `lanes` of the L planes at row top + i, columns
+// 0 .. width = strip point (i, j), for the strip's rows that lie inside
+// the planes (the strip at least `width` wide).
+template <int L, class Count>
+void scatter(const Strip<L>& s, Count lanes, std::int64_t top, float* planes, std::int64_t height, std::int64_t width) {
+  const std::int64_t plane = height * width;
+  for (std::int64_t i = 0; i < std::min(s.rows, height - top); ++i) {
+    float* line = planes + (top + i) * width;
+    for (std::int64_t j = 0; j < width; j += L) {
+      if (kWhole<Count> && j + L <= width) {
+        transpose_block<L>(s.at(i, j), L, line + j, plane);
+        continue;
+      }
+      std::array<float, L * L> block;
+      transpose_block<L>(s.at(i, j), L, block.data(), L);
+      for (std::int64_t l = 0; l < lanes; ++l) {
+        for (std::int64_t c = j; c < std::min(j + L, width); ++c) line[l * plane + c] = block[l * L + c - j];
+      }
+    }
+  }
+}
+
+// Runs body(image, row, c0, lanes) for each row of tiles of `images`
+// images and each block of L of `channels` channels from c0 (lanes as in
+// for_each_lane_block), split over the threads; a row's blocks next to one
+// another, as the tiles' values of neighbouring blocks share cache lines.
+template <int L, class Body>
+void for_each_tile_row(const Plan& p, std::int64_t images, std::int64_t channels, const Body& body) {
+  const std::int64_t blocks = (channels + L - 1) / L, tasks = images * p.rows() * blocks;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t task = 0; task < tasks; ++task) {
+    const std::int64_t c0 = task % blocks * L, row = task / blocks % p.rows(), image = task / blocks / p.rows();
+    if (c0 + L <= channels) {
+      body(image, row, c0, WholeBlock<L>{});
+    } else {
+      body(image, row, c0, channels - c0);
+    }
+  }
+}
+
+// The point (i, j) of tile `col`'s patch in a strip.
+template <int L>
+void read_point(const Strip<L>& s, std::int64_t col, std::int64_t i, std::int64_t j, Lanes<L>& value) {
+  std::memcpy(&value, s.at(i, col * kTile + j), sizeof(value));
 }
 
 // V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
-// `images` images from x (channels-last: NHWC), zeros outside the input.
+// `images` images from x (NCHW), zeros outside the input.
 template <int L>
 void transform_inputs(const Plan& p, std::int64_t images, const float* x, float* v) {
   using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.in_channels;
-  for_each_tile<L>(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t c0, auto lanes) {
-    const std::int64_t top = at.row - p.padding, left = at.col - p.padding;
-    // Negative for a tile over the top left edge: only the points inside are read.
-    const std::int64_t corner = ((at.image * p.height + top) * p.width + left) * channels + c0;
-    const auto read = [&](std::int64_t i, std::int64_t j, V& d) {
-      load(x + (corner + (i * p.width + j) * channels), lanes, d);
-    };
-    const auto write = [&](std::int64_t i, std::int64_t j, const V& value) {
-      store(value, v + ((i * kPatch + j) * tiles + t) * channels + c0, lanes);
-    };
-    if (top >= 0 && left >= 0 && top + kPatch <= p.height && left + kPatch <= p.width)
-      return sandwich<V>(kBt, read, write);
-    const auto inside = [&](std::int64_t i, std::int64_t j) {
-      return top + i >= 0 && top + i < p.height && left + j >= 0 && left + j < p.width;
-    };
-    sandwich<V>(kBt, zeros_outside(inside, read), write);
+  for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t c0, auto lanes) {
+    const Strip<L> s(kPatch, p.cols() * kTile + 2);
+    gather(x + (image * channels + c0) * p.height * p.width, p.height, p.width, lanes, row * kTile - p.padding,
+           -p.padding, s);
+    for (std::int64_t col = 0; col < p.cols(); ++col) {
+      const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
+      sandwich<V>(
+          kBt, [&](std::int64_t i, std::int64_t j, V& d) { read_point(s, col, i, j, d); },
+          [&](std::int64_t i, std::int64_t j, const V& value) {
+            store(value, v + ((i * kPatch + j) * tiles + t) * channels + c0, lanes);
+          });
+    }
   });
 }
 
-// y (channels-last: NHWC) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t
-// and output channel k, the parts of the 4x4 tiles that fall inside the
-// output.
+// y (NCHW) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t and output
+// channel k, the parts of the 4x4 tiles that fall inside the output.
 template <int L>
 void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, float* y) {
   using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile<L>(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
+  for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t k0, auto lanes) {
     V b = {};
     if (bias != nullptr) load(bias + k0, lanes, b);
-    const std::int64_t corner = output_at(p, at, 0, 0, channels) + k0;
-    const auto read = [&](std::int64_t i, std::int64_t j, V& value) {
-      load(m + ((i * kPatch + j) * tiles + t) * channels + k0, lanes, value);
-    };
-    const auto write = [&](std::int64_t i, std::int64_t j, const V& value) {
-      store(value + b, y + (corner + (i * p.out_width + j) * channels), lanes);
-    };
-    if (at.rows == kTile && at.cols == kTile) return sandwich<V>(kAt, read, write);
-    sandwich<V>(kAt, read, [&](std::int64_t i, std::int64_t j, const V& value) {
-      if (i < at.rows && j < at.cols) write(i, j, value);
-    });
+    const Strip<L> s(kTile, p.cols() * kTile);
+    for (std::int64_t col = 0; col < p.cols(); ++col) {
+      const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
+      sandwich<V>(
+          kAt,
+          [&](std::int64_t i, std::int64_t j, V& value) {
+            load(m + ((i * kPatch + j) * tiles + t) * channels + k0, lanes, value);
+          },
+          [&](std::int64_t i, std::int64_t j, const V& value) {
+            const V biased = value + b;
+            std::memcpy(s.at(i, col * kTile + j), &biased, sizeof(V));
+          });
+    }
+    scatter(s, lanes, row * kTile, y + (image * channels + k0) * p.out_height * p.out_width, p.out_height, p.out_width);
   });
 }
 
 // dM[ξ][t][k] = (A dy Aᵀ)[ξ] for tile t's 4x4 of output channel k's
-// gradient (channels-last: NHWC; zeros past the output's edge).
+// gradient (NCHW; zeros past the output's edge).
 template <int L>
 void transform_output_gradients(const Plan& p, std::int64_t images, const float* dy, float* dm) {
   using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile<L>(p, images, channels, [&](std::int64_t t, const TileAt& at, std::int64_t k0, auto lanes) {
-    const std::int64_t corner = output_at(p, at, 0, 0, channels) + k0;
-    const auto read = [&](std::int64_t i, std::int64_t j, V& g) {
-      load(dy + (corner + (i * p.out_width + j) * channels), lanes, g);
-    };
-    const auto write = [&](std::int64_t i, std::int64_t j, const V& value) {
-      store(value, dm + ((i * kPatch + j) * tiles + t) * channels + k0, lanes);
-    };
-    if (at.rows == kTile && at.cols == kTile) return sandwich<V>(kA, read, write);
-    const auto inside = [&](std::int64_t i, std::int64_t j) { return i < at.rows && j < at.cols; };
-    sandwich<V>(kA, zeros_outside(inside, read), write);
+  for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t k0, auto lanes) {
+    const Strip<L> s(kTile, p.cols() * kTile);
+    gather(dy + (image * channels + k0) * p.out_height * p.out_width, p.out_height, p.out_width, lanes, row * kTile, 0,
+           s);
+    for (std::int64_t col = 0; col < p.cols(); ++col) {
+      const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
+      sandwich<V>(
+          kA, [&](std::int64_t i, std::int64_t j, V& g) { read_point(s, col, i, j, g); },
+          [&](std::int64_t i, std::int64_t j, const V& value) {
+            store(value, dm + ((i * kPatch + j) * tiles + t) * channels + k0, lanes);
+          });
+    }
   });
 }
 
@@ -421,30 +518,10 @@ float* buffer(onednn::Slot slot, std::int64_t floats) {
   return static_cast<float*>(onednn::staging(slot, static_cast<std::size_t>(floats) * sizeof(float)));
 }
 
-// `images` NCHW images of channels x height x width at `data`, and the
-// channels-last (NHWC) layout the transforms read and write whole vectors
-// of channels in (NCHW would scatter them a plane apart). The reorders
-// between the two go through onednn::to_layout, for_output and copy_back.
-dnnl::memory plain(std::int64_t images, std::int64_t channels, std::int64_t height, std::int64_t width,
-                   const float* data) {
-  return onednn::wrap({images, channels, height, width}, dnnl::memory::format_tag::nchw, data);
-}
-dnnl::memory::desc channels_last(const dnnl::memory& plain) {
-  return {plain.get_desc().dims(), dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc};
-}
-// The same images channels-last: a copy in `slot`'s buffer (kept by the
-// thread until its next request of that slot), or the images themselves
-// where the two layouts agree (one channel, or one pixel).
-const float* to_channels_last(std::int64_t images, std::int64_t channels, std::int64_t height, std::int64_t width,
-                              const float* data, onednn::Slot slot, std::string_view what) {
-  const dnnl::memory nchw = plain(images, channels, height, width, data);
-  return static_cast<const float*>(onednn::to_layout(nchw, channels_last(nchw), slot, what).get_data_handle());
-}
-
 // Runs run(i) for each of `parts` independent parts of the work (chunks of
 // images, or groups of them): each part on one thread when there are
 // enough to share out (kPartsPerThread a thread), so that a thread's
-// transforms, GEMMs and reorders run with no barrier between them on data
+// transforms and GEMMs run with no barrier between them on data
 // in its own cache; otherwise one part after another, the work inside each
 // split over the threads. The two give the same bits: the kernels inside a
 // part do.
@@ -469,19 +546,14 @@ void for_each_part(std::int64_t parts, const Run& run) {
   });
 }
 
-// y (`images` NCHW images) = x (the same images channels-last) convolved
-// with the filters whose transforms are u, + bias (if any), through v and
-// m (the chunk's V and M) and `y_slot`'s buffer, where y is made
-// channels-last before its reorder back.
+// y = x convolved with the filters whose transforms are u, + bias (if
+// any), for `images` NCHW images, through v and m (the chunk's V and M).
 template <int L>
 void convolve_chunk(const Plan& p, std::int64_t images, const float* x, const float* u, const float* bias, float* v,
-                    float* m, float* y, onednn::Slot y_slot) {
+                    float* m, float* y) {
   transform_inputs<L>(p, images, x, v);
   multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
-  const dnnl::memory y_plain = plain(images, p.out_channels, p.out_height, p.out_width, y);
-  const dnnl::memory y_last = onednn::for_output(y_plain, channels_last(y_plain), y_slot);
-  transform_outputs<L>(p, images, m, bias, static_cast<float*>(y_last.get_data_handle()));
-  onednn::copy_back(y_last, y_plain, "winograd conv2d: reordering the result from channels-last");
+  transform_outputs<L>(p, images, m, bias, y);
 }
 
 Plan forward_plan(const layers::Conv2dGeometry& g) {
@@ -506,11 +578,7 @@ void forward_at(const layers::Conv2dGeometry& g, const float* x, const float* w,
     // Asked for here: running a chunk to a thread, each thread's own.
     float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
     float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
-    const float* x_last =
-        to_channels_last(images, g.channels, g.height, g.width, x + first * g.input_image_size(),
-                         onednn::Slot::InputChannelsLast, "winograd conv2d: reordering the input channels-last");
-    convolve_chunk<L>(p, images, x_last, u, bias, v, m, y + first * g.output_image_size(),
-                      onednn::Slot::OutputChannelsLast);
+    convolve_chunk<L>(p, images, x + first * g.input_image_size(), u, bias, v, m, y + first * g.output_image_size());
   });
 }
 
@@ -518,10 +586,10 @@ template <int L>
 void backward_at(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {
   if (o.grad_bias != nullptr) conv2d_bias_gradient(g, o.grad_output, o.grad_bias);
   if (o.grad_input == nullptr && o.grad_weight == nullptr) return;
-  // Both sides read dY's chunks, each reordered channels-last once: the
-  // chunk is the smaller of the two sides' (the input's side has the more
-  // tiles where p < 1), fixed by the shape, so that dW's sum does not
-  // depend on whether dX is wanted.
+  // Both sides take dY in the same chunks, so that a chunk read for one is
+  // still in cache for the other: the smaller of the two sides' chunks
+  // (the input's side has the more tiles where p < 1), fixed by the shape,
+  // so that dW's sum does not depend on whether dX is wanted.
   const Plan p = forward_plan(g), turned = data_plan(g);
   const std::int64_t chunk = std::min(p.chunk(g.batch), turned.chunk(g.batch));
   const std::int64_t chunks = chunks_of(g.batch, chunk);
@@ -544,23 +612,15 @@ void backward_at(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& 
     const std::int64_t begin = group * chunks / groups, end = (group + 1) * chunks / groups;
     for (std::int64_t c = begin; c < end; ++c) {
       const std::int64_t first = c * chunk, images = std::min(chunk, g.batch - first);
-      const float* dy = to_channels_last(
-          images, g.filters, g.out_height, g.out_width, o.grad_output + first * g.output_image_size(),
-          onednn::Slot::OutputChannelsLast, "winograd conv2d: reordering the output's gradient channels-last");
+      const float* dy = o.grad_output + first * g.output_image_size();
       if (o.grad_weight != nullptr) {
-        transform_inputs<L>(
-            p, images,
-            to_channels_last(images, g.channels, g.height, g.width, o.input + first * g.input_image_size(),
-                             onednn::Slot::InputChannelsLast, "winograd conv2d: reordering the input channels-last"),
-            v);
+        transform_inputs<L>(p, images, o.input + first * g.input_image_size(), v);
         transform_output_gradients<L>(p, images, dy, m);
         multiply_points(true, g.channels, g.filters, images * p.tiles_per_image(), v, m, sums + group * du_size,
                         c > begin);
       }
-      // dX's chunk channels-last where x's was (no longer read).
       if (o.grad_input != nullptr) {
-        convolve_chunk<L>(turned, images, dy, u, nullptr, v, m, o.grad_input + first * g.input_image_size(),
-                          onednn::Slot::InputChannelsLast);
+        convolve_chunk<L>(turned, images, dy, u, nullptr, v, m, o.grad_input + first * g.input_image_size());
       }
     }
   });
@@ -622,14 +682,19 @@ Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
   Conv2dStaging::Slots& chunk = staging.caller;
   chunk.input = bytes(kPoints * tiles * g.channels);
   chunk.output = bytes(kPoints * tiles * g.filters);
-  chunk.input_channels_last = bytes(images * g.input_image_size());
-  chunk.output_channels_last = bytes(images * g.output_image_size());
+  // The input's strips are the largest (kPatch rows, 2 columns more).
+  at_width(
+      [&](auto lanes) { chunk.strip = bytes(Strip<decltype(lanes)::value>::floats(kPatch, p.cols() * kTile + 2)); });
   chunk.products = cpu_backend::gemm_staging_bytes(
       point_products(false, tiles, g.filters, g.channels, nullptr, nullptr, nullptr, false));
-  if (part_per_thread(p.chunks(g.batch))) {  // every thread holds a chunk's buffers
+  // Every thread holds a chunk's buffers where each runs chunks of its own,
+  // and a strip where they share the transforms.
+  if (part_per_thread(p.chunks(g.batch))) {
     staging.each_worker = chunk;
-    staging.workers = static_cast<std::size_t>(config::num_threads() - 1);
+  } else {
+    staging.each_worker.strip = chunk.strip;
   }
+  staging.workers = static_cast<std::size_t>(config::num_threads() - 1);
   staging.caller.weights = bytes(kPoints * g.channels * g.filters);
   return staging;
 }

@@ -55,8 +55,7 @@ enum class Slot {
   Weights,
   Output,
   Scratchpad,
-  InputChannelsLast,
-  OutputChannelsLast,
+  Strip,  // rows of an image, a point's channels side by side (conv2d_winograd_cpu.cpp)
   ProductA,  // a GEMM's operands, copied with longer rows (gemm_cpu.cpp)
   ProductB,
   Count
