@@ -10,12 +10,12 @@ namespace ddl::cpu_backend::winograd {
 // Whether g is a convolution these kernels compute: 3x3, stride 1, no
 // dilation, padding at most 2.
 bool applies(const layers::Conv2dGeometry& g);
-// Whether they beat oneDNN's direct kernel for g, as measured on AVX2:
-// from 32 channels in and out and 16x16 outputs. The MNIST CNN's 32->64
-// layer at 24x24 ran 1.3-1.7x faster; resnet_small's layers (16 to 64
-// channels at 28x28 down to 7x7, where Winograd's transforms weigh more
-// beside the products and tiles overhang the edges) trained slower, 441-502
-// samples/s against direct's 513-561 (docs/PERFORMANCE.md).
+// Whether they beat oneDNN's direct kernel for g, as measured on AVX2 (a
+// Zen 3, batch 128, forward + backward, 1 and 2 threads; docs/PERFORMANCE.md):
+// outputs of at least 7x7, and 32 channels in and out, or 16 at 16x16 or
+// more. 1.4-1.5x faster at 16->16 28x28 and 64->64 7x7, 1.03-1.10x at
+// 32->32 14x14 and 7x7; 0.82-1.0x at 16->16 14x14, 0.97-1.06x at 8->8
+// 28x28.
 bool pays_off(const layers::Conv2dGeometry& g);
 
 // y = conv(x, w) + bias (bias may be null). Tensors are NCHW / OIHW.

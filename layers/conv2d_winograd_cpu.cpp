@@ -667,9 +667,12 @@ int transform_lanes() {
 }
 
 bool pays_off(const layers::Conv2dGeometry& g) {
-  constexpr std::int64_t kMinChannels = 32, kMinSide = 16;
-  return applies(g) && g.channels >= kMinChannels && g.filters >= kMinChannels && g.out_height >= kMinSide &&
-         g.out_width >= kMinSide;
+  // The fewer channels, the more the transforms weigh beside the products,
+  // so narrower layers need larger images; below 7x7 the 4x4 tiles
+  // overhang the outputs by more than a quarter.
+  constexpr std::int64_t kWide = 32, kNarrow = 16, kNarrowMinSide = 16, kMinSide = 7;
+  const std::int64_t channels = std::min(g.channels, g.filters), side = std::min(g.out_height, g.out_width);
+  return applies(g) && side >= kMinSide && (channels >= kWide || (channels >= kNarrow && side >= kNarrowMinSide));
 }
 
 std::int64_t images_per_chunk(const layers::Conv2dGeometry& g) { return forward_plan(g).chunk(g.batch); }

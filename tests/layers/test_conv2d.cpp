@@ -570,17 +570,28 @@ constexpr std::int64_t kWinogradRoundings = 28;
 
 }  // namespace
 
-TEST_CASE("conv2d under auto takes a Winograd kernel for the MNIST CNN's 32->64 layer, and ddl's not for small ones") {
-  // oneDNN's Winograd on AVX-512, ddl's elsewhere (winograd::pays_off);
-  // resnet_small's 16-channel layer at 28x28 and its 64-channel one at 7x7
-  // ran slower on ddl's than on oneDNN's direct kernel.
+TEST_CASE(
+    "conv2d under auto takes a Winograd kernel for the MNIST CNN's and resnet_small's layers, and ddl's not for "
+    "small ones") {
+  // oneDNN's Winograd on AVX-512, ddl's elsewhere (winograd::pays_off),
+  // where ddl's then runs resnet_small's layers too (on AVX-512 they are
+  // oneDNN's choice).
   const config::CpuConvolution before = config::cpu_convolution();
   set_cpu_convolution(config::CpuConvolution::Auto);
   const std::string mnist = cpu_backend::conv2d_implementation({128, 32, 26, 26, 64, 3, 3, 1, 0, 1, 24, 24});
   CAPTURE(mnist);
   CHECK(mnist.find("wino") != std::string::npos);
+  const bool ddls = mnist == "ddl_winograd_4x3";
   for (const layers::Conv2dGeometry& g : {layers::Conv2dGeometry{128, 16, 28, 28, 16, 3, 3, 1, 1, 1, 28, 28},
+                                          layers::Conv2dGeometry{128, 32, 14, 14, 32, 3, 3, 1, 1, 1, 14, 14},
                                           layers::Conv2dGeometry{128, 64, 7, 7, 64, 3, 3, 1, 1, 1, 7, 7}}) {
+    CHECK(cpu_backend::winograd::pays_off(g));
+    if (ddls) CHECK(cpu_backend::conv2d_implementation(g) == "ddl_winograd_4x3");
+  }
+  // Too few channels for the image, too few at all, too small an image.
+  for (const layers::Conv2dGeometry& g : {layers::Conv2dGeometry{128, 16, 14, 14, 16, 3, 3, 1, 1, 1, 14, 14},
+                                          layers::Conv2dGeometry{128, 8, 28, 28, 8, 3, 3, 1, 1, 1, 28, 28},
+                                          layers::Conv2dGeometry{128, 64, 6, 6, 64, 3, 3, 1, 1, 1, 6, 6}}) {
     CHECK(!cpu_backend::winograd::pays_off(g));
     CHECK(cpu_backend::conv2d_implementation(g) != "ddl_winograd_4x3");
   }
