@@ -10,6 +10,7 @@
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/dense.hpp>
+#include <ddl/layers/conv2d_winograd.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/pool2d.hpp>
@@ -54,7 +55,13 @@ int main(int argc, char** argv) {
   bench::add_options(app, options);
   bool step_only = false;
   app.add_flag("--step-only", step_only, "time only the training step (for profiling and the peer comparisons)");
+  int winograd_lanes = 0;
+  app.add_option("--winograd-lanes", winograd_lanes,
+                 "channels ddl's Winograd transforms take at once, 8 or 16 (default: the build's widest register; "
+                 "they run under DDL_CPU_CONV=ddl-winograd, or auto where oneDNN has no Winograd kernel)")
+      ->check(CLI::IsMember({8, 16}));
   CLI11_PARSE(app, argc, argv);
+  cpu_backend::winograd::set_transform_lanes(winograd_lanes);
   const int reps = options.reps;
   const std::int64_t batch = options.batch;
 
