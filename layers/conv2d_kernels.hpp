@@ -84,7 +84,7 @@ struct Conv2dStaging {
     }
   };
   Slots caller;             // the calling thread's
-  Slots each_worker;        // each other thread's, where a kernel runs parts of the work on threads of their own
+  Slots each_worker;        // each other thread's, where a kernel runs parts of the work on other threads
   std::size_t workers = 0;  // how many other threads hold them
 
   void keep_largest(const Conv2dStaging& other) {

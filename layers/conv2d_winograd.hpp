@@ -21,7 +21,7 @@ bool pays_off(const layers::Conv2dGeometry& g);
 // y = conv(x, w) + bias (bias may be null). Tensors are NCHW / OIHW.
 void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y);
 // The gradients `o` points to (any may be null): dx from w and dy, dw
-// and dbias from x and dy, each chunk of dy taken through all of them at once.
+// and dbias from x and dy, each chunk of dy taken through dx and dw together.
 void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o);
 // How many images forward() takes through at once.
 std::int64_t images_per_chunk(const layers::Conv2dGeometry& g);

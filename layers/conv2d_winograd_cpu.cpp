@@ -37,9 +37,9 @@
 // threads); with fewer, the chunks go one after another and the work
 // inside each is split.
 // Backward takes both directions through each chunk together, so that
-// dY's chunk is read for the second while still in cache (with the
-// chunk reordered channels-last, 6-9% faster than a pass for each,
-// docs/PERFORMANCE.md).
+// dY's chunk is read for the second while still in cache (6-9% faster
+// than a pass for each, measured when the chunks were still copied
+// channels-last; docs/PERFORMANCE.md).
 // Every loop splits its work by image, tile or channel and the GEMMs are
 // ddl's (results independent of the thread count), so a result is the same
 // bits on any thread count, in either mode.
@@ -252,10 +252,11 @@ struct Plan {
 // So each row of tiles first gathers the rows of the image its patches
 // cover into a strip, a point's L channels side by side, by L x L
 // transposes in registers; the outputs go back the same way. A strip is
-// small enough to stay in L1 for the whole row of tiles, where the chunk's
-// reorder to channels-last went through the caches at about 10 GB/s (a
-// quarter of the 32->64 layer's time, docs/PERFORMANCE.md). With zeros
-// in the strip outside the image, a tile over its edge needs no test.
+// small (6 KB for the MNIST CNN's 32->64 layer) and read by the row's
+// tiles while in cache, where the chunk's reorder to channels-last and
+// back went through the caches at about 10 GB/s (docs/PERFORMANCE.md).
+// With zeros in the strip outside the image, a tile over its edge needs
+// no test.
 
 // r[j][l] = r[l][j] for L vectors of L: log2(L) rounds, the round for bit
 // D exchanging, between rows i and i + D, the elements whose row and column
@@ -267,13 +268,13 @@ template <int L, int D, std::size_t... J>
   a = low;
 }
 template <int L, int D = 1>
-[[gnu::always_inline]] inline void transpose(std::array<Lanes<L>, L>& r) {
+[[gnu::always_inline]] inline void transpose_lanes(std::array<Lanes<L>, L>& r) {
   if constexpr (D < L) {
 #pragma GCC unroll 16
     for (int i = 0; i < L; ++i) {
       if ((i & D) == 0) exchange<L, D>(r[i], r[i + D], std::make_index_sequence<L>{});
     }
-    transpose<L, 2 * D>(r);
+    transpose_lanes<L, 2 * D>(r);
   }
 }
 
@@ -284,7 +285,7 @@ template <int L>
   std::array<Lanes<L>, L> r;
 #pragma GCC unroll 16
   for (int l = 0; l < L; ++l) std::memcpy(&r[l], in + l * in_stride, sizeof(Lanes<L>));
-  transpose<L>(r);
+  transpose_lanes<L>(r);
 #pragma GCC unroll 16
   for (int j = 0; j < L; ++j) std::memcpy(out + j * out_stride, &r[j], sizeof(Lanes<L>));
 }
@@ -299,12 +300,12 @@ struct Strip {
   std::int64_t rows, width;
   float* points;  // rows x width x L
 
-  static std::int64_t floats(std::int64_t rows, std::int64_t width) { return rows * round_up(width, L) * L; }
-  Strip(std::int64_t rows, std::int64_t width)
-      : rows(rows),
-        width(round_up(width, L)),
-        points(static_cast<float*>(
-            onednn::staging(onednn::Slot::Strip, static_cast<std::size_t>(floats(rows, width)) * sizeof(float)))) {}
+  static std::int64_t floats(std::int64_t rows, std::int64_t columns) { return rows * round_up(columns, L) * L; }
+  Strip(std::int64_t strip_rows, std::int64_t columns)
+      : rows(strip_rows),
+        width(round_up(columns, L)),
+        points(static_cast<float*>(onednn::staging(
+            onednn::Slot::Strip, static_cast<std::size_t>(floats(strip_rows, columns)) * sizeof(float)))) {}
   float* at(std::int64_t i, std::int64_t j) const { return points + (i * width + j) * L; }
 };
 
@@ -367,24 +368,29 @@ void scatter(const Strip<L>& s, Count lanes, std::int64_t top, float* planes, st
 // images and each block of L of `channels` channels from c0 (lanes as in
 // for_each_lane_block), split over the threads; a row's blocks next to one
 // another, as the tiles' values of neighbouring blocks share cache lines.
+// As tasks: a body may throw (its strip's staging buffer out of memory),
+// which must not leave an OpenMP region.
 template <int L, class Body>
 void for_each_tile_row(const Plan& p, std::int64_t images, std::int64_t channels, const Body& body) {
-  const std::int64_t blocks = (channels + L - 1) / L, tasks = images * p.rows() * blocks;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t task = 0; task < tasks; ++task) {
+  const std::int64_t blocks = (channels + L - 1) / L;
+  parallel_tasks(images * p.rows() * blocks, [&](std::int64_t task) {
     const std::int64_t c0 = task % blocks * L, row = task / blocks % p.rows(), image = task / blocks / p.rows();
     if (c0 + L <= channels) {
       body(image, row, c0, WholeBlock<L>{});
     } else {
       body(image, row, c0, channels - c0);
     }
-  }
+  });
 }
 
-// The point (i, j) of tile `col`'s patch in a strip.
+// The point (i, j) of tile `col`'s patch in a strip, and back.
 template <int L>
 void read_point(const Strip<L>& s, std::int64_t col, std::int64_t i, std::int64_t j, Lanes<L>& value) {
   std::memcpy(&value, s.at(i, col * kTile + j), sizeof(value));
+}
+template <int L>
+void write_point(const Lanes<L>& value, std::int64_t col, std::int64_t i, std::int64_t j, const Strip<L>& s) {
+  std::memcpy(s.at(i, col * kTile + j), &value, sizeof(value));
 }
 
 // V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
@@ -425,10 +431,7 @@ void transform_outputs(const Plan& p, std::int64_t images, const float* m, const
           [&](std::int64_t i, std::int64_t j, V& value) {
             load(m + ((i * kPatch + j) * tiles + t) * channels + k0, lanes, value);
           },
-          [&](std::int64_t i, std::int64_t j, const V& value) {
-            const V biased = value + b;
-            std::memcpy(s.at(i, col * kTile + j), &biased, sizeof(V));
-          });
+          [&](std::int64_t i, std::int64_t j, const V& value) { write_point<L>(value + b, col, i, j, s); });
     }
     scatter(s, lanes, row * kTile, y + (image * channels + k0) * p.out_height * p.out_width, p.out_height, p.out_width);
   });
@@ -668,8 +671,9 @@ int transform_lanes() {
 
 bool pays_off(const layers::Conv2dGeometry& g) {
   // The fewer channels, the more the transforms weigh beside the products,
-  // so narrower layers need larger images; below 7x7 the 4x4 tiles
-  // overhang the outputs by more than a quarter.
+  // so narrower layers need larger images: 16 channels ran slower at 14x14
+  // and faster at 28x28 (16x16 kept from the earlier rule). 7x7 is the
+  // smallest output measured (faster); smaller ones stay on oneDNN's.
   constexpr std::int64_t kWide = 32, kNarrow = 16, kNarrowMinSide = 16, kMinSide = 7;
   const std::int64_t channels = std::min(g.channels, g.filters), side = std::min(g.out_height, g.out_width);
   return applies(g) && side >= kMinSide && (channels >= kWide || (channels >= kNarrow && side >= kNarrowMinSide));

@@ -571,8 +571,8 @@ constexpr std::int64_t kWinogradRoundings = 28;
 }  // namespace
 
 TEST_CASE(
-    "conv2d under auto takes a Winograd kernel for the MNIST CNN's and resnet_small's layers, and ddl's not for "
-    "small ones") {
+    "conv2d under auto: ddl's Winograd pays off for the MNIST CNN's and resnet_small's layers (and runs them where "
+    "oneDNN has no Winograd kernel), not for small ones") {
   // oneDNN's Winograd on AVX-512, ddl's elsewhere (winograd::pays_off),
   // where ddl's then runs resnet_small's layers too (on AVX-512 they are
   // oneDNN's choice).
