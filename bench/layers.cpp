@@ -9,8 +9,8 @@
 #include <ddl/ddl.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/conv2d.hpp>
-#include <ddl/layers/dense.hpp>
 #include <ddl/layers/conv2d_winograd.hpp>
+#include <ddl/layers/dense.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/loss.hpp>
 #include <ddl/layers/pool2d.hpp>

@@ -31,8 +31,9 @@ void set_num_threads(int threads);
 // Where oneDNN has no Winograd kernel (CPUs without AVX-512), ddl's own
 // F(4x4, 3x3) takes its place in float32: in auto where the channels come
 // in 16s and the output is at least 7x7, with at least 32 channels or 16
-// at 16x16 or more (where it measured faster than oneDNN's direct kernel), in winograd for every 3x3 stride-1
-// convolution with padding up to 2 (layers/conv2d_winograd_cpu.cpp).
+// at 16x16 or more (where it measured faster than oneDNN's direct
+// kernel), in winograd for every 3x3 stride-1 convolution with padding up
+// to 2 (layers/conv2d_winograd_cpu.cpp).
 //   ddl-winograd: ddl's own F(4x4, 3x3) for every 3x3 stride-1 convolution
 //             with padding up to 2 in float32, also where oneDNN has a
 //             Winograd kernel (to compare the two on AVX-512); elsewhere
