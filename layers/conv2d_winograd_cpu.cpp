@@ -89,6 +89,10 @@ constexpr std::int64_t kWeightGradientGroups = 16, kWeightGradientGroupBytes = s
 
 template <std::size_t Rows, std::size_t Cols>
 using Matrix = std::array<std::array<float, Cols>, Rows>;
+template <std::size_t Rows, std::size_t Cols>
+constexpr std::int64_t columns(const Matrix<Rows, Cols>& /*m*/) {
+  return Cols;
+}
 
 template <std::size_t Rows, std::size_t Cols>
 constexpr Matrix<Cols, Rows> transpose(const Matrix<Rows, Cols>& m) {
@@ -393,25 +397,36 @@ void write_point(const Lanes<L>& value, std::int64_t col, std::int64_t i, std::i
   std::memcpy(s.at(i, col * kTile + j), &value, sizeof(value));
 }
 
+// out[ξ][t][c] = (T d Tᵀ)[ξ] for tile t's square patch d (as wide as T)
+// of channel c of `images` images' planes (NCHW, height x width), the
+// patches of row r of tiles starting at row r * kTile + offset and of its
+// first tile at column offset, zeros outside the planes. T is a template
+// argument so that the transform's zero terms fold away as constants.
+template <int L, const auto& T>
+void transform_patches(const Plan& p, std::int64_t images, std::int64_t channels, const float* planes,
+                       std::int64_t height, std::int64_t width, std::int64_t offset, float* out) {
+  using V = Lanes<L>;
+  constexpr std::int64_t kSide = columns(T);
+  const std::int64_t tiles = images * p.tiles_per_image();
+  for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t c0, auto lanes) {
+    const Strip<L> s(kSide, p.cols() * kTile + kSide - kTile);
+    gather(planes + (image * channels + c0) * height * width, height, width, lanes, row * kTile + offset, offset, s);
+    for (std::int64_t col = 0; col < p.cols(); ++col) {
+      const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
+      sandwich<V>(
+          T, [&](std::int64_t i, std::int64_t j, V& d) { read_point(s, col, i, j, d); },
+          [&](std::int64_t i, std::int64_t j, const V& value) {
+            store(value, out + ((i * kPatch + j) * tiles + t) * channels + c0, lanes);
+          });
+    }
+  });
+}
+
 // V[ξ][t][c] = (Bᵀ d B)[ξ] for tile t's 6x6 patch d of channel c of
 // `images` images from x (NCHW), zeros outside the input.
 template <int L>
 void transform_inputs(const Plan& p, std::int64_t images, const float* x, float* v) {
-  using V = Lanes<L>;
-  const std::int64_t tiles = images * p.tiles_per_image(), channels = p.in_channels;
-  for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t c0, auto lanes) {
-    const Strip<L> s(kPatch, p.cols() * kTile + 2);
-    gather(x + (image * channels + c0) * p.height * p.width, p.height, p.width, lanes, row * kTile - p.padding,
-           -p.padding, s);
-    for (std::int64_t col = 0; col < p.cols(); ++col) {
-      const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
-      sandwich<V>(
-          kBt, [&](std::int64_t i, std::int64_t j, V& d) { read_point(s, col, i, j, d); },
-          [&](std::int64_t i, std::int64_t j, const V& value) {
-            store(value, v + ((i * kPatch + j) * tiles + t) * channels + c0, lanes);
-          });
-    }
-  });
+  transform_patches<L, kBt>(p, images, p.in_channels, x, p.height, p.width, -p.padding, v);
 }
 
 // y (NCHW) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t and output
@@ -441,21 +456,7 @@ void transform_outputs(const Plan& p, std::int64_t images, const float* m, const
 // gradient (NCHW; zeros past the output's edge).
 template <int L>
 void transform_output_gradients(const Plan& p, std::int64_t images, const float* dy, float* dm) {
-  using V = Lanes<L>;
-  const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
-  for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t k0, auto lanes) {
-    const Strip<L> s(kTile, p.cols() * kTile);
-    gather(dy + (image * channels + k0) * p.out_height * p.out_width, p.out_height, p.out_width, lanes, row * kTile, 0,
-           s);
-    for (std::int64_t col = 0; col < p.cols(); ++col) {
-      const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
-      sandwich<V>(
-          kA, [&](std::int64_t i, std::int64_t j, V& g) { read_point(s, col, i, j, g); },
-          [&](std::int64_t i, std::int64_t j, const V& value) {
-            store(value, dm + ((i * kPatch + j) * tiles + t) * channels + k0, lanes);
-          });
-    }
-  });
+  transform_patches<L, kA>(p, images, p.out_channels, dy, p.out_height, p.out_width, 0, dm);
 }
 
 // U[ξ][i][o] = (G g Gᵀ)[ξ] for the filter g from input channel i to output
