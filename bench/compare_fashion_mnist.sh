@@ -3,7 +3,8 @@
 # Fashion-MNIST and the same recipe in its peers, one after the other with
 # the same thread count: Keras 3 / tensorflow-cpu (bench/keras_fashion_mnist.py)
 # and PyTorch 2 (bench/torch_fashion_mnist.py --channels-last), from
-# bench/.venv-peers, and with DDL_WITH_TORCH113=1 Debian's PyTorch 1.13 too.
+# bench/.venv-peers, and with DDL_WITH_TORCH113=1 Debian's PyTorch 1.13 too
+# (an extra column: its time to the target prints, outside the ratio).
 # Prints each epoch's training time, samples/s and test accuracy, the
 # cumulative training time (evaluation excluded) to the target accuracy, and
 # ddl's time against the fastest peer's.

@@ -1,7 +1,7 @@
 // Times Conv2d on the CPU at the Keras MNIST CNN's real shapes (batch 128:
 // conv 1->32 on 28x28, conv 32->64 on 26x26, 3x3 kernels), forward and
 // forward + backward, for each thread count, and prints the achieved
-// GFLOP/s beside a square 1024 GEMM's (Eigen, through ddl::matmul) timed in
+// GFLOP/s beside a square 1024 GEMM's (through ddl::matmul) timed in
 // the same run, so the numbers say how close the convolution gets to the
 // machine's GEMM.
 //

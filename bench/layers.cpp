@@ -5,7 +5,7 @@
 // timed in the same run. The PyTorch peer is bench/torch_cnn_step.py;
 // bench/compare_cnn_step.sh runs both side by side.
 //
-//   bench/ddl_bench_layers [--threads 1,2] [--reps 10] [--batch 128]
+//   bench/ddl_bench_layers [--threads 1,2] [--reps 10] [--batch 128] [--step-only] [--winograd-lanes 8|16]
 #include <ddl/ddl.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/conv2d.hpp>
@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   int winograd_lanes = 0;
   app.add_option("--winograd-lanes", winograd_lanes,
                  "channels ddl's Winograd transforms take at once, 8 or 16 (default: the build's widest register; "
-                 "they run under DDL_CPU_CONV=ddl-winograd, or auto where oneDNN has no Winograd kernel)")
+                 "they run under DDL_CPU_CONV=ddl-winograd, or auto or winograd where oneDNN has no Winograd kernel)")
       ->check(CLI::IsMember({8, 16}));
   CLI11_PARSE(app, argc, argv);
   cpu_backend::winograd::set_transform_lanes(winograd_lanes);

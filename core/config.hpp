@@ -11,7 +11,8 @@ namespace ddl::config {
 int cpu_device_count();
 
 // DDL_NUM_THREADS (default: OpenMP's choice, usually the core count):
-// threads used by CPU kernels and Eigen's GEMM.
+// threads used by ddl's CPU kernels, its tiled GEMM, oneDNN's primitives
+// and Eigen.
 int num_threads();
 
 // Overrides DDL_NUM_THREADS for the rest of the process (1 to kMaxThreads:
@@ -32,12 +33,12 @@ void set_num_threads(int threads);
 // F(4x4, 3x3) takes its place in float32: in auto where the channels come
 // in 16s and the output is at least 7x7, with at least 32 channels or 16
 // at 16x16 or more (where it measured faster than oneDNN's direct
-// kernel), in winograd for every 3x3 stride-1 convolution with padding up
-// to 2 (layers/conv2d_winograd_cpu.cpp).
-//   ddl-winograd: ddl's own F(4x4, 3x3) for every 3x3 stride-1 convolution
-//             with padding up to 2 in float32, also where oneDNN has a
-//             Winograd kernel (to compare the two on AVX-512); elsewhere
-//             as winograd.
+// kernel), in winograd for every undilated 3x3 stride-1 convolution with
+// padding up to 2 (layers/conv2d_winograd_cpu.cpp).
+//   ddl-winograd: ddl's own F(4x4, 3x3) for every undilated 3x3
+//             stride-1 convolution with padding up to 2 in float32, also
+//             where oneDNN has a Winograd kernel (to compare the two on
+//             AVX-512); elsewhere as winograd.
 // Winograd's rounding error is larger than the direct sum's but stays
 // within float32's worst-case bound for the algorithm
 // (tests/layers/test_conv2d.cpp).

@@ -1,8 +1,9 @@
 // Conv2d: 2-D convolution (cross-correlation, as every framework) of NCHW
 // float32 images with OIHW weights, cuDNN's layout. The functional op
 // records one autograd node whose backward calls the backend's
-// backward-data / backward-filter / backward-bias kernels directly:
-// im2col + Eigen GEMM on CPU (conv2d_cpu.cpp), cuDNN on CUDA (conv2d_cuda.cpp).
+// backward-data / backward-filter / backward-bias kernels directly: on the
+// CPU oneDNN's convolutions or ddl's own Winograd kernel (conv2d_cpu.cpp,
+// conv2d_winograd_cpu.cpp), on CUDA cuDNN (conv2d_cuda.cpp).
 #pragma once
 
 #include <cstdint>

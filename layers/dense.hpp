@@ -1,5 +1,6 @@
 // Dense (fully connected): y = x W + b with W of shape [in, out], Keras's
-// layout; the GEMM runs on Eigen or cuBLAS through core's matmul.
+// layout; the GEMM runs through core's matmul (on the CPU oneDNN's matmul
+// in tiles, Eigen for small products; cuBLAS on CUDA).
 //
 // PyTorch's Linear stores the transpose, weight [out, in] with y = x W^T + b:
 // a PyTorch weight must be transposed before it is loaded here (see

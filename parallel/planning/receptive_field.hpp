@@ -74,8 +74,10 @@ struct TileMemory {
   // picks them at run time, at most 256 MiB).
   std::size_t tensors = 0;
   // CPU convolutions' staging buffers (oneDNN's blocked layouts of the
-  // input, weight and output, and its scratchpad), kept by the kernel
-  // outside the allocator's count: per buffer the largest convolution's.
+  // input, weight and output and its scratchpad, or ddl's Winograd's chunk
+  // buffers and strips, per thread where each thread holds its own), kept
+  // by the kernel outside the allocator's count: per buffer the largest
+  // convolution's.
   std::size_t staging = 0;
 
   std::size_t total() const { return tensors + staging; }
