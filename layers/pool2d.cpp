@@ -63,17 +63,21 @@ std::span<T> elements(const Tensor& t) {
   return {t.data<std::remove_const_t<T>>(), static_cast<std::size_t>(t.numel())};
 }
 
-// The CPU's forward loops. Max pooling returns the winners' positions,
-// which are what its backward needs (8 bytes per output, rather than the
-// input); average pooling needs nothing.
-Tensor forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode mode) {
+// The CPU's forward loops. Max pooling returns the winners' positions where
+// a gradient will need them (8 bytes per output, rather than the input);
+// average pooling needs nothing.
+Tensor forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool wants_grad) {
   if (mode == Mode::Average) {
     pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
     return {};
   }
-  Tensor argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
-  pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output),
-                                 elements<std::int64_t>(argmax));
+  Tensor argmax;
+  std::span<std::int64_t> winners;
+  if (wants_grad) {
+    argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
+    winners = elements<std::int64_t>(argmax);
+  }
+  pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output), winners);
   return argmax;
 }
 
@@ -95,13 +99,14 @@ Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
   // Output is empty exactly when input is (N or C is 0): there is nothing
   // to compute, and cuDNN rejects empty tensors.
   const bool empty = output.numel() == 0;
+  const bool wants_grad = autograd::needs_grad({&input});
   Tensor argmax;  // the CPU's max pooling's winners
   backend::dispatch(
-      who, device, [&] { argmax = forward_cpu(input, output, g, mode); },
+      who, device, [&] { argmax = forward_cpu(input, output, g, mode, wants_grad); },
       [&](auto stream) {
         if (!empty) pool2d_detail::forward_cuda(stream, mode, g, input.data<float>(), output.data<float>());
       });
-  if (!autograd::needs_grad({&input})) return output;
+  if (!wants_grad) return output;
   // cuDNN's backward reads x and y, kept detached so that the node does not
   // own the tensor that owns it; the CPU's reads only the winners.
   const bool on_gpu = device.is_cuda();

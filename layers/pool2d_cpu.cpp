@@ -63,8 +63,9 @@ void first_nan(const float* in, std::int64_t width, const Window& w, float& best
 // vectorises (strided loads, the running maximum and its index in
 // registers). Each window still sees its values in row-major order and
 // keeps its first maximum, as the general loop does. Returns false if a
-// window holds a NaN, which the caller then redoes exactly.
-template <std::int64_t K>
+// window holds a NaN, which the caller then redoes exactly. Without
+// kWinners no index is kept (nothing will take the gradient back).
+template <std::int64_t K, bool kWinners>
 bool max_tiled_windows(const Geometry& g, const float* in, float* out, std::int64_t* winner, std::int64_t out_rows,
                        std::int64_t out_cols) {
   const std::int64_t width = g.width, out_width = g.out_width;
@@ -85,14 +86,22 @@ bool max_tiled_windows(const Geometry& g, const float* in, float* out, std::int6
         }
       }
       out[oh * out_width + ow] = best;
-      winner[oh * out_width + ow] = best_index;
+      if constexpr (kWinners) winner[oh * out_width + ow] = best_index;
     }
   }
   return nan_seen == 0;
 }
 
+template <bool kWinners>
+bool max_tiled_windows(const Geometry& g, const float* in, float* out, std::int64_t* winner, std::int64_t out_rows,
+                       std::int64_t out_cols) {
+  return g.kernel == 2 ? max_tiled_windows<2, kWinners>(g, in, out, winner, out_rows, out_cols)
+                       : max_tiled_windows<3, kWinners>(g, in, out, winner, out_rows, out_cols);
+}
+
 // Max pooling of the windows of one plane with out_row_begin <= oh and
-// out_col_begin <= ow (the rest done by max_tiled_windows), window by window.
+// out_col_begin <= ow (the rest done by max_tiled_windows), window by window;
+// the winners too where `winner` is not null.
 void max_windows(const Geometry& g, const float* in, float* out, std::int64_t* winner, std::int64_t out_row_begin,
                  std::int64_t out_col_begin) {
   for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
@@ -116,7 +125,7 @@ void max_windows(const Geometry& g, const float* in, float* out, std::int64_t* w
       }
       if (std::isnan(probe)) first_nan(in, g.width, w, best, best_index);
       out[oh * g.out_width + ow] = best;
-      winner[oh * g.out_width + ow] = best_index;
+      if (winner != nullptr) winner[oh * g.out_width + ow] = best_index;
     }
   }
 }
@@ -134,9 +143,9 @@ void max_forward_cpu(const Geometry& geometry, std::span<const float> x, std::sp
   for_each_plane(g, [=](std::int64_t plane) {
     const float* in = x.data() + plane * in_plane;
     float* out = y.data() + plane * out_plane;
-    std::int64_t* winner = argmax.data() + plane * out_plane;
-    const bool exact = g.kernel == 2 ? max_tiled_windows<2>(g, in, out, winner, full_rows, full_cols)
-                                     : max_tiled_windows<3>(g, in, out, winner, full_rows, full_cols);
+    std::int64_t* winner = argmax.empty() ? nullptr : argmax.data() + plane * out_plane;
+    const bool exact = winner != nullptr ? max_tiled_windows<true>(g, in, out, winner, full_rows, full_cols)
+                                         : max_tiled_windows<false>(g, in, out, winner, full_rows, full_cols);
     max_windows(g, in, out, winner, exact ? full_rows : 0, exact ? full_cols : 0);
   });
 }

@@ -24,8 +24,8 @@ struct Geometry {
 };
 
 // CPU (pool2d_cpu.cpp). `argmax` receives, per output, the flat index
-// (row * width + column) of the winner inside its input plane. The backward
-// kernels overwrite dx.
+// (row * width + column) of the winner inside its input plane; an empty
+// one, nothing (no gradient wanted). The backward kernels overwrite dx.
 void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax);
 void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<const std::int64_t> argmax,
                       std::span<float> dx);

@@ -221,8 +221,8 @@ std::size_t float_bytes(const Shape& shape) { return static_cast<std::size_t>(sh
 // bytes alive at once. Mirrors what the modules' forward functions allocate
 // in evaluation mode without gradients: Sequential keeps its input while its
 // children run, Residual keeps its input, both branches' outputs and their
-// sum until it returns, max pooling on the CPU its winners' indices (8 bytes
-// an output) while it runs.
+// sum until it returns (max pooling keeps no winners' indices without
+// gradients).
 struct Walk {
   DeviceType device = DeviceType::CPU;
   std::size_t peak = 0;                // the most bytes alive at once
@@ -292,8 +292,7 @@ struct Walk {
     const std::int64_t cols = layers::pool2d_output_extent(in[3], layer.pool);
     too_small(layer, in, rows, cols);
     const Shape out{in[0], in[1], rows, cols};
-    const bool indices = layer.kind == Kind::MaxPooling && device == DeviceType::CPU;
-    alive(held + float_bytes(out) + (indices ? static_cast<std::size_t>(out.numel()) * sizeof(std::int64_t) : 0));
+    alive(held + float_bytes(out));
     return {out, true};
   }
 

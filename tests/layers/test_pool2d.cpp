@@ -162,6 +162,23 @@ TEST_CASE("max_pool2d matches a naive loop on random data") {
   }
 }
 
+TEST_CASE("max_pool2d keeps its winners only where a gradient will need them, with the same output either way") {
+  Generator generator(27);
+  for (const auto& [shape, options] : kForwardCases) {
+    const std::string described = describe_case(shape, options);
+    CAPTURE(described);
+    Tensor x = test::uniform_tensor(shape, generator);
+    reset_peak_memory_stats(x.device());
+    const std::size_t before = memory_stats(x.device()).bytes_in_use;
+    const Tensor plain = layers::max_pool2d(x, options);
+    // Without a gradient: the output alone, no indices beside it.
+    CHECK(memory_stats(x.device()).peak_bytes - before == static_cast<std::size_t>(plain.numel()) * sizeof(float));
+    x.set_requires_grad();
+    const Tensor kept = layers::max_pool2d(x, options);
+    CHECK(all_close(kept, plain.to_vector<float>(), 0, 0));
+  }
+}
+
 TEST_CASE("avg_pool2d matches a naive loop that divides by the window's padded or unpadded size") {
   Generator generator(22);
   for (const auto& [shape, options] : kForwardCases) {
