@@ -397,6 +397,9 @@ void write_point(const Lanes<L>& value, std::int64_t col, std::int64_t i, std::i
   std::memcpy(s.at(i, col * kTile + j), &value, sizeof(value));
 }
 
+// A row of tiles' patches of `side` x `side` points: the strip's columns.
+std::int64_t strip_columns(const Plan& p, std::int64_t side) { return p.cols() * kTile + side - kTile; }
+
 // out[ξ][t][c] = (T d Tᵀ)[ξ] for tile t's square patch d (as wide as T)
 // of channel c of `images` images' planes (NCHW, height x width), the
 // patches of row r of tiles starting at row r * kTile + offset and of its
@@ -405,11 +408,12 @@ void write_point(const Lanes<L>& value, std::int64_t col, std::int64_t i, std::i
 template <int L, const auto& T>
 void transform_patches(const Plan& p, std::int64_t images, std::int64_t channels, const float* planes,
                        std::int64_t height, std::int64_t width, std::int64_t offset, float* out) {
+  static_assert(std::tuple_size_v<std::remove_cvref_t<decltype(T)>> == kPatch, "T must give a 6x6 patch");
   using V = Lanes<L>;
   constexpr std::int64_t kSide = columns(T);
   const std::int64_t tiles = images * p.tiles_per_image();
   for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t c0, auto lanes) {
-    const Strip<L> s(kSide, p.cols() * kTile + kSide - kTile);
+    const Strip<L> s(kSide, strip_columns(p, kSide));
     gather(planes + (image * channels + c0) * height * width, height, width, lanes, row * kTile + offset, offset, s);
     for (std::int64_t col = 0; col < p.cols(); ++col) {
       const std::int64_t t = (image * p.rows() + row) * p.cols() + col;
@@ -691,8 +695,9 @@ Conv2dStaging forward_staging(const layers::Conv2dGeometry& g) {
   chunk.input = bytes(kPoints * tiles * g.channels);
   chunk.output = bytes(kPoints * tiles * g.filters);
   // The input's strips are the largest (kPatch rows, 2 columns more).
-  at_width(
-      [&](auto lanes) { chunk.strip = bytes(Strip<decltype(lanes)::value>::floats(kPatch, p.cols() * kTile + 2)); });
+  at_width([&](auto lanes) {
+    chunk.strip = bytes(Strip<decltype(lanes)::value>::floats(kPatch, strip_columns(p, columns(kBt))));
+  });
   chunk.products = cpu_backend::gemm_staging_bytes(
       point_products(false, tiles, g.filters, g.channels, nullptr, nullptr, nullptr, false));
   // Every thread holds a chunk's buffers where each runs chunks of its own,

@@ -173,8 +173,13 @@ TEST_CASE("max_pool2d keeps its winners only where a gradient will need them, wi
     const Tensor plain = layers::max_pool2d(x, options);
     // Without a gradient: the output alone, no indices beside it.
     CHECK(memory_stats(x.device()).peak_bytes - before == static_cast<std::size_t>(plain.numel()) * sizeof(float));
+    // With one: the output and an 8-byte index of its winner per element.
     x.set_requires_grad();
+    reset_peak_memory_stats(x.device());
+    const std::size_t with_plain = memory_stats(x.device()).bytes_in_use;
     const Tensor kept = layers::max_pool2d(x, options);
+    CHECK(memory_stats(x.device()).peak_bytes - with_plain ==
+          static_cast<std::size_t>(kept.numel()) * (sizeof(float) + sizeof(std::int64_t)));
     CHECK(all_close(kept, plain.to_vector<float>(), 0, 0));
   }
 }
