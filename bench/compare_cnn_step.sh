@@ -20,6 +20,9 @@
 # kernels where oneDNN has one, on AVX-512) ddl also runs under that
 # setting, a column of its own in the same rounds, at PRECISION's
 # precision (under bf16 ddl's own Winograd never runs: float32 only).
+# ddl-winograd runs the 1->32 layer on ddl's Winograd too, where `auto`
+# never would, so its column is not `auto` with ddl's kernels preferred
+# (docs/PERFORMANCE.md, the Zen 5 section, says how that was compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
