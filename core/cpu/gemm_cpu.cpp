@@ -87,21 +87,22 @@ struct Matmul {
   dnnl::matmul primitive;
 };
 
+// The operands are rounded in the caller's layout, a plain conversion.
+// Rounded into a layout of oneDNN's choosing (row-major), every transposed
+// operand (the gradients' products') was transposed too, which took longer
+// than the product for wide_mlp's 4096 x 4096 weight (docs/PERFORMANCE.md);
+// oneDNN's bf16 matmul kernel (brgemm) reads either operand transposed.
 Matmul make_matmul(const backend::GemmArgs& g) {
   using dnnl::memory;
-  const auto f32 = memory::data_type::f32;
-  const memory::desc a_user = operand(g.batch, g.stride_a, g.m, g.k, g.trans_a, f32);
-  const memory::desc b_user = operand(g.batch, g.stride_b, g.k, g.n, g.trans_b, f32);
+  const auto a_in = [&](memory::data_type type) { return operand(g.batch, g.stride_a, g.m, g.k, g.trans_a, type); };
+  const auto b_in = [&](memory::data_type type) { return operand(g.batch, g.stride_b, g.k, g.n, g.trans_b, type); };
+  const auto f32 = memory::data_type::f32, bf16 = memory::data_type::bf16;
   const memory::desc c = operand(g.batch, g.stride_c, g.m, g.n, false, f32);
   const dnnl::primitive_attr attributes = product_attributes(g);
-  const auto bf16 = [](const memory::desc& d) {
-    return memory::desc(d.dims(), memory::data_type::bf16, memory::format_tag::any);
-  };
   const auto pd = onednn::describe("bf16 matmul", [&] {
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(bf16(a_user), bf16(b_user), c), attributes,
-                                        onednn::engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_in(bf16), b_in(bf16), c), attributes, onednn::engine());
   });
-  return {a_user, b_user, c, pd, dnnl::matmul(pd)};
+  return {a_in(f32), b_in(f32), c, pd, dnnl::matmul(pd)};
 }
 
 std::shared_ptr<const Matmul> matmul_of(const backend::GemmArgs& g) {
