@@ -35,6 +35,12 @@ OneThread::~OneThread() {
   omp_set_num_threads(threads_before_);
 }
 
+int use_threads() {
+  const int threads = one_thread_scopes > 0 ? 1 : config::num_threads();
+  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  return threads;
+}
+
 const dnnl::engine& engine() {
   static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
   return cpu;
@@ -45,11 +51,8 @@ void fail(std::string_view what, const dnnl::error& error) {
 }
 
 void execute(std::string_view what, const dnnl::primitive& primitive, const Arguments& arguments) {
-  // oneDNN's OpenMP regions take the calling thread's thread count, which
-  // only set_num_threads' own thread has set (and a OneThread scope sets
-  // to one).
-  const int threads = one_thread_scopes > 0 ? 1 : config::num_threads();
-  if (omp_get_max_threads() != threads) omp_set_num_threads(threads);
+  // oneDNN's OpenMP regions take the calling thread's thread count.
+  use_threads();
   try {
     dnnl::stream stream(engine());
     primitive.execute(stream, arguments);

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 
 namespace ddl::cpu_backend::onednn {
 
@@ -44,6 +45,11 @@ class OneThread {
  private:
   int threads_before_;
 };
+
+// The thread count oneDNN sees on this thread from now on: one in a
+// OneThread scope, else config::num_threads(); set as OpenMP's here (only
+// set_num_threads' own thread has it set already), and returned.
+int use_threads();
 
 // A dense float32 buffer of `dims` in the plain `tag` layout, not copied.
 dnnl::memory wrap(const dnnl::memory::dims& dims, dnnl::memory::format_tag tag, const void* data);
@@ -84,14 +90,19 @@ dnnl::primitive_attr user_scratchpad();
 // cache, 1,024 entries by default, may keep a dropped one's code a while
 // longer); a training loop uses a few dozen. Callers hold what get()
 // returns: a primitive dropped from the cache while it runs lives until the
-// call is done.
+// call is done. A primitive plans its split of the work for the thread
+// count it is made at, so that count is part of the key: after
+// config::set_num_threads a shape gets a primitive planned for the new
+// count, where it kept the old one's plan (the bf16 4096 x 4096 Dense layer
+// ran no faster on 2 threads after 1; docs/PERFORMANCE.md).
 template <class Key, class Value>
 class Cache {
  public:
   static constexpr std::size_t kCapacity = 256;
 
   template <class Make>
-  std::shared_ptr<Value> get(const Key& key, Make&& make) {
+  std::shared_ptr<Value> get(const Key& shape, Make&& make) {
+    const Planned key{use_threads(), shape};
     const std::lock_guard lock(mutex_);
     if (const auto found = entries_.find(key); found != entries_.end()) {
       recent_.splice(recent_.begin(), recent_, found->second.position);
@@ -108,13 +119,14 @@ class Cache {
   }
 
  private:
+  using Planned = std::pair<int, Key>;  // the thread count, and the caller's key
   struct Entry {
     std::shared_ptr<Value> value;
-    typename std::list<Key>::iterator position;  // in recent_
+    typename std::list<Planned>::iterator position;  // in recent_
   };
   std::mutex mutex_;
-  std::list<Key> recent_;  // the keys, most recently used first
-  std::map<Key, Entry> entries_;
+  std::list<Planned> recent_;  // the keys, most recently used first
+  std::map<Planned, Entry> entries_;
 };
 
 [[noreturn]] void fail(std::string_view what, const dnnl::error& error);

@@ -3,12 +3,15 @@
 // system, and on the real CPU pool: steady patterns are served from the
 // cache; sizes that keep changing do not grow it past its limit, and the
 // blocks given back are those freed longest ago. And the oneDNN primitive
-// cache (core/cpu/onednn.hpp), bounded to the keys used last.
+// cache (core/cpu/onednn.hpp), bounded to the keys used last and keyed on
+// the thread count too.
 #include <doctest/doctest.h>
 
 #include <ddl/core/caching_pool.hpp>
 #include <ddl/core/cpu/onednn.hpp>
 #include <ddl/ddl.hpp>
+
+#include "support/test_data.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -188,4 +191,26 @@ TEST_CASE("oneDNN primitive cache: keeps the keys used last, a value held past i
   for (int key = 1000; key < 1000 + static_cast<int>(Cache::kCapacity); ++key) (void)get(key);
   CHECK(*first == std::vector<int>(3, 0));
   CHECK(get(0) != first);
+}
+
+TEST_CASE("oneDNN primitive cache: a key is made again for a new thread count, and kept for each") {
+  const test::NumThreadsGuard threads_before;
+  cpu_backend::onednn::Cache<int, int> cache;
+  int made = 0;
+  const auto get = [&] { return *cache.get(7, [&] { return ++made; }); };  // which one it is
+  set_num_threads(1);
+  CHECK(get() == 1);
+  set_num_threads(2);
+  CHECK(get() == 2);
+  set_num_threads(1);
+  CHECK(get() == 1);  // the first one, kept
+  set_num_threads(2);
+  {
+    const cpu_backend::onednn::OneThread one_thread;
+    CHECK(cpu_backend::onednn::use_threads() == 1);
+    CHECK(get() == 1);  // a OneThread scope's primitives run on one thread: the one made for one
+  }
+  CHECK(cpu_backend::onednn::use_threads() == 2);
+  CHECK(get() == 2);
+  CHECK(made == 2);
 }
