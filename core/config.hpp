@@ -37,8 +37,9 @@ void set_num_threads(int threads);
 // padding up to 2 (layers/conv2d_winograd_cpu.cpp).
 //   ddl-winograd: ddl's own F(4x4, 3x3) for every undilated 3x3
 //             stride-1 convolution with padding up to 2 in float32, also
-//             where oneDNN has a Winograd kernel (to compare the two on
-//             AVX-512); elsewhere as winograd.
+//             where oneDNN has a Winograd kernel and where `auto` would
+//             not run one (a first layer's one input channel): to test
+//             and time ddl's kernels on AVX-512; elsewhere as winograd.
 // Winograd's rounding error is larger than the direct sum's but stays
 // within float32's worst-case bound for the algorithm
 // (tests/layers/test_conv2d.cpp).

@@ -16,10 +16,12 @@
 // oneDNN has that kernel for AVX-512 only; where it has none (AVX2 CPUs),
 // the same convolutions run on ddl's own F(4x4, 3x3)
 // (conv2d_winograd_cpu.cpp), 1.3-1.7x faster than oneDNN's direct kernel
-// there (docs/PERFORMANCE.md). On AVX-512 oneDNN's is the faster of the
-// two: the MNIST CNN's step ran 3-5% faster on it on one Zen 5 core, though
-// ddl's kernels need none of the reorders below; `ddl-winograd` runs ddl's
-// there too, to compare them on other CPUs.
+// there (docs/PERFORMANCE.md). On AVX-512 oneDNN's was the faster of the
+// two where measured: the MNIST CNN's step ran 1-8% faster on it on one
+// Zen 5 core, though ddl's kernels need none of the reorders below (Intel's
+// AVX-512 is not measured). `ddl-winograd` runs ddl's there too, for every
+// 3x3 convolution it applies to (docs/PERFORMANCE.md says how the two were
+// compared).
 // The weight's gradient of a convolution with fewer than 8 input channels
 // (a first layer's), which oneDNN pads to its block of channels, comes
 // from unfolding the input instead (conv2d_unfold_cpu.cpp).
@@ -37,7 +39,9 @@
 //
 // Determinism: a result is the same bits run after run for the same thread
 // count. Across thread counts oneDNN promises nothing (the MNIST CNN's
-// layers came out bit-identical at 1 and 2 threads; docs/PERFORMANCE.md).
+// layers came out bit-identical at 1 and 2 threads, docs/PERFORMANCE.md,
+// but measured in one process, where until 2026-12-02 the 2-thread run
+// reused primitives planned for one thread).
 #include <ddl/core/check.hpp>
 #include <ddl/core/config.hpp>
 #include <ddl/core/cpu/onednn.hpp>

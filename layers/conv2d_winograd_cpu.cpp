@@ -70,7 +70,8 @@ constexpr std::int64_t kPoints = 36;  // kPatch², one GEMM each
 // MNIST CNN's 32->64 layer forward 4-7% faster but forward and backward
 // 6-8% slower (docs/PERFORMANCE.md), so AVX2 keeps 8. On a Zen 5
 // (AVX-512) 16 ran that layer's forward and backward 7-23% faster on one
-// thread and 2-12% slower on two, so AVX-512 takes 16.
+// thread and 2-12% slower on two; AVX-512 takes 16, one register, though
+// there `auto` runs oneDNN's Winograd, not these kernels.
 #ifdef __AVX512F__
 constexpr int kNativeLanes = 16;
 #else

@@ -197,7 +197,7 @@ TEST_CASE("oneDNN primitive cache: a key is made again for a new thread count, a
   const test::NumThreadsGuard threads_before;
   cpu_backend::onednn::Cache<int, int> cache;
   int made = 0;
-  const auto get = [&] { return *cache.get(7, [&] { return ++made; }); };  // which one it is
+  const auto get = [&] { return *cache.get(7, [&] { return ++made; }); };  // the value: which make() made it
   set_num_threads(1);
   CHECK(get() == 1);
   set_num_threads(2);
