@@ -85,10 +85,40 @@ Storage::Storage(std::shared_ptr<Storage> base, std::size_t offset, std::size_t 
   DDL_CHECK(offset + bytes <= base_->bytes(), "Storage: bytes [{}, {}) lie outside a storage of {} bytes", offset,
             offset + bytes, base_->bytes());
   data_ = static_cast<std::byte*>(base_->data()) + offset;
+  base_->parts_taken_ = true;
 }
 
 Storage::Storage(const Device& device, void* data, std::size_t bytes, std::shared_ptr<const void> owner)
     : device_(device), bytes_(bytes), data_(data), owner_(std::move(owner)) {}
+
+std::shared_ptr<const MemoryForm> Storage::form() const {
+  const std::lock_guard lock(form_mutex_);
+  return form_;
+}
+
+void Storage::set_form(std::shared_ptr<const MemoryForm> form) {
+  DDL_CHECK(can_take_form(), "Storage: only a CPU storage that owns all of its memory takes a form");
+  const std::lock_guard lock(form_mutex_);
+  form_ = std::move(form);
+  formed_.store(form_ != nullptr, std::memory_order_release);
+}
+
+void Storage::to_row_major() const {
+  const std::lock_guard lock(form_mutex_);
+  if (!form_) return;  // another thread was first
+  struct Block {
+    int device;
+    void* data;
+    ~Block() {
+      if (data != nullptr) cpu_pool(device).deallocate(data);
+    }
+  };
+  Block row_major{device_.index(), cpu_allocate(device_.index(), bytes_)};
+  form_->to_row_major(data_, row_major.data);
+  std::swap(data_, row_major.data);  // the old block is freed on the way out
+  form_.reset();
+  formed_.store(false, std::memory_order_release);
+}
 
 Storage::~Storage() {
   if (base_ || owner_) return;

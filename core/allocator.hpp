@@ -7,10 +7,13 @@
 // without end); a GPU's is given back when the GPU runs out.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
+#include <mutex>
 
 #include <ddl/core/device.hpp>
+#include <ddl/core/memory_form.hpp>
 
 namespace ddl {
 
@@ -40,19 +43,43 @@ class Storage {
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
 
-  void* data() const { return data_; }
+  // The bytes in row-major order: a storage held in another form
+  // (core/memory_form.hpp) is put in row-major order first, into a block
+  // of its own that takes the old one's place.
+  void* data() const {
+    if (formed_.load(std::memory_order_acquire)) to_row_major();
+    return data_;
+  }
   std::size_t bytes() const { return bytes_; }
   const Device& device() const { return device_; }
   // Whether this storage allocated its memory itself (not a part of another
   // storage, not memory held elsewhere).
   bool owns_memory() const { return !base_ && !owner_; }
 
+  // The bytes as they are and the form they are in (null: row-major), for
+  // the ops that read any form. Not to be called while another thread may
+  // read data(), which may move the bytes.
+  void* stored_data() const { return data_; }
+  std::shared_ptr<const MemoryForm> form() const;
+  // Whether set_form may be called.
+  bool can_take_form() const { return !device_.is_cuda() && owns_memory() && !parts_taken_; }
+  // Says that the bytes, just written, are in `form`: a CPU storage that
+  // owns its memory, and of which no part has been taken (a part's
+  // storage points into the bytes, which data() would move).
+  void set_form(std::shared_ptr<const MemoryForm> form);
+
  private:
+  void to_row_major() const;
+
   Device device_;
   std::size_t bytes_;
-  void* data_ = nullptr;
+  mutable void* data_ = nullptr;
   std::shared_ptr<Storage> base_;      // set for a part of another storage
   std::shared_ptr<const void> owner_;  // set for memory held elsewhere
+  mutable std::shared_ptr<const MemoryForm> form_;
+  mutable std::atomic<bool> formed_{false};  // form_ is set: read without the lock on every data()
+  std::atomic<bool> parts_taken_{false};     // a storage shares part of this one's bytes
+  mutable std::mutex form_mutex_;
 };
 
 }  // namespace ddl

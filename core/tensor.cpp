@@ -30,6 +30,11 @@ const Shape& Tensor::shape() const { return checked_impl("shape").shape; }
 DType Tensor::dtype() const { return checked_impl("dtype").dtype; }
 const Device& Tensor::device() const { return checked_impl("device").storage->device(); }
 void* Tensor::raw_data() const { return checked_impl("data").storage->data(); }
+void* Tensor::stored_data() const { return checked_impl("stored_data").storage->stored_data(); }
+std::shared_ptr<const MemoryForm> Tensor::stored_form() const { return checked_impl("stored_form").storage->form(); }
+void Tensor::set_stored_form(std::shared_ptr<const MemoryForm> form) const {
+  checked_impl("set_stored_form").storage->set_form(std::move(form));
+}
 
 std::int64_t Tensor::size(int dim) const { return shape()[shape().normalize_dim(dim, "size")]; }
 

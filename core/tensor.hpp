@@ -56,6 +56,15 @@ class Tensor {
   template <class T>
   T* data() const;
 
+  // The data as stored, perhaps in another order than row-major, and that
+  // order (null: row-major; core/memory_form.hpp), for the ops that read
+  // any: data() and raw_data() put the elements in row-major order first.
+  // set_stored_form says that the bytes a kernel has just written are in
+  // `form` (a CPU tensor with memory of its own).
+  void* stored_data() const;
+  std::shared_ptr<const MemoryForm> stored_form() const;
+  void set_stored_form(std::shared_ptr<const MemoryForm> form) const;
+
   // Views and copies.
   Tensor reshape(const Shape& shape) const;  // same numel; differentiable
   Tensor view(const Shape& shape) const { return reshape(shape); }

@@ -91,11 +91,17 @@ std::vector<Tensor> conv2d_gradients(const Conv2dGeometry& g, const Device& devi
   Tensor grad_weight = need_weight ? empty_float(weight_shape, device) : Tensor();
   Tensor grad_bias = need_bias ? empty_float({g.filters}, device) : Tensor();
   const auto pointer = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
-  const Conv2dBackward operands{pointer(input),      pointer(weight),      grad.data<float>(),
-                                pointer(grad_input), pointer(grad_weight), pointer(grad_bias)};
   backend::dispatch(
-      "conv2d backward", device, [&] { cpu_backend::conv2d_backward(g, operands); },
-      [&](auto stream) { cuda_backend::conv2d_backward(stream, g, operands); });
+      "conv2d backward", device,
+      [&] {
+        cpu_backend::conv2d_backward(
+            g, {input, grad, grad_input, pointer(weight), pointer(grad_weight), pointer(grad_bias)});
+      },
+      [&](auto stream) {
+        cuda_backend::conv2d_backward(stream, g,
+                                      {pointer(input), pointer(weight), grad.data<float>(), pointer(grad_input),
+                                       pointer(grad_weight), pointer(grad_bias)});
+      });
   return std::vector{grad_input, grad_weight, grad_bias};
 }
 
@@ -113,13 +119,11 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   Tensor output = empty_float({g.batch, g.filters, g.out_height, g.out_width}, device);
   // An empty batch: nothing to compute, and cuDNN rejects empty tensors.
   if (output.numel() > 0) {
-    const float* x = input.data<float>();
     const float* w = weight.data<float>();
     const float* b = bias.defined() ? bias.data<float>() : nullptr;
-    float* y = output.data<float>();
     backend::dispatch(
-        "conv2d", device, [&] { cpu_backend::conv2d_forward(g, x, w, b, y); },
-        [&](auto stream) { cuda_backend::conv2d_forward(stream, g, x, w, b, y); });
+        "conv2d", device, [&] { cpu_backend::conv2d_forward(g, input, w, b, output); },
+        [&](auto stream) { cuda_backend::conv2d_forward(stream, g, input.data<float>(), w, b, output.data<float>()); });
   }
 
   if (autograd::needs_grad({&input, &weight, &bias})) {

@@ -5,7 +5,10 @@
 // (dX from dY and W) and backward-weights (dW, from X and dY). The tensors
 // are NCHW / OIHW; the primitives are created for whatever layout oneDNN
 // runs fastest in (`format_tag::any`, on AVX-512 channels blocked by 16),
-// and the operands are reordered into it and the result back.
+// and the operands are reordered into it, unless an activation or its
+// gradient is in it already: the output and the input's gradient stay in
+// it (core/memory_form.hpp), so that a ReLU and the next convolution read
+// them unreordered, and any other reader gets NCHW.
 //
 // The algorithm follows config::cpu_convolution() (wanted_algorithm below):
 // by default oneDNN's choice where the channel counts are multiples of 16,
@@ -224,25 +227,24 @@ memory scratchpad_for(const memory::desc& desc) {
 
 }  // namespace
 
-void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias,
-                    float* output) {
+void conv2d_forward(const Conv2dGeometry& g, const Tensor& input, const float* weight, const float* bias,
+                    const Tensor& output) {
   const std::shared_ptr<const Convolution> held = convolution_of(g, bias != nullptr);
   const Convolution& c = *held;
-  if (c.own_winograd) return winograd::forward(g, input, weight, bias, output);
+  if (c.own_winograd) return winograd::forward(g, input.data<float>(), weight, bias, output.data<float>());
   const auto& pd = c.forward_pd;
-  const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, input), pd.src_desc(), Slot::Input,
+  const memory x = onednn::to_layout(onednn::stored(input, input_dims(g), Tag::nchw), pd.src_desc(), Slot::Input,
                                      "conv2d forward: reordering the input");
   const memory w = onednn::to_layout(onednn::wrap(weight_dims(g), Tag::oihw, weight), pd.weights_desc(), Slot::Weights,
                                      "conv2d forward: reordering the weight");
-  const memory y_user = onednn::wrap(output_dims(g), Tag::nchw, output);
-  const memory y = onednn::for_output(y_user, pd.dst_desc(), Slot::Output);
+  const onednn::Result y(output, output_dims(g), Tag::nchw, pd.dst_desc(), Slot::Output);
   onednn::Arguments arguments{{DNNL_ARG_SRC, x},
                               {DNNL_ARG_WEIGHTS, w},
-                              {DNNL_ARG_DST, y},
+                              {DNNL_ARG_DST, y.memory()},
                               {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}};
   if (bias != nullptr) arguments.emplace(DNNL_ARG_BIAS, onednn::wrap({g.filters}, Tag::x, bias));
   onednn::execute("conv2d forward", c.forward, arguments);
-  onednn::copy_back(y, y_user, "conv2d forward: reordering the output");
+  y.finish("conv2d forward: reordering the output");
 }
 
 std::string conv2d_implementation(const Conv2dGeometry& g) {
@@ -288,48 +290,54 @@ void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, flo
   }
 }
 
-void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands) {
+void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackwardTensors& operands) {
   // Backward-weights gives the bias gradient as well; a frozen weight's
   // gradient (only the bias's wanted) goes to a staging buffer.
   const bool with_bias = operands.grad_bias != nullptr;
   const bool weight_side = operands.grad_weight != nullptr || with_bias;
+  const bool need_input = operands.grad_input.defined();
   const std::shared_ptr<Convolution> held = convolution_of(g, with_bias);
   Convolution& c = *held;
-  if (c.own_winograd) return winograd::backward(g, operands);
+  const auto row_major = [](const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; };
+  if (c.own_winograd) {
+    return winograd::backward(g, {row_major(operands.input), operands.weight, row_major(operands.grad_output),
+                                  row_major(operands.grad_input), operands.grad_weight, operands.grad_bias});
+  }
   // The weight's side by unfolding where oneDNN would pad few channels to
-  // a block; the input's side stays oneDNN's.
+  // a block; the input's side stays oneDNN's. (Before any stored()
+  // below: reading row-major may move a tensor's bytes.)
   const bool unfold = weight_side && products_type() == memory::data_type::f32 && unfolded::suits(g);
   if (unfold) {
-    unfolded::backward_weights(g, operands.input, operands.grad_output, operands.grad_weight, operands.grad_bias);
+    unfolded::backward_weights(g, row_major(operands.input), row_major(operands.grad_output), operands.grad_weight,
+                               operands.grad_bias);
   }
-  if (operands.grad_input != nullptr) add_backward_data(g, c);
+  if (need_input) add_backward_data(g, c);
   if (weight_side && !unfold) add_backward_weights(g, c);
   // Both directions read the output's gradient, normally in the same
-  // layout: it is reordered once.
-  const memory dy_user = onednn::wrap(output_dims(g), Tag::nchw, operands.grad_output);
-  memory dy = dy_user;
+  // layout: it is reordered once, if it is not in that layout already.
+  const memory dy_stored = onednn::stored(operands.grad_output, output_dims(g), Tag::nchw);
+  memory dy = dy_stored;
   const auto grad_output_in = [&](const memory::desc& wanted) {
     if (dy.get_desc() != wanted) {
-      dy = onednn::to_layout(dy_user, wanted, Slot::Output, "conv2d backward: reordering the output's gradient");
+      dy = onednn::to_layout(dy_stored, wanted, Slot::Output, "conv2d backward: reordering the output's gradient");
     }
     return dy;
   };
-  if (operands.grad_input != nullptr) {
+  if (need_input) {
     const auto& [pd, primitive] = *c.backward_data;
     const memory w = onednn::to_layout(onednn::wrap(weight_dims(g), Tag::oihw, operands.weight), pd.weights_desc(),
                                        Slot::Weights, "conv2d backward-data: reordering the weight");
-    const memory dx_user = onednn::wrap(input_dims(g), Tag::nchw, operands.grad_input);
-    const memory dx = onednn::for_output(dx_user, pd.diff_src_desc(), Slot::Input);
+    const onednn::Result dx(operands.grad_input, input_dims(g), Tag::nchw, pd.diff_src_desc(), Slot::Input);
     onednn::execute("conv2d backward-data", primitive,
                     {{DNNL_ARG_DIFF_DST, grad_output_in(pd.diff_dst_desc())},
                      {DNNL_ARG_WEIGHTS, w},
-                     {DNNL_ARG_DIFF_SRC, dx},
+                     {DNNL_ARG_DIFF_SRC, dx.memory()},
                      {DNNL_ARG_SCRATCHPAD, scratchpad_for(pd.scratchpad_desc())}});
-    onednn::copy_back(dx, dx_user, "conv2d backward-data: reordering the input's gradient");
+    dx.finish("conv2d backward-data: reordering the input's gradient");
   }
   if (weight_side && !unfold) {
     const auto& [pd, primitive] = *c.backward_weights;
-    const memory x = onednn::to_layout(onednn::wrap(input_dims(g), Tag::nchw, operands.input), pd.src_desc(),
+    const memory x = onednn::to_layout(onednn::stored(operands.input, input_dims(g), Tag::nchw), pd.src_desc(),
                                        Slot::Input, "conv2d backward-filter: reordering the input");
     const memory dw_user = operands.grad_weight != nullptr
                                ? onednn::wrap(weight_dims(g), Tag::oihw, operands.grad_weight)

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <ddl/core/cuda/runtime.hpp>
+#include <ddl/core/tensor.hpp>
 
 namespace ddl::layers {
 
@@ -55,9 +56,20 @@ struct Conv2dBackward {
 namespace ddl::cpu_backend {
 using layers::Conv2dBackward;
 using layers::Conv2dGeometry;
+// The CPU kernels take the activations and their gradients as tensors:
+// oneDNN's read them in the layout they are stored in and leave their
+// results in their own (core/memory_form.hpp), ddl's read and write NCHW.
 // output = conv(input, weight) + bias; bias may be null.
-void conv2d_forward(const Conv2dGeometry& g, const float* input, const float* weight, const float* bias, float* output);
-void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackward& operands);
+void conv2d_forward(const Conv2dGeometry& g, const Tensor& input, const float* weight, const float* bias,
+                    const Tensor& output);
+// The gradients wanted are the defined ones, as in Conv2dBackward.
+struct Conv2dBackwardTensors {
+  Tensor input, grad_output, grad_input;
+  const float* weight = nullptr;
+  float* grad_weight = nullptr;
+  float* grad_bias = nullptr;
+};
+void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackwardTensors& operands);
 // grad_bias[k] = the sum of the output's gradient over images and pixels,
 // for the kernels that leave the bias's gradient to it.
 void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias);

@@ -96,6 +96,49 @@ void copy_back(const dnnl::memory& written, const dnnl::memory& user, std::strin
   execute(what, dnnl::reorder(written, user), {{DNNL_ARG_FROM, written}, {DNNL_ARG_TO, user}});
 }
 
+void Layout::to_row_major(const void* from, void* to) const {
+  const dnnl::memory::dims dims = desc_.dims();
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (std::size_t d = dims.size() - 1; d > 0; --d) strides[d - 1] = strides[d] * dims[d];
+  const dnnl::memory source(desc_, engine(), const_cast<void*>(from));
+  const dnnl::memory target({dims, desc_.data_type(), strides}, engine(), to);
+  execute("putting a tensor in row-major order", dnnl::reorder(source, target),
+          {{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, target}});
+}
+
+bool Layout::same_as(const MemoryForm& other) const {
+  const auto* layout = dynamic_cast<const Layout*>(&other);
+  return layout != nullptr && layout->desc_ == desc_;
+}
+
+dnnl::memory stored(const Tensor& tensor, const dnnl::memory::dims& dims, dnnl::memory::format_tag tag) {
+  if (const auto form = tensor.stored_form()) {
+    const auto* layout = dynamic_cast<const Layout*>(form.get());
+    if (layout != nullptr && layout->desc().dims() == dims) {
+      return dnnl::memory(layout->desc(), engine(), tensor.stored_data());
+    }
+  }
+  return wrap(dims, tag, tensor.raw_data());
+}
+
+Result::Result(const Tensor& tensor, const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
+               const dnnl::memory::desc& wanted, Slot slot)
+    : tensor_(tensor), plain_(dims, dnnl::memory::data_type::f32, tag) {
+  const Storage& storage = *tensor.impl()->storage;
+  if (wanted == plain_) {
+    memory_ = dnnl::memory(wanted, engine(), tensor.raw_data());
+    in_place_ = true;
+  } else {
+    in_place_ = storage.can_take_form() && storage.bytes() == wanted.get_size();
+    memory_ = dnnl::memory(wanted, engine(), in_place_ ? tensor.stored_data() : staging(slot, wanted.get_size()));
+  }
+}
+
+void Result::finish(std::string_view what) const {
+  if (!in_place_) return copy_back(memory_, dnnl::memory(plain_, engine(), tensor_.raw_data()), what);
+  if (memory_.get_desc() != plain_) tensor_.set_stored_form(std::make_shared<Layout>(memory_.get_desc()));
+}
+
 dnnl::primitive_attr user_scratchpad() {
   dnnl::primitive_attr attributes;
   attributes.set_scratchpad_mode(dnnl::scratchpad_mode::user);

@@ -2,12 +2,17 @@
 // Deep Neural Network Library, Debian's libdnnl 2.6: to the CPU what cuDNN
 // is to the GPU). oneDNN's fastest kernels read and write blocked layouts
 // (nChw16c: channels in blocks of 16, innermost); ddl's tensors are NCHW,
-// so each call reorders into the primitive's layout and back, through
-// buffers each thread keeps between calls (a fresh multi-MiB buffer per
-// call would page-fault on first touch, as the caching allocator explains).
+// so a call reorders into the primitive's layout through buffers each
+// thread keeps between calls (a fresh multi-MiB buffer per call would
+// page-fault on first touch, as the caching allocator explains), unless
+// the tensor is in that layout already: a result may stay in it
+// (Layout, Result; core/memory_form.hpp).
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include <ddl/core/memory_form.hpp>
+#include <ddl/core/tensor.hpp>
 
 #include <cstddef>
 #include <list>
@@ -77,6 +82,43 @@ dnnl::memory to_layout(const dnnl::memory& user, const dnnl::memory::desc& wante
 // with copy_back().
 dnnl::memory for_output(const dnnl::memory& user, const dnnl::memory::desc& wanted, Slot slot);
 void copy_back(const dnnl::memory& written, const dnnl::memory& user, std::string_view what);
+
+// A tensor's elements in a layout of oneDNN's (core/memory_form.hpp): how a
+// convolution leaves its result, so that the next one reads it unreordered.
+class Layout final : public MemoryForm {
+ public:
+  explicit Layout(dnnl::memory::desc desc) : desc_(std::move(desc)) {}
+  const dnnl::memory::desc& desc() const { return desc_; }
+  void to_row_major(const void* from, void* to) const override;
+  bool same_as(const MemoryForm& other) const override;
+
+ private:
+  dnnl::memory::desc desc_;
+};
+
+// `tensor` (float32, `dims`) as oneDNN memory: in the layout it is stored
+// in, where that is a Layout of these dims, else in row-major order, the
+// plain `tag` (put in that order first if it was in another form).
+dnnl::memory stored(const Tensor& tensor, const dnnl::memory::dims& dims, dnnl::memory::format_tag tag);
+
+// Where a primitive writes `tensor`'s elements (float32, `dims`, row-major
+// the plain `tag`) in the layout `wanted`: into the tensor's own memory,
+// which then holds that layout (a Layout), or, where the tensor cannot
+// take it (a part of a larger block, or a layout of another size), into
+// `slot`'s buffer, reordered into the tensor by finish().
+class Result {
+ public:
+  Result(const Tensor& tensor, const dnnl::memory::dims& dims, dnnl::memory::format_tag tag,
+         const dnnl::memory::desc& wanted, Slot slot);
+  const dnnl::memory& memory() const { return memory_; }
+  void finish(std::string_view what) const;
+
+ private:
+  Tensor tensor_;
+  dnnl::memory::desc plain_;
+  dnnl::memory memory_;
+  bool in_place_;
+};
 
 // Primitive attributes with the scratchpad left to the caller (so that it
 // comes from `Slot::Scratchpad`, not from an allocation per call).

@@ -24,21 +24,32 @@ void gemm_accumulate(const Tensor& c, const Tensor& a, bool trans_a, const Tenso
 void add_weight_gradient(const std::shared_ptr<TensorImpl>& weight, const Tensor& grad, const Tensor& x,
                          const Tensor& gradient, const char* name);
 
-// y[i] = op(x[i]).
+// y[i] = op(x[i]). Element by element, so in whatever order x's elements
+// are stored (core/memory_form.hpp): y comes out in the same.
 template <class Op>
 Tensor map1(const Tensor& x, Op op) {
   Tensor y = empty_float(x.shape(), x.device());
-  backend::launch(x.device(), x.numel(), kernels::Map1<Op>{x.data<float>(), y.data<float>(), op});
+  const std::shared_ptr<const MemoryForm> form = x.stored_form();
+  const float* in = form ? static_cast<const float*>(x.stored_data()) : x.data<float>();
+  backend::launch(x.device(), x.numel(), kernels::Map1<Op>{in, y.data<float>(), op});
+  if (form) y.set_stored_form(form);
   return y;
 }
 
-// y = op(a, b) for float32 a and b of one shape on one device.
+// y = op(a, b) for float32 a and b of one shape on one device; stored in
+// the form a and b share if they share one, else row-major.
 template <class Op>
 Tensor zip2(const Tensor& a, const Tensor& b, Op op, const char* name) {
   require_same_device(a, b, name);
   DDL_CHECK(a.shape() == b.shape(), "{}: operands of shapes {} and {} differ", name, a.shape(), b.shape());
   Tensor y = empty_float(a.shape(), a.device());
-  backend::launch(a.device(), y.numel(), kernels::Zip2<Op>{a.data<float>(), b.data<float>(), y.data<float>(), op});
+  const std::shared_ptr<const MemoryForm> form = a.stored_form(), b_form = b.stored_form();
+  const bool shared = form && b_form && form->same_as(*b_form);
+  const auto in = [shared](const Tensor& t) {
+    return shared ? static_cast<const float*>(t.stored_data()) : t.data<float>();
+  };
+  backend::launch(a.device(), y.numel(), kernels::Zip2<Op>{in(a), in(b), y.data<float>(), op});
+  if (shared) y.set_stored_form(form);
   return y;
 }
 

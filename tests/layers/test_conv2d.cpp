@@ -202,6 +202,55 @@ TEST_CASE("conv2d gives the same bits with one thread and with two") {
   }
 }
 
+TEST_CASE("two convolutions give the same bits whether the activation between them stays in oneDNN's layout") {
+  // conv -> ReLU -> conv: the first convolution leaves its output in its
+  // own layout, the ReLU keeps it, the second reads it as it is, and its
+  // input's gradient comes back in that layout through the ReLU's
+  // gradient (core/memory_form.hpp). Against the same with the activation
+  // and its gradient put in NCHW between the two.
+  const config::CpuConvolution before = config::cpu_convolution();
+  for (const auto algorithm : {config::CpuConvolution::Direct, config::CpuConvolution::Auto}) {
+    CAPTURE(static_cast<int>(algorithm));
+    set_cpu_convolution(algorithm);
+    Generator generator(61);
+    const Tensor x = test::uniform_tensor({5, 16, 12, 11}, generator);
+    const Tensor w1 = test::uniform_tensor({32, 16, 3, 3}, generator), b1 = test::uniform_tensor({32}, generator);
+    const Tensor w2 = test::uniform_tensor({16, 32, 3, 3}, generator), b2 = test::uniform_tensor({16}, generator);
+    const Tensor g = test::uniform_tensor({5, 16, 10, 9}, generator);
+    const auto parameters = [&] {
+      return std::vector{x.clone().set_requires_grad(), w1.clone().set_requires_grad(), b1.clone().set_requires_grad(),
+                         w2.clone().set_requires_grad(), b2.clone().set_requires_grad()};
+    };
+    const auto results = [](const Tensor& y, const std::vector<Tensor>& p) {
+      std::vector<Tensor> all{y};
+      for (const Tensor& t : p) all.push_back(t.grad());
+      return all;
+    };
+    const layers::Conv2dOptions same = options(1, 1, 1), valid = options(1, 0, 1);
+
+    const std::vector<Tensor> p = parameters();
+    const Tensor h = relu(layers::conv2d(p[0], p[1], p[2], same));
+    CHECK(h.stored_form() != nullptr);  // a layout of oneDNN's: the case this tests
+    const Tensor y = layers::conv2d(h, p[3], p[4], valid);
+    y.backward(g);
+    const std::vector<Tensor> kept = results(y, p);
+
+    // In two halves, the activation and its gradient read in between.
+    const std::vector<Tensor> q = parameters();
+    const Tensor h1 = relu(layers::conv2d(q[0], q[1], q[2], same));
+    const Tensor h2 = from_vector(h1.to_vector<float>(), h1.shape()).set_requires_grad();
+    const Tensor y2 = layers::conv2d(h2, q[3], q[4], valid);
+    y2.backward(g);
+    h1.backward(from_vector(h2.grad().to_vector<float>(), h2.shape()));
+    const std::vector<Tensor> plain = results(y2, q);
+    for (std::size_t i = 0; i < kept.size(); ++i) {
+      CAPTURE(i);
+      CHECK(all_close(kept[i], plain[i], 0, 0));
+    }
+  }
+  set_cpu_convolution(before);
+}
+
 TEST_CASE("conv2d of an empty batch is empty and its weight gradient zero") {
   const Tensor x = zeros({0, 2, 5, 5});
   const Tensor w = ones({3, 2, 3, 3}).set_requires_grad();
