@@ -11,10 +11,11 @@
 // every handle and view that shares the storage (PyTorch's "opaque" MKL-DNN
 // tensors without their explicit to_dense()). The ops that do not care
 // about the order read and write it as it is: the pointwise maps (ReLU, its
-// gradient: helpers.hpp), and the convolutions, whose kernels take any
-// layout oneDNN can describe (layers/conv2d_cpu.cpp). So between two
-// convolutions with only ReLUs between them, forward and backward, the
-// activations and their gradients never go back to NCHW.
+// gradient: helpers.hpp), the convolutions, whose kernels take any layout
+// oneDNN can describe (layers/conv2d_cpu.cpp), and max pooling, which loops
+// over the channel-blocked ones (layers/pool2d_cpu.cpp). So between two
+// convolutions with only ReLUs and max pooling between them, forward and
+// backward, the activations and their gradients never go back to NCHW.
 #pragma once
 
 namespace ddl {

@@ -2,6 +2,7 @@
 // the CPU loops or cuDNN, and the autograd records.
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/cpu/onednn.hpp>
 #include <ddl/core/dispatch.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
@@ -63,30 +64,56 @@ std::span<T> elements(const Tensor& t) {
   return {t.data<std::remove_const_t<T>>(), static_cast<std::size_t>(t.numel())};
 }
 
-// The CPU's forward loops. Max pooling returns the winners' positions where
-// a gradient will need them (8 bytes per output, rather than the input);
-// average pooling needs nothing.
-Tensor forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool wants_grad) {
+// The elements of a CPU tensor as they are stored (core/memory_form.hpp).
+std::span<const float> stored_elements(const Tensor& t) {
+  return {static_cast<const float*>(t.stored_data()), static_cast<std::size_t>(t.numel())};
+}
+
+// The CPU's max pooling winners: where the gradient goes (8 bytes per
+// output, rather than the input), in the order of the output, and the
+// channel block that order has (0: NCHW).
+struct Winners {
+  Tensor argmax;
+  int block = 0;
+};
+
+// The CPU's forward loops. Max pooling returns the winners where a gradient
+// will need them; average pooling needs nothing. Max pooling reads an
+// input a convolution left in oneDNN's channel-blocked layout as it is,
+// and leaves its output in that layout too, so that the gradient's way
+// back to that convolution needs no reorder either.
+Winners forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode mode, bool wants_grad) {
   if (mode == Mode::Average) {
     pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
     return {};
   }
-  Tensor argmax;
-  std::span<std::int64_t> winners;
+  Winners winners{Tensor(), cpu_backend::onednn::channel_block(input)};
+  std::span<std::int64_t> argmax;
   if (wants_grad) {
-    argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
-    winners = elements<std::int64_t>(argmax);
+    winners.argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
+    argmax = elements<std::int64_t>(winners.argmax);
   }
-  pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output), winners);
-  return argmax;
+  if (winners.block == 0) {
+    pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output), argmax);
+    return winners;
+  }
+  pool2d_detail::max_forward_blocked_cpu(g, winners.block, stored_elements(input), elements<float>(output), argmax);
+  output.set_stored_form(cpu_backend::onednn::channel_blocked(output.shape().to_vector(), winners.block));
+  return winners;
 }
 
-void backward_cpu(const Tensor& grad, const Tensor& argmax, Tensor& grad_in, const Geometry& g, Mode mode) {
+void backward_cpu(const Tensor& grad, const Winners& winners, Tensor& grad_in, const Geometry& g, Mode mode) {
   if (mode == Mode::Average) {
     pool2d_detail::avg_backward_cpu(g, elements<const float>(grad), elements<float>(grad_in));
-  } else {
-    pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(argmax),
+  } else if (winners.block == 0) {
+    pool2d_detail::max_backward_cpu(g, elements<const float>(grad), elements<const std::int64_t>(winners.argmax),
                                     elements<float>(grad_in));
+  } else {
+    const bool grad_blocked = cpu_backend::onednn::channel_block(grad) == winners.block;
+    pool2d_detail::max_backward_blocked_cpu(
+        g, winners.block, grad_blocked ? stored_elements(grad) : elements<const float>(grad), grad_blocked,
+        elements<const std::int64_t>(winners.argmax), elements<float>(grad_in));
+    grad_in.set_stored_form(cpu_backend::onednn::channel_blocked(grad_in.shape().to_vector(), winners.block));
   }
 }
 
@@ -100,9 +127,9 @@ Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
   // to compute, and cuDNN rejects empty tensors.
   const bool empty = output.numel() == 0;
   const bool wants_grad = autograd::needs_grad({&input});
-  Tensor argmax;  // the CPU's max pooling's winners
+  Winners winners;  // the CPU's max pooling's
   backend::dispatch(
-      who, device, [&] { argmax = forward_cpu(input, output, g, mode, wants_grad); },
+      who, device, [&] { winners = forward_cpu(input, output, g, mode, wants_grad); },
       [&](auto stream) {
         if (!empty) pool2d_detail::forward_cuda(stream, mode, g, input.data<float>(), output.data<float>());
       });
@@ -111,13 +138,13 @@ Tensor pool2d(const Tensor& input, const Pool2dOptions& options, Mode mode) {
   // own the tensor that owns it; the CPU's reads only the winners.
   const bool on_gpu = device.is_cuda();
   autograd::record(max ? "MaxPool2dBackward" : "AvgPool2dBackward", {&input}, output,
-                   [g, mode, device, empty, argmax, x = on_gpu ? input.detach() : Tensor(),
+                   [g, mode, device, empty, winners, x = on_gpu ? input.detach() : Tensor(),
                     y = on_gpu ? output.detach() : Tensor()](const Tensor& grad) {
                      Tensor grad_in = empty_float({g.batch, g.channels, g.height, g.width}, device);
                      if (empty) return std::vector{grad_in};
                      backend::dispatch(
                          mode == Mode::Max ? "max_pool2d backward" : "avg_pool2d backward", device,
-                         [&] { backward_cpu(grad, argmax, grad_in, g, mode); },
+                         [&] { backward_cpu(grad, winners, grad_in, g, mode); },
                          [&](auto stream) {
                            pool2d_detail::backward_cuda(stream, mode, g, x.data<float>(), y.data<float>(),
                                                         grad.data<float>(), grad_in.data<float>());

@@ -6,6 +6,7 @@
 #include <ddl/layers/pool2d_kernels.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -161,6 +162,90 @@ void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<co
     std::fill(grad_in, grad_in + in_plane, 0.0f);
     for (std::int64_t o = 0; o < out_plane; ++o) grad_in[winner[o]] += grad_out[o];
   });
+}
+
+namespace {
+
+// Runs body(image, channel block) for every block of B channels of every
+// image, as for_each_plane does for planes.
+template <class Body>
+void for_each_block(const Geometry& g, std::int64_t block, const Body& body) {
+  const std::int64_t blocks = g.channels / block;
+  const std::int64_t work = g.planes() * g.out_height * g.out_width * g.kernel * g.kernel;
+#pragma omp parallel for schedule(static) if (work >= cpu_backend::kParallelGrain)
+  for (std::int64_t task = 0; task < g.batch * blocks; ++task) body(task / blocks, task % blocks);
+}
+
+// A pixel's B channels are B lanes side by side, so the window's loop
+// keeps B running maxima and is vectorised across them, where the NCHW
+// loops above vectorise across windows.
+template <int B>
+void max_blocked(const Geometry& g, const float* x, float* y, std::int64_t* winners) {
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  for_each_block(g, B, [=](std::int64_t n, std::int64_t cb) {
+    const std::int64_t plane = n * (g.channels / B) + cb;
+    const float* in = x + plane * in_plane * B;
+    for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
+      for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
+        const Window w = window_of(g, oh, ow);
+        std::array<float, B> best;
+        std::array<std::int64_t, B> best_index;
+        std::array<bool, B> nan{};  // the lane's winner is a NaN: it stays
+        best.fill(-std::numeric_limits<float>::infinity());
+        best_index.fill(w.row_begin * g.width + w.col_begin);
+        for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+          for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
+            const float* v = in + (r * g.width + c) * B;
+#pragma GCC unroll 16
+            for (int l = 0; l < B; ++l) {
+              const bool is_nan = std::isnan(v[l]);
+              const bool better = !nan[l] && (is_nan || v[l] > best[l]);  // strictly: the first maximum stays
+              best[l] = better ? v[l] : best[l];
+              best_index[l] = better ? r * g.width + c : best_index[l];
+              nan[l] = nan[l] || is_nan;
+            }
+          }
+        }
+        const std::int64_t o = (plane * out_plane + oh * g.out_width + ow) * B;
+        std::copy(best.begin(), best.end(), y + o);
+        if (winners != nullptr) std::copy(best_index.begin(), best_index.end(), winners + o);
+      }
+    }
+  });
+}
+
+template <int B>
+void max_backward_blocked(const Geometry& g, const float* dy, bool dy_blocked, const std::int64_t* winners, float* dx) {
+  const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  for_each_block(g, B, [=](std::int64_t n, std::int64_t cb) {
+    const std::int64_t plane = n * (g.channels / B) + cb;
+    float* grad_in = dx + plane * in_plane * B;
+    std::fill(grad_in, grad_in + in_plane * B, 0.0f);
+    const std::int64_t* winner = winners + plane * out_plane * B;
+    for (std::int64_t o = 0; o < out_plane; ++o) {
+      for (int l = 0; l < B; ++l) {
+        // The same additions in the same order as the NCHW loop's, lane by lane.
+        const float grad =
+            dy_blocked ? dy[(plane * out_plane + o) * B + l] : dy[(n * g.channels + cb * B + l) * out_plane + o];
+        grad_in[winner[o * B + l] * B + l] += grad;
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void max_forward_blocked_cpu(const Geometry& g, int block, std::span<const float> x, std::span<float> y,
+                             std::span<std::int64_t> argmax) {
+  std::int64_t* winners = argmax.empty() ? nullptr : argmax.data();
+  if (block == 16) return max_blocked<16>(g, x.data(), y.data(), winners);
+  max_blocked<8>(g, x.data(), y.data(), winners);
+}
+
+void max_backward_blocked_cpu(const Geometry& g, int block, std::span<const float> dy, bool dy_blocked,
+                              std::span<const std::int64_t> argmax, std::span<float> dx) {
+  if (block == 16) return max_backward_blocked<16>(g, dy.data(), dy_blocked, argmax.data(), dx.data());
+  max_backward_blocked<8>(g, dy.data(), dy_blocked, argmax.data(), dx.data());
 }
 
 void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y) {

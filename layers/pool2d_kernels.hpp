@@ -8,8 +8,9 @@
 #include <ddl/core/cuda/runtime.hpp>
 
 // Internal: the backend kernels behind max_pool2d / avg_pool2d, with the same
-// signature on both backends. Buffers are contiguous NCHW on the tensor's
-// device; callers have checked every shape.
+// signature on both backends. Buffers are contiguous NCHW (the blocked
+// kernels': nChwBc) on the tensor's device; callers have checked every
+// shape.
 namespace ddl::layers::pool2d_detail {
 
 enum class Mode { Max, Average };
@@ -29,6 +30,15 @@ struct Geometry {
 void max_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y, std::span<std::int64_t> argmax);
 void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<const std::int64_t> argmax,
                       std::span<float> dx);
+// Max pooling of x stored channel-blocked, nChwBc with B = `block` (8 or
+// 16; core/cpu/onednn.hpp): the same windows and the same winner (the
+// first maximum, or the first NaN), B channels at once. y and the winners
+// come out in that order too; dy is read in it (dy_blocked) or in NCHW,
+// and dx is written in it.
+void max_forward_blocked_cpu(const Geometry& g, int block, std::span<const float> x, std::span<float> y,
+                             std::span<std::int64_t> argmax);
+void max_backward_blocked_cpu(const Geometry& g, int block, std::span<const float> dy, bool dy_blocked,
+                              std::span<const std::int64_t> argmax, std::span<float> dx);
 void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y);
 void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<float> dx);
 

@@ -111,6 +111,25 @@ bool Layout::same_as(const MemoryForm& other) const {
   return layout != nullptr && layout->desc_ == desc_;
 }
 
+std::shared_ptr<const Layout> channel_blocked(const dnnl::memory::dims& dims, int block) {
+  DDL_CHECK(dims.size() == 4 && (block == 8 || block == 16), "channel_blocked: {}-D dims, block {}", dims.size(),
+            block);
+  using Tag = dnnl::memory::format_tag;
+  return std::make_shared<Layout>(
+      dnnl::memory::desc(dims, dnnl::memory::data_type::f32, block == 16 ? Tag::nChw16c : Tag::nChw8c));
+}
+
+int channel_block(const Tensor& tensor) {
+  const auto form = tensor.stored_form();
+  const auto* layout = dynamic_cast<const Layout*>(form.get());
+  if (layout == nullptr || tensor.dim() != 4) return 0;
+  const dnnl::memory::dims dims = tensor.shape().to_vector();
+  for (const int block : {8, 16}) {
+    if (dims[1] % block == 0 && channel_blocked(dims, block)->same_as(*layout)) return block;
+  }
+  return 0;
+}
+
 dnnl::memory stored(const Tensor& tensor, const dnnl::memory::dims& dims, dnnl::memory::format_tag tag) {
   if (const auto form = tensor.stored_form()) {
     const auto* layout = dynamic_cast<const Layout*>(form.get());

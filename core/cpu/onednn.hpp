@@ -96,6 +96,13 @@ class Layout final : public MemoryForm {
   dnnl::memory::desc desc_;
 };
 
+// oneDNN's channel-blocked layout of 4-D float32 `dims`, nChwBc (NCHW with
+// a pixel's channels in blocks of B = 8 or 16, innermost), and the B a
+// tensor is stored in that layout with (0: it is not). With B = 1 it
+// would be NCHW itself; code that loops over it can take both.
+std::shared_ptr<const Layout> channel_blocked(const dnnl::memory::dims& dims, int block);
+int channel_block(const Tensor& tensor);
+
 // `tensor` (float32, `dims`) as oneDNN memory: in the layout it is stored
 // in, where that is a Layout of these dims, else in row-major order, the
 // plain `tag` (put in that order first if it was in another form).

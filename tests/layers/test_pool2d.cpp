@@ -3,10 +3,12 @@
 // modules, bad arguments, and (where a GPU exists) cuDNN against the CPU.
 #include <doctest/doctest.h>
 
+#include <ddl/core/cpu/onednn.hpp>
 #include <ddl/ddl.hpp>
 #include <ddl/layers/pool2d.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <sstream>
@@ -297,6 +299,67 @@ TEST_CASE("max_pool2d sends a tied window's gradient to its first maximum, in ce
     const Tensor upstream = test::distinct_tensor(y.shape(), rng);
     y.backward(upstream);
     CHECK(all_close(leaf.grad(), reference_pool_backward(x, upstream, options, true), 1e-6, 0));
+  }
+}
+
+namespace {
+
+// x (NCHW) copied into oneDNN's channel-blocked layout nChwBc by hand, and
+// marked so: as a convolution leaves its output (core/memory_form.hpp).
+Tensor to_blocked(const Tensor& x, int block) {
+  const std::int64_t n = x.size(0), c = x.size(1), plane = x.size(2) * x.size(3);
+  const std::vector<float> in = x.to_vector<float>();
+  const Tensor y = Tensor::empty(x.shape());
+  auto* out = static_cast<float*>(y.stored_data());
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (std::int64_t k = 0; k < c; ++k) {
+      for (std::int64_t p = 0; p < plane; ++p) {
+        out[((i * (c / block) + k / block) * plane + p) * block + k % block] = in[(i * c + k) * plane + p];
+      }
+    }
+  }
+  y.set_stored_form(cpu_backend::onednn::channel_blocked(x.shape().to_vector(), block));
+  return y;
+}
+
+// Bit for bit, NaNs included.
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("max_pool2d on oneDNN's channel-blocked layout gives NCHW's bits, ties, NaNs and overlaps included") {
+  // Values from {0, 1, 2} (ties in most windows), a few NaNs and -infs.
+  std::mt19937 rng(29);
+  std::uniform_int_distribution<int> level(0, 2), spot(0, 2 * 32 * 7 * 9 - 1);
+  const Shape shape{2, 32, 7, 9};
+  std::vector<float> values(static_cast<std::size_t>(shape.numel()));
+  for (float& v : values) v = static_cast<float>(level(rng));
+  for (int i = 0; i < 20; ++i) values[static_cast<std::size_t>(spot(rng))] = std::numeric_limits<float>::quiet_NaN();
+  for (int i = 0; i < 20; ++i) values[static_cast<std::size_t>(spot(rng))] = -std::numeric_limits<float>::infinity();
+  const Tensor x = from_vector(values, shape);
+  for (const int block : {8, 16}) {
+    CAPTURE(block);
+    for (const Pool2dOptions& options : {Pool2dOptions{2, 2, 0}, Pool2dOptions{3, 2, 1}, Pool2dOptions{3, 1, 1},
+                                         Pool2dOptions{.kernel_size = 3, .stride = 2, .ceil_mode = true}}) {
+      CAPTURE(describe_case(shape, options));
+      const Tensor leaf = x.clone().set_requires_grad(), blocked_leaf = to_blocked(x, block).set_requires_grad();
+      const Tensor y = layers::max_pool2d(leaf, options), blocked_y = layers::max_pool2d(blocked_leaf, options);
+      CHECK(cpu_backend::onednn::channel_block(blocked_y) == block);
+      CHECK(same_bits(blocked_y, y));
+      const Tensor upstream = test::distinct_tensor(y.shape(), rng);
+      y.backward(upstream, true);
+      // The output's gradient in NCHW, then in the blocked layout.
+      for (const bool upstream_blocked : {false, true}) {
+        CAPTURE(upstream_blocked);
+        blocked_leaf.zero_grad();
+        blocked_y.backward(upstream_blocked ? to_blocked(upstream, block) : upstream, true);
+        CHECK(cpu_backend::onednn::channel_block(blocked_leaf.grad()) == block);
+        CHECK(same_bits(blocked_leaf.grad(), leaf.grad()));
+      }
+    }
   }
 }
 
