@@ -73,7 +73,7 @@ TEST_CASE("a tensor in another form: a part of it, a copy of it, a sum over it r
   CHECK(row_sums == expected);
 }
 
-TEST_CASE("the pointwise maps keep a tensor's form; a pair keeps it only where both share it") {
+TEST_CASE("the pointwise maps keep a tensor's form, and a pair keeps it only where both share it") {
   const std::vector<float> a_values = values_of(3 * 16, 3), b_values = values_of(3 * 16, 4);
   const Shape shape{3, 16};
   const Tensor row_major_a = from_vector(a_values, shape), row_major_b = from_vector(b_values, shape);
