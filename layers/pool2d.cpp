@@ -70,8 +70,8 @@ std::span<const float> stored_elements(const Tensor& t) {
 }
 
 // The CPU's max pooling winners: where the gradient goes (8 bytes per
-// output, rather than the input), in the order of the output, and the
-// channel block that order has (0: NCHW).
+// output, rather than the input; 4 in channel blocks), in the order of the
+// output, and the channel block that order has (0: NCHW).
 struct Winners {
   Tensor argmax;
   int block = 0;
@@ -88,16 +88,17 @@ Winners forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode
     return {};
   }
   Winners winners{Tensor(), cpu_backend::onednn::channel_block(input)};
-  std::span<std::int64_t> argmax;
+  const bool blocked = winners.block != 0;
   if (wants_grad) {
-    winners.argmax = Tensor::empty(output.shape(), {DType::Int64, input.device(), false});
-    argmax = elements<std::int64_t>(winners.argmax);
+    winners.argmax = Tensor::empty(output.shape(), {blocked ? DType::Int32 : DType::Int64, input.device(), false});
   }
-  if (winners.block == 0) {
-    pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output), argmax);
+  const auto argmax = [&]<class T>(T /*type*/) { return wants_grad ? elements<T>(winners.argmax) : std::span<T>(); };
+  if (!blocked) {
+    pool2d_detail::max_forward_cpu(g, elements<const float>(input), elements<float>(output), argmax(std::int64_t{}));
     return winners;
   }
-  pool2d_detail::max_forward_blocked_cpu(g, winners.block, stored_elements(input), elements<float>(output), argmax);
+  pool2d_detail::max_forward_blocked_cpu(g, winners.block, stored_elements(input), elements<float>(output),
+                                         argmax(std::int32_t{}));
   output.set_stored_form(cpu_backend::onednn::channel_blocked(output.shape().to_vector(), winners.block));
   return winners;
 }
@@ -112,7 +113,7 @@ void backward_cpu(const Tensor& grad, const Winners& winners, Tensor& grad_in, c
     const bool grad_blocked = cpu_backend::onednn::channel_block(grad) == winners.block;
     pool2d_detail::max_backward_blocked_cpu(
         g, winners.block, grad_blocked ? stored_elements(grad) : elements<const float>(grad), grad_blocked,
-        elements<const std::int64_t>(winners.argmax), elements<float>(grad_in));
+        elements<const std::int32_t>(winners.argmax), elements<float>(grad_in));
     grad_in.set_stored_form(cpu_backend::onednn::channel_blocked(grad_in.shape().to_vector(), winners.block));
   }
 }

@@ -6,8 +6,8 @@
 #include <ddl/layers/pool2d_kernels.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace ddl::layers::pool2d_detail {
@@ -176,52 +176,93 @@ void for_each_block(const Geometry& g, std::int64_t block, const Body& body) {
   for (std::int64_t task = 0; task < g.batch * blocks; ++task) body(task / blocks, task % blocks);
 }
 
-// A pixel's B channels are B lanes side by side, so the window's loop
-// keeps B running maxima and is vectorised across them, where the NCHW
-// loops above vectorise across windows.
+// A pixel's B channels' running maxima and their positions, B lanes side
+// by side: vectorised across the lanes, where the NCHW loops above
+// vectorise across windows. Positions are kept in 32 bits (a plane's
+// fit), so that they fill the same vector lanes as the values, and half
+// the memory the NCHW loops' take.
 template <int B>
-void max_blocked(const Geometry& g, const float* x, float* y, std::int64_t* winners) {
+struct RunningMax {
+  alignas(64) float best[B];
+  alignas(64) std::int32_t index[B];
+
+  explicit RunningMax(std::int64_t first) {
+    for (int l = 0; l < B; ++l) {
+      best[l] = -std::numeric_limits<float>::infinity();
+      index[l] = static_cast<std::int32_t>(first);
+    }
+  }
+  [[gnu::always_inline]] void take(const float* v, std::int64_t at) {
+#pragma omp simd
+    for (int l = 0; l < B; ++l) {
+      // Strictly greater: the first maximum stays. A NaN wins where the
+      // running maximum is not a NaN yet: the first NaN stays.
+      const bool better = v[l] > best[l] || (std::isnan(v[l]) && !std::isnan(best[l]));
+      best[l] = better ? v[l] : best[l];
+      index[l] = better ? static_cast<std::int32_t>(at) : index[l];
+    }
+  }
+};
+
+// K > 0: windows of K x K at stride K without padding (Keras's
+// MaxPooling2D(2)), whose loops unroll for those wholly inside the input;
+// K = 0: any windows.
+template <int B, int K>
+void max_blocked(const Geometry& g, const float* x, float* y, std::int32_t* winners) {
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
+  const std::int64_t full_rows = K > 0 ? g.height / K : 0, full_cols = K > 0 ? g.width / K : 0;
   for_each_block(g, B, [=](std::int64_t n, std::int64_t cb) {
     const std::int64_t plane = n * (g.channels / B) + cb;
     const float* in = x + plane * in_plane * B;
     for (std::int64_t oh = 0; oh < g.out_height; ++oh) {
       for (std::int64_t ow = 0; ow < g.out_width; ++ow) {
-        const Window w = window_of(g, oh, ow);
-        std::array<float, B> best;
-        std::array<std::int64_t, B> best_index;
-        std::array<bool, B> nan{};  // the lane's winner is a NaN: it stays
-        best.fill(-std::numeric_limits<float>::infinity());
-        best_index.fill(w.row_begin * g.width + w.col_begin);
-        for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
-          for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
-            const float* v = in + (r * g.width + c) * B;
-#pragma GCC unroll 16
-            for (int l = 0; l < B; ++l) {
-              const bool is_nan = std::isnan(v[l]);
-              const bool better = !nan[l] && (is_nan || v[l] > best[l]);  // strictly: the first maximum stays
-              best[l] = better ? v[l] : best[l];
-              best_index[l] = better ? r * g.width + c : best_index[l];
-              nan[l] = nan[l] || is_nan;
+        const auto window = [&] {
+          if (K > 0 && oh < full_rows && ow < full_cols) {
+            RunningMax<B> running(oh * K * g.width + ow * K);
+#pragma GCC unroll 3
+            for (int i = 0; i < K; ++i) {
+#pragma GCC unroll 3
+              for (int j = 0; j < K; ++j) {
+                const std::int64_t at = (oh * K + i) * g.width + ow * K + j;
+                running.take(in + at * B, at);
+              }
+            }
+            return running;
+          }
+          const Window w = window_of(g, oh, ow);
+          RunningMax<B> running(w.row_begin * g.width + w.col_begin);
+          for (std::int64_t r = w.row_begin; r < w.row_end; ++r) {
+            for (std::int64_t c = w.col_begin; c < w.col_end; ++c) {
+              running.take(in + (r * g.width + c) * B, r * g.width + c);
             }
           }
-        }
+          return running;
+        };
+        const RunningMax<B> result = window();
         const std::int64_t o = (plane * out_plane + oh * g.out_width + ow) * B;
-        std::copy(best.begin(), best.end(), y + o);
-        if (winners != nullptr) std::copy(best_index.begin(), best_index.end(), winners + o);
+        std::copy(result.best, result.best + B, y + o);
+        if (winners != nullptr) std::copy(result.index, result.index + B, winners + o);
       }
     }
   });
 }
 
 template <int B>
-void max_backward_blocked(const Geometry& g, const float* dy, bool dy_blocked, const std::int64_t* winners, float* dx) {
+void max_blocked(const Geometry& g, const float* x, float* y, std::int32_t* winners) {
+  const bool tiles = g.kernel == g.stride && g.padding == 0;
+  if (tiles && g.kernel == 2) return max_blocked<B, 2>(g, x, y, winners);
+  if (tiles && g.kernel == 3) return max_blocked<B, 3>(g, x, y, winners);
+  max_blocked<B, 0>(g, x, y, winners);
+}
+
+template <int B>
+void max_backward_blocked(const Geometry& g, const float* dy, bool dy_blocked, const std::int32_t* winners, float* dx) {
   const std::int64_t in_plane = g.height * g.width, out_plane = g.out_height * g.out_width;
   for_each_block(g, B, [=](std::int64_t n, std::int64_t cb) {
     const std::int64_t plane = n * (g.channels / B) + cb;
     float* grad_in = dx + plane * in_plane * B;
     std::fill(grad_in, grad_in + in_plane * B, 0.0f);
-    const std::int64_t* winner = winners + plane * out_plane * B;
+    const std::int32_t* winner = winners + plane * out_plane * B;
     for (std::int64_t o = 0; o < out_plane; ++o) {
       for (int l = 0; l < B; ++l) {
         // The same additions in the same order as the NCHW loop's, lane by lane.
@@ -236,14 +277,14 @@ void max_backward_blocked(const Geometry& g, const float* dy, bool dy_blocked, c
 }  // namespace
 
 void max_forward_blocked_cpu(const Geometry& g, int block, std::span<const float> x, std::span<float> y,
-                             std::span<std::int64_t> argmax) {
-  std::int64_t* winners = argmax.empty() ? nullptr : argmax.data();
+                             std::span<std::int32_t> argmax) {
+  std::int32_t* winners = argmax.empty() ? nullptr : argmax.data();
   if (block == 16) return max_blocked<16>(g, x.data(), y.data(), winners);
   max_blocked<8>(g, x.data(), y.data(), winners);
 }
 
 void max_backward_blocked_cpu(const Geometry& g, int block, std::span<const float> dy, bool dy_blocked,
-                              std::span<const std::int64_t> argmax, std::span<float> dx) {
+                              std::span<const std::int32_t> argmax, std::span<float> dx) {
   if (block == 16) return max_backward_blocked<16>(g, dy.data(), dy_blocked, argmax.data(), dx.data());
   max_backward_blocked<8>(g, dy.data(), dy_blocked, argmax.data(), dx.data());
 }

@@ -33,12 +33,12 @@ void max_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<co
 // Max pooling of x stored channel-blocked, nChwBc with B = `block` (8 or
 // 16; core/cpu/onednn.hpp): the same windows and the same winner (the
 // first maximum, or the first NaN), B channels at once. y and the winners
-// come out in that order too; dy is read in it (dy_blocked) or in NCHW,
-// and dx is written in it.
+// come out in that order too (the winners in 32 bits); dy is read in it
+// (dy_blocked) or in NCHW, and dx is written in it.
 void max_forward_blocked_cpu(const Geometry& g, int block, std::span<const float> x, std::span<float> y,
-                             std::span<std::int64_t> argmax);
+                             std::span<std::int32_t> argmax);
 void max_backward_blocked_cpu(const Geometry& g, int block, std::span<const float> dy, bool dy_blocked,
-                              std::span<const std::int64_t> argmax, std::span<float> dx);
+                              std::span<const std::int32_t> argmax, std::span<float> dx);
 void avg_forward_cpu(const Geometry& g, std::span<const float> x, std::span<float> y);
 void avg_backward_cpu(const Geometry& g, std::span<const float> dy, std::span<float> dx);
 

@@ -343,7 +343,9 @@ TEST_CASE("max_pool2d on oneDNN's channel-blocked layout gives NCHW's bits, ties
   for (const int block : {8, 16}) {
     CAPTURE(block);
     for (const Pool2dOptions& options : {Pool2dOptions{2, 2, 0}, Pool2dOptions{3, 2, 1}, Pool2dOptions{3, 1, 1},
-                                         Pool2dOptions{.kernel_size = 3, .stride = 2, .ceil_mode = true}}) {
+                                         Pool2dOptions{.kernel_size = 3, .stride = 2, .ceil_mode = true},
+                                         Pool2dOptions{.kernel_size = 3, .stride = 3, .ceil_mode = true},
+                                         Pool2dOptions{.kernel_size = 2, .stride = 2, .ceil_mode = true}}) {
       CAPTURE(describe_case(shape, options));
       const Tensor leaf = x.clone().set_requires_grad(), blocked_leaf = to_blocked(x, block).set_requires_grad();
       const Tensor y = layers::max_pool2d(leaf, options), blocked_y = layers::max_pool2d(blocked_leaf, options);
