@@ -98,6 +98,8 @@ std::shared_ptr<const MemoryForm> Storage::form() const {
 
 void Storage::set_form(std::shared_ptr<const MemoryForm> form) {
   DDL_CHECK(can_take_form(), "Storage: only a CPU storage that owns all of its memory takes a form");
+  DDL_CHECK(form == nullptr || form->bytes() == bytes_, "Storage: a form of {} bytes for a storage of {}",
+            form == nullptr ? 0 : form->bytes(), bytes_);
   const std::lock_guard lock(form_mutex_);
   form_ = std::move(form);
   formed_.store(form_ != nullptr, std::memory_order_release);

@@ -18,11 +18,15 @@
 // backward, the activations and their gradients never go back to NCHW.
 #pragma once
 
+#include <cstddef>
+
 namespace ddl {
 
 class MemoryForm {
  public:
   virtual ~MemoryForm() = default;
+  // The bytes the elements take in this form (a storage must hold them).
+  virtual std::size_t bytes() const = 0;
   // Writes the elements held at `from` in this form to `to` in row-major
   // order (the two do not overlap).
   virtual void to_row_major(const void* from, void* to) const = 0;

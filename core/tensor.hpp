@@ -60,7 +60,10 @@ class Tensor {
   // order (null: row-major; core/memory_form.hpp), for the ops that read
   // any: data() and raw_data() put the elements in row-major order first.
   // set_stored_form says that the bytes a kernel has just written are in
-  // `form` (a CPU tensor with memory of its own).
+  // `form` (a CPU tensor with memory of its own). data() may move the bytes
+  // of a tensor in another form: a tensor handed to another thread while
+  // this one may still read its stored data should be read with data()
+  // first (no op in ddl shares one so).
   void* stored_data() const;
   std::shared_ptr<const MemoryForm> stored_form() const;
   void set_stored_form(std::shared_ptr<const MemoryForm> form) const;

@@ -313,6 +313,12 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackwardTensors& opera
   }
   if (need_input) add_backward_data(g, c);
   if (weight_side && !unfold) add_backward_weights(g, c);
+  // The output's gradient and the input in one storage (a backward seeded
+  // with the input itself): in row-major order before either is read as
+  // stored, as reading one row-major would move the other's bytes.
+  if (operands.input.defined() && operands.input.impl()->storage == operands.grad_output.impl()->storage) {
+    operands.input.raw_data();
+  }
   // Both directions read the output's gradient, normally in the same
   // layout: it is reordered once, if it is not in that layout already.
   const memory dy_stored = onednn::stored(operands.grad_output, output_dims(g), Tag::nchw);

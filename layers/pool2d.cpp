@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <span>
 #include <type_traits>
 
@@ -87,7 +88,9 @@ Winners forward_cpu(const Tensor& input, Tensor& output, const Geometry& g, Mode
     pool2d_detail::avg_forward_cpu(g, elements<const float>(input), elements<float>(output));
     return {};
   }
-  Winners winners{Tensor(), cpu_backend::onednn::channel_block(input)};
+  // (A plane's positions must fit the blocked loops' 32 bits.)
+  const bool fits = g.height * g.width <= std::numeric_limits<std::int32_t>::max();
+  Winners winners{Tensor(), fits ? cpu_backend::onednn::channel_block(input) : 0};
   const bool blocked = winners.block != 0;
   if (wants_grad) {
     winners.argmax = Tensor::empty(output.shape(), {blocked ? DType::Int32 : DType::Int64, input.device(), false});

@@ -19,7 +19,7 @@ samples=$(scaled "$([[ $quick == 1 ]] && echo 512 || echo 12800)")  # --scale: t
 common=(--epochs 1 --train-limit "$samples" --test-limit 128 --no-validation --threads 1 --batch-size 128)
 # Peak resident memory of each rank in MiB, from /usr/bin/time, rank 0
 # first: each rank writes its one line to a file of its own, named by the
-# rank MPICH's mpiexec gives it (PMI_RANK).
+# rank mpiexec gives it (MPICH's PMI_RANK, Open MPI's OMPI_COMM_WORLD_RANK).
 peaks() { cat "$1".* | awk '{ printf "%s%.0f", sep, $2 / 1024; sep = " " }'; }
 peak_of() { awk '{ printf "%.0f", $2 / 1024 }' "$1.$2"; }
 
@@ -29,7 +29,8 @@ run() {
   echo "$lesson: $name"
   rm -f "$out/$name.rss".*
   # shellcheck disable=SC2016 # expanded by each rank's shell, not this one
-  mpiexec -n "$n" bash -c '/usr/bin/time -o "$0.$PMI_RANK" -f "maxrss %M KiB" "$@"' "$out/$name.rss" \
+  mpiexec -n "$n" bash -c '/usr/bin/time -o "$0.${PMI_RANK:-$OMPI_COMM_WORLD_RANK}" -f "maxrss %M KiB" "$@"' \
+    "$out/$name.rss" \
     "$build/apps/ddl-train" "${common[@]}" "$@" > "$out/$name.txt" 2>&1 ||
     { cat "$out/$name.txt" >&2; exit 1; }
 }

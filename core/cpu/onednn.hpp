@@ -89,6 +89,7 @@ class Layout final : public MemoryForm {
  public:
   explicit Layout(dnnl::memory::desc desc) : desc_(std::move(desc)) {}
   const dnnl::memory::desc& desc() const { return desc_; }
+  std::size_t bytes() const override { return desc_.get_size(); }
   void to_row_major(const void* from, void* to) const override;
   bool same_as(const MemoryForm& other) const override;
 

@@ -21,6 +21,7 @@ namespace {
 class Reversed final : public MemoryForm {
  public:
   explicit Reversed(std::int64_t n) : n_(n) {}
+  std::size_t bytes() const override { return static_cast<std::size_t>(n_) * sizeof(float); }
   void to_row_major(const void* from, void* to) const override {
     const auto* in = static_cast<const float*>(from);
     std::reverse_copy(in, in + n_, static_cast<float*>(to));
@@ -109,7 +110,7 @@ TEST_CASE("the gradient through a ReLU in another form is the same as through a 
         grad_of(from_vector(x_values, shape), from_vector(g_values, shape)));
 }
 
-TEST_CASE("only a storage that owns all of its memory takes a form") {
+TEST_CASE("only a storage that owns all of its memory takes a form, and one of its size") {
   const Tensor whole = zeros({8});
   const Tensor part = whole.flat_slice(2, {4});
   CHECK_THROWS_WITH_AS(part.set_stored_form(std::make_shared<Reversed>(4)),
@@ -118,4 +119,7 @@ TEST_CASE("only a storage that owns all of its memory takes a form") {
   // them in row-major order would move.
   CHECK_THROWS_AS(whole.set_stored_form(std::make_shared<Reversed>(8)), Error);
   CHECK(whole.stored_form() == nullptr);
+  // A form of another size than the storage's.
+  CHECK_THROWS_WITH_AS(zeros({8}).set_stored_form(std::make_shared<Reversed>(9)),
+                       doctest::Contains("a form of 36 bytes for a storage of 32"), Error);
 }

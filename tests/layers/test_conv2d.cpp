@@ -5,10 +5,12 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <ddl/core/cpu/onednn.hpp>
 #include <ddl/ddl.hpp>
 #include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/conv2d_kernels.hpp>
 #include <ddl/layers/conv2d_winograd.hpp>
+#include <ddl/layers/pool2d.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -233,6 +235,12 @@ TEST_CASE("two convolutions give the same bits whether the activation between th
     CHECK(h.stored_form() != nullptr);  // a layout of oneDNN's: the case this tests
     const Tensor y = layers::conv2d(h, p[3], p[4], valid);
     y.backward(g);
+    // Still in that layout: the second convolution read it as it is, both
+    // ways (reading it in NCHW would have put it in NCHW for good), and so
+    // does max pooling, whose output keeps the layout's channel blocks.
+    CHECK(h.stored_form() != nullptr);
+    CHECK(cpu_backend::onednn::channel_block(layers::max_pool2d(h, {2, 2, 0})) > 0);
+    CHECK(h.stored_form() != nullptr);
     const std::vector<Tensor> kept = results(y, p);
 
     // In two halves, the activation and its gradient read in between.

@@ -351,6 +351,10 @@ TEST_CASE("max_pool2d on oneDNN's channel-blocked layout gives NCHW's bits, ties
       const Tensor y = layers::max_pool2d(leaf, options), blocked_y = layers::max_pool2d(blocked_leaf, options);
       CHECK(cpu_backend::onednn::channel_block(blocked_y) == block);
       CHECK(same_bits(blocked_y, y));
+      {
+        const NoGradGuard no_grad;  // no winners kept
+        CHECK(same_bits(layers::max_pool2d(to_blocked(x, block), options), y));
+      }
       const Tensor upstream = test::distinct_tensor(y.shape(), rng);
       y.backward(upstream, true);
       // The output's gradient in NCHW, then in the blocked layout.
