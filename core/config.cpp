@@ -128,6 +128,17 @@ CudaConvolution cuda_convolution() { return cuda_convolution_setting(); }
 void set_cuda_convolution(CudaConvolution algorithms) { cuda_convolution_setting() = algorithms; }
 
 namespace {
+bool& fusion_setting() {
+  static bool on = read_choice<bool>("DDL_FUSION", {{"on", true}, {"off", false}});
+  return on;
+}
+}  // namespace
+
+bool fusion() { return fusion_setting(); }
+
+void set_fusion(bool on) { fusion_setting() = on; }
+
+namespace {
 // The CPU's AVX-512 extensions (none off x86).
 struct Avx512 {
   bool foundation, bf16;
@@ -180,6 +191,7 @@ void check_environment() {
   (void)cpu_convolution();
   (void)cuda_convolution();
   (void)cpu_precision();
+  (void)fusion();
 }
 
 void set_num_threads(int threads) {

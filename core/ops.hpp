@@ -48,6 +48,10 @@ Tensor log(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor pow(const Tensor& x, float exponent);
 Tensor relu(const Tensor& x);
+// relu's backward on its own: `grad` where relu's output `output` is
+// positive, else 0; for ops that run a ReLU inside their own kernels
+// (conv2d_relu). Records nothing.
+Tensor relu_backward(const Tensor& output, const Tensor& grad);
 Tensor abs(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);

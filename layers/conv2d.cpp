@@ -5,9 +5,12 @@
 // in a pass that defers weight gradients (core/deferred_gradients.hpp), the
 // input's now and the weight's and bias's later, once for several passes.
 #include <ddl/core/autograd.hpp>
+#include <ddl/core/backend.hpp>
 #include <ddl/core/check.hpp>
 #include <ddl/core/deferred_gradients.hpp>
 #include <ddl/core/dispatch.hpp>
+#include <ddl/core/functors.hpp>
+#include <ddl/core/kernels.hpp>
 #include <ddl/core/op_checks.hpp>
 #include <ddl/core/ops.hpp>
 #include <ddl/layers/conv2d.hpp>
@@ -113,17 +116,32 @@ std::int64_t conv2d_output_extent(std::int64_t in, std::int64_t kernel, const Co
   return room < 0 ? 0 : room / options.stride + 1;
 }
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+namespace {
+
+// conv2d, followed by a ReLU when `relu` is set: in the convolution's own
+// kernel where the backend has one that applies it, else by relu() on
+// the result; one autograd node either way, which takes the output's
+// gradient through the ReLU first.
+Tensor convolve(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options,
+                bool relu) {
   const Conv2dGeometry g = geometry_of(input, weight, bias, options);
   const Device& device = input.device();
   Tensor output = empty_float({g.batch, g.filters, g.out_height, g.out_width}, device);
+  bool relu_applied = false;
   // An empty batch: nothing to compute, and cuDNN rejects empty tensors.
   if (output.numel() > 0) {
     const float* w = weight.data<float>();
     const float* b = bias.defined() ? bias.data<float>() : nullptr;
     backend::dispatch(
-        "conv2d", device, [&] { cpu_backend::conv2d_forward(g, input, w, b, output); },
+        "conv2d", device, [&] { relu_applied = cpu_backend::conv2d_forward(g, input, w, b, output, relu); },
         [&](auto stream) { cuda_backend::conv2d_forward(stream, g, input.data<float>(), w, b, output.data<float>()); });
+  }
+  // Otherwise relu()'s function, in place: the output is fresh and held
+  // nowhere else, and conv2d_relu allocates the output alone either way
+  // (SpatialModel::memory counts on it). In the order it is stored in.
+  if (relu && !relu_applied) {
+    float* values = static_cast<float*>(output.stored_data());
+    backend::launch(device, output.numel(), kernels::Map1<fn::Relu>{values, values, fn::Relu{}});
   }
 
   if (autograd::needs_grad({&input, &weight, &bias})) {
@@ -134,13 +152,16 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
     const bool deferrable = need_weight && !weight.impl()->grad_fn && (!need_bias || !bias.impl()->grad_fn);
     // The input is kept only for the weight's and the bias's gradients (the
     // CPU computes both in one pass), the weight only for the input's.
+    // With the ReLU, its output is kept too: its gradient's mask, as relu()
+    // keeps it.
     autograd::record(
-        "Conv2dBackward", {&input, &weight, &bias}, output,
+        relu ? "Conv2dReluBackward" : "Conv2dBackward", {&input, &weight, &bias}, output,
         [g, device, input = need_weight || need_bias ? input.detach() : Tensor(),
-         weight = need_input ? weight.detach() : Tensor(), need_input, need_weight, need_bias,
-         leaf = deferrable ? std::weak_ptr(weight.impl()) : std::weak_ptr<TensorImpl>(),
+         weight = need_input ? weight.detach() : Tensor(), relu_output = relu ? output.detach() : Tensor(), need_input,
+         need_weight, need_bias, leaf = deferrable ? std::weak_ptr(weight.impl()) : std::weak_ptr<TensorImpl>(),
          bias_leaf = deferrable && need_bias ? std::weak_ptr(bias.impl()) : std::weak_ptr<TensorImpl>()](
-            const Tensor& grad, const BackwardPass& pass) {
+            const Tensor& grad_output, const BackwardPass& pass) {
+          const Tensor grad = relu_output.defined() ? relu_backward(relu_output, grad_output) : grad_output;
           // The weight's and the bias's gradients later, for the rows of
           // several passes at once: the input and the output's gradient
           // joined along the batch.
@@ -164,6 +185,16 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   return output;
 }
 
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+  return convolve(input, weight, bias, options, false);
+}
+
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options) {
+  return convolve(input, weight, bias, options, true);
+}
+
 Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Conv2dOptions options, Generator* generator)
     : in_channels_(in_channels), out_channels_(out_channels), options_(options) {
   DDL_CHECK(in_channels > 0 && out_channels > 0, "Conv2d: channel counts must be positive, got in={} out={}",
@@ -180,6 +211,7 @@ Conv2d::Conv2d(std::int64_t in_channels, std::int64_t out_channels, Conv2dOption
 }
 
 Tensor Conv2d::forward(const Tensor& input) { return conv2d(input, weight_, bias_, options_); }
+Tensor Conv2d::forward_relu(const Tensor& input) { return conv2d_relu(input, weight_, bias_, options_); }
 
 std::string Conv2d::parameter_layout(const std::string& name) const {
   if (name != "weight") return {};

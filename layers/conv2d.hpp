@@ -40,6 +40,18 @@ struct Conv2dOptions {
 // (and the same for OW). Differentiable with respect to all three.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
 
+// relu(conv2d(input, weight, bias, options)) as one op: on the CPU, where
+// oneDNN runs the convolution, one primitive that applies the ReLU to each
+// sum before storing it (a post-op), which saves a pass over the output;
+// elsewhere conv2d and then relu. Bit for bit relu(conv2d(...)) wherever
+// the sum is a number; a NaN sum comes out 0 where fused (oneDNN's
+// max(sum, 0), as in cuDNN's and TensorFlow's fused convolutions) and NaN
+// from relu(). A weight or bias that is not all finite (a diverged
+// model's) runs unfused, so that its NaNs still reach the loss.
+// Sequential runs a Conv2d followed by a ReLU through it
+// (config::fusion()).
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
+
 // The output extent along one axis by that formula, for an input extent `in`
 // and a kernel of `kernel` taps along it, or 0 where the dilated kernel does
 // not fit the padded input. Tiled inference (parallel/planning/receptive_field.hpp)
@@ -55,6 +67,8 @@ class Conv2d : public Module {
          Generator* generator = nullptr);
 
   Tensor forward(const Tensor& input) override;
+  // forward followed by a ReLU, as one op (conv2d_relu).
+  Tensor forward_relu(const Tensor& input);
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;
   std::string parameter_layout(const std::string& name) const override;

@@ -1,13 +1,17 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <typeinfo>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <ddl/core/autograd.hpp>
 #include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/timeline.hpp>
+#include <ddl/layers/activation.hpp>
+#include <ddl/layers/conv2d.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/recompute.hpp>
 #include <ddl/layers/sequential.hpp>
@@ -61,14 +65,32 @@ Tensor Sequential::forward(const Tensor& input) {
   return placement_.empty() ? x : x.to(output_device_);
 }
 
+bool Sequential::fuses_with_next(std::size_t i) const {
+  if (!config::fusion() || i + 1 >= size()) return false;
+  // Exactly these types: a subclass may override forward.
+  const bool pair =
+      typeid(*children()[i].second) == typeid(Conv2d) && typeid(*children()[i + 1].second) == typeid(ReLU);
+  return pair && (placement_.empty() || placement_[i] == placement_[i + 1]);
+}
+
 Tensor Sequential::run_layers(std::size_t first, std::size_t end, Tensor x) {
   // Each boundary between devices is a differentiable copy: backward sends
   // the gradient back across it to the device that made the activation.
   for (std::size_t i = first; i < end; ++i) {
     const auto& [name, module] = children()[i];
+    auto* conv = i + 1 < end && fuses_with_next(i) ? static_cast<Conv2d*>(module.get()) : nullptr;
     std::optional<timeline::Span> span;
-    if (timeline::per_layer()) span.emplace("compute", fmt::format("{} {}", name, module->type_name()));
-    x = module->forward(placement_.empty() ? x : x.to(placement_[i]));
+    if (timeline::per_layer()) {
+      span.emplace("compute", conv == nullptr ? fmt::format("{} {}", name, module->type_name())
+                                              : fmt::format("{}+{} Conv2d+ReLU", name, children()[i + 1].first));
+    }
+    const Tensor on_device = placement_.empty() ? x : x.to(placement_[i]);
+    if (conv != nullptr) {
+      x = conv->forward_relu(on_device);
+      ++i;
+    } else {
+      x = module->forward(on_device);
+    }
   }
   return x;
 }

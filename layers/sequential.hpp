@@ -1,7 +1,9 @@
 // Sequential: modules applied one after another, named "0", "1", ... in the
 // order they were added, or by the names given (Keras' Sequential, PyTorch's
 // nn.Sequential). Its children may run on different devices (place(): model
-// parallelism inside one process, parallel/planning/placement.hpp).
+// parallelism inside one process, parallel/planning/placement.hpp). A
+// Conv2d followed by a ReLU runs as one op, conv2d_relu, unless
+// config::fusion() is off (TensorFlow fuses them the same way).
 #pragma once
 
 #include <memory>
@@ -52,6 +54,13 @@ class Sequential : public Module {
   // "0 (Conv2d), 1 (ReLU), ...": the layers, for messages.
   std::string list_layers() const;
 
+  // Whether layer i, a Conv2d, runs with the ReLU at i + 1 as one op
+  // (conv2d_relu): with config::fusion() on, where both are exactly those
+  // types and on one device, and not split between two recomputed
+  // segments. The pair gives the same bits as the two layers apart
+  // (layers/conv2d.hpp says where not) and allocates one output.
+  bool fuses_with_next(std::size_t i) const;
+
   // Runs child i on devices[i]: moves its parameters and buffers there, and
   // from then on forward copies each child's input to its device and the
   // last child's output to `output` (the device of the loss and targets).
@@ -68,6 +77,7 @@ class Sequential : public Module {
  private:
   // Layers first..end-1 on x, each on its device when placed.
   Tensor run_layers(std::size_t first, std::size_t end, Tensor x);
+
   std::vector<const Module*> modules_of(std::size_t first, std::size_t last) const;
   std::vector<Tensor> parameters_of(std::size_t first, std::size_t last) const;
 

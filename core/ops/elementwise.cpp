@@ -156,6 +156,12 @@ Tensor relu(const Tensor& x) {
   return y;
 }
 
+Tensor relu_backward(const Tensor& output, const Tensor& grad) {
+  require_float(output, "relu_backward");
+  require_float(grad, "relu_backward");
+  return zip2(output, grad, fn::ReluGrad{}, "relu_backward");
+}
+
 Tensor abs(const Tensor& x) {
   require_float(x, "abs");
   Tensor y = map1(x, fn::Abs{});

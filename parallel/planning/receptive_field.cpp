@@ -34,7 +34,9 @@ struct SpatialModel::Layer {
   layers::Pool2dOptions pool;
   // Upsampling.
   std::int64_t factor = 1;
-  // Pointwise: false where the layer returns its input (Dropout in evaluation).
+  // Pointwise: false where the layer returns its input (Dropout in
+  // evaluation) or runs inside the layer before (a ReLU fused into a
+  // convolution, as fusion was set when the SpatialModel was made).
   bool allocates = true;
   // Sequence: the children. Residual: body and shortcut (empty: the identity),
   // then a ReLU or not.
@@ -81,6 +83,10 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
     }
     layer.kind = Kind::Sequence;
     layer.body = read_children(module, path);
+    // A ReLU run inside the convolution before it returns that output.
+    for (std::size_t i = 0; i + 1 < layer.body.size(); ++i) {
+      if (sequential->fuses_with_next(i)) layer.body[i + 1].allocates = false;
+    }
   } else if (const auto* conv = dynamic_cast<const layers::Conv2d*>(&module)) {
     layer.kind = Kind::Convolution;
     const Shape& weight = conv->weight().shape();  // [out, in, kh, kw]

@@ -177,7 +177,7 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
       > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
     [[ $(grep -c "^timeline: " "$work/out") -eq 1 ]] || fail "not one timeline line: $(cat "$work/out")"
     "$check_trace" "$work/data.json" 2 step forward backward allreduce "wait for gradients" update "next batch" \
-      "make batch" evaluate "0 Conv2d" AccumulateGrad || exit 1
+      "make batch" evaluate "0+1 Conv2d+ReLU" AccumulateGrad || exit 1
     mpiexec -n 2 "$train" --parallel pipeline "${args[@]}" --timeline "$work/pipeline.json" > "$work/out" 2>&1 ||
       fail "2-stage pipeline exited $?: $(cat "$work/out")"
     "$check_trace" "$work/pipeline.json" 2 step forward backward update "wait for sends" || exit 1
