@@ -100,7 +100,7 @@ void record(const char* name, const std::vector<const Tensor*>& inputs, Tensor& 
   record(std::make_shared<FunctionNode>(name, std::move(backward)), inputs, output);
 }
 
-void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph, const BackwardPass& pass) {
+void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph, const BackwardPass& caller_pass) {
   DDL_CHECK(root.defined(), "backward: the tensor is undefined");
   DDL_CHECK(root.requires_grad(), "backward: tensor of shape {} does not require grad and has no grad_fn",
             root.shape());
@@ -114,6 +114,8 @@ void run_backward(const Tensor& root, const Tensor& grad_root, bool retain_graph
             "backward: gradient of shape {} on {} does not match the output's shape {} on {}", seed.shape(),
             seed.device(), root.shape(), root.device());
   const NoGradGuard no_grad;
+  BackwardPass pass = caller_pass;
+  pass.retain_graph = retain_graph;
   const std::shared_ptr<Node> root_node = edge_to(root);
 
   // Count, for every reachable node, how many edges lead into it; a node is

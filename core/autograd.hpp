@@ -24,6 +24,9 @@ class DeferredWeightGradients;
 struct BackwardPass {
   autograd::DeferredWeightGradients* deferred = nullptr;
   std::size_t part = 0;
+  // Set by run_backward: whether the graph is kept for another backward,
+  // so a node may drop a saved tensor early only when it is not.
+  bool retain_graph = false;
 };
 
 class Node {

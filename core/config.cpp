@@ -128,15 +128,15 @@ CudaConvolution cuda_convolution() { return cuda_convolution_setting(); }
 void set_cuda_convolution(CudaConvolution algorithms) { cuda_convolution_setting() = algorithms; }
 
 namespace {
-bool& fusion_setting() {
-  static bool on = read_choice<bool>("DDL_FUSION", {{"on", true}, {"off", false}});
+bool& op_fusion_setting() {
+  static bool on = read_choice<bool>("DDL_OP_FUSION", {{"on", true}, {"off", false}});
   return on;
 }
 }  // namespace
 
-bool fusion() { return fusion_setting(); }
+bool op_fusion() { return op_fusion_setting(); }
 
-void set_fusion(bool on) { fusion_setting() = on; }
+void set_op_fusion(bool on) { op_fusion_setting() = on; }
 
 namespace {
 // The CPU's AVX-512 extensions (none off x86).
@@ -191,7 +191,7 @@ void check_environment() {
   (void)cpu_convolution();
   (void)cuda_convolution();
   (void)cpu_precision();
-  (void)fusion();
+  (void)op_fusion();
 }
 
 void set_num_threads(int threads) {

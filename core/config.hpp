@@ -81,16 +81,16 @@ void set_cpu_precision(CpuPrecision precision);
 // Whether this CPU has the AVX512-BF16 instructions bf16 needs.
 bool cpu_has_bf16();
 
-// DDL_FUSION (default on): whether Sequential runs a Conv2d followed
+// DDL_OP_FUSION (default on): whether Sequential runs a Conv2d followed
 // directly by a ReLU (the two on one device, in one recomputed segment if
 // any) as one op, conv2d_relu, which on the CPU saves a pass over the
-// convolution's output.
+// convolution's output. Set before training: forward reads it per pass.
 //   on:  fused. The same bits as the two layers apart wherever the
-//        convolution's sum is a number; a NaN sum comes out 0 instead of
-//        NaN (layers/conv2d.hpp says when).
+//        convolution's sum is a number; a NaN sum can come out 0 instead
+//        of NaN (layers/conv2d.hpp says when).
 //   off: every layer apart.
-bool fusion();
-void set_fusion(bool on);
+bool op_fusion();
+void set_op_fusion(bool on);
 
 // The CPUs this process may run on (its affinity mask): more threads than
 // these only slow the kernels down.
@@ -114,6 +114,6 @@ namespace ddl {
 using config::set_cpu_convolution;
 using config::set_cpu_precision;
 using config::set_cuda_convolution;
-using config::set_fusion;
 using config::set_num_threads;
+using config::set_op_fusion;
 }

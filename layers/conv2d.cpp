@@ -153,15 +153,17 @@ Tensor convolve(const Tensor& input, const Tensor& weight, const Tensor& bias, c
     // The input is kept only for the weight's and the bias's gradients (the
     // CPU computes both in one pass), the weight only for the input's.
     // With the ReLU, its output is kept too: its gradient's mask, as relu()
-    // keeps it.
+    // keeps it, and dropped once the mask is made (unless the graph is
+    // kept), so that the convolution's gradients do not run beside it.
     autograd::record(
         relu ? "Conv2dReluBackward" : "Conv2dBackward", {&input, &weight, &bias}, output,
         [g, device, input = need_weight || need_bias ? input.detach() : Tensor(),
          weight = need_input ? weight.detach() : Tensor(), relu_output = relu ? output.detach() : Tensor(), need_input,
          need_weight, need_bias, leaf = deferrable ? std::weak_ptr(weight.impl()) : std::weak_ptr<TensorImpl>(),
          bias_leaf = deferrable && need_bias ? std::weak_ptr(bias.impl()) : std::weak_ptr<TensorImpl>()](
-            const Tensor& grad_output, const BackwardPass& pass) {
+            const Tensor& grad_output, const BackwardPass& pass) mutable {
           const Tensor grad = relu_output.defined() ? relu_backward(relu_output, grad_output) : grad_output;
+          if (!pass.retain_graph) relu_output = Tensor();
           // The weight's and the bias's gradients later, for the rows of
           // several passes at once: the input and the output's gradient
           // joined along the batch.

@@ -40,16 +40,19 @@ struct Conv2dOptions {
 // (and the same for OW). Differentiable with respect to all three.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
 
-// relu(conv2d(input, weight, bias, options)) as one op: on the CPU, where
-// oneDNN runs the convolution, one primitive that applies the ReLU to each
-// sum before storing it (a post-op), which saves a pass over the output;
-// elsewhere conv2d and then relu. Bit for bit relu(conv2d(...)) wherever
-// the sum is a number; a NaN sum comes out 0 where fused (oneDNN's
-// max(sum, 0), as in cuDNN's and TensorFlow's fused convolutions) and NaN
-// from relu(). A weight or bias that is not all finite (a diverged
-// model's) runs unfused, so that its NaNs still reach the loss.
+// relu(conv2d(input, weight, bias, options)) as one op: on the CPU the
+// convolution's kernel applies the ReLU to each sum before storing it
+// (oneDNN's as a post-op, ddl's Winograd kernels in their last step),
+// which saves a pass over the output; on CUDA conv2d and then ReLU's
+// function in place. Bit for bit relu(conv2d(...)) wherever the sum is a
+// number; a NaN sum comes out 0 from oneDNN's (max(sum, 0), as in cuDNN's
+// and TensorFlow's fused convolutions) and NaN from relu(). A weight or
+// bias that is not all finite (a diverged model's) runs unfused there, so
+// that its NaNs still reach the loss.
 // Sequential runs a Conv2d followed by a ReLU through it
-// (config::fusion()).
+// (config::op_fusion()). oneDNN's reference kernels (CPUs oneDNN has no
+// JIT kernel for) apply the ReLU as x > 0 ? x : 0 * x, -0 for a negative
+// sum, where relu() gives +0: equal values, other bits.
 Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, const Conv2dOptions& options = {});
 
 // The output extent along one axis by that formula, for an input extent `in`

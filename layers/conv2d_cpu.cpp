@@ -28,10 +28,10 @@
 // A ReLU after the convolution (conv2d_relu) runs inside the forward
 // primitive, on each sum before it is stored (an eltwise post-op): the
 // pass over the output that relu() would make is saved (~4 ms of a 65 ms
-// MNIST CNN step on one Sapphire Rapids core). oneDNN's ReLU is
-// max(sum, 0), which makes a NaN sum 0 where relu() keeps it, so a weight
-// or bias that is not finite runs without it (conv2d.cpp then applies
-// relu()'s function) and its NaNs reach the loss.
+// MNIST CNN step on one Sapphire Rapids core), where fused_relu below
+// says it may; elsewhere conv2d.cpp applies relu()'s function after. ddl's
+// Winograd kernels apply relu()'s function itself as they store each
+// output, fused always.
 // The weight's gradient of a convolution with fewer than 8 input channels
 // (a first layer's), which oneDNN pads to its block of channels, comes
 // from unfolding the input instead (conv2d_unfold_cpu.cpp).
@@ -64,6 +64,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 namespace ddl::cpu_backend {
@@ -226,13 +227,29 @@ std::shared_ptr<Convolution> convolution_of(const Conv2dGeometry& g, bool bias, 
   return cache.get(key_of(g, bias, relu), [&] { return make_convolution(g, bias, relu); });
 }
 
-// Whether all n values are finite. Fused or not, a finite sum comes out
-// the same; a NaN sum does not, so parameters that could make one (a
-// diverged model's) run unfused, and their NaNs reach the loss.
+// Whether all n values are finite (a count, so that the loop vectorises).
 bool all_finite(const float* values, std::int64_t n) {
-  bool finite = true;
-  for (std::int64_t i = 0; i < n; ++i) finite &= std::isfinite(values[i]);
-  return finite;
+  std::int64_t not_finite = 0;
+  for (std::int64_t i = 0; i < n; ++i) not_finite += std::isfinite(values[i]) ? 0 : 1;
+  return not_finite == 0;
+}
+
+// The primitive that runs g's forward with oneDNN's ReLU fused, or null
+// where it should run unfused. oneDNN's ReLU makes a NaN sum 0, where
+// relu() keeps it: a weight or bias that is not finite (a diverged
+// model's, the usual source of NaN sums) runs unfused, so its NaNs reach
+// the loss. Checking them must cost less than the pass the fusion saves:
+// not where they outnumber the outputs (a late layer's small image).
+// And the fused primitive must be the same kernel as the unfused one:
+// another, oneDNN's choice under `auto` (Winograd or direct) among them,
+// would sum in another order and give other bits.
+std::shared_ptr<const Convolution> fused_relu(const Conv2dGeometry& g, const float* weight, const float* bias) {
+  const std::int64_t parameters = g.weight_size() + (bias == nullptr ? 0 : g.filters);
+  if (parameters >= g.batch * g.output_image_size()) return nullptr;
+  if (!all_finite(weight, g.weight_size()) || (bias != nullptr && !all_finite(bias, g.filters))) return nullptr;
+  std::shared_ptr<const Convolution> fused = convolution_of(g, bias != nullptr, true);
+  const std::string_view kernel = fused->forward_pd.impl_info_str();
+  return kernel == convolution_of(g, bias != nullptr)->forward_pd.impl_info_str() ? fused : nullptr;
 }
 
 void add_backward_data(const Conv2dGeometry& g, Convolution& c) {
@@ -273,13 +290,15 @@ memory scratchpad_for(const memory::desc& desc) {
 
 bool conv2d_forward(const Conv2dGeometry& g, const Tensor& input, const float* weight, const float* bias,
                     const Tensor& output, bool relu) {
-  relu = relu && all_finite(weight, g.weight_size()) && (bias == nullptr || all_finite(bias, g.filters));
-  const std::shared_ptr<const Convolution> held = convolution_of(g, bias != nullptr, relu);
-  const Convolution& c = *held;
-  if (c.own_winograd) {
-    winograd::forward(g, input.data<float>(), weight, bias, output.data<float>());
-    return false;
+  // ddl's Winograd kernels apply relu()'s own function: nothing to check.
+  if (convolution_of(g, bias != nullptr)->own_winograd) {
+    winograd::forward(g, input.data<float>(), weight, bias, output.data<float>(), relu);
+    return relu;
   }
+  std::shared_ptr<const Convolution> held = relu ? fused_relu(g, weight, bias) : nullptr;
+  relu = held != nullptr;
+  if (!relu) held = convolution_of(g, bias != nullptr);
+  const Convolution& c = *held;
   const auto& pd = c.forward_pd;
   const memory x = onednn::to_layout(onednn::stored(input, input_dims(g), Tag::nchw), pd.src_desc(), Slot::Input,
                                      "conv2d forward: reordering the input");

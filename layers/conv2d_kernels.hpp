@@ -60,9 +60,10 @@ using layers::Conv2dGeometry;
 // oneDNN's read them in the layout they are stored in and leave their
 // results in their own (core/memory_form.hpp), ddl's read and write NCHW.
 // output = conv(input, weight) + bias; bias may be null. With `relu`,
-// output = max(that, 0) where the kernel can apply it to each sum before
-// storing it (oneDNN's, for finite weight and bias); returns whether it
-// did, else the caller applies the ReLU.
+// output = relu(that) where the kernel can apply it to each sum before
+// storing it (ddl's Winograd kernels; oneDNN's, as max(sum, 0), for a
+// finite weight and bias); returns whether it did, else the caller
+// applies the ReLU.
 bool conv2d_forward(const Conv2dGeometry& g, const Tensor& input, const float* weight, const float* bias,
                     const Tensor& output, bool relu = false);
 // The gradients wanted are the defined ones, as in Conv2dBackward.

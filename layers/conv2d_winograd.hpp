@@ -18,8 +18,10 @@ bool applies(const layers::Conv2dGeometry& g);
 // 28x28.
 bool pays_off(const layers::Conv2dGeometry& g);
 
-// y = conv(x, w) + bias (bias may be null). Tensors are NCHW / OIHW.
-void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y);
+// y = conv(x, w) + bias (bias may be null), and with `relu` relu() of
+// that (its very function: NaN stays NaN). Tensors are NCHW / OIHW.
+void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y,
+             bool relu = false);
 // The gradients `o` points to (any may be null): dx from w and dy, dw
 // and dbias from x and dy, each chunk of dy taken through dx and dw together.
 void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o);

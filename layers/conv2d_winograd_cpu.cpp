@@ -435,10 +435,18 @@ void transform_inputs(const Plan& p, std::int64_t images, const float* x, float*
   transform_patches<L, kBt>(p, images, p.in_channels, x, p.height, p.width, -p.padding, v);
 }
 
+// relu()'s function (fn::Relu) on each lane: v where positive or NaN,
+// else +0.
+template <class V>
+V relu_lanes(const V& v) {
+  return (v > 0.0f || v != v) ? v : V{};
+}
+
 // y (NCHW) = (Aᵀ M[.][t][k] A) + bias[k] for every tile t and output
-// channel k, the parts of the 4x4 tiles that fall inside the output.
+// channel k, the parts of the 4x4 tiles that fall inside the output; with
+// `relu`, relu() of that, applied before it is stored.
 template <int L>
-void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, float* y) {
+void transform_outputs(const Plan& p, std::int64_t images, const float* m, const float* bias, bool relu, float* y) {
   using V = Lanes<L>;
   const std::int64_t tiles = images * p.tiles_per_image(), channels = p.out_channels;
   for_each_tile_row<L>(p, images, channels, [&](std::int64_t image, std::int64_t row, std::int64_t k0, auto lanes) {
@@ -452,7 +460,10 @@ void transform_outputs(const Plan& p, std::int64_t images, const float* m, const
           [&](std::int64_t i, std::int64_t j, V& value) {
             load(m + ((i * kPatch + j) * tiles + t) * channels + k0, lanes, value);
           },
-          [&](std::int64_t i, std::int64_t j, const V& value) { write_point<L>(value + b, col, i, j, s); });
+          [&](std::int64_t i, std::int64_t j, const V& value) {
+            const V sum = value + b;
+            write_point<L>(relu ? relu_lanes(sum) : sum, col, i, j, s);
+          });
     }
     scatter(s, lanes, row * kTile, y + (image * channels + k0) * p.out_height * p.out_width, p.out_height, p.out_width);
   });
@@ -557,13 +568,14 @@ void for_each_part(std::int64_t parts, const Run& run) {
 }
 
 // y = x convolved with the filters whose transforms are u, + bias (if
-// any), for `images` NCHW images, through v and m (the chunk's V and M).
+// any), then relu() if asked, for `images` NCHW images, through v and m
+// (the chunk's V and M).
 template <int L>
-void convolve_chunk(const Plan& p, std::int64_t images, const float* x, const float* u, const float* bias, float* v,
-                    float* m, float* y) {
+void convolve_chunk(const Plan& p, std::int64_t images, const float* x, const float* u, const float* bias, bool relu,
+                    float* v, float* m, float* y) {
   transform_inputs<L>(p, images, x, v);
   multiply_points(false, images * p.tiles_per_image(), p.out_channels, p.in_channels, v, u, m, false);
-  transform_outputs<L>(p, images, m, bias, y);
+  transform_outputs<L>(p, images, m, bias, relu, y);
 }
 
 Plan forward_plan(const layers::Conv2dGeometry& g) {
@@ -578,7 +590,8 @@ Plan data_plan(const layers::Conv2dGeometry& g) {
 }
 
 template <int L>
-void forward_at(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
+void forward_at(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, bool relu,
+                float* y) {
   float* u = buffer(onednn::Slot::Weights, kPoints * g.channels * g.filters);
   transform_filters<L>(w, g.channels, g.filters, false, u);
   const Plan p = forward_plan(g);
@@ -588,7 +601,8 @@ void forward_at(const layers::Conv2dGeometry& g, const float* x, const float* w,
     // Asked for here: running a chunk to a thread, each thread's own.
     float* v = buffer(onednn::Slot::Input, kPoints * chunk * p.tiles_per_image() * g.channels);
     float* m = buffer(onednn::Slot::Output, kPoints * chunk * p.tiles_per_image() * g.filters);
-    convolve_chunk<L>(p, images, x + first * g.input_image_size(), u, bias, v, m, y + first * g.output_image_size());
+    convolve_chunk<L>(p, images, x + first * g.input_image_size(), u, bias, relu, v, m,
+                      y + first * g.output_image_size());
   });
 }
 
@@ -630,7 +644,7 @@ void backward_at(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& 
                         c > begin);
       }
       if (o.grad_input != nullptr) {
-        convolve_chunk<L>(turned, images, dy, u, nullptr, v, m, o.grad_input + first * g.input_image_size());
+        convolve_chunk<L>(turned, images, dy, u, nullptr, false, v, m, o.grad_input + first * g.input_image_size());
       }
     }
   });
@@ -658,8 +672,8 @@ bool applies(const layers::Conv2dGeometry& g) {
   return g.kernel_h == 3 && g.kernel_w == 3 && g.stride == 1 && g.dilation == 1 && g.padding <= 2;
 }
 
-void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y) {
-  at_width([&](auto lanes) { forward_at<decltype(lanes)::value>(g, x, w, bias, y); });
+void forward(const layers::Conv2dGeometry& g, const float* x, const float* w, const float* bias, float* y, bool relu) {
+  at_width([&](auto lanes) { forward_at<decltype(lanes)::value>(g, x, w, bias, relu, y); });
 }
 
 void backward(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {

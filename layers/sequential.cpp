@@ -65,8 +65,8 @@ Tensor Sequential::forward(const Tensor& input) {
   return placement_.empty() ? x : x.to(output_device_);
 }
 
-bool Sequential::fuses_with_next(std::size_t i) const {
-  if (!config::fusion() || i + 1 >= size()) return false;
+bool Sequential::fusable_with_next(std::size_t i) const {
+  if (i + 1 >= size()) return false;
   // Exactly these types: a subclass may override forward.
   const bool pair =
       typeid(*children()[i].second) == typeid(Conv2d) && typeid(*children()[i + 1].second) == typeid(ReLU);
@@ -78,7 +78,9 @@ Tensor Sequential::run_layers(std::size_t first, std::size_t end, Tensor x) {
   // the gradient back across it to the device that made the activation.
   for (std::size_t i = first; i < end; ++i) {
     const auto& [name, module] = children()[i];
-    auto* conv = i + 1 < end && fuses_with_next(i) ? static_cast<Conv2d*>(module.get()) : nullptr;
+    // A pair split between two recomputed segments runs apart (i + 1 == end).
+    const bool fused = config::op_fusion() && i + 1 < end && fusable_with_next(i);
+    auto* conv = fused ? static_cast<Conv2d*>(module.get()) : nullptr;
     std::optional<timeline::Span> span;
     if (timeline::per_layer()) {
       span.emplace("compute", conv == nullptr ? fmt::format("{} {}", name, module->type_name())

@@ -3,7 +3,7 @@
 // nn.Sequential). Its children may run on different devices (place(): model
 // parallelism inside one process, parallel/planning/placement.hpp). A
 // Conv2d followed by a ReLU runs as one op, conv2d_relu, unless
-// config::fusion() is off (TensorFlow fuses them the same way).
+// config::op_fusion() is off (TensorFlow fuses them the same way).
 #pragma once
 
 #include <memory>
@@ -54,12 +54,13 @@ class Sequential : public Module {
   // "0 (Conv2d), 1 (ReLU), ...": the layers, for messages.
   std::string list_layers() const;
 
-  // Whether layer i, a Conv2d, runs with the ReLU at i + 1 as one op
-  // (conv2d_relu): with config::fusion() on, where both are exactly those
-  // types and on one device, and not split between two recomputed
-  // segments. The pair gives the same bits as the two layers apart
-  // (layers/conv2d.hpp says where not) and allocates one output.
-  bool fuses_with_next(std::size_t i) const;
+  // Whether layer i, a Conv2d, and the ReLU at i + 1 run as one op
+  // (conv2d_relu) while config::op_fusion() is on: where both are exactly
+  // those types and on one device. forward() then runs them so, unless
+  // they fall in two recomputed segments. The pair gives the same bits as
+  // the two layers apart (layers/conv2d.hpp says where not) and allocates
+  // one output.
+  bool fusable_with_next(std::size_t i) const;
 
   // Runs child i on devices[i]: moves its parameters and buffers there, and
   // from then on forward copies each child's input to its device and the

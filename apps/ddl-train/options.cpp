@@ -183,7 +183,8 @@ void add_options(CLI::App& app, TrainOptions& o) {
                  "the optimizer, pipeline messages, checkpoints) and write it, all ranks on one clock, to this "
                  "Chrome trace-event JSON file (open it in ui.perfetto.dev or chrome://tracing)");
   app.add_flag("--timeline-layers", o.timeline_layers,
-               "--timeline: also a span per layer in forward and per autograd op in backward (costs more)");
+               "--timeline: also a span per layer in forward (a fused Conv2d and ReLU: one) and per autograd op in "
+               "backward (costs more)");
   app.add_option("--search", o.search,
                  "Hyper-parameter search: train every configuration of a grid, e.g. \"lr=0.5,1;batch-size=64,128\", "
                  "the configurations dealt to groups of --group-size ranks (under mpiexec), and print a table and the "

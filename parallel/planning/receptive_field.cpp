@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <ddl/core/check.hpp>
+#include <ddl/core/config.hpp>
 #include <ddl/core/error.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/batchnorm2d.hpp>
@@ -34,10 +35,11 @@ struct SpatialModel::Layer {
   layers::Pool2dOptions pool;
   // Upsampling.
   std::int64_t factor = 1;
-  // Pointwise: false where the layer returns its input (Dropout in
-  // evaluation) or runs inside the layer before (a ReLU fused into a
-  // convolution, as fusion was set when the SpatialModel was made).
+  // Pointwise: false where the layer returns its input (Dropout in evaluation).
   bool allocates = true;
+  // A ReLU that runs inside the convolution before it while
+  // config::op_fusion() is on, and so allocates nothing.
+  bool fused = false;
   // Sequence: the children. Residual: body and shortcut (empty: the identity),
   // then a ReLU or not.
   std::vector<Layer> body, shortcut;
@@ -83,9 +85,8 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
     }
     layer.kind = Kind::Sequence;
     layer.body = read_children(module, path);
-    // A ReLU run inside the convolution before it returns that output.
     for (std::size_t i = 0; i + 1 < layer.body.size(); ++i) {
-      if (sequential->fuses_with_next(i)) layer.body[i + 1].allocates = false;
+      layer.body[i + 1].fused = sequential->fusable_with_next(i);
     }
   } else if (const auto* conv = dynamic_cast<const layers::Conv2d*>(&module)) {
     layer.kind = Kind::Convolution;
@@ -254,9 +255,11 @@ struct Walk {
         alive(held + float_bytes(out));
         return {out, true};
       }
-      case Kind::Pointwise:
-        if (layer.allocates) alive(held + float_bytes(in));
-        return {in, layer.allocates};
+      case Kind::Pointwise: {
+        const bool allocates = layer.allocates && !(layer.fused && config::op_fusion());
+        if (allocates) alive(held + float_bytes(in));
+        return {in, allocates};
+      }
       case Kind::Sequence:
         return sequence(layer.body, in, held);
       case Kind::Residual:

@@ -91,6 +91,7 @@ case $case_name in
     DDL_RING_SEGMENT=-5 expect_usage_error 2 "DDL_RING_SEGMENT=-5 is not a positive byte count"
     DDL_CPU_PRECISION=fp8 expect_usage_error 2 "DDL_CPU_PRECISION=fp8 is not one of float32, bf16"
     DDL_CUDA_CONV=fast expect_usage_error 2 "DDL_CUDA_CONV=fast is not one of deterministic, fastest, benchmark"
+    DDL_OP_FUSION=yes expect_usage_error 2 "DDL_OP_FUSION=yes is not one of on, off"
     ;;
   options)
     # Each training option changes what is trained (the checkpoint's bytes)
@@ -173,7 +174,8 @@ assert all(0 <= line["val_accuracy"] <= 1 and line["loss"] > 0 for line in lines
     "$train" "${args[@]}" --timeline "$work/one.json" > "$work/out" 2>&1 || fail "1 process exited $?: $(cat "$work/out")"
     grep -q "^timeline: $work/one.json" "$work/out" || fail "no timeline line: $(cat "$work/out")"
     "$check_trace" "$work/one.json" 1 step forward backward update "next batch" "make batch" evaluate || exit 1
-    mpiexec -n 2 "$train" --parallel data "${args[@]}" --bucket-mb 0.5 --overlap on --timeline "$work/data.json" --timeline-layers \
+    # (DDL_OP_FUSION=on: the span of the first Conv2d and its ReLU, fused, is named below.)
+    DDL_OP_FUSION=on mpiexec -n 2 "$train" --parallel data "${args[@]}" --bucket-mb 0.5 --overlap on --timeline "$work/data.json" --timeline-layers \
       > "$work/out" 2>&1 || fail "2-rank run exited $?: $(cat "$work/out")"
     [[ $(grep -c "^timeline: " "$work/out") -eq 1 ]] || fail "not one timeline line: $(cat "$work/out")"
     "$check_trace" "$work/data.json" 2 step forward backward allreduce "wait for gradients" update "next batch" \
