@@ -82,13 +82,15 @@ void set_cpu_precision(CpuPrecision precision);
 bool cpu_has_bf16();
 
 // DDL_OP_FUSION (default on): whether Sequential runs a Conv2d followed
-// directly by a ReLU (the two on one device, in one recomputed segment if
-// any) as one op, conv2d_relu, which on the CPU saves a pass over the
-// convolution's output. Set before training: forward reads it per pass.
-//   on:  fused. The same bits as the two layers apart wherever the
+// directly by a ReLU as one op, conv2d_relu, which on the CPU saves a pass
+// over the convolution's output, and a ReLU followed by a max pooling that
+// shrinks the image as the pooling and then the ReLU, over fewer values
+// (layers/sequential.hpp: each pair on one device, in one recomputed
+// segment if any). Set before training: forward reads it per pass.
+//   on:  as above. The same bits as the layers in order wherever the
 //        convolution's sum is a number; a NaN sum can come out 0 instead
 //        of NaN (layers/conv2d.hpp says when).
-//   off: every layer apart.
+//   off: every layer on its own, in order.
 bool op_fusion();
 void set_op_fusion(bool on);
 

@@ -12,6 +12,7 @@
 #include <ddl/core/timeline.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/conv2d.hpp>
+#include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/dropout.hpp>
 #include <ddl/layers/recompute.hpp>
 #include <ddl/layers/sequential.hpp>
@@ -73,25 +74,44 @@ bool Sequential::fusable_with_next(std::size_t i) const {
   return pair && (placement_.empty() || placement_[i] == placement_[i + 1]);
 }
 
+bool Sequential::swappable_with_next(std::size_t i) const {
+  if (i + 1 >= size()) return false;
+  const bool pair =
+      typeid(*children()[i].second) == typeid(ReLU) && typeid(*children()[i + 1].second) == typeid(MaxPool2d);
+  // Windows that step by more than one pixel: fewer values after pooling.
+  const bool shrinks = pair && static_cast<const MaxPool2d&>(*children()[i + 1].second).options().window_stride() > 1;
+  return shrinks && (placement_.empty() || placement_[i] == placement_[i + 1]);
+}
+
+Tensor Sequential::run_layer(std::size_t i, const Tensor& x) {
+  const auto& [name, module] = children()[i];
+  std::optional<timeline::Span> span;
+  if (timeline::per_layer()) span.emplace("compute", fmt::format("{} {}", name, module->type_name()));
+  return module->forward(x);
+}
+
 Tensor Sequential::run_layers(std::size_t first, std::size_t end, Tensor x) {
+  // A pair with its second layer past `end` (split between two recomputed
+  // segments) runs as two layers.
+  const bool fusion = config::op_fusion();
+  const auto swaps = [&](std::size_t i) { return fusion && i + 1 < end && swappable_with_next(i); };
   // Each boundary between devices is a differentiable copy: backward sends
   // the gradient back across it to the device that made the activation.
   for (std::size_t i = first; i < end; ++i) {
-    const auto& [name, module] = children()[i];
-    // A pair split between two recomputed segments runs apart (i + 1 == end).
-    const bool fused = config::op_fusion() && i + 1 < end && fusable_with_next(i);
-    auto* conv = fused ? static_cast<Conv2d*>(module.get()) : nullptr;
-    std::optional<timeline::Span> span;
-    if (timeline::per_layer()) {
-      span.emplace("compute", conv == nullptr ? fmt::format("{} {}", name, module->type_name())
-                                              : fmt::format("{}+{} Conv2d+ReLU", name, children()[i + 1].first));
-    }
     const Tensor on_device = placement_.empty() ? x : x.to(placement_[i]);
-    if (conv != nullptr) {
-      x = conv->forward_relu(on_device);
+    if (swaps(i)) {
+      x = run_layer(i, run_layer(i + 1, on_device));  // max pooling first, then the ReLU
+      ++i;
+    } else if (fusion && i + 1 < end && fusable_with_next(i) && !swaps(i + 1)) {
+      const auto& [name, module] = children()[i];
+      std::optional<timeline::Span> span;
+      if (timeline::per_layer()) {
+        span.emplace("compute", fmt::format("{}+{} Conv2d+ReLU", name, children()[i + 1].first));
+      }
+      x = static_cast<Conv2d&>(*module).forward_relu(on_device);
       ++i;
     } else {
-      x = module->forward(on_device);
+      x = run_layer(i, on_device);
     }
   }
   return x;

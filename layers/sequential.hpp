@@ -2,8 +2,9 @@
 // order they were added, or by the names given (Keras' Sequential, PyTorch's
 // nn.Sequential). Its children may run on different devices (place(): model
 // parallelism inside one process, parallel/planning/placement.hpp). A
-// Conv2d followed by a ReLU runs as one op, conv2d_relu, unless
-// config::op_fusion() is off (TensorFlow fuses them the same way).
+// Conv2d followed by a ReLU runs as one op, conv2d_relu, and a ReLU
+// followed by max pooling as max pooling and then the ReLU, unless
+// config::op_fusion() is off (TensorFlow fuses the first pair the same way).
 #pragma once
 
 #include <memory>
@@ -57,10 +58,22 @@ class Sequential : public Module {
   // Whether layer i, a Conv2d, and the ReLU at i + 1 run as one op
   // (conv2d_relu) while config::op_fusion() is on: where both are exactly
   // those types and on one device. forward() then runs them so, unless
-  // they fall in two recomputed segments. The pair gives the same bits as
-  // the two layers apart (layers/conv2d.hpp says where not) and allocates
-  // one output.
+  // they fall in two recomputed segments or the ReLU is swapped with a
+  // max pooling after it (below). The pair gives the same bits as the two
+  // layers apart (layers/conv2d.hpp says where not) and allocates one
+  // output.
   bool fusable_with_next(std::size_t i) const;
+  // Whether layer i, a ReLU, and the MaxPool2d at i + 1, whose windows step
+  // by more than a pixel, run in the other order while config::op_fusion()
+  // is on (and not split by recomputed segments): max pooling, then the
+  // ReLU on its fewer outputs, and in backward ReLU's gradient over those
+  // instead of over the larger input. The same values and gradients, bit
+  // for bit: ReLU never lowers a value nor reorders two, so the larger of
+  // two ReLU outputs is the ReLU of the larger input, a window's winner is
+  // the same position wherever its maximum is positive, and where it is
+  // not, both orders give the value +0 and every gradient 0; NaNs win
+  // their windows either way and ReLU keeps them.
+  bool swappable_with_next(std::size_t i) const;
 
   // Runs child i on devices[i]: moves its parameters and buffers there, and
   // from then on forward copies each child's input to its device and the
@@ -78,6 +91,8 @@ class Sequential : public Module {
  private:
   // Layers first..end-1 on x, each on its device when placed.
   Tensor run_layers(std::size_t first, std::size_t end, Tensor x);
+  // Layer i alone, in a span of its own in a per-layer timeline.
+  Tensor run_layer(std::size_t i, const Tensor& x);
 
   std::vector<const Module*> modules_of(std::size_t first, std::size_t last) const;
   std::vector<Tensor> parameters_of(std::size_t first, std::size_t last) const;

