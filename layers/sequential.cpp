@@ -12,8 +12,8 @@
 #include <ddl/core/timeline.hpp>
 #include <ddl/layers/activation.hpp>
 #include <ddl/layers/conv2d.hpp>
-#include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/dropout.hpp>
+#include <ddl/layers/pool2d.hpp>
 #include <ddl/layers/recompute.hpp>
 #include <ddl/layers/sequential.hpp>
 

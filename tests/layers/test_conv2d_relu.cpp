@@ -276,11 +276,10 @@ TEST_CASE("Sequential runs a ReLU and the max pooling after it swapped, to the s
   // and one of stride 1, which stays in order. The input a fifth zeros,
   // one image all negative (windows whose maximum is not positive), and
   // NaNs; a Dense layer after, so that parameters' gradients count too.
-  const std::vector<layers::Pool2dOptions> poolings{
-      {.kernel_size = 2},
-      {.kernel_size = 3, .stride = 2},
-      {.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true},
-      {.kernel_size = 2, .stride = 1}};
+  const std::vector<layers::Pool2dOptions> poolings{{.kernel_size = 2},
+                                                    {.kernel_size = 3, .stride = 2},
+                                                    {.kernel_size = 3, .stride = 2, .padding = 1, .ceil_mode = true},
+                                                    {.kernel_size = 2, .stride = 1}};
   const SettingsGuard settings_before;
   for (const layers::Pool2dOptions& pooling : poolings) {
     CAPTURE(pooling.kernel_size);
@@ -292,13 +291,11 @@ TEST_CASE("Sequential runs a ReLU and the max pooling after it swapped, to the s
       set_op_fusion(fusion);
       Generator generator(103);
       auto model = std::make_shared<layers::Sequential>();
-      model->emplace<layers::ReLU>()
-          .emplace<layers::MaxPool2d>(pooling)
-          .emplace<layers::Flatten>()
-          .add(std::make_shared<layers::Dense>(pooled.numel() / 3, 5, true, &generator));
+      model->emplace<layers::ReLU>().emplace<layers::MaxPool2d>(pooling).emplace<layers::Flatten>().add(
+          std::make_shared<layers::Dense>(pooled.numel() / 3, 5, true, &generator));
       std::vector<float> values = with_zeros({3, 4, 13, 12}, generator).to_vector<float>();
       for (std::size_t i = 0; i < 4 * 13 * 12; ++i) values[i] = -std::abs(values[i]) - 0.5f;  // image 0
-      values[4 * 13 * 12 + 5 * 12 + 6] = std::numeric_limits<float>::quiet_NaN();           // image 1
+      values[4 * 13 * 12 + 5 * 12 + 6] = std::numeric_limits<float>::quiet_NaN();             // image 1
       values[4 * 13 * 12 + 2 * 12 + 9] = std::numeric_limits<float>::quiet_NaN();
       const Tensor x = from_vector(values, {3, 4, 13, 12}).set_requires_grad();
       timeline::start({.per_layer = true});
