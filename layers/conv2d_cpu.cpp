@@ -235,7 +235,7 @@ bool all_finite(const float* values, std::int64_t n) {
 }
 
 // The primitive that runs g's forward with oneDNN's ReLU fused, or null
-// where it should run unfused. oneDNN's ReLU makes a NaN sum 0, where
+// where it should run as `unfused`, g's primitive without the ReLU. oneDNN's ReLU makes a NaN sum 0, where
 // relu() keeps it: a weight or bias that is not finite (a diverged
 // model's, the usual source of NaN sums) runs unfused, so its NaNs reach
 // the loss. Checking them must cost less than the pass the fusion saves:
@@ -243,13 +243,14 @@ bool all_finite(const float* values, std::int64_t n) {
 // And the fused primitive must be the same kernel as the unfused one:
 // another, oneDNN's choice under `auto` (Winograd or direct) among them,
 // would sum in another order and give other bits.
-std::shared_ptr<const Convolution> fused_relu(const Conv2dGeometry& g, const float* weight, const float* bias) {
+std::shared_ptr<const Convolution> fused_relu(const Conv2dGeometry& g, const Convolution& unfused, const float* weight,
+                                              const float* bias) {
   const std::int64_t parameters = g.weight_size() + (bias == nullptr ? 0 : g.filters);
   if (parameters >= g.batch * g.output_image_size()) return nullptr;
   if (!all_finite(weight, g.weight_size()) || (bias != nullptr && !all_finite(bias, g.filters))) return nullptr;
   std::shared_ptr<const Convolution> fused = convolution_of(g, bias != nullptr, true);
   const std::string_view kernel = fused->forward_pd.impl_info_str();
-  return kernel == convolution_of(g, bias != nullptr)->forward_pd.impl_info_str() ? fused : nullptr;
+  return kernel == unfused.forward_pd.impl_info_str() ? fused : nullptr;
 }
 
 void add_backward_data(const Conv2dGeometry& g, Convolution& c) {
@@ -290,15 +291,15 @@ memory scratchpad_for(const memory::desc& desc) {
 
 bool conv2d_forward(const Conv2dGeometry& g, const Tensor& input, const float* weight, const float* bias,
                     const Tensor& output, bool relu) {
+  const std::shared_ptr<const Convolution> unfused = convolution_of(g, bias != nullptr);
   // ddl's Winograd kernels apply relu()'s own function: nothing to check.
-  if (convolution_of(g, bias != nullptr)->own_winograd) {
+  if (unfused->own_winograd) {
     winograd::forward(g, input.data<float>(), weight, bias, output.data<float>(), relu);
     return relu;
   }
-  std::shared_ptr<const Convolution> held = relu ? fused_relu(g, weight, bias) : nullptr;
-  relu = held != nullptr;
-  if (!relu) held = convolution_of(g, bias != nullptr);
-  const Convolution& c = *held;
+  const std::shared_ptr<const Convolution> fused = relu ? fused_relu(g, *unfused, weight, bias) : nullptr;
+  relu = fused != nullptr;
+  const Convolution& c = relu ? *fused : *unfused;
   const auto& pd = c.forward_pd;
   const memory x = onednn::to_layout(onednn::stored(input, input_dims(g), Tag::nchw), pd.src_desc(), Slot::Input,
                                      "conv2d forward: reordering the input");

@@ -62,6 +62,13 @@ std::vector<Tensor> run(bool fused, const Tensor& x, const Tensor& w, const Tens
   return results;
 }
 
+// How many spans of each name a recording holds.
+std::map<std::string, int> span_counts(const timeline::Recording& recording) {
+  std::map<std::string, int> counts;
+  for (const timeline::Event& event : recording.events) ++counts[event.name];
+  return counts;
+}
+
 // Puts the CPU convolution's settings back however the case ends.
 struct SettingsGuard {
   config::CpuConvolution algorithm = config::cpu_convolution();
@@ -247,9 +254,7 @@ TEST_CASE("Sequential runs a Conv2d followed by a ReLU fused, to the same bits a
     const timeline::Recording recording = timeline::stop();
     std::vector<Tensor> results{y, loss};
     for (const Tensor& p : model->parameters()) results.push_back(p.grad());
-    std::map<std::string, int> spans;
-    for (const timeline::Event& event : recording.events) ++spans[event.name];
-    return std::pair{results, spans};
+    return std::pair{results, span_counts(recording)};
   };
   const auto [fused, fused_spans] = step(true);
   const auto [apart, apart_spans] = step(false);
@@ -345,8 +350,7 @@ TEST_CASE("Sequential runs a Conv2d and its ReLU apart where a recomputed segmen
   const Tensor y = model->forward(x);
   sum(y).backward();
   const timeline::Recording recording = timeline::stop();
-  std::map<std::string, int> spans;
-  for (const timeline::Event& event : recording.events) ++spans[event.name];
+  const std::map<std::string, int> spans = span_counts(recording);
   CHECK(spans.contains("0 Conv2d"));
   CHECK(spans.contains("1 ReLU"));
   CHECK(spans.contains("2+3 Conv2d+ReLU"));
