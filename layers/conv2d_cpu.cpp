@@ -92,6 +92,9 @@ memory::dims output_dims(const Conv2dGeometry& g) { return {g.batch, g.filters, 
 struct Convolution {
   dnnl::algorithm algorithm;  // the backward primitives' too
   bool own_winograd;          // runs on ddl's Winograd kernels instead (conv2d_winograd_cpu.cpp)
+  // With the ReLU post-op: whether the forward kernel is the one the
+  // geometry runs without it (fused_relu below). Always true without.
+  bool same_kernel_as_unfused;
   dnnl::convolution_forward::primitive_desc forward_pd;
   dnnl::convolution_forward forward;
   std::optional<std::pair<dnnl::convolution_backward_data::primitive_desc, dnnl::convolution_backward_data>>
@@ -186,38 +189,46 @@ dnnl::primitive_attr forward_attributes(bool relu) {
 Convolution make_convolution(const Conv2dGeometry& g, bool bias, bool relu) {
   const Steps s = steps_of(g);
   const memory::desc bias_desc = bias ? memory::desc({g.filters}, memory::data_type::f32, Tag::x) : memory::desc();
-  const auto forward_pd = [&](dnnl::algorithm algorithm) {
+  const auto forward_pd = [&](dnnl::algorithm algorithm, bool with_relu) {
     const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, algorithm,
                                             any_layout(input_dims(g), products_type()),
                                             any_layout(weight_dims(g), products_type()), bias_desc,
                                             any_layout(output_dims(g)), s.strides, s.dilation, s.padding, s.padding);
-    return dnnl::convolution_forward::primitive_desc(d, forward_attributes(relu), onednn::engine());
+    return dnnl::convolution_forward::primitive_desc(d, forward_attributes(with_relu), onednn::engine());
   };
   // The primitive for `algorithm`, or none where oneDNN has no kernel for
   // it (Winograd without AVX-512, or in bf16).
-  const auto kernel_for = [&](dnnl::algorithm algorithm) -> std::optional<dnnl::convolution_forward::primitive_desc> {
+  const auto kernel_for = [&](dnnl::algorithm algorithm,
+                              bool with_relu) -> std::optional<dnnl::convolution_forward::primitive_desc> {
     try {
-      return forward_pd(algorithm);
+      return forward_pd(algorithm, with_relu);
     } catch (const dnnl::error& error) {
       if (error.status != dnnl_unimplemented) throw;
       return std::nullopt;
     }
   };
-  dnnl::algorithm algorithm = wanted_algorithm(g);
-  auto pd = onednn::describe("conv2d forward", [&] { return kernel_for(algorithm); });
-  if (!pd) {
-    algorithm = dnnl::algorithm::convolution_direct;
-    pd = onednn::describe("conv2d forward", [&] { return forward_pd(algorithm); });
-  }
+  // The wanted algorithm's primitive, or the direct one where it has none.
+  const auto chosen = [&](bool with_relu) {
+    const dnnl::algorithm wanted = wanted_algorithm(g);
+    auto pd = onednn::describe("conv2d forward", [&] { return kernel_for(wanted, with_relu); });
+    if (pd) return std::pair{wanted, *pd};
+    const dnnl::algorithm direct = dnnl::algorithm::convolution_direct;
+    return std::pair{direct, onednn::describe("conv2d forward", [&] { return forward_pd(direct, with_relu); })};
+  };
+  const auto [algorithm, pd] = chosen(relu);
   // ddl's own Winograd kernels take the place of oneDNN's where it has
   // none, or where they are asked for by name.
   const auto onednn_has_winograd = [&] {
-    return onednn::describe("conv2d forward", [&] { return kernel_for(dnnl::algorithm::convolution_winograd); })
+    return onednn::describe("conv2d forward", [&] { return kernel_for(dnnl::algorithm::convolution_winograd, false); })
         .has_value();
   };
   const bool own_winograd = wanted_winograd(g) && (config::cpu_convolution() == config::CpuConvolution::DdlWinograd ||
                                                    !onednn_has_winograd());
-  return {algorithm, own_winograd, *pd, dnnl::convolution_forward(*pd), std::nullopt, std::nullopt};
+  // The post-op may change oneDNN's choice of kernel (Winograd or direct
+  // under `auto`, or another implementation): compared once, here.
+  const bool same_kernel =
+      !relu || std::string_view(chosen(false).second.impl_info_str()) == std::string_view(pd.impl_info_str());
+  return {algorithm, own_winograd, same_kernel, pd, dnnl::convolution_forward(pd), std::nullopt, std::nullopt};
 }
 
 // The primitives of `g`, made once per geometry and shared by every thread
@@ -235,22 +246,21 @@ bool all_finite(const float* values, std::int64_t n) {
 }
 
 // The primitive that runs g's forward with oneDNN's ReLU fused, or null
-// where it should run as `unfused`, g's primitive without the ReLU. oneDNN's ReLU makes a NaN sum 0, where
-// relu() keeps it: a weight or bias that is not finite (a diverged
-// model's, the usual source of NaN sums) runs unfused, so its NaNs reach
-// the loss. Checking them must cost less than the pass the fusion saves:
-// not where they outnumber the outputs (a late layer's small image).
-// And the fused primitive must be the same kernel as the unfused one:
-// another, oneDNN's choice under `auto` (Winograd or direct) among them,
-// would sum in another order and give other bits.
-std::shared_ptr<const Convolution> fused_relu(const Conv2dGeometry& g, const Convolution& unfused, const float* weight,
-                                              const float* bias) {
+// where it should run as g's primitive without the ReLU. oneDNN's ReLU
+// makes a NaN sum 0, where relu() keeps it: a weight or bias that is not
+// finite (a diverged model's, the usual source of NaN sums) runs unfused,
+// so its NaNs reach the loss. Checking them must cost less than the pass
+// the fusion saves: not where they outnumber the outputs (a late layer's
+// small image). And the fused primitive must be the same kernel as the
+// unfused one (same_kernel_as_unfused): another, oneDNN's choice under
+// `auto` (Winograd or direct) among them, would sum in another order and
+// give other bits.
+std::shared_ptr<const Convolution> fused_relu(const Conv2dGeometry& g, const float* weight, const float* bias) {
   const std::int64_t parameters = g.weight_size() + (bias == nullptr ? 0 : g.filters);
   if (parameters >= g.batch * g.output_image_size()) return nullptr;
   if (!all_finite(weight, g.weight_size()) || (bias != nullptr && !all_finite(bias, g.filters))) return nullptr;
   std::shared_ptr<const Convolution> fused = convolution_of(g, bias != nullptr, true);
-  const std::string_view kernel = fused->forward_pd.impl_info_str();
-  return kernel == unfused.forward_pd.impl_info_str() ? fused : nullptr;
+  return fused->same_kernel_as_unfused ? fused : nullptr;
 }
 
 void add_backward_data(const Conv2dGeometry& g, Convolution& c) {
@@ -297,7 +307,7 @@ bool conv2d_forward(const Conv2dGeometry& g, const Tensor& input, const float* w
     winograd::forward(g, input.data<float>(), weight, bias, output.data<float>(), relu);
     return relu;
   }
-  const std::shared_ptr<const Convolution> fused = relu ? fused_relu(g, *unfused, weight, bias) : nullptr;
+  const std::shared_ptr<const Convolution> fused = relu ? fused_relu(g, weight, bias) : nullptr;
   relu = fused != nullptr;
   const Convolution& c = relu ? *fused : *unfused;
   const auto& pd = c.forward_pd;

@@ -83,11 +83,14 @@ bool Sequential::swappable_with_next(std::size_t i) const {
   return shrinks && (placement_.empty() || placement_[i] == placement_[i + 1]);
 }
 
-Tensor Sequential::run_layer(std::size_t i, const Tensor& x) {
+Tensor Sequential::run_layer(std::size_t i, const Tensor& x, bool fused_with_next) {
   const auto& [name, module] = children()[i];
   std::optional<timeline::Span> span;
-  if (timeline::per_layer()) span.emplace("compute", fmt::format("{} {}", name, module->type_name()));
-  return module->forward(x);
+  if (timeline::per_layer()) {
+    span.emplace("compute", fused_with_next ? fmt::format("{}+{} Conv2d+ReLU", name, children()[i + 1].first)
+                                            : fmt::format("{} {}", name, module->type_name()));
+  }
+  return fused_with_next ? static_cast<Conv2d&>(*module).forward_relu(x) : module->forward(x);
 }
 
 Tensor Sequential::run_layers(std::size_t first, std::size_t end, Tensor x) {
@@ -103,12 +106,7 @@ Tensor Sequential::run_layers(std::size_t first, std::size_t end, Tensor x) {
       x = run_layer(i, run_layer(i + 1, on_device));  // max pooling first, then the ReLU
       ++i;
     } else if (fusion && i + 1 < end && fusable_with_next(i) && !swaps(i + 1)) {
-      const auto& [name, module] = children()[i];
-      std::optional<timeline::Span> span;
-      if (timeline::per_layer()) {
-        span.emplace("compute", fmt::format("{}+{} Conv2d+ReLU", name, children()[i + 1].first));
-      }
-      x = static_cast<Conv2d&>(*module).forward_relu(on_device);
+      x = run_layer(i, on_device, /*fused_with_next=*/true);
       ++i;
     } else {
       x = run_layer(i, on_device);

@@ -91,8 +91,9 @@ class Sequential : public Module {
  private:
   // Layers first..end-1 on x, each on its device when placed.
   Tensor run_layers(std::size_t first, std::size_t end, Tensor x);
-  // Layer i alone, in a span of its own in a per-layer timeline.
-  Tensor run_layer(std::size_t i, const Tensor& x);
+  // Layer i alone, or the Conv2d at i with the ReLU after it fused
+  // (fusable_with_next), in a span of its own in a per-layer timeline.
+  Tensor run_layer(std::size_t i, const Tensor& x, bool fused_with_next = false);
 
   std::vector<const Module*> modules_of(std::size_t first, std::size_t last) const;
   std::vector<Tensor> parameters_of(std::size_t first, std::size_t last) const;
