@@ -347,26 +347,48 @@ Conv2dStaging conv2d_forward_staging(const Conv2dGeometry& g) {
   return staging;
 }
 
-void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
-  // kLanes partial sums, so that the loop vectorises; the same order on
-  // any thread count.
+namespace {
+
+// conv2d_bias_gradient in blocks of B channels (B = 1: NCHW), pixel p of
+// channel k of image n at ((n K/B + k/B) P + p) B + k % B. Each channel
+// sums into kLanes partial sums, pixel p into partial p % kLanes, images
+// and pixels in order, whatever B: the same bits in any layout and on any
+// thread count. The loop over a block's B channels is the vectorised one
+// (over the partials where B = 1).
+template <std::int64_t B>
+void bias_gradient_in_blocks(const Conv2dGeometry& g, const float* grad_output, float* grad_bias) {
   constexpr std::int64_t kLanes = 16;
-  const std::int64_t size = g.out_pixels();
+  const std::int64_t pixels = g.out_pixels(), blocks = g.filters / B;
 #pragma omp parallel for schedule(static)
-  for (std::int64_t k = 0; k < g.filters; ++k) {
-    float partial[kLanes] = {};
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    float partial[kLanes][B] = {};
     for (std::int64_t n = 0; n < g.batch; ++n) {
-      const float* plane = grad_output + (n * g.filters + k) * size;
-      std::int64_t i = 0;
-      for (; i + kLanes <= size; i += kLanes) {
-        for (std::int64_t l = 0; l < kLanes; ++l) partial[l] += plane[i + l];
+      const float* block = grad_output + (n * blocks + b) * pixels * B;
+      std::int64_t p = 0;
+      for (; p + kLanes <= pixels; p += kLanes) {
+        for (std::int64_t j = 0; j < kLanes; ++j) {
+          for (std::int64_t l = 0; l < B; ++l) partial[j][l] += block[(p + j) * B + l];
+        }
       }
-      for (; i < size; ++i) partial[i % kLanes] += plane[i];
+      for (; p < pixels; ++p) {
+        for (std::int64_t l = 0; l < B; ++l) partial[p % kLanes][l] += block[p * B + l];
+      }
     }
-    float sum = 0;
-    for (const float s : partial) sum += s;
-    grad_bias[k] = sum;
+    for (std::int64_t l = 0; l < B; ++l) {
+      float sum = 0;
+      for (std::int64_t j = 0; j < kLanes; ++j) sum += partial[j][l];
+      grad_bias[b * B + l] = sum;
+    }
   }
+}
+
+}  // namespace
+
+void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, int block, float* grad_bias) {
+  if (block == 16) return bias_gradient_in_blocks<16>(g, grad_output, grad_bias);
+  if (block == 8) return bias_gradient_in_blocks<8>(g, grad_output, grad_bias);
+  DDL_CHECK(block == 0, "conv2d bias gradient: channel blocks of {} (0, 8 or 16)", block);
+  bias_gradient_in_blocks<1>(g, grad_output, grad_bias);
 }
 
 void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackwardTensors& operands) {
@@ -387,8 +409,14 @@ void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackwardTensors& opera
   // below: reading row-major may move a tensor's bytes.)
   const bool unfold = weight_side && products_type() == memory::data_type::f32 && unfolded::suits(g);
   if (unfold) {
-    unfolded::backward_weights(g, row_major(operands.input), row_major(operands.grad_output), operands.grad_weight,
-                               operands.grad_bias);
+    // The input row-major first: where it shares the gradient's storage,
+    // that moves the gradient's bytes too. The gradient as it is stored,
+    // in channel blocks where the next convolution left it so.
+    const float* x = row_major(operands.input);
+    const int block = onednn::channel_block(operands.grad_output);
+    const float* dy =
+        block != 0 ? static_cast<const float*>(operands.grad_output.stored_data()) : row_major(operands.grad_output);
+    unfolded::backward_weights(g, x, dy, block, operands.grad_weight, operands.grad_bias);
   }
   if (need_input) add_backward_data(g, c);
   if (weight_side && !unfold) add_backward_weights(g, c);

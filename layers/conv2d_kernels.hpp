@@ -75,8 +75,11 @@ struct Conv2dBackwardTensors {
 };
 void conv2d_backward(const Conv2dGeometry& g, const Conv2dBackwardTensors& operands);
 // grad_bias[k] = the sum of the output's gradient over images and pixels,
-// for the kernels that leave the bias's gradient to it.
-void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, float* grad_bias);
+// for the kernels that leave the bias's gradient to it. The gradient is
+// NCHW (block 0) or in oneDNN's channel blocks of 8 or 16
+// (core/cpu/onednn.hpp, channel_blocked), and the sums are the same bits
+// in each.
+void conv2d_bias_gradient(const Conv2dGeometry& g, const float* grad_output, int block, float* grad_bias);
 // The bytes of the staging buffers (core/cpu/onednn.hpp) conv2d_forward
 // uses for g: each slot's buffer, one per thread, grows to the largest use
 // and is kept, outside the allocator's count.

@@ -12,7 +12,10 @@ namespace ddl::cpu_backend::unfolded {
 bool suits(const layers::Conv2dGeometry& g);
 
 // dw and dbias (either may be null) from the input x and the output's
-// gradient dy. Tensors are NCHW / OIHW.
-void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias);
+// gradient dy. Tensors are NCHW / OIHW, but dy may be in oneDNN's channel
+// blocks of dy_block = 8 or 16 channels (0: NCHW), as a convolution's
+// backward-data leaves it, read so without a reorder.
+void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, int dy_block, float* dw,
+                      float* dbias);
 
 }  // namespace ddl::cpu_backend::unfolded

@@ -7,7 +7,8 @@
 //
 // Each image's patches become the columns of a matrix, cols[c kh kw][o]
 // for output pixel o, and its share of the gradient is one product,
-// dW_n (K x C kh kw) = dY_n (K x OH OW) · cols_nᵀ. The images are dealt
+// dW_n (K x C kh kw) = dY_n (K x OH OW) · cols_nᵀ (a product per block
+// of channels where dY is in oneDNN's blocked layout). The images are dealt
 // into a fixed number of groups (kGroups, whatever the thread count), each
 // group's products summed image by image on one thread, and the groups'
 // sums added in order: the same bits on any thread count.
@@ -52,11 +53,16 @@ void unfold(const layers::Conv2dGeometry& g, const float* x, float* cols) {
 
 bool suits(const layers::Conv2dGeometry& g) { return g.channels < kFewChannels; }
 
-void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, float* dw, float* dbias) {
-  if (dbias != nullptr) conv2d_bias_gradient(g, dy, dbias);
+void backward_weights(const layers::Conv2dGeometry& g, const float* x, const float* dy, int dy_block, float* dw,
+                      float* dbias) {
+  if (dbias != nullptr) conv2d_bias_gradient(g, dy, dy_block, dbias);
   if (dw == nullptr) return;
   const std::int64_t pixels = g.out_pixels(), depth = g.patch_size(), size = g.weight_size();
   const std::int64_t groups = std::min(kGroups, g.batch);
+  // dY_n's rows, a block of channels at a time: NCHW is one block of K
+  // rows (K x OH OW), each of oneDNN's blocks B rows stored transposed
+  // (OH OW x B), whose products give dW's B rows.
+  const std::int64_t rows = dy_block == 0 ? g.filters : dy_block, blocks = g.filters / rows;
   std::vector<float> sums(static_cast<std::size_t>(groups * size));
 #pragma omp parallel for schedule(static)
   for (std::int64_t group = 0; group < groups; ++group) {
@@ -64,12 +70,16 @@ void backward_weights(const layers::Conv2dGeometry& g, const float* x, const flo
         onednn::staging(onednn::Slot::Input, static_cast<std::size_t>(depth * pixels) * sizeof(float)));
     for (std::int64_t n = group * g.batch / groups; n < (group + 1) * g.batch / groups; ++n) {
       unfold(g, x + n * g.input_image_size(), cols);
-      backend::GemmArgs product;
-      product.trans_b = true;
-      product.m = g.filters, product.n = depth, product.k = pixels;
-      product.beta = n == group * g.batch / groups ? 0.0f : 1.0f;
-      product.a = dy + n * g.output_image_size(), product.b = cols, product.c = sums.data() + group * size;
-      cpu_backend::gemm(product);
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        backend::GemmArgs product;
+        product.trans_a = dy_block != 0;
+        product.trans_b = true;
+        product.m = rows, product.n = depth, product.k = pixels;
+        product.beta = n == group * g.batch / groups ? 0.0f : 1.0f;
+        product.a = dy + (n * blocks + b) * pixels * rows, product.b = cols;
+        product.c = sums.data() + group * size + b * rows * depth;
+        cpu_backend::gemm(product);
+      }
     }
   }
   std::fill(dw, dw + size, 0.0f);

@@ -608,7 +608,7 @@ void forward_at(const layers::Conv2dGeometry& g, const float* x, const float* w,
 
 template <int L>
 void backward_at(const layers::Conv2dGeometry& g, const layers::Conv2dBackward& o) {
-  if (o.grad_bias != nullptr) conv2d_bias_gradient(g, o.grad_output, o.grad_bias);
+  if (o.grad_bias != nullptr) conv2d_bias_gradient(g, o.grad_output, 0, o.grad_bias);
   if (o.grad_input == nullptr && o.grad_weight == nullptr) return;
   // Both sides take dY in the same chunks, so that a chunk read for one is
   // still in cache for the other: the smaller of the two sides' chunks

@@ -209,14 +209,19 @@ TEST_CASE("two convolutions give the same bits whether the activation between th
   // own layout, the ReLU keeps it, the second reads it as it is, and its
   // input's gradient comes back in that layout through the ReLU's
   // gradient (core/memory_form.hpp). Against the same with the activation
-  // and its gradient put in NCHW between the two.
+  // and its gradient put in NCHW between the two. With 3 input channels
+  // the first convolution's weight side is unfolded
+  // (conv2d_unfold_cpu.cpp) and reads its output's gradient in blocks.
   const config::CpuConvolution before = config::cpu_convolution();
-  for (const auto algorithm : {config::CpuConvolution::Direct, config::CpuConvolution::Auto}) {
+  for (const auto [algorithm, channels] :
+       {std::pair{config::CpuConvolution::Direct, 16}, std::pair{config::CpuConvolution::Auto, 16},
+        std::pair{config::CpuConvolution::Auto, 3}}) {
     CAPTURE(static_cast<int>(algorithm));
+    CAPTURE(channels);
     set_cpu_convolution(algorithm);
     Generator generator(61);
-    const Tensor x = test::uniform_tensor({5, 16, 12, 11}, generator);
-    const Tensor w1 = test::uniform_tensor({32, 16, 3, 3}, generator), b1 = test::uniform_tensor({32}, generator);
+    const Tensor x = test::uniform_tensor({5, channels, 12, 11}, generator);
+    const Tensor w1 = test::uniform_tensor({32, channels, 3, 3}, generator), b1 = test::uniform_tensor({32}, generator);
     const Tensor w2 = test::uniform_tensor({16, 32, 3, 3}, generator), b2 = test::uniform_tensor({16}, generator);
     const Tensor g = test::uniform_tensor({5, 16, 10, 9}, generator);
     const auto parameters = [&] {
