@@ -1,4 +1,5 @@
-// Times every layer of the Keras MNIST CNN at its real shapes (batch 128),
+// Times every layer of the Keras MNIST CNN at its real shapes (batch 128;
+// max pooling also on the channel-blocked input the step hands it),
 // forward and forward + backward, the whole training step (forward,
 // backward, SGD update) and the optimizers' updates alone, for each thread
 // count. GEMM-based layers show their GFLOP/s beside a square 1024 GEMM
@@ -36,10 +37,23 @@ struct LayerCase {
   Shape input;
   double forward_flops;  // 0 for layers that are not GEMM-bound
   bool input_needs_grad;
+  // The input as the step hands it over, in oneDNN's channel-blocked
+  // layout (a convolution's output), where the layer reads that as it is.
+  bool blocked_input = false;
 };
 
+// x as a convolution leaves it, in oneDNN's layout: through a 1x1 one
+// whose weight is the identity (the values unchanged, their order not).
+Tensor as_a_convolution_leaves_it(const Tensor& x) {
+  const NoGradGuard no_grad;
+  const std::int64_t channels = x.size(1);
+  std::vector<float> identity(static_cast<std::size_t>(channels * channels));
+  for (std::int64_t c = 0; c < channels; ++c) identity[static_cast<std::size_t>(c * channels + c)] = 1.0f;
+  return layers::conv2d(x, from_vector(identity, {channels, channels, 1, 1}), Tensor(), {.kernel_size = 1});
+}
+
 void print_row(const std::string& what, int threads, const Timing& t, double flops, double gemm_gflops) {
-  fmt::print("{:<30} {:>7} {:>9.2f} {:>9.2f}", what, threads, t.median_ms, t.best_ms);
+  fmt::print("{:<34} {:>7} {:>9.2f} {:>9.2f}", what, threads, t.median_ms, t.best_ms);
   if (flops > 0.0) {
     const double gflops = flops / (t.median_ms * 1e-3) * 1e-9;
     fmt::print(" {:>9.1f} {:>8.0f}%", gflops, 100.0 * gflops / gemm_gflops);
@@ -68,23 +82,44 @@ int main(int argc, char** argv) {
   Generator generator(3);
   const double n = static_cast<double>(batch);
   const std::vector<LayerCase> cases{
-      {"conv 1->32 28x28", std::make_shared<layers::Conv2d>(1, 32, layers::Conv2dOptions{}, &generator),
-       {batch, 1, 28, 28}, 2.0 * n * 32 * 9 * 26 * 26, false},
+      {"conv 1->32 28x28",
+       std::make_shared<layers::Conv2d>(1, 32, layers::Conv2dOptions{}, &generator),
+       {batch, 1, 28, 28},
+       2.0 * n * 32 * 9 * 26 * 26,
+       false},
       {"relu 32x26x26", std::make_shared<layers::ReLU>(), {batch, 32, 26, 26}, 0.0, true},
-      {"conv 32->64 26x26", std::make_shared<layers::Conv2d>(32, 64, layers::Conv2dOptions{}, &generator),
-       {batch, 32, 26, 26}, 2.0 * n * 64 * 32 * 9 * 24 * 24, true},
-      {"maxpool 2 64x24x24", std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{}), {batch, 64, 24, 24}, 0.0,
+      {"conv 32->64 26x26",
+       std::make_shared<layers::Conv2d>(32, 64, layers::Conv2dOptions{}, &generator),
+       {batch, 32, 26, 26},
+       2.0 * n * 64 * 32 * 9 * 24 * 24,
+       true},
+      {"maxpool 2 64x24x24",
+       std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{}),
+       {batch, 64, 24, 24},
+       0.0,
+       true},
+      {"maxpool 2 64x24x24 blocked",
+       std::make_shared<layers::MaxPool2d>(layers::Pool2dOptions{}),
+       {batch, 64, 24, 24},
+       0.0,
+       true,
        true},
       {"dropout 0.25 64x12x12", std::make_shared<layers::Dropout>(0.25f, &generator), {batch, 64, 12, 12}, 0.0, true},
-      {"dense 9216->128", std::make_shared<layers::Dense>(9216, 128, true, &generator), {batch, 9216},
-       2.0 * n * 9216 * 128, true},
-      {"dense 128->10", std::make_shared<layers::Dense>(128, 10, true, &generator), {batch, 128}, 2.0 * n * 128 * 10,
+      {"dense 9216->128",
+       std::make_shared<layers::Dense>(9216, 128, true, &generator),
+       {batch, 9216},
+       2.0 * n * 9216 * 128,
+       true},
+      {"dense 128->10",
+       std::make_shared<layers::Dense>(128, 10, true, &generator),
+       {batch, 128},
+       2.0 * n * 128 * 10,
        true},
   };
 
   fmt::print("ddl {} CPU, batch {}; ms = median (best) of {} runs; fwd+bwd GFLOP/s count backward as 2x forward\n\n",
              build::kVersion, batch, reps);
-  fmt::print("{:<30} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
+  fmt::print("{:<34} {:>7} {:>9} {:>9} {:>9} {:>9}\n", "case", "threads", "ms", "best ms", "GFLOP/s", "of GEMM");
   for (const int threads : options.thread_counts) {
     set_num_threads(threads);
     const bench::GemmRate gemm = bench::measure_gemm(reps, generator);
@@ -93,6 +128,7 @@ int main(int argc, char** argv) {
 
     for (const LayerCase& c : step_only ? std::vector<LayerCase>{} : cases) {
       Tensor x = uniform(c.input, -1.0f, 1.0f, {}, &generator);
+      if (c.blocked_input) x = as_a_convolution_leaves_it(x);
       if (c.input_needs_grad) x.set_requires_grad();
       const Timing forward = time_it(
           [&] {
@@ -129,7 +165,7 @@ int main(int argc, char** argv) {
         },
         reps);
     print_row("training step", threads, step, 0.0, gemm_gflops);
-    fmt::print("{:<30} {:>7} {:>9.0f} samples/s\n", "", threads, 1e3 * n / step.median_ms);
+    fmt::print("{:<34} {:>7} {:>9.0f} samples/s\n", "", threads, 1e3 * n / step.median_ms);
 
     if (step_only) continue;
     // The optimizers' updates over the same parameters (fused elementwise
