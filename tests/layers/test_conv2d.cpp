@@ -213,9 +213,11 @@ TEST_CASE("two convolutions give the same bits whether the activation between th
   // the first convolution's weight side is unfolded
   // (conv2d_unfold_cpu.cpp) and reads its output's gradient in blocks.
   const config::CpuConvolution before = config::cpu_convolution();
-  for (const auto [algorithm, channels] :
-       {std::pair{config::CpuConvolution::Direct, 16}, std::pair{config::CpuConvolution::Auto, 16},
-        std::pair{config::CpuConvolution::Auto, 3}}) {
+  for (const auto& run : {std::pair{config::CpuConvolution::Direct, 16}, std::pair{config::CpuConvolution::Auto, 16},
+                          std::pair{config::CpuConvolution::Auto, 3}}) {
+    // Not structured bindings: clang 14's lambdas (CAPTURE's) cannot take them.
+    const config::CpuConvolution algorithm = run.first;
+    const int channels = run.second;
     CAPTURE(static_cast<int>(algorithm));
     CAPTURE(channels);
     set_cpu_convolution(algorithm);

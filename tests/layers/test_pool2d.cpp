@@ -355,7 +355,11 @@ TEST_CASE("max_pool2d on oneDNN's channel-blocked layout gives NCHW's bits, ties
         const NoGradGuard no_grad;  // no winners kept
         CHECK(same_bits(layers::max_pool2d(to_blocked(x, block), options), y));
       }
-      const Tensor upstream = test::distinct_tensor(y.shape(), rng);
+      // Distinct gradients, every seventh -0 (summed into a zeroed
+      // pixel, it becomes +0; the blocked kernels must do the same).
+      std::vector<float> upstream_values = test::distinct_tensor(y.shape(), rng).to_vector<float>();
+      for (std::size_t i = 0; i < upstream_values.size(); i += 7) upstream_values[i] = -0.0f;
+      const Tensor upstream = from_vector(upstream_values, y.shape());
       y.backward(upstream, true);
       // The output's gradient in NCHW, then in the blocked layout.
       for (const bool upstream_blocked : {false, true}) {
