@@ -11,7 +11,12 @@ PyTorch's default multi-tensor (foreach) one. cuDNN may use TF32 for float32
 convolutions (PyTorch's default, torch.backends.cudnn.allow_tf32); --no-tf32
 turns that off.
 
-  python3 bench/torch_gpu_step.py [--batch 512] [--steps 20] [--repeats 5]
+Beside the step it prints the host's time to enqueue the steps before the
+final wait, as bench/gpu_step.cpp does; --profile runs the steps once more
+under torch.profiler and prints its table of the GPU's kernels (the
+counterpart of gpu_step's --kernels).
+
+  python3 bench/torch_gpu_step.py [--batch 512] [--steps 20] [--repeats 5] [--profile]
 """
 import argparse
 import statistics
@@ -54,6 +59,8 @@ def main():
     parser.add_argument("--deterministic", action="store_true",
                         help="deterministic cuDNN algorithms (ddl's default) instead of cudnn.benchmark")
     parser.add_argument("--no-tf32", action="store_true", help="no TF32 in cuDNN's float32 convolutions")
+    parser.add_argument("--profile", action="store_true",
+                        help="then the steps once more under torch.profiler: what the GPU ran, by kernel")
     args = parser.parse_args()
     torch.backends.cudnn.benchmark = not args.deterministic
     torch.backends.cudnn.deterministic = args.deterministic
@@ -68,24 +75,39 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
 
     def run():
+        """The steps' loss, and the host's seconds to enqueue them."""
+        start = time.perf_counter()
         for _ in range(args.steps):
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(inputs), targets)
             loss.backward()
             optimizer.step()
-        return loss.item()  # waits for the GPU
+        enqueued = time.perf_counter() - start
+        return loss.item(), enqueued  # item() waits for the GPU
 
-    last_loss = run()  # warm-up: cudnn.benchmark's search, the caching allocator
+    last_loss, _ = run()  # warm-up: cudnn.benchmark's search, the caching allocator
     torch.cuda.reset_peak_memory_stats()
-    times = []
+    times, enqueue_times = [], []
     for _ in range(args.repeats):
         start = time.perf_counter()
-        last_loss = run()
+        last_loss, enqueued = run()
         times.append((time.perf_counter() - start) / args.steps)
+        enqueue_times.append(enqueued / args.steps)
     step_ms = 1e3 * statistics.median(times)
+    enqueue_ms = 1e3 * statistics.median(enqueue_times)
     print(f"model resnet_small, batch {args.batch}, torch {torch.__version__} on {torch.cuda.get_device_name()}")
     print(f"training step: {step_ms:.3f} ms (best {1e3 * min(times):.3f}), {args.batch / step_ms * 1e3:.0f} samples/s, "
           f"peak memory {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB, last loss {last_loss:.4f}")
+    print(f"host: {enqueue_ms:.3f} ms a step to enqueue it ({100 * enqueue_ms / step_ms:.0f}% of the step)")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+            run()
+        averages = profiler.key_averages()
+        # PyTorch 2.4 renamed the CUDA columns to "device".
+        sort_by = "self_device_time_total" if hasattr(averages[0], "self_device_time_total") else "self_cuda_time_total"
+        print(f"GPU activity (torch.profiler) over {args.steps} steps:")
+        print(averages.table(sort_by=sort_by, row_limit=25, max_name_column_width=110))
 
 
 if __name__ == "__main__":

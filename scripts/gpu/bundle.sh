@@ -22,7 +22,15 @@ for lib in libfmt.so.9 libmpich.so.12 libhwloc.so.15 libucp.so.0 libucs.so.0 lib
            libucs_signal.so.0 libnuma.so.1 libslurm.so.38 libudev.so.1 libgomp.so.1 libdnnl.so.2 libOpenCL.so.1; do
   cp -L "/usr/lib/x86_64-linux-gnu/$lib" .gpu/lib/
 done
-xz -T2 -6 .gpu/lib/libmpich.so.12 .gpu/lib/libdnnl.so.2
+packed=(.gpu/lib/libmpich.so.12 .gpu/lib/libdnnl.so.2)
+# The GPU step bench's --kernels links the toolkit's CUPTI, which GPU images
+# seldom carry.
+cupti=$(sed -n 's/^CUDA_cupti_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt")
+if [[ -n $cupti && -e $cupti ]]; then
+  packed+=(".gpu/lib/$(objdump -p "$cupti" | awk '$1 == "SONAME" { print $2 }')")
+  cp -L "$cupti" "${packed[-1]}"
+fi
+xz -T2 -6 "${packed[@]}"
 cp /usr/bin/mpiexec.hydra /usr/bin/hydra_pmi_proxy .gpu/bin/
 data=/usr/share/datasets/fashion-mnist
 cp "$data"/t10k-* .gpu/fm/

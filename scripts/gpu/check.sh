@@ -6,8 +6,9 @@
 # unsharded and under ZeRO stage 3, and tensor-parallel), the conformance suite, a short
 # ddl-train run and a stage-3 run on 2 ranks under compute-sanitizer's memcheck, the ctest suite (but what needs
 # no GPU and cannot run there),
-# ddl's training step against PyTorch's (bench/compare_gpu_step.sh), and
-# last racecheck, initcheck and synccheck.
+# ddl's training step against PyTorch's (bench/compare_gpu_step.sh) and
+# where each one's step time goes, and last racecheck, initcheck and
+# synccheck.
 # Each step has a time limit, so a short device lease still gets the early
 # steps' answers. Logs go to ${OUT:-/tmp/ddl-gpu}; $OUT/summary.txt gets
 # one line per step as it ends, printed again at the end.
@@ -119,6 +120,13 @@ step "ctest (all but install, lessons, plots)" "${DDL_GPU_CTEST_LIMIT:-300}" cte
 # image): after the correctness checks, since a short lease needs those more.
 step "ddl vs PyTorch, resnet_small step at batch 512" 180 gpu-step.log 'ddl / torch|no PyTorch' \
   bench/compare_gpu_step.sh "$build" "${DDL_GPU_COMPARE_ROUNDS:-2}" 512
+# Where the step's time goes on each side, timed algorithms on both: the
+# host's time to enqueue a step, and what the GPU ran, by kernel (CUPTI for
+# ddl, torch.profiler for PyTorch). The inner shell reads the build as $1.
+# shellcheck disable=SC2016
+step "what the GPU ran, resnet_small at batch 512" 180 kernels.log '^host:' \
+  bash -c 'DDL_CUDA_CONV=benchmark "$1"/bench/ddl_bench_gpu_step --batch 512 --kernels &&
+           "${PYTHON:-python3}" bench/torch_gpu_step.py --batch 512 --no-tf32 --profile' _ "$build"
 if [[ -n "$have_sanitizer" ]]; then
   for tool in racecheck initcheck synccheck; do sanitize "$tool"; done
 else
