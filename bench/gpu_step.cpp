@@ -35,10 +35,6 @@ using namespace ddl;
 
 namespace {
 
-double milliseconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
 void measure(const std::string& model_name, const Device& device, std::int64_t batch, int steps, int reps,
              [[maybe_unused]] bool kernels) {
   const auto model = models::make_model(model_name);
@@ -61,7 +57,7 @@ void measure(const std::string& model_name, const Device& device, std::int64_t b
       loss.backward();
       optimizer.step();
     }
-    enqueue_ms.push_back(milliseconds_since(start));
+    enqueue_ms.push_back(bench::milliseconds_since(start));
     last_loss = loss.to_vector<float>().front();  // waits for the GPU
   };
   some_steps();  // warm-up: cuDNN's algorithm choice, the memory pool
@@ -83,7 +79,7 @@ void measure(const std::string& model_name, const Device& device, std::int64_t b
     bench::KernelTable table;
     const auto start = std::chrono::steady_clock::now();
     some_steps();
-    table.print(stdout, milliseconds_since(start), steps);
+    table.print(stdout, bench::milliseconds_since(start), steps);
   }
 #endif
 }
